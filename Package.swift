@@ -1,0 +1,49 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Chorus",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "AVPlayback", targets: ["AVPlayback"]),
+        .library(name: "MediaClock", targets: ["MediaClock"]),
+        .executable(name: "chorus", targets: ["chorus"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // C libraries, found by pkg-config; each module map also carries `static inline`
+        // shims for the macros Swift cannot import. Nothing outside MediaPipeline imports them.
+        .systemLibrary(
+            name: "CFFmpeg",
+            pkgConfig: "libavformat libavcodec libavutil libswresample",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswresample-dev"])]
+        ),
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+
+        // Pure time core: CMTime, CMTimeRange, CMClock, CMTimebase, HostTime. No I/O.
+        .target(name: "MediaClock"),
+
+        // Demux -> decode -> convert -> bounded rings -> timed outputs (ALSA, null, wav).
+        .target(name: "MediaPipeline", dependencies: ["MediaClock", "CFFmpeg", "CALSA"]),
+
+        // The public AVFoundation-style playback API. Never imports a C module.
+        .target(name: "AVPlayback", dependencies: ["MediaClock", "MediaPipeline"]),
+
+        .executableTarget(
+            name: "chorus",
+            dependencies: [
+                "AVPlayback", "MediaClock",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        .testTarget(name: "MediaClockTests", dependencies: ["MediaClock"]),
+        .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock"]),
+        .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock"]),
+        .testTarget(name: "ChorusCLITests", dependencies: ["chorus"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,172 @@
+import Foundation
+import MediaPipeline
+
+/// A timed piece of media: a file or a network stream, opened with FFmpeg.
+///
+/// Properties load asynchronously, once, on a background thread; every accessor is
+/// thread-safe. `AVURLAsset` is the concrete class.
+public class AVAsset: @unchecked Sendable {
+    enum LoadState {
+        case notLoaded
+        case loading
+        case loaded(MediaInfo)
+        case failed(MediaError)
+        case cancelled
+    }
+
+    /// The address the asset reads, as given.
+    let location: String
+    private let lock = NSLock()
+    private var state = LoadState.notLoaded
+    private var waiters: [(Result<MediaInfo, MediaError>) -> Void] = []
+
+    init(location: String) { self.location = location }
+
+    /// Loads the values of the given properties, opening the media on first use.
+    ///
+    /// Throws the typed load error (an `AVPlaybackError`) when the media cannot be opened.
+    public func load<each Value>(_ properties: repeat AVAsyncProperty<AVAsset, each Value>) async throws -> (repeat each Value) {
+        let info = try await loadedInfo()
+        return (repeat (each properties).extract(self, info))
+    }
+
+    /// Where the loading of `property` stands, without starting it.
+    public func status<Value>(of property: AVAsyncProperty<AVAsset, Value>) -> AVAsyncProperty<AVAsset, Value>.Status {
+        switch lock.withLock({ state }) {
+        case .notLoaded: return .notYetLoaded
+        case .loading: return .loading
+        case .loaded(let info): return .loaded(property.extract(self, info))
+        case .failed(let error): return .failed(error)
+        case .cancelled: return .failed(MediaError.cancelled(url: location))
+        }
+    }
+
+    /// The older form: loads `keys` ("duration", "tracks", "playable", ...) and calls
+    /// `handler` on a background queue when all have loaded or failed.
+    public func loadValuesAsynchronously(forKeys keys: [String], completionHandler handler: (@Sendable () -> Void)? = nil) {
+        requestInfo { _ in handler?() }
+    }
+
+    /// The status of one key of the older API; on failure `outError` receives the error.
+    public func statusOfValue(forKey key: String, error outError: UnsafeMutablePointer<NSError?>? = nil) -> AVKeyValueStatus {
+        switch lock.withLock({ state }) {
+        case .notLoaded: return .unknown
+        case .loading: return .loading
+        case .loaded: return Self.knownKeys.contains(key) ? .loaded : .failed
+        case .failed(let error):
+            outError?.pointee = NSError(domain: "Chorus.AVPlayback", code: 1,
+                                        userInfo: [NSLocalizedDescriptionKey: error.description])
+            return .failed
+        case .cancelled: return .cancelled
+        }
+    }
+
+    static let knownKeys: Set<String> = ["duration", "tracks", "playable", "readable", "hasProtectedContent",
+                                         "preferredRate", "preferredVolume", "providesPreciseDurationAndTiming"]
+
+    /// Cancels loading that has not finished; waiting loads fail with `.cancelled`.
+    public func cancelLoading() {
+        let pending: [(Result<MediaInfo, MediaError>) -> Void] = lock.withLock {
+            guard case .loading = state else { return [] }
+            state = .cancelled
+            defer { waiters = [] }
+            return waiters
+        }
+        for waiter in pending { waiter(.failure(.cancelled(url: location))) }
+    }
+
+    // MARK: - Synchronous accessors for already-loaded assets
+
+    /// The duration if loaded, `.indefinite` otherwise (Apple's old synchronous accessor).
+    public var duration: CMTime {
+        if case .loaded(let info) = lock.withLock({ state }) { return info.duration }
+        return .indefinite
+    }
+
+    /// The tracks if loaded, empty otherwise.
+    public var tracks: [AVAssetTrack] {
+        if case .loaded(let info) = lock.withLock({ state }) { return makeTracks(info) }
+        return []
+    }
+
+    /// Whether the asset has loaded and can be played.
+    public var isPlayable: Bool {
+        if case .loaded(let info) = lock.withLock({ state }) { return info.isPlayable }
+        return false
+    }
+
+    // MARK: - Loading
+
+    func makeTracks(_ info: MediaInfo) -> [AVAssetTrack] {
+        info.tracks.map { AVAssetTrack(info: $0, asset: self, isPreferredAudio: $0 == info.preferredAudioTrack) }
+    }
+
+    var loadedMediaInfo: MediaInfo? {
+        if case .loaded(let info) = lock.withLock({ state }) { return info }
+        return nil
+    }
+
+    func loadedInfo() async throws(MediaError) -> MediaInfo {
+        let result: Result<MediaInfo, MediaError> = await withCheckedContinuation { continuation in
+            requestInfo { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// Opens the media once; every caller gets the same result.
+    func requestInfo(_ completion: @escaping (Result<MediaInfo, MediaError>) -> Void) {
+        enum Next { case wait, start, done(Result<MediaInfo, MediaError>) }
+        let next: Next = lock.withLock {
+            switch state {
+            case .loaded(let info): return .done(.success(info))
+            case .failed(let error): return .done(.failure(error))
+            case .cancelled: return .done(.failure(.cancelled(url: location)))
+            case .loading:
+                waiters.append(completion)
+                return .wait
+            case .notLoaded:
+                state = .loading
+                waiters.append(completion)
+                return .start
+            }
+        }
+        switch next {
+        case .wait: return
+        case .done(let result): completion(result)
+        case .start:
+            let location = self.location
+            DispatchQueue.global(qos: .userInitiated).async { [self] in
+                let result: Result<MediaInfo, MediaError>
+                do throws(MediaError) {
+                    result = .success(try MediaSource(url: location).info)
+                } catch {
+                    result = .failure(error)
+                }
+                let pending: [(Result<MediaInfo, MediaError>) -> Void] = lock.withLock {
+                    if case .cancelled = state { return [] }
+                    switch result {
+                    case .success(let info): state = .loaded(info)
+                    case .failure(let error): state = .failed(error)
+                    }
+                    defer { waiters = [] }
+                    return waiters
+                }
+                for waiter in pending { waiter(result) }
+            }
+        }
+    }
+}
+
+/// An asset read from a URL: a local file (a path or file:// URL) or a network stream
+/// (http, https, HLS).
+public final class AVURLAsset: AVAsset, @unchecked Sendable {
+    /// The asset's URL.
+    public let url: URL
+
+    /// Creates an asset for `url`. Nothing is read until a property is loaded.
+    /// `options` is accepted for source compatibility; no option changes behaviour yet.
+    public init(url: URL, options: [String: any Sendable]? = nil) {
+        self.url = url
+        super.init(location: url.isFileURL ? url.path : url.absoluteString)
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import MediaPipeline
+
+extension AVPlayer {
+    /// On the event queue: an event from the current item's reader.
+    func readerEvent(_ event: AudioReaderEvent) {
+        var effects = Effects()
+        lock.withLock {
+            switch event {
+            case .ready(let serial, _), .decodedToEnd(let serial, _), .failed(let serial, _, _):
+                state.readySerial = max(state.readySerial, serial)
+                if let pending = state.pendingSeek, serial >= pending.serial {
+                    state.pendingSeek = nil
+                    effects.completions.append { pending.completion(true) }
+                }
+                if serial >= state.serial, !state.pendingPrerolls.isEmpty {
+                    let prerolls = state.pendingPrerolls
+                    state.pendingPrerolls = []
+                    effects.completions.append { for handler in prerolls { handler(true) } }
+                }
+            case .damaged(let count):
+                state.item?.noteDamage(count)
+            }
+        }
+        effects.run(on: eventQueue)
+    }
+
+    /// On the event queue, every `monitorInterval`: brings the player's status in line
+    /// with what the render thread reports, notices the item's end, fires time observers.
+    func tick() {
+        var effects = Effects()
+        let status = engine.status
+        let realtime = engine.isRealtime
+        let now = HostTime(hostClock.time) ?? .now()
+        var fire: (time: CMTime, playing: Bool, jumped: Bool, previous: CMTime, observers: [TimeObserver])?
+        lock.withLock {
+            guard let item = state.item else { return }
+            if state.itemLoaded, state.rate != 0, status.serial == state.serial, status.generation > 0 {
+                switch status.phase {
+                case .playing:
+                    setTimeControlLocked(.playing, reason: nil, &effects)
+                case .stalled:
+                    if status.stalls != state.lastStallCount {
+                        state.lastStallCount = status.stalls
+                        setTimeControlLocked(.waitingToPlayAtSpecifiedRate, reason: .toMinimizeStalls, &effects)
+                        effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.playbackStalledNotification, object: item) }
+                    }
+                case .ended, .failed:
+                    // The end counts once it is heard, not when it is written.
+                    if realtime && now < status.endHost { break }
+                    guard state.endHandledSerial != state.serial else { break }
+                    state.endHandledSerial = state.serial
+                    handleEndLocked(item: item, failed: status.phase == .failed, endFrame: status.endFrame, &effects)
+                case .idle, .starting:
+                    break
+                }
+            }
+            let time = currentTimeLocked()
+            let playing = state.timeControlStatus == .playing
+            fire = (time, playing, state.timeJumped, state.lastObservedTime, state.observers)
+            state.timeJumped = false
+            state.lastObservedTime = time
+        }
+        effects.run(on: eventQueue)
+        if let fire, !fire.observers.isEmpty {
+            fireTimeObservers(now: fire.time, playing: fire.playing, jumped: fire.jumped, previous: fire.previous, observers: fire.observers)
+        }
+    }
+
+    private func handleEndLocked(item: AVPlayerItem, failed: Bool, endFrame: Int64, _ effects: inout Effects) {
+        if let format = state.format {
+            state.position = CMTime(value: endFrame, timescale: Int32(format.sampleRate))
+        }
+        if failed {
+            let error = item.lock.withLock { () -> MediaError in
+                MediaError.corruptData(url: item.asset.location, reason: "playback stopped early")
+            }
+            let reported = engine.lastReaderError ?? error
+            effects.notifications.append {
+                item.failed(reported)
+                NotificationCenter.default.post(name: AVPlayerItem.failedToPlayToEndTimeNotification, object: item,
+                                                userInfo: [AVPlayerItemFailedToPlayToEndTimeErrorKey: reported])
+            }
+            pauseLocked(&effects)
+            return
+        }
+        effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.didPlayToEndTimeNotification, object: item) }
+        switch state.actionAtItemEnd {
+        case .pause:
+            pauseLocked(&effects)
+        case .advance:
+            effects.after.append { [weak self] in self?.advanceAfterItemEnd() }
+        case .none:
+            break
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+
+extension AVPlayer {
+    /// Calls `block` every `interval` of item time while playing, and also whenever
+    /// playback starts or stops and whenever time jumps. The block runs on `queue` (the main
+    /// queue when nil) and is not called again while a previous call is still running.
+    /// Returns a token for `removeTimeObserver(_:)`.
+    public func addPeriodicTimeObserver(forInterval interval: CMTime, queue: DispatchQueue?,
+                                        using block: @escaping @Sendable (CMTime) -> Void) -> Any {
+        let observer = TimeObserver(kind: .periodic(interval: interval, block: block), queue: queue ?? .main)
+        lock.withLock { state.observers.append(observer) }
+        return observer
+    }
+
+    /// Calls `block` when playback passes any of `times` (item times) in normal play.
+    public func addBoundaryTimeObserver(forTimes times: [CMTime], queue: DispatchQueue?,
+                                        using block: @escaping @Sendable () -> Void) -> Any {
+        let observer = TimeObserver(kind: .boundary(times: times.filter(\.isNumeric).sorted(), block: block), queue: queue ?? .main)
+        observer.fireNow = false
+        lock.withLock { state.observers.append(observer) }
+        return observer
+    }
+
+    /// Removes a time observer. No call of its block begins after this returns.
+    public func removeTimeObserver(_ observer: Any) {
+        guard let observer = observer as? TimeObserver else { return }
+        lock.withLock { state.observers.removeAll { $0 === observer } }
+        observer.remove()
+    }
+
+    /// On the event queue, each tick: fires the observers that are due.
+    func fireTimeObservers(now time: CMTime, playing: Bool, jumped: Bool, previous: CMTime, observers: [TimeObserver]) {
+        for observer in observers {
+            switch observer.kind {
+            case .periodic(let interval, let block):
+                let due: Bool
+                if jumped || observer.fireNow {
+                    due = true
+                } else if playing, interval.isNumeric, interval > .zero {
+                    due = !observer.nextFire.isNumeric || time >= observer.nextFire
+                } else {
+                    due = false
+                }
+                guard due else { continue }
+                observer.fireNow = false
+                if interval.isNumeric, interval > .zero, interval.seconds > 0 {
+                    // The next multiple of the interval after `time`.
+                    let steps = (time.seconds / interval.seconds).rounded(.down) + 1
+                    observer.nextFire = CMTime(seconds: steps * interval.seconds, preferredTimescale: time.timescale > 0 ? max(time.timescale, interval.timescale) : 1_000_000)
+                }
+                observer.deliver { block(time) }
+            case .boundary(let times, let block):
+                guard playing, !jumped, previous.isNumeric, time > previous else { continue }
+                if times.contains(where: { $0 > previous && $0 <= time }) {
+                    observer.deliver { block() }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+
+extension AVPlayer {
+    /// Whether the player can play at all.
+    public enum Status: Int, Sendable {
+        case unknown
+        /// The output is open (or will open with the first item).
+        case readyToPlay
+        /// The output could not be opened; `error` says why.
+        case failed
+    }
+
+    /// What the player is doing now.
+    public enum TimeControlStatus: Int, Sendable {
+        /// Not playing: the rate is 0.
+        case paused
+        /// The rate is not 0 but nothing is heard yet: data is loading, or a scheduled
+        /// start time has not come.
+        case waitingToPlayAtSpecifiedRate
+        /// Media is being presented.
+        case playing
+    }
+
+    /// What happens when the current item ends.
+    public enum ActionAtItemEnd: Int, Sendable {
+        /// Move to the next item (queue players only).
+        case advance
+        /// Pause at the end.
+        case pause
+        /// Do nothing: the rate stays as it was and time stays at the end.
+        case none
+    }
+
+    /// Why the player is waiting.
+    public struct WaitingReason: RawRepresentable, Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// Data is being loaded so playback will not stall.
+        public static let toMinimizeStalls = WaitingReason(rawValue: "AVPlayerWaitingToMinimizeStallsReason")
+        /// The player is deciding whether data arrives fast enough.
+        public static let evaluatingBufferingRate = WaitingReason(rawValue: "AVPlayerWaitingWhileEvaluatingBufferingRateReason")
+        /// There is no item, or the item failed.
+        public static let noItemToPlay = WaitingReason(rawValue: "AVPlayerWaitingWithNoItemToPlayReason")
+        /// A start was scheduled with `setRate(_:time:atHostTime:)` and its host time has
+        /// not come yet. (A Chorus addition.)
+        public static let waitingForScheduledStart = WaitingReason(rawValue: "ChorusWaitingForScheduledStartReason")
+    }
+}
+
+/// A registered time observer; pass it to `removeTimeObserver(_:)`.
+final class TimeObserver: @unchecked Sendable {
+    enum Kind {
+        case periodic(interval: CMTime, block: @Sendable (CMTime) -> Void)
+        case boundary(times: [CMTime], block: @Sendable () -> Void)
+    }
+    let kind: Kind
+    let queue: DispatchQueue
+    private let lock = NSLock()
+    private var removed = false
+    private var running = false
+    /// Periodic: the next item time at which to fire.
+    var nextFire: CMTime = .invalid
+    /// Fire at the next tick whatever the time (start, stop, jump).
+    var fireNow = true
+
+    init(kind: Kind, queue: DispatchQueue) {
+        self.kind = kind
+        self.queue = queue
+    }
+
+    /// Held while the block runs, so `remove()` returns only once no invocation can begin.
+    private let invocation = NSRecursiveLock()
+
+    func remove() {
+        invocation.withLock { lock.withLock { removed = true } }
+    }
+
+    /// Runs `work` on the observer's queue unless the observer was removed or its previous
+    /// invocation is still running.
+    func deliver(_ work: @escaping @Sendable () -> Void) {
+        let go: Bool = lock.withLock {
+            if removed || running { return false }
+            running = true
+            return true
+        }
+        guard go else { return }
+        queue.async { [self] in
+            invocation.withLock {
+                if lock.withLock({ !removed }) { work() }
+            }
+            lock.withLock { running = false }
+        }
+    }
+}

@@ -1,0 +1,526 @@
+import Foundation
+import MediaPipeline
+
+/// Plays one item at a time through a timed audio output, with Apple's AVPlayer API.
+///
+/// Threads: every method may be called from any thread. State changes, key-value
+/// observations, notifications and seek/preroll completion handlers happen on the player's
+/// serial `eventQueue`; time observers run on the queue given when they were added (the
+/// main queue when nil, as on Apple's platforms).
+open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
+    /// How often the player reads the render thread's report to update its status, fire
+    /// time observers and notice the end: 10 ms, one device period, so observers are at
+    /// most a period late and the end is reported within a period of being heard.
+    public static let monitorInterval: DispatchTimeInterval = .milliseconds(10)
+
+    public let observationRegistry = ObservationRegistry()
+    /// The serial queue on which state changes and their callbacks are delivered.
+    public let eventQueue = DispatchQueue(label: "chorus.player.events")
+    /// Where the player sends its sound. Fixed at creation.
+    public let outputSpec: OutputSpec
+    /// The host clock of this machine (or a simulated one, in tests).
+    public let hostClock: CMClock
+
+    let engine: PlaybackEngine
+    let lock = NSLock()
+    var state = PlayerState()
+    private var monitor: DispatchSourceTimer?
+
+    /// A player with no item.
+    public convenience init() {
+        self.init(playerItem: nil)
+    }
+
+    /// A player for the media at `url`.
+    public convenience init(url: URL) {
+        self.init(playerItem: AVPlayerItem(url: url))
+    }
+
+    /// A player for `item`, on the default output (ALSA's default device).
+    public convenience init(playerItem item: AVPlayerItem?) {
+        self.init(playerItem: item, output: .alsa(device: "default"))
+    }
+
+    /// A player for `item` that renders to `output` (`alsa:DEVICE`, `null[:drift=PPM]`,
+    /// `wav:PATH`). The output opens with the first item.
+    public init(playerItem item: AVPlayerItem?, output: OutputSpec, hostClock: CMClock = .hostTimeClock) {
+        outputSpec = output
+        self.hostClock = hostClock
+        engine = PlaybackEngine(spec: output)
+        state.status = .readyToPlay
+        startMonitor()
+        if let item { replaceCurrentItem(with: item) }
+    }
+
+    deinit {
+        monitor?.cancel()
+        engine.shutdown()
+    }
+
+    // MARK: - Properties
+
+    /// Whether the player can play; `.failed` when its output could not be opened.
+    public var status: Status { lock.withLock { state.status } }
+    /// Why the player failed.
+    public var error: (any Error)? { lock.withLock { state.error } }
+    /// The item being played.
+    public var currentItem: AVPlayerItem? { lock.withLock { state.item } }
+    /// What the player is doing now.
+    public var timeControlStatus: TimeControlStatus { lock.withLock { state.timeControlStatus } }
+    /// Why the player waits, while `timeControlStatus` is `.waitingToPlayAtSpecifiedRate`.
+    public var reasonForWaitingToPlay: WaitingReason? { lock.withLock { state.waitingReason } }
+    /// The output device's name, as shown in status lines.
+    public var outputName: String { engine.outputName }
+
+    /// The playback rate: 0 paused, 1 normal speed. Setting a non-zero rate plays.
+    /// Only 0 and 1 are rendered; other positive rates play at 1 until rate control exists.
+    public var rate: Float {
+        get { lock.withLock { state.rate } }
+        set {
+            if newValue == 0 { pause() } else { start(rate: newValue, at: nil, hostTime: nil, seekFirst: false) }
+        }
+    }
+
+    /// The rate `play()` uses.
+    public var defaultRate: Float {
+        get { lock.withLock { state.defaultRate } }
+        set { lock.withLock { state.defaultRate = newValue } }
+    }
+
+    /// What happens when the item ends; `.pause` by default (`.advance` for queue players).
+    public var actionAtItemEnd: ActionAtItemEnd {
+        get { lock.withLock { state.actionAtItemEnd } }
+        set { lock.withLock { state.actionAtItemEnd = newValue } }
+    }
+
+    /// Whether playback waits for enough data before starting. True by default, as on
+    /// Apple's platforms; must be false for `setRate(_:time:atHostTime:)`.
+    public var automaticallyWaitsToMinimizeStalling: Bool {
+        get { lock.withLock { state.waitsToMinimizeStalling } }
+        set { lock.withLock { state.waitsToMinimizeStalling = newValue } }
+    }
+
+    /// Linear volume, 0...1.
+    public var volume: Float {
+        get { lock.withLock { state.volume } }
+        set {
+            lock.withLock { state.volume = min(1, max(0, newValue.isFinite ? newValue : 1)) }
+            applyVolume()
+        }
+    }
+
+    /// Whether sound is muted.
+    public var isMuted: Bool {
+        get { lock.withLock { state.isMuted } }
+        set {
+            lock.withLock { state.isMuted = newValue }
+            applyVolume()
+        }
+    }
+
+    /// The clock the item's timebase follows. Nil: the output device's clock. A group
+    /// follower sets the clock it slaves to its leader.
+    public var masterClock: CMClock? {
+        get { lock.withLock { state.masterClock } }
+        set { lock.withLock { state.masterClock = newValue } }
+    }
+
+    /// Apple's newer name for `masterClock`.
+    public var sourceClock: CMClock? {
+        get { masterClock }
+        set { masterClock = newValue }
+    }
+
+    /// Whether playback may move to another machine. (External playback comes with casting.)
+    public var allowsExternalPlayback = true
+    /// Whether playback is happening on another machine now.
+    public var isExternalPlaybackActive: Bool { false }
+    /// Whether to play externally while an external screen is active.
+    public var usesExternalPlaybackWhileExternalScreenIsActive = false
+
+    // MARK: - Playing
+
+    /// Plays at `defaultRate`.
+    public func play() {
+        let rate = defaultRate
+        start(rate: rate == 0 ? 1 : rate, at: nil, hostTime: nil, seekFirst: false)
+    }
+
+    /// Pauses; the same as setting `rate` to 0.
+    public func pause() {
+        var effects = Effects()
+        lock.withLock { pauseLocked(&effects) }
+        effects.run(on: eventQueue)
+    }
+
+    /// Plays at `rate` at once, without waiting for buffering.
+    public func playImmediately(atRate rate: Float) {
+        start(rate: rate, at: nil, hostTime: nil, seekFirst: false)
+    }
+
+    /// Aligns item time `itemTime` with host time `hostClockTime` and plays at `rate`.
+    ///
+    /// A host time in the past plays as if the item had started then; in the future, the
+    /// item holds at `itemTime` and starts exactly then, to the sample. An invalid
+    /// `itemTime` means the current time; an invalid host time means now, without external
+    /// synchronisation. As on Apple's platforms this is refused while
+    /// `automaticallyWaitsToMinimizeStalling` is true: the call does nothing and a warning
+    /// is printed to standard error.
+    public func setRate(_ rate: Float, time itemTime: CMTime, atHostTime hostClockTime: CMTime) {
+        if automaticallyWaitsToMinimizeStalling {
+            FileHandle.standardError.write(Data(
+                "AVPlayer.setRate(_:time:atHostTime:) ignored: set automaticallyWaitsToMinimizeStalling to false first\n".utf8))
+            return
+        }
+        if rate == 0 {
+            pause()
+            if itemTime.isNumeric { seek(to: itemTime) }
+            return
+        }
+        start(rate: rate, at: itemTime.isNumeric ? itemTime : nil,
+              hostTime: hostClockTime.isNumeric ? HostTime(hostClockTime) : nil, seekFirst: true)
+    }
+
+    // MARK: - Items
+
+    /// Replaces the current item; nil leaves the player empty.
+    public func replaceCurrentItem(with item: AVPlayerItem?) {
+        var effects = Effects()
+        let old: AVPlayerItem? = lock.withLock {
+            let old = state.item
+            guard old !== item else { return nil }
+            state.item = item
+            state.serial += 1
+            state.itemLoaded = false
+            state.format = nil
+            state.position = item?.lock.withLock { item?.startTime } ?? .zero
+            state.endHandledSerial = nil
+            state.readySerial = -1
+            if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
+            state.pendingSeek = nil
+            let oldItem = old
+            effects.changes.append { [weak self] in
+                self?.observationRegistry.notify(\AVPlayer.currentItem, old: oldItem as Any, new: item as Any)
+            }
+            if state.rate != 0 { setTimeControlLocked(.waitingToPlayAtSpecifiedRate, reason: item == nil ? .noItemToPlay : .toMinimizeStalls, &effects) }
+            return old
+        }
+        engine.unload()
+        let serial = lock.withLock { state.serial }
+        engine.render { $0.mode = .idle(serial: serial); $0.flush = true }
+        old?.player = nil
+        effects.run(on: eventQueue)
+        if let item { attach(item) }
+    }
+
+    /// Opens `item` for playback in the background and hands it to the engine when ready.
+    private func attach(_ item: AVPlayerItem) {
+        item.player = self
+        item.asset.requestInfo { [weak self, weak item] result in
+            guard let self, let item else { return }
+            switch result {
+            case .failure(let error):
+                self.eventQueue.async { self.itemFailedToLoad(item, error) }
+            case .success(let info):
+                // The playback source is a second, independent demuxer: the asset's probe
+                // is shared by every item of the asset.
+                let source: Result<MediaSource, MediaError>
+                do throws(MediaError) {
+                    source = .success(try MediaSource(url: item.asset.location))
+                } catch {
+                    source = .failure(error)
+                }
+                self.eventQueue.async {
+                    switch source {
+                    case .success(let source): self.itemLoaded(item, info: info, source: source)
+                    case .failure(let error): self.itemFailedToLoad(item, error)
+                    }
+                }
+            }
+        }
+    }
+
+    private func itemFailedToLoad(_ item: AVPlayerItem, _ error: MediaError) {
+        guard lock.withLock({ state.item === item }) else { return }
+        item.failed(error)
+        var effects = Effects()
+        lock.withLock {
+            if state.rate != 0 { setTimeControlLocked(.waitingToPlayAtSpecifiedRate, reason: .noItemToPlay, &effects) }
+        }
+        effects.run(on: eventQueue)
+    }
+
+    /// On the event queue: the item's media is open; start reading it.
+    private func itemLoaded(_ item: AVPlayerItem, info: MediaInfo, source: MediaSource) {
+        guard lock.withLock({ state.item === item }) else { return }
+        guard let track = info.preferredAudioTrack else {
+            item.failed(.noPlayableTrack(url: info.url))
+            return
+        }
+        let preferred = AudioFormat(sampleRate: track.sampleRate ?? AudioFormat.fallback.sampleRate,
+                                    channels: min(max(track.channels ?? 2, 1), AudioFormat.maximumChannels))
+        let format: AudioFormat
+        do throws(MediaError) {
+            format = try engine.prepare(preferred: preferred)
+        } catch {
+            playerFailed(error)
+            item.failed(error)
+            return
+        }
+        let (serial, startFrame) = lock.withLock { () -> (Int, Int64) in
+            state.format = format
+            return (state.serial, frames(of: state.position, format: format))
+        }
+        do throws(MediaError) {
+            let queue = eventQueue
+            try engine.load(source: source, serial: serial, startFrame: startFrame) { [weak self] event in
+                queue.async { [weak self] in self?.readerEvent(event) }
+            }
+        } catch {
+            item.failed(error)
+            return
+        }
+        item.becameReady(info, hostClock: hostClock)
+        lock.withLock {
+            state.itemLoaded = true
+            applyModeLocked(flush: false)
+        }
+        applyVolume()
+        updateTimebase()
+    }
+
+    private func playerFailed(_ error: MediaError) {
+        let old: Status = lock.withLock {
+            defer { state.status = .failed; state.error = error }
+            return state.status
+        }
+        observationRegistry.notify(\AVPlayer.status, old: old, new: Status.failed)
+    }
+
+    // MARK: - Time
+
+    /// The current time of the current item: the item time the device presents now.
+    public func currentTime() -> CMTime {
+        lock.withLock { currentTimeLocked() }
+    }
+
+    func currentTimeLocked() -> CMTime {
+        guard let format = state.format else { return state.position }
+        guard let frame = renderedFrameLocked(format: format) else { return state.position }
+        return CMTime(value: frame, timescale: Int32(format.sampleRate))
+    }
+
+    /// The item frame presented now, when the render thread is playing this serial.
+    func renderedFrameLocked(format: AudioFormat) -> Int64? {
+        guard state.itemLoaded, state.rate != 0 else { return nil }
+        let status = engine.status
+        guard status.serial == state.serial else { return nil }
+        switch status.phase {
+        case .idle, .starting:
+            return nil
+        case .playing, .stalled, .ended, .failed:
+            let upper = status.phase == .ended || status.phase == .failed ? status.endFrame : status.writtenEndFrame
+            if !engine.isRealtime { return upper }
+            let now = HostTime(hostClock.time) ?? .now()
+            let elapsed = format.frames(inNanoseconds: (now - status.anchorHost).nanosecondsClamped)
+            return min(max(status.anchorFrame + elapsed, status.runStartFrame), upper)
+        }
+    }
+
+    /// The loaded span: from the current time to the end of what is decoded.
+    func loadedTimeRanges() -> [CMTimeRange] {
+        lock.withLock {
+            guard state.itemLoaded, let format = state.format else { return [] }
+            let now = currentTimeLocked()
+            let queued = CMTime(value: Int64(engine.queuedFrames), timescale: Int32(format.sampleRate))
+            return [CMTimeRange(start: now, duration: queued)]
+        }
+    }
+
+    func frames(of time: CMTime, format: AudioFormat) -> Int64 {
+        guard time.isNumeric else { return 0 }
+        let scaled = time.convertScale(Int32(format.sampleRate), method: .roundHalfAwayFromZero)
+        return max(0, scaled.value)
+    }
+
+    // MARK: - Internals shared with the extensions
+
+    /// Starts playing at `rate`, optionally from `itemTime`, optionally at `hostTime`.
+    func start(rate: Float, at itemTime: CMTime?, hostTime: HostTime?, seekFirst: Bool) {
+        var effects = Effects()
+        lock.withLock {
+            let oldRate = state.rate
+            state.rate = rate
+            if oldRate != rate {
+                effects.changes.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.rate, old: oldRate, new: rate) }
+            }
+            if seekFirst {
+                state.position = itemTime ?? currentTimeLocked()
+                state.serial += 1
+                state.endHandledSerial = nil
+                state.scheduledHost = hostTime
+                if state.itemLoaded, let format = state.format {
+                    engine.seek(toFrame: frames(of: state.position, format: format), serial: state.serial)
+                }
+                applyModeLocked(flush: true)
+                state.timeJumped = true
+            } else if oldRate == 0 {
+                state.scheduledHost = nil
+                applyModeLocked(flush: false)
+            }
+            let reason: WaitingReason = state.item == nil || state.item?.status == .failed ? .noItemToPlay
+                : hostTime != nil ? .waitingForScheduledStart : .toMinimizeStalls
+            if state.timeControlStatus != .playing || seekFirst {
+                setTimeControlLocked(.waitingToPlayAtSpecifiedRate, reason: reason, &effects)
+            }
+            state.timeJumped = true
+        }
+        updateTimebase()
+        effects.run(on: eventQueue)
+    }
+
+    func pauseLocked(_ effects: inout Effects) {
+        let oldRate = state.rate
+        if let format = state.format, let frame = renderedFrameLocked(format: format) {
+            state.position = CMTime(value: frame, timescale: Int32(format.sampleRate))
+        }
+        state.rate = 0
+        state.scheduledHost = nil
+        if oldRate != 0 {
+            effects.changes.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.rate, old: oldRate, new: Float(0)) }
+            // Re-read from the paused position so that resuming starts exactly there,
+            // whatever the device had queued.
+            state.serial += 1
+            if state.itemLoaded, let format = state.format {
+                engine.seek(toFrame: frames(of: state.position, format: format), serial: state.serial)
+            }
+            applyModeLocked(flush: true)
+            state.timeJumped = true
+        }
+        setTimeControlLocked(.paused, reason: nil, &effects)
+        effects.after.append { [weak self] in self?.updateTimebase() }
+    }
+
+    /// Tells the render thread what to do for the current state.
+    func applyModeLocked(flush: Bool) {
+        let serial = state.serial
+        let mode: RenderMode
+        if state.itemLoaded, state.rate != 0, let format = state.format {
+            let host = state.scheduledHost
+            mode = .play(serial: serial, frame: frames(of: state.position, format: format), hostTime: host)
+        } else {
+            mode = .idle(serial: serial)
+        }
+        engine.render {
+            $0.mode = mode
+            $0.flush = flush
+        }
+    }
+
+    func applyVolume() {
+        let (volume, muted, item) = lock.withLock { (state.volume, state.isMuted, state.item) }
+        let audioDisabled = item?.tracks.contains { $0.assetTrack?.mediaType == .audio && !$0.isEnabled } ?? false
+        let gain: Float = muted || audioDisabled ? 0 : volume
+        engine.render { $0.volume = gain; $0.flush = false }
+    }
+
+    func setTimeControlLocked(_ status: TimeControlStatus, reason: WaitingReason?, _ effects: inout Effects) {
+        let old = state.timeControlStatus
+        let oldReason = state.waitingReason
+        state.timeControlStatus = status
+        state.waitingReason = status == .waitingToPlayAtSpecifiedRate ? reason : nil
+        if old != status {
+            effects.changes.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.timeControlStatus, old: old, new: status) }
+        }
+        if oldReason != state.waitingReason {
+            let newReason = state.waitingReason
+            effects.changes.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.reasonForWaitingToPlay, old: oldReason as Any, new: newReason as Any) }
+        }
+    }
+
+    /// Keeps the item's timebase on the player's timeline.
+    func updateTimebase() {
+        let (item, time, playing) = lock.withLock { (state.item, currentTimeLocked(), state.rate != 0 && state.timeControlStatus == .playing) }
+        guard let timebase = item?.timebase else { return }
+        // Both times are valid here, the only way this can fail.
+        try? timebase.setRateAndAnchorTime(rate: playing ? 1 : 0, anchorTime: time, referenceTime: hostClock.time)
+    }
+
+    /// Stops playback and releases the output device (a Chorus addition: a file output is
+    /// finished and closed). The player plays nothing afterwards.
+    public func close() {
+        replaceCurrentItem(with: nil)
+        monitor?.cancel()
+        engine.shutdown()
+    }
+
+    /// Called on the event queue when an item ended and `actionAtItemEnd` is `.advance`.
+    /// A plain player has nothing to advance to and pauses; a queue player moves on.
+    open func advanceAfterItemEnd() {
+        pause()
+    }
+
+    // MARK: - The monitor
+
+    private func startMonitor() {
+        let timer = DispatchSource.makeTimerSource(queue: eventQueue)
+        timer.schedule(deadline: .now() + Self.monitorInterval, repeating: Self.monitorInterval)
+        timer.setEventHandler { [weak self] in self?.tick() }
+        monitor = timer
+        timer.resume()
+    }
+}
+
+/// Everything the player knows, guarded by its lock.
+struct PlayerState {
+    var status = AVPlayer.Status.unknown
+    var error: MediaError?
+    var item: AVPlayerItem?
+    var itemLoaded = false
+    var format: AudioFormat?
+    var rate: Float = 0
+    var defaultRate: Float = 1
+    var timeControlStatus = AVPlayer.TimeControlStatus.paused
+    var waitingReason: AVPlayer.WaitingReason?
+    var actionAtItemEnd = AVPlayer.ActionAtItemEnd.pause
+    var waitsToMinimizeStalling = true
+    var volume: Float = 1
+    var isMuted = false
+    var masterClock: CMClock?
+    /// The seek serial: bumped by every seek, pause and item change.
+    var serial = 0
+    /// Where playback stands when the render thread is not playing this serial.
+    var position = CMTime.zero
+    /// A start scheduled with `setRate(_:time:atHostTime:)`.
+    var scheduledHost: HostTime?
+    var pendingSeek: PendingSeek?
+    var pendingPrerolls: [@Sendable (Bool) -> Void] = []
+    /// The newest serial for which the reader has data.
+    var readySerial = -1
+    var endHandledSerial: Int?
+    var lastStallCount = 0
+    var timeJumped = false
+    var observers: [TimeObserver] = []
+    var lastObservedTime = CMTime.invalid
+}
+
+struct PendingSeek {
+    let serial: Int
+    let completion: @Sendable (Bool) -> Void
+}
+
+/// Work gathered under the lock and run after it is released, in order, on the event queue.
+struct Effects {
+    var changes: [@Sendable () -> Void] = []
+    var completions: [@Sendable () -> Void] = []
+    var notifications: [@Sendable () -> Void] = []
+    var after: [@Sendable () -> Void] = []
+
+    var isEmpty: Bool { changes.isEmpty && completions.isEmpty && notifications.isEmpty && after.isEmpty }
+
+    func run(on queue: DispatchQueue) {
+        guard !isEmpty else { return }
+        let all = changes + completions + notifications + after
+        queue.async { for work in all { work() } }
+    }
+}

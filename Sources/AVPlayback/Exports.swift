@@ -1,0 +1,9 @@
+@_exported import MediaClock
+import MediaPipeline
+
+/// Why an asset or item could not be loaded or played: a typed value whose description
+/// names the input and the reason ("song.mp3: corrupt data: ...").
+public typealias AVPlaybackError = MediaPipeline.MediaError
+
+/// Where a player sends its sound: `alsa:DEVICE`, `null:drift=PPM` or `wav:PATH`.
+public typealias OutputSpec = MediaPipeline.OutputSpec

@@ -1,0 +1,232 @@
+import Foundation
+import Synchronization
+
+/// A controllable time line driven by a source clock or by another timebase
+/// (`CMTimebase`): `time = anchorTime + (sourceTime - anchorSourceTime) * rate`.
+///
+/// A new timebase reads time 0 at rate 0. Changing the rate re-anchors at the current
+/// time, so time stays continuous; `setTime`, `setAnchorTime` and
+/// `setRateAndAnchorTime` jump it. Times are exact rationals computed with `CMTime`
+/// integer arithmetic (typically in the source's nanosecond timescale or the
+/// anchor's); rates are `Float64` as in CoreMedia and are used at their exact binary
+/// value.
+///
+/// Notifications (`timeJumpedNotification`, `effectiveRateChangedNotification`) are
+/// posted synchronously on the calling thread, after the change is visible and with no
+/// lock held, to the `NotificationCenter` given at initialization. Only the timebase
+/// whose rate was set posts a rate notification; timebases slaved to it do not.
+///
+/// Thread-safety: all members may be called from any thread. The anchor and rate are
+/// guarded by a mutex that is never held while calling into the source, so chains of
+/// timebases cannot deadlock.
+public final class CMTimebase: @unchecked Sendable {
+    /// Posted (object: the timebase) when the time line is re-anchored by `setTime`,
+    /// `setAnchorTime` or `setRateAndAnchorTime`.
+    public static let timeJumpedNotification = Notification.Name("CMTimebaseNotification_TimeJumped")
+    /// Posted (object: the timebase) when `setRate` or `setRateAndAnchorTime` changes the rate.
+    public static let effectiveRateChangedNotification = Notification.Name("CMTimebaseNotification_EffectiveRateChanged")
+
+    /// What drives the timebase.
+    private enum Source {
+        case clock(CMClock)
+        case timebase(CMTimebase)
+    }
+
+    /// The affine map from source time to timebase time.
+    private struct State {
+        var rate: Float64
+        var anchorTime: CMTime
+        var anchorSourceTime: CMTime
+    }
+
+    private let source: Source
+    private let notificationCenter: NotificationCenter
+    private let state: Mutex<State>
+
+    /// A timebase driven by `sourceClock`, reading 0 at rate 0.
+    public convenience init(sourceClock: CMClock) {
+        self.init(sourceClock: sourceClock, notificationCenter: .default)
+    }
+
+    /// A timebase driven by `sourceClock` that posts its notifications to `notificationCenter`.
+    public init(sourceClock: CMClock, notificationCenter: NotificationCenter) {
+        source = .clock(sourceClock)
+        self.notificationCenter = notificationCenter
+        state = Mutex(State(rate: 0, anchorTime: .zero, anchorSourceTime: sourceClock.time))
+    }
+
+    /// CoreMedia-style creation (`CMTimebase(allocator:sourceClock:)`); the allocator is
+    /// ignored. Never throws in this implementation; the signature matches Apple's.
+    public convenience init(allocator: Any? = nil, sourceClock: CMClock) throws(CMTimebaseError) {
+        self.init(sourceClock: sourceClock, notificationCenter: .default)
+    }
+
+    /// A timebase driven by another timebase, reading 0 at rate 0. Its effective rate
+    /// is its own rate times the source's effective rate.
+    public convenience init(sourceTimebase: CMTimebase) {
+        self.init(sourceTimebase: sourceTimebase, notificationCenter: .default)
+    }
+
+    /// A timebase driven by `sourceTimebase` that posts to `notificationCenter`.
+    public init(sourceTimebase: CMTimebase, notificationCenter: NotificationCenter) {
+        source = .timebase(sourceTimebase)
+        self.notificationCenter = notificationCenter
+        state = Mutex(State(rate: 0, anchorTime: .zero, anchorSourceTime: sourceTimebase.time))
+    }
+
+    /// The source clock, or `nil` when driven by a timebase.
+    public var sourceClock: CMClock? {
+        if case .clock(let clock) = source { return clock }
+        return nil
+    }
+
+    /// The source timebase, or `nil` when driven by a clock.
+    public var sourceTimebase: CMTimebase? {
+        if case .timebase(let timebase) = source { return timebase }
+        return nil
+    }
+
+    /// The clock at the root of the chain; its host clock defines "now".
+    public var ultimateSourceClock: CMClock {
+        switch source {
+        case .clock(let clock): return clock
+        case .timebase(let timebase): return timebase.ultimateSourceClock
+        }
+    }
+
+    /// The current time (`CMTimebaseGetTime`).
+    public var time: CMTime {
+        time(atHostTime: ultimateSourceClock.hostClock.now())
+    }
+
+    /// The rate relative to the source: 0 stopped, 1 normal, negative reverse.
+    public var rate: Float64 {
+        state.withLock { $0.rate }
+    }
+
+    /// The rate relative to the ultimate source clock: this rate times every ancestor
+    /// timebase's rate.
+    public var effectiveRate: Float64 {
+        let own = rate
+        switch source {
+        case .clock: return own
+        case .timebase(let timebase): return own * timebase.effectiveRate
+        }
+    }
+
+    /// The timebase time at host time `hostTime` under the current anchor and rate.
+    public func time(atHostTime hostTime: HostTime) -> CMTime {
+        let sourceTime = sourceTime(atHostTime: hostTime)
+        return Self.map(state.withLock { $0 }, sourceTime: sourceTime)
+    }
+
+    /// The host time at which the timebase reads `time` under the current anchor and
+    /// rates (inverse of `time(atHostTime:)`, rounded to the nanosecond); `nil` when the
+    /// effective rate is 0, `time` is not numeric, or the result is out of range.
+    public func hostTime(forTime time: CMTime) -> HostTime? {
+        let snapshot = state.withLock { $0 }
+        guard time.isNumeric, snapshot.rate != 0,
+              let sinceAnchor = (time - snapshot.anchorTime).duration,
+              let sourceElapsed = ExactArithmetic.divide(sinceAnchor.roundedNanoseconds, by: snapshot.rate)
+        else { return nil }
+        let elapsed = CMTime.fitting(
+            sourceElapsed, times: 1, over: Int128(HostTime.nanosecondTimescale),
+            preferredTimescale: HostTime.nanosecondTimescale, fallbackTimescale: HostTime.nanosecondTimescale,
+            epoch: 0, alreadyRounded: false)
+        let sourceTime = snapshot.anchorSourceTime + elapsed
+        switch source {
+        case .clock(let clock): return clock.hostTime(forClockTime: sourceTime)
+        case .timebase(let timebase): return timebase.hostTime(forTime: sourceTime)
+        }
+    }
+
+    /// Jumps to `time`, keeping the rate (`CMTimebaseSetTime`). Posts `timeJumpedNotification`.
+    ///
+    /// - Throws: `CMTimebaseError.invalidParameter` if `time` is not numeric.
+    public func setTime(_ time: CMTime) throws(CMTimebaseError) {
+        guard time.isNumeric else { throw CMTimebaseError.invalidParameter }
+        let sourceNow = currentSourceTime()
+        state.withLock {
+            $0.anchorTime = time
+            $0.anchorSourceTime = sourceNow
+        }
+        notificationCenter.post(name: Self.timeJumpedNotification, object: self)
+    }
+
+    /// Changes the rate, re-anchoring at the current time so that time is continuous
+    /// (`CMTimebaseSetRate`). Posts `effectiveRateChangedNotification` if the rate
+    /// changed, and never `timeJumpedNotification`.
+    ///
+    /// - Throws: `CMTimebaseError.invalidParameter` if `rate` is not finite.
+    public func setRate(_ rate: Float64) throws(CMTimebaseError) {
+        guard rate.isFinite else { throw CMTimebaseError.invalidParameter }
+        let sourceNow = currentSourceTime()
+        let changed = state.withLock { current -> Bool in
+            guard current.rate != rate else { return false }
+            let now = Self.map(current, sourceTime: sourceNow)
+            current = State(rate: rate, anchorTime: now, anchorSourceTime: sourceNow)
+            return true
+        }
+        if changed {
+            notificationCenter.post(name: Self.effectiveRateChangedNotification, object: self)
+        }
+    }
+
+    /// Sets rate and anchor together: at source time `referenceTime` the timebase reads
+    /// `anchorTime` (`CMTimebaseSetRateAndAnchorTime`). Posts `timeJumpedNotification`,
+    /// and `effectiveRateChangedNotification` if the rate changed.
+    ///
+    /// - Parameter referenceTime: a time of the source (clock or timebase), not of this
+    ///   timebase.
+    /// - Throws: `CMTimebaseError.invalidParameter` for a non-finite rate or a
+    ///   non-numeric time.
+    public func setRateAndAnchorTime(rate: Float64, anchorTime: CMTime, referenceTime: CMTime) throws(CMTimebaseError) {
+        guard rate.isFinite, anchorTime.isNumeric, referenceTime.isNumeric else {
+            throw CMTimebaseError.invalidParameter
+        }
+        let changed = state.withLock { current -> Bool in
+            let changed = current.rate != rate
+            current = State(rate: rate, anchorTime: anchorTime, anchorSourceTime: referenceTime)
+            return changed
+        }
+        notificationCenter.post(name: Self.timeJumpedNotification, object: self)
+        if changed {
+            notificationCenter.post(name: Self.effectiveRateChangedNotification, object: self)
+        }
+    }
+
+    /// Re-anchors without changing the rate: at source time `referenceTime` the
+    /// timebase reads `time` (`CMTimebaseSetAnchorTime`). Posts `timeJumpedNotification`.
+    ///
+    /// - Throws: `CMTimebaseError.invalidParameter` for non-numeric times.
+    public func setAnchorTime(_ time: CMTime, referenceTime: CMTime) throws(CMTimebaseError) {
+        guard time.isNumeric, referenceTime.isNumeric else { throw CMTimebaseError.invalidParameter }
+        state.withLock {
+            $0.anchorTime = time
+            $0.anchorSourceTime = referenceTime
+        }
+        notificationCenter.post(name: Self.timeJumpedNotification, object: self)
+    }
+
+    /// The source's time now.
+    private func currentSourceTime() -> CMTime {
+        sourceTime(atHostTime: ultimateSourceClock.hostClock.now())
+    }
+
+    /// The source's time at `hostTime`.
+    private func sourceTime(atHostTime hostTime: HostTime) -> CMTime {
+        switch source {
+        case .clock(let clock): return clock.time(atHostTime: hostTime)
+        case .timebase(let timebase): return timebase.time(atHostTime: hostTime)
+        }
+    }
+
+    /// Applies the affine map. At rate 0 the anchor is returned untouched, keeping its
+    /// timescale; at rate 1 no multiplication (and so no timescale change) happens.
+    private static func map(_ state: State, sourceTime: CMTime) -> CMTime {
+        if state.rate == 0 { return state.anchorTime }
+        let elapsed = sourceTime - state.anchorSourceTime
+        let scaled = state.rate == 1 ? elapsed : elapsed * state.rate
+        return state.anchorTime + scaled
+    }
+}

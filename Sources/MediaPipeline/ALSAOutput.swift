@@ -1,0 +1,160 @@
+import Foundation
+import MediaClock
+import Synchronization
+internal import CALSA
+
+/// A real sound device through ALSA (and through ALSA's `pulse` plugin, a PulseAudio or
+/// PipeWire server).
+///
+/// Opened for interleaved float with monotonic timestamps. Timing comes from
+/// `snd_pcm_status` each period: the status timestamp (CLOCK_MONOTONIC) plus the reported
+/// delay, at the device's rate, is when the next written frame will be heard. Underruns are
+/// recovered with `snd_pcm_recover` and counted.
+public final class ALSAOutput: AudioOutput, @unchecked Sendable {
+    /// The buffer asked of the device: 100 ms rides out a render thread scheduled late on a
+    /// loaded two-core machine, and is still a small share of a sound server's own latency.
+    public static let bufferDuration: Duration = .milliseconds(100)
+    /// The period asked of the device: 10 ms, so timing is re-read a hundred times a second.
+    public static let periodDuration: Duration = .milliseconds(10)
+    /// A status timestamp older than this is not trusted; the host clock read next to the
+    /// status call is used instead (some plugins leave the timestamp at zero).
+    static let timestampTrustWindow: Duration = .milliseconds(20)
+
+    public let device: String
+    public var name: String { "alsa:\(device)" }
+    public private(set) var format = AudioFormat.fallback
+    public private(set) var periodFrames = 480
+    public private(set) var bufferFrames = 4800
+    public let isRealtime = true
+    private let underruns = Atomic<Int>(0)
+    public var underrunCount: Int { underruns.load(ordering: .relaxed) }
+    private var pcm: OpaquePointer?
+    private var status: OpaquePointer?
+
+    public init(device: String = "default") { self.device = device }
+
+    deinit { close() }
+
+    public func open(preferred: AudioFormat) throws(MediaError) {
+        chorus_alsa_quiet()
+        var handle: OpaquePointer?
+        var code = snd_pcm_open(&handle, device, SND_PCM_STREAM_PLAYBACK, 0)
+        guard code >= 0, let handle else { throw failure("cannot open", code) }
+        pcm = handle
+        var hw: OpaquePointer?
+        guard snd_pcm_hw_params_malloc(&hw) >= 0, let hw else { throw failure("out of memory", -ENOMEM) }
+        defer { snd_pcm_hw_params_free(hw) }
+        code = snd_pcm_hw_params_any(handle, hw)
+        if code >= 0 { code = snd_pcm_hw_params_set_access(handle, hw, SND_PCM_ACCESS_RW_INTERLEAVED) }
+        if code >= 0 { code = snd_pcm_hw_params_set_format(handle, hw, SND_PCM_FORMAT_FLOAT_LE) }
+        guard code >= 0 else { close(); throw failure("does not take 32-bit float samples", code) }
+        var channels = UInt32(preferred.channels)
+        code = snd_pcm_hw_params_set_channels_near(handle, hw, &channels)
+        var rate = UInt32(preferred.sampleRate)
+        if code >= 0 { code = snd_pcm_hw_params_set_rate_near(handle, hw, &rate, nil) }
+        var bufferMicros = UInt32(Self.bufferDuration.components.attoseconds / 1_000_000_000_000)
+        var periodMicros = UInt32(Self.periodDuration.components.attoseconds / 1_000_000_000_000)
+        if code >= 0 { code = snd_pcm_hw_params_set_buffer_time_near(handle, hw, &bufferMicros, nil) }
+        if code >= 0 { code = snd_pcm_hw_params_set_period_time_near(handle, hw, &periodMicros, nil) }
+        if code >= 0 { code = snd_pcm_hw_params(handle, hw) }
+        guard code >= 0 else { close(); throw failure("cannot configure \(preferred)", code) }
+        var period: snd_pcm_uframes_t = 0
+        var buffer: snd_pcm_uframes_t = 0
+        snd_pcm_hw_params_get_period_size(hw, &period, nil)
+        snd_pcm_hw_params_get_buffer_size(hw, &buffer)
+        format = AudioFormat(sampleRate: Int(rate), channels: Int(channels))
+        periodFrames = max(1, Int(period))
+        bufferFrames = max(periodFrames, Int(buffer))
+
+        var sw: OpaquePointer?
+        guard snd_pcm_sw_params_malloc(&sw) >= 0, let sw else { close(); throw failure("out of memory", -ENOMEM) }
+        defer { snd_pcm_sw_params_free(sw) }
+        code = snd_pcm_sw_params_current(handle, sw)
+        if code >= 0 { code = snd_pcm_sw_params_set_avail_min(handle, sw, snd_pcm_uframes_t(periodFrames)) }
+        // Start as soon as the first period is queued, so start time is what timing predicts.
+        if code >= 0 { code = snd_pcm_sw_params_set_start_threshold(handle, sw, snd_pcm_uframes_t(periodFrames)) }
+        if code >= 0 { code = snd_pcm_sw_params_set_tstamp_mode(handle, sw, SND_PCM_TSTAMP_ENABLE) }
+        if code >= 0 { code = snd_pcm_sw_params_set_tstamp_type(handle, sw, SND_PCM_TSTAMP_TYPE_MONOTONIC) }
+        if code >= 0 { code = snd_pcm_sw_params(handle, sw) }
+        guard code >= 0 else { close(); throw failure("cannot set software parameters", code) }
+        var statusHandle: OpaquePointer?
+        guard snd_pcm_status_malloc(&statusHandle) >= 0, let statusHandle else { close(); throw failure("out of memory", -ENOMEM) }
+        status = statusHandle
+        code = snd_pcm_prepare(handle)
+        guard code >= 0 else { close(); throw failure("cannot prepare", code) }
+    }
+
+    private func failure(_ what: String, _ code: Int32) -> MediaError {
+        .outputFailure(device: name, reason: "\(what): \(String(cString: snd_strerror(code)))")
+    }
+
+    public func waitUntilWritable(timeout: Duration) -> Int {
+        guard let pcm else { return 0 }
+        var available = snd_pcm_avail_update(pcm)
+        if available < 0 {
+            recover(Int32(available))
+            available = snd_pcm_avail_update(pcm)
+        }
+        if available >= periodFrames { return Int(available) }
+        let millis = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let waited = snd_pcm_wait(pcm, max(1, millis))
+        if waited < 0 { recover(waited) }
+        available = snd_pcm_avail_update(pcm)
+        if available < 0 { recover(Int32(available)); return 0 }
+        return Int(available)
+    }
+
+    public func nextFramePresentationTime() -> HostTime {
+        guard let pcm, let status, snd_pcm_status(pcm, status) >= 0 else { return .now() }
+        let now = HostTime.now()
+        var stamp = timespec()
+        snd_pcm_status_get_htstamp(status, &stamp)
+        var base = HostTime(nanoseconds: Int64(stamp.tv_sec) * 1_000_000_000 + Int64(stamp.tv_nsec))
+        if base > now || now - base > Self.timestampTrustWindow { base = now }
+        let state = snd_pcm_status_get_state(status)
+        let delay: Int64
+        if state == SND_PCM_STATE_RUNNING || state == SND_PCM_STATE_DRAINING {
+            delay = Int64(snd_pcm_status_get_delay(status))
+        } else {
+            // Not started yet: what is queued plays once the start threshold is reached.
+            delay = Int64(bufferFrames) - Int64(snd_pcm_status_get_avail(status))
+        }
+        return base + format.duration(ofFrames: max(0, delay))
+    }
+
+    public func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int {
+        guard let pcm else { return frames }
+        var done = 0
+        var attempts = 0
+        while done < frames && attempts < 4 {
+            let written = snd_pcm_writei(pcm, samples + done * format.channels, snd_pcm_uframes_t(frames - done))
+            if written < 0 {
+                attempts += 1
+                recover(Int32(written))
+                continue
+            }
+            done += Int(written)
+        }
+        return done
+    }
+
+    private func recover(_ code: Int32) {
+        guard let pcm else { return }
+        if code == chorus_epipe() || code == chorus_estrpipe() { underruns.add(1, ordering: .relaxed) }
+        if code == chorus_eagain() || code == chorus_eintr() { return }
+        snd_pcm_recover(pcm, code, 1)
+    }
+
+    public func flush() {
+        guard let pcm else { return }
+        snd_pcm_drop(pcm)
+        snd_pcm_prepare(pcm)
+    }
+
+    public func close() {
+        if let pcm { snd_pcm_close(pcm) }
+        pcm = nil
+        if let status { snd_pcm_status_free(status) }
+        status = nil
+    }
+}

@@ -1,0 +1,104 @@
+import MediaClock
+
+/// Where the render thread sends PCM, and the authority on when each frame is heard.
+///
+/// Contract:
+/// - `open` and `close` are called from an ordinary thread, before the render thread starts
+///   and after it stops. Everything else is called only from the render thread, which is
+///   real-time: implementations must not allocate, log, or wait on a lock another thread
+///   may hold.
+/// - `write` must not start playback early or late: the device starts consuming when its
+///   buffer first holds data, and `nextFramePresentationTime()` accounts for that.
+/// - `nextFramePresentationTime()` is the host time at which the next frame handed to
+///   `write` will leave the device: now plus the device's delay (every frame queued in the
+///   driver, the sound server and the hardware) converted at the device's actual rate.
+/// - An underrun is recovered inside `write` and counted; it never surfaces as an error.
+public protocol AudioOutput: AnyObject, Sendable {
+    /// A short name for status lines: "alsa:default", "null", "wav:out.wav".
+    var name: String { get }
+    /// The format the device was opened with (valid after `open`).
+    var format: AudioFormat { get }
+    /// Frames the render thread writes at a time.
+    var periodFrames: Int { get }
+    /// False for outputs that render as fast as possible (a file): their presentation
+    /// times are virtual, counted from `open` at the nominal rate.
+    var isRealtime: Bool { get }
+    /// Underruns recovered so far.
+    var underrunCount: Int { get }
+
+    /// Opens the device, as close to `preferred` as it allows.
+    func open(preferred: AudioFormat) throws(MediaError)
+    /// Blocks until at least one period can be written, or `timeout` passes.
+    /// Returns the frames writable now.
+    func waitUntilWritable(timeout: Duration) -> Int
+    /// The host time at which the next written frame will be presented.
+    func nextFramePresentationTime() -> HostTime
+    /// Writes `frames` interleaved frames; returns how many were taken.
+    func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int
+    /// Discards every frame queued and not yet presented, so new data is heard at once.
+    func flush()
+    /// Releases the device. Frames still queued are dropped.
+    func close()
+}
+
+/// Which output to use, parsed from `--output SPEC`.
+public enum OutputSpec: Sendable, Equatable, CustomStringConvertible {
+    /// An ALSA PCM device, `default` unless named.
+    case alsa(device: String)
+    /// A device paced on the host clock that runs `driftPPM` parts per million fast (> 0)
+    /// or slow (< 0), like a DAC with an imperfect crystal.
+    case null(driftPPM: Double)
+    /// Renders every frame that would be played into a WAV file, as fast as possible.
+    case wav(path: String)
+
+    /// Parses `alsa`, `alsa:DEVICE`, `null`, `null:drift=PPM` or `wav:PATH`.
+    public init(parsing text: String) throws(MediaError) {
+        let (kind, argument): (Substring, Substring?) = {
+            guard let colon = text.firstIndex(of: ":") else { return (Substring(text), nil) }
+            return (text[..<colon], text[text.index(after: colon)...])
+        }()
+        switch kind {
+        case "alsa":
+            let device = argument.map(String.init) ?? "default"
+            guard !device.isEmpty else { throw .outputFailure(device: text, reason: "empty ALSA device name") }
+            self = .alsa(device: device)
+        case "null":
+            var drift = 0.0
+            for option in (argument ?? "").split(separator: ",") {
+                let pair = option.split(separator: "=", maxSplits: 1)
+                guard pair.count == 2, pair[0] == "drift", let value = Double(pair[1]), value.isFinite,
+                      abs(value) <= Self.maximumDriftPPM else {
+                    throw .outputFailure(device: text, reason: "expected null:drift=PPM with |PPM| <= \(Int(Self.maximumDriftPPM))")
+                }
+                drift = value
+            }
+            self = .null(driftPPM: drift)
+        case "wav":
+            guard let path = argument, !path.isEmpty else { throw .outputFailure(device: text, reason: "expected wav:PATH") }
+            self = .wav(path: String(path))
+        default:
+            throw .outputFailure(device: text, reason: "unknown output; use alsa[:DEVICE], null[:drift=PPM] or wav:PATH")
+        }
+    }
+
+    /// Real crystals are within ±100 ppm; a thousand leaves room for tests of extremes while
+    /// rejecting typos that would make the device's clock meaningless.
+    public static let maximumDriftPPM = 1000.0
+
+    public var description: String {
+        switch self {
+        case .alsa(let device): return "alsa:\(device)"
+        case .null(let drift): return drift == 0 ? "null" : "null:drift=\(drift)"
+        case .wav(let path): return "wav:\(path)"
+        }
+    }
+
+    /// A new, unopened output for this spec.
+    public func makeOutput() -> any AudioOutput {
+        switch self {
+        case .alsa(let device): return ALSAOutput(device: device)
+        case .null(let drift): return NullOutput(driftPPM: drift)
+        case .wav(let path): return WAVFileOutput(path: path)
+        }
+    }
+}

@@ -1,0 +1,272 @@
+import Foundation
+import MediaClock
+import Synchronization
+internal import CFFmpeg
+
+/// What a reader tells its owner. Delivered on the reader's own thread.
+public enum AudioReaderEvent: Sendable, Equatable {
+    /// The first block of `serial` is in the ring; it starts at `itemFrame`.
+    case ready(serial: Int, itemFrame: Int64)
+    /// Decoding of `serial` reached the end of the input at `itemFrame`.
+    case decodedToEnd(serial: Int, itemFrame: Int64)
+    /// Reading stopped for good: the input failed at `itemFrame`.
+    case failed(serial: Int, itemFrame: Int64, error: MediaError)
+    /// Damaged data was skipped; `count` is the running total of damaged packets.
+    case damaged(count: Int)
+}
+
+/// The producer of one item's PCM: demux, decode and convert on a thread of its own,
+/// into an `AudioRing`, following seek commands.
+///
+/// Contract: `start()` once; `seek` and `stop` from any thread. Events arrive on the reader's
+/// thread and must not block it for long. The reader owns its `MediaSource` after `init`.
+public final class AudioReader: @unchecked Sendable {
+    /// How far before a seek target decoding starts, so codecs that need earlier packets to
+    /// rebuild their state (MP3's bit reservoir, AAC's overlap, Opus's 80 ms pre-roll) give
+    /// exact samples at the target. The extra output is decoded and dropped.
+    public static let seekPreroll: Duration = .milliseconds(200)
+    /// Consecutive demuxer errors tolerated before the input counts as unreadable; single
+    /// damaged packets are skipped, a dead file or connection is not retried for ever.
+    static let maximumConsecutiveReadErrors = 32
+    /// How long the reader sleeps when the ring is full or it has nothing to do; it is also
+    /// woken at once by every command.
+    static let idlePoll: DispatchTimeInterval = .milliseconds(5)
+    /// A file that ends more than this short of its declared duration is reported as
+    /// truncated. Generous, because durations of VBR files without an index are estimates.
+    static let truncationSlack: Duration = .seconds(1)
+    /// ...or more than this fraction of its declared duration short, whichever is larger.
+    static let truncationSlackFraction = 0.02
+
+    public let source: MediaSource
+    public let ring: AudioRing
+    private let decoder: AudioDecoder
+    private let onEvent: @Sendable (AudioReaderEvent) -> Void
+    private let pendingSeek = Mutex<(frame: Int64, serial: Int)?>(nil)
+    private let stopRequested = Atomic<Bool>(false)
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let started = Atomic<Bool>(false)
+
+    private var serial: Int
+    /// Item frame of the next converted sample, or nil until a decoded timestamp sets it.
+    private var nextFrame: Int64?
+    /// Output before this item frame is dropped (the seek target).
+    private var discardBefore: Int64
+    private var announcedReady = false
+    private var atEnd = false
+    private var damagedPackets = 0
+
+    /// Opens the decoder for the source's preferred audio track, converting to `ring.format`.
+    /// Playback starts at item frame `startFrame` under seek serial `serial`.
+    public init(source: MediaSource, ring: AudioRing, serial: Int, startFrame: Int64,
+                onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
+        guard let track = source.info.preferredAudioTrack else { throw .noPlayableTrack(url: source.url) }
+        self.source = source
+        self.ring = ring
+        self.onEvent = onEvent
+        self.serial = serial
+        decoder = try AudioDecoder(source: source, streamIndex: Int32(track.streamIndex), output: ring.format)
+        discardBefore = startFrame
+        if startFrame > 0 {
+            pendingSeek.withLock { $0 = (startFrame, serial) }
+        } else {
+            nextFrame = nil
+        }
+    }
+
+    /// Starts the reader thread.
+    public func start() {
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let thread = Thread { [self] in
+            run()
+            finished.signal()
+        }
+        thread.name = "chorus.reader"
+        thread.qualityOfService = .userInitiated
+        thread.start()
+    }
+
+    /// Moves reading to item frame `frame`; blocks produced after this carry `serial`.
+    public func seek(toFrame frame: Int64, serial: Int) {
+        pendingSeek.withLock { $0 = (frame, serial) }
+        wake.signal()
+    }
+
+    /// Stops the thread and waits for it to finish (bounded by FFmpeg's interrupt).
+    /// After it returns the ring may be given to another reader.
+    public func stop() {
+        stopRequested.store(true, ordering: .releasing)
+        source.interrupt()
+        wake.signal()
+        if started.load(ordering: .acquiring) { finished.wait() }
+    }
+
+    private var stopping: Bool { stopRequested.load(ordering: .acquiring) }
+
+    // MARK: - The reader thread
+
+    private func run() {
+        guard let packet = av_packet_alloc() else {
+            onEvent(.failed(serial: serial, itemFrame: 0, error: .outputFailure(device: source.url, reason: "out of memory")))
+            return
+        }
+        defer { var p: UnsafeMutablePointer<AVPacket>? = packet; av_packet_free(&p) }
+        var consecutiveErrors = 0
+        while !stopping {
+            if let seek = pendingSeek.withLock({ value -> (frame: Int64, serial: Int)? in defer { value = nil }; return value }) {
+                perform(seek: seek)
+                consecutiveErrors = 0
+            }
+            if atEnd {
+                _ = wake.wait(timeout: .now() + Self.idlePoll)
+                continue
+            }
+            let status = av_read_frame(source.formatContext, packet)
+            if status == FFmpegCall.eof {
+                drain()
+                finish(failure: nil)
+                continue
+            }
+            if status < 0 {
+                if stopping { break }
+                consecutiveErrors += 1
+                if status == FFmpegCall.invalidData && consecutiveErrors < Self.maximumConsecutiveReadErrors {
+                    damagedPackets += 1
+                    onEvent(.damaged(count: damagedPackets))
+                    continue
+                }
+                drain()
+                finish(failure: readFailure(status))
+                continue
+            }
+            consecutiveErrors = 0
+            defer { av_packet_unref(packet) }
+            guard packet.pointee.stream_index == decoder.streamIndex else { continue }
+            let sent = decoder.send(packet)
+            if sent < 0 && sent != FFmpegCall.again {
+                damagedPackets += 1
+                onEvent(.damaged(count: damagedPackets))
+                continue
+            }
+            receiveAll()
+        }
+    }
+
+    private func readFailure(_ status: Int32) -> MediaError {
+        if source.url.contains("://") && !source.url.hasPrefix("file://") {
+            return .networkFailure(url: source.url, reason: FFmpegCall.message(status))
+        }
+        return .corruptData(url: source.url, reason: FFmpegCall.message(status))
+    }
+
+    private func perform(seek: (frame: Int64, serial: Int)) {
+        serial = seek.serial
+        discardBefore = seek.frame
+        announcedReady = false
+        atEnd = false
+        nextFrame = nil
+        let rate = Int64(ring.format.sampleRate)
+        let microsecondsPerSecond: Int64 = 1_000_000
+        let start = source.info.startTime.convertScale(1_000_000, method: .roundTowardNegativeInfinity).value
+        let targetMicroseconds = start + seek.frame * microsecondsPerSecond / rate
+        let prerollMicroseconds = Int64(Self.seekPreroll.components.seconds) * microsecondsPerSecond
+            + Self.seekPreroll.components.attoseconds / 1_000_000_000_000
+        let seekTo = max(start, targetMicroseconds - prerollMicroseconds)
+        let status = avformat_seek_file(source.formatContext, -1, Int64.min, seekTo, seekTo, 0)
+        if status < 0 && seek.frame > 0 {
+            // Inputs that cannot seek (pipes, some live streams) restart only from the top.
+            _ = avformat_seek_file(source.formatContext, -1, Int64.min, start, start, 0)
+        }
+        decoder.flush()
+    }
+
+    private func drain() {
+        _ = decoder.send(nil)
+        receiveAll()
+    }
+
+    private func receiveAll() {
+        while !stopping, pendingSeekIsEmpty, let result = decoder.receive() {
+            switch result {
+            case .failure:
+                damagedPackets += 1
+                onEvent(.damaged(count: damagedPackets))
+            case .success(let decoded):
+                deliver(decoded)
+            }
+        }
+    }
+
+    private var pendingSeekIsEmpty: Bool { pendingSeek.withLock { $0 == nil } }
+
+    /// The item frame a stream timestamp stands for at the output rate.
+    private func itemFrame(forPTS pts: Int64) -> Int64 {
+        let tb = decoder.timeBase
+        guard tb.den > 0 else { return 0 }
+        let stamp = CMTime(value: pts, timescale: tb.den) * tb.num
+        let item = stamp - source.info.startTime
+        let frames = item.convertScale(Int32(ring.format.sampleRate), method: .roundHalfAwayFromZero)
+        return frames.isNumeric ? frames.value : 0
+    }
+
+    private func deliver(_ decoded: AudioDecoder.Decoded) {
+        if nextFrame == nil {
+            nextFrame = decoded.pts.map(itemFrame(forPTS:)) ?? discardBefore
+        }
+        guard var position = nextFrame else { return }
+        let channels = ring.format.channels
+        var offset = 0
+        if position < discardBefore {
+            offset = Int(min(Int64(decoded.frames), discardBefore - position))
+            position += Int64(offset)
+        }
+        while offset < decoded.frames {
+            guard let block = waitForSpace() else { return }
+            let count = min(AudioRing.framesPerBlock, decoded.frames - offset)
+            block.update(from: decoder.converted + offset * channels, count: count * channels)
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: position, frameCount: count, kind: .samples))
+            if !announcedReady {
+                announcedReady = true
+                onEvent(.ready(serial: serial, itemFrame: position))
+            }
+            offset += count
+            position += Int64(count)
+        }
+        nextFrame = position
+    }
+
+    /// Waits for a free block; nil when a seek or stop arrived meanwhile.
+    private func waitForSpace() -> UnsafeMutablePointer<Float>? {
+        while true {
+            if stopping || !pendingSeekIsEmpty { return nil }
+            if let block = ring.nextWritableBlock() { return block }
+            _ = wake.wait(timeout: .now() + Self.idlePoll)
+        }
+    }
+
+    private func finish(failure: MediaError?) {
+        atEnd = true
+        let end = nextFrame ?? discardBefore
+        var error = failure
+        if error == nil, let truncated = truncation(endFrame: end) { error = truncated }
+        guard waitForSpace() != nil else { return }
+        if let error {
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: end, frameCount: 0, kind: .failure))
+            onEvent(.failed(serial: serial, itemFrame: end, error: error))
+        } else {
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: end, frameCount: 0, kind: .endOfStream))
+            onEvent(.decodedToEnd(serial: serial, itemFrame: end))
+        }
+    }
+
+    /// A corrupt-data error when a regular file stopped well short of its declared length.
+    private func truncation(endFrame: Int64) -> MediaError? {
+        let declared = source.info.duration
+        guard declared.isNumeric, source.info.isSeekable, !source.url.contains("://") || source.url.hasPrefix("file://") else { return nil }
+        let declaredSeconds = declared.seconds
+        let playedSeconds = Double(endFrame) / Double(ring.format.sampleRate)
+        let slack = max(Double(Self.truncationSlack.components.seconds), declaredSeconds * Self.truncationSlackFraction)
+        guard playedSeconds + slack < declaredSeconds else { return nil }
+        return .corruptData(url: source.url, reason: String(format: "truncated: data ends at %.2f s of %.2f s", playedSeconds, declaredSeconds))
+    }
+}

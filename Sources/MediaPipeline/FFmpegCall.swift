@@ -1,0 +1,23 @@
+internal import CFFmpeg
+
+/// Helpers around FFmpeg's integer error codes.
+enum FFmpegCall {
+    /// FFmpeg's own text for an error code.
+    static func message(_ code: Int32) -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        buffer.withUnsafeMutableBufferPointer { chorus_av_strerror(code, $0.baseAddress, $0.count) }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    static let eof = chorus_averror_eof()
+    static let again = chorus_averror_eagain()
+    static let invalidData = chorus_averror_invaliddata()
+    static let exit = chorus_averror_exit()
+    static let noPTS = chorus_av_nopts_value()
+}
+
+/// A negative FFmpeg status code as an error value.
+struct FFmpegStatus: Error, CustomStringConvertible {
+    let code: Int32
+    var description: String { FFmpegCall.message(code) }
+}

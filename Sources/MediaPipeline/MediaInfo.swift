@@ -1,0 +1,54 @@
+import MediaClock
+
+/// The kind of data a track carries.
+public enum MediaKind: String, Sendable, Codable {
+    case audio, video, subtitle, data, attachment, unknown
+}
+
+/// What a demuxer learned about one track, read once when the input is opened.
+public struct TrackInfo: Sendable, Equatable {
+    /// The track's identifier: the container's own ID where it has one (MP4, Matroska),
+    /// otherwise its position counted from 1. Never 0, as on Apple's platforms.
+    public var trackID: Int32
+    /// FFmpeg's stream index, for matching with ffprobe's output.
+    public var streamIndex: Int
+    public var kind: MediaKind
+    /// FFmpeg's codec name ("mp3", "aac", "h264", ...).
+    public var codec: String
+    /// The track's span in media time; `.invalid` when the container does not say.
+    public var timeRange: CMTimeRange
+    public var sampleRate: Int?
+    public var channels: Int?
+    /// FFmpeg's description of the channel layout ("stereo", "5.1", ...).
+    public var channelLayout: String?
+    public var width: Int?
+    public var height: Int?
+    /// Frames per second for video, as the container reports it.
+    public var frameRate: Double?
+    /// Bits per second, when the container or codec reports it.
+    public var bitRate: Int?
+    /// Whether this is cover art rather than moving video.
+    public var isAttachedPicture: Bool
+    /// The language tag, when the container has one.
+    public var language: String?
+}
+
+/// What a demuxer learned about an input.
+public struct MediaInfo: Sendable, Equatable {
+    public var url: String
+    /// The container's duration; `.indefinite` for live or unbounded input.
+    public var duration: CMTime
+    /// The media time of the first sample; playback item time 0 stands for this instant.
+    public var startTime: CMTime
+    /// FFmpeg's name for the container format ("mp3", "mov,mp4,m4a,3gp,3g2,mj2", ...).
+    public var formatName: String
+    public var tracks: [TrackInfo]
+    /// Whether the input can be sought (files and servers with range requests).
+    public var isSeekable: Bool
+
+    /// The track Chorus renders as sound: FFmpeg's pick of the best audio stream.
+    public var preferredAudioTrack: TrackInfo?
+
+    /// Whether there is something this player can render.
+    public var isPlayable: Bool { preferredAudioTrack != nil }
+}

@@ -1,0 +1,258 @@
+import Foundation
+import MediaClock
+import Synchronization
+internal import CFFmpeg
+
+/// An opened input: FFmpeg's demuxer for one file or URL.
+///
+/// Not thread-safe: one thread uses a source at a time (the asset loader while probing, then
+/// the reader thread while playing). `interrupt()` alone may be called from any thread; it
+/// makes a blocked read return promptly so that a player never hangs on a dead server.
+public final class MediaSource: @unchecked Sendable {
+    /// How long one network read may block before the input is declared unreachable.
+    /// Five seconds: long enough for a slow LAN server, short enough that a bad URL is
+    /// reported while the user is still looking.
+    public static let readTimeout: Duration = .seconds(5)
+    /// The total time allowed for opening and probing an input. Probing may read a few
+    /// megabytes; on a reachable server that takes well under this.
+    public static let openTimeout: Duration = .seconds(15)
+
+    /// Schemes FFmpeg is asked to open; anything else is refused before FFmpeg sees it.
+    static let networkSchemes: Set<String> = ["http", "https", "rtsp", "rtp", "udp", "tcp", "hls", "rtmp", "ftp"]
+
+    public let url: String
+    public let info: MediaInfo
+    let formatContext: UnsafeMutablePointer<AVFormatContext>
+    private let interruptState: InterruptState
+
+    /// Opens and probes `url` (a path, a file:// URL, or an http(s) URL).
+    public init(url: String) throws(MediaError) {
+        self.url = url
+        let target = try Self.resolve(url)
+        // FFmpeg prints to stderr by default; every failure is reported through MediaError.
+        chorus_av_quiet()
+        let state = InterruptState()
+        state.arm(deadline: .now() + Self.openTimeout)
+        interruptState = state
+
+        guard let context = avformat_alloc_context() else {
+            throw .outputFailure(device: url, reason: "out of memory")
+        }
+        context.pointee.interrupt_callback.callback = chorusInterruptCallback
+        context.pointee.interrupt_callback.opaque = Unmanaged.passUnretained(state).toOpaque()
+
+        var options: OpaquePointer? = nil
+        av_dict_set(&options, "rw_timeout", String(Int64(Self.readTimeout.components.seconds) * 1_000_000), 0)
+        // Servers that drop the connection mid-file are reconnected by FFmpeg's HTTP layer.
+        av_dict_set(&options, "reconnect", "1", 0)
+        var opened: UnsafeMutablePointer<AVFormatContext>? = context
+        let openStatus = avformat_open_input(&opened, target, nil, &options)
+        av_dict_free(&options)
+        guard openStatus >= 0, let context = opened else {
+            // avformat_open_input frees the context on failure.
+            throw Self.openError(openStatus, url: url, isNetwork: state.timedOut)
+        }
+        formatContext = context
+
+        let probeStatus = avformat_find_stream_info(context, nil)
+        if probeStatus < 0 {
+            var closing: UnsafeMutablePointer<AVFormatContext>? = context
+            avformat_close_input(&closing)
+            if state.timedOut { throw .networkFailure(url: url, reason: "timed out") }
+            throw .corruptData(url: url, reason: "cannot read stream information (\(FFmpegCall.message(probeStatus)))")
+        }
+        info = Self.describe(context, url: url)
+        state.arm(deadline: nil)
+    }
+
+    deinit {
+        var context: UnsafeMutablePointer<AVFormatContext>? = formatContext
+        avformat_close_input(&context)
+    }
+
+    /// Makes any blocked or future read fail at once. Safe from any thread.
+    public func interrupt() { interruptState.cancel() }
+
+    /// Clears an earlier `interrupt()`, so a source can be read again by a new reader.
+    public func resetInterrupt() { interruptState.reset() }
+
+    /// Bounds the next blocking operations by `deadline` (nil: only the per-read timeout).
+    func armDeadline(_ deadline: HostTime?) { interruptState.arm(deadline: deadline) }
+
+    var wasInterrupted: Bool { interruptState.cancelled }
+
+    // MARK: - Opening
+
+    /// Turns a user's path or URL into what FFmpeg should open, rejecting what cannot work.
+    static func resolve(_ url: String) throws(MediaError) -> String {
+        if url.isEmpty { throw .badURL(url: url, reason: "empty") }
+        let path: String
+        if let schemeEnd = url.range(of: "://") {
+            let scheme = url[..<schemeEnd.lowerBound].lowercased()
+            if scheme == "file" {
+                guard let parsed = URL(string: url), parsed.isFileURL else {
+                    throw .badURL(url: url, reason: "not a valid file URL")
+                }
+                path = parsed.path
+            } else if networkSchemes.contains(scheme) {
+                guard let parsed = URL(string: url), let host = parsed.host, !host.isEmpty else {
+                    throw .badURL(url: url, reason: "no host")
+                }
+                return url
+            } else {
+                throw .badURL(url: url, reason: "unsupported scheme \"\(scheme)\"")
+            }
+        } else {
+            path = url
+        }
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            if errno == EACCES { throw .networkFailure(url: url, reason: "permission denied") }
+            throw .fileNotFound(url: url)
+        }
+        if (status.st_mode & S_IFMT) == S_IFDIR { throw .unsupportedFormat(url: url, reason: "is a directory") }
+        if (status.st_mode & S_IFMT) == S_IFREG && status.st_size == 0 { throw .emptyFile(url: url) }
+        guard access(path, R_OK) == 0 else { throw .networkFailure(url: url, reason: "permission denied") }
+        // "file:" keeps FFmpeg from reading a colon in a file name as a protocol prefix.
+        return "file:" + path
+    }
+
+    static func openError(_ status: Int32, url: String, isNetwork: Bool) -> MediaError {
+        let message = FFmpegCall.message(status)
+        if isNetwork { return .networkFailure(url: url, reason: "timed out") }
+        if status == FFmpegCall.invalidData {
+            return .unsupportedFormat(url: url, reason: "not a media file FFmpeg recognises")
+        }
+        if status == -ENOENT { return .fileNotFound(url: url) }
+        if status == -EACCES { return .networkFailure(url: url, reason: "permission denied") }
+        if url.contains("://") && !url.lowercased().hasPrefix("file://") {
+            return .networkFailure(url: url, reason: message)
+        }
+        return .corruptData(url: url, reason: message)
+    }
+
+    // MARK: - Describing
+
+    static func describe(_ context: UnsafeMutablePointer<AVFormatContext>, url: String) -> MediaInfo {
+        let microseconds = Int32(chorus_av_time_base())
+        let fileDuration = context.pointee.duration
+        let duration: CMTime = fileDuration == FFmpegCall.noPTS || fileDuration < 0
+            ? .indefinite : CMTime(value: fileDuration, timescale: microseconds)
+        let fileStart = context.pointee.start_time
+        let start: CMTime = fileStart == FFmpegCall.noPTS ? .zero : CMTime(value: fileStart, timescale: microseconds)
+
+        var tracks: [TrackInfo] = []
+        let count = Int(context.pointee.nb_streams)
+        for index in 0..<count {
+            guard let stream = context.pointee.streams[index], let parameters = stream.pointee.codecpar else { continue }
+            tracks.append(describe(stream: stream, parameters: parameters, index: index))
+        }
+        let best = av_find_best_stream(context, AVMEDIA_TYPE_AUDIO, -1, -1, nil, 0)
+        let preferred = best >= 0 ? tracks.first { $0.streamIndex == Int(best) } : nil
+        let seekable = context.pointee.pb.map { $0.pointee.seekable != 0 } ?? false
+        let formatName = context.pointee.iformat.flatMap { $0.pointee.name.map { String(cString: $0) } } ?? "unknown"
+        return MediaInfo(
+            url: url, duration: duration, startTime: start, formatName: formatName, tracks: tracks,
+            isSeekable: seekable, preferredAudioTrack: preferred.flatMap { decoderExists(for: $0) ? $0 : nil })
+    }
+
+    static func decoderExists(for track: TrackInfo) -> Bool {
+        track.codec != "none" && avcodec_find_decoder_by_name(track.codec) != nil
+            || track.codec.hasPrefix("pcm_")
+    }
+
+    static func describe(stream: UnsafeMutablePointer<AVStream>, parameters: UnsafeMutablePointer<AVCodecParameters>, index: Int) -> TrackInfo {
+        let p = parameters.pointee
+        let kind: MediaKind
+        switch p.codec_type {
+        case AVMEDIA_TYPE_AUDIO: kind = .audio
+        case AVMEDIA_TYPE_VIDEO: kind = .video
+        case AVMEDIA_TYPE_SUBTITLE: kind = .subtitle
+        case AVMEDIA_TYPE_DATA: kind = .data
+        case AVMEDIA_TYPE_ATTACHMENT: kind = .attachment
+        default: kind = .unknown
+        }
+        let codec = avcodec_get_name(p.codec_id).map { String(cString: $0) } ?? "unknown"
+        let timeBase = stream.pointee.time_base
+        var range = CMTimeRange.invalid
+        if timeBase.num > 0, timeBase.den > 0 {
+            let scaleOK = timeBase.num == 1
+            let start = stream.pointee.start_time == FFmpegCall.noPTS ? 0 : stream.pointee.start_time
+            let length = stream.pointee.duration
+            if scaleOK, length != FFmpegCall.noPTS, length >= 0 {
+                range = CMTimeRange(start: CMTime(value: start, timescale: timeBase.den),
+                                    duration: CMTime(value: length, timescale: timeBase.den))
+            } else if length != FFmpegCall.noPTS, length >= 0 {
+                let toSeconds = Double(timeBase.num) / Double(timeBase.den)
+                range = CMTimeRange(start: CMTime(seconds: Double(start) * toSeconds, preferredTimescale: 1_000_000),
+                                    duration: CMTime(seconds: Double(length) * toSeconds, preferredTimescale: 1_000_000))
+            }
+        }
+        var layoutName: String? = nil
+        var channels: Int? = nil
+        if kind == .audio {
+            channels = Int(p.ch_layout.nb_channels)
+            var buffer = [CChar](repeating: 0, count: 64)
+            var layout = p.ch_layout
+            if av_channel_layout_describe(&layout, &buffer, buffer.count) > 0 {
+                layoutName = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            }
+        }
+        func rate(_ r: AVRational) -> Double? { r.num > 0 && r.den > 0 ? Double(r.num) / Double(r.den) : nil }
+        let isPicture = (stream.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC) != 0
+        var language: String? = nil
+        if let entry = av_dict_get(stream.pointee.metadata, "language", nil, 0), let value = entry.pointee.value {
+            language = String(cString: value)
+        }
+        let containerID = stream.pointee.id
+        return TrackInfo(
+            trackID: containerID > 0 ? containerID : Int32(index + 1),
+            streamIndex: index,
+            kind: kind,
+            codec: codec,
+            timeRange: range,
+            sampleRate: kind == .audio && p.sample_rate > 0 ? Int(p.sample_rate) : nil,
+            channels: channels,
+            channelLayout: layoutName,
+            width: kind == .video && p.width > 0 ? Int(p.width) : nil,
+            height: kind == .video && p.height > 0 ? Int(p.height) : nil,
+            frameRate: kind == .video && !isPicture ? (rate(stream.pointee.avg_frame_rate) ?? rate(stream.pointee.r_frame_rate)) : nil,
+            bitRate: p.bit_rate > 0 ? Int(p.bit_rate) : nil,
+            isAttachedPicture: isPicture,
+            language: language)
+    }
+}
+
+/// The state FFmpeg's interrupt callback reads: a cancel flag and an optional deadline.
+final class InterruptState: Sendable {
+    private let cancelledFlag = Atomic<Bool>(false)
+    private let timedOutFlag = Atomic<Bool>(false)
+    /// Host nanoseconds; `Int64.max` when no deadline is armed.
+    private let deadline = Atomic<Int64>(Int64.max)
+
+    func cancel() { cancelledFlag.store(true, ordering: .releasing) }
+    func reset() { cancelledFlag.store(false, ordering: .releasing) }
+    var cancelled: Bool { cancelledFlag.load(ordering: .acquiring) }
+    var timedOut: Bool { timedOutFlag.load(ordering: .acquiring) }
+
+    func arm(deadline newDeadline: HostTime?) {
+        timedOutFlag.store(false, ordering: .releasing)
+        deadline.store(newDeadline?.nanoseconds ?? Int64.max, ordering: .releasing)
+    }
+
+    /// Whether FFmpeg should abandon the blocking call it is in.
+    func shouldAbort() -> Bool {
+        if cancelled { return true }
+        let limit = deadline.load(ordering: .acquiring)
+        if limit != Int64.max && HostTime.now().nanoseconds > limit {
+            timedOutFlag.store(true, ordering: .releasing)
+            return true
+        }
+        return false
+    }
+}
+
+private func chorusInterruptCallback(_ opaque: UnsafeMutableRawPointer?) -> Int32 {
+    guard let opaque else { return 0 }
+    return Unmanaged<InterruptState>.fromOpaque(opaque).takeUnretainedValue().shouldAbort() ? 1 : 0
+}

@@ -1,0 +1,103 @@
+import Foundation
+import MediaClock
+import Synchronization
+
+/// A sound device with no sound: it consumes frames at its own clock's pace and says exactly
+/// when each frame would have been heard.
+///
+/// Its clock runs `driftPPM` parts per million fast or slow against the host clock, the way
+/// a real DAC's crystal does, so clock recovery can be tested on a machine with no card. The
+/// model is a FIFO of `bufferFrames` drained from the first write at
+/// `sampleRate * (1 + driftPPM / 1e6)` frames per host second; when the FIFO runs dry the
+/// device underruns and restarts at the next write, as ALSA does.
+public final class NullOutput: AudioOutput, @unchecked Sendable {
+    /// One period: 10 ms, the common low-latency period of real cards.
+    public static let periodDuration: Duration = .milliseconds(10)
+    /// Periods in the device buffer: four gives 40 ms of latency, about what a USB DAC adds,
+    /// and room for the render thread to be scheduled late without underrunning.
+    public static let periodsPerBuffer = 4
+
+    public let driftPPM: Double
+    private let hostClock: any HostClock
+    public private(set) var format = AudioFormat.fallback
+    public private(set) var periodFrames = 480
+    public var bufferFrames: Int { periodFrames * Self.periodsPerBuffer }
+    public let isRealtime = true
+    public var name: String { driftPPM == 0 ? "null" : "null:drift=\(driftPPM)" }
+    private let underruns = Atomic<Int>(0)
+    public var underrunCount: Int { underruns.load(ordering: .relaxed) }
+
+    /// Host time at which the first frame since the last (re)start was presented.
+    private var startHost: HostTime?
+    /// Frames written since the last (re)start.
+    private var writtenFrames: Int64 = 0
+
+    public init(driftPPM: Double = 0, hostClock: any HostClock = MonotonicHostClock()) {
+        self.driftPPM = driftPPM
+        self.hostClock = hostClock
+    }
+
+    public func open(preferred: AudioFormat) throws(MediaError) {
+        format = preferred
+        periodFrames = Int(preferred.frames(in: Self.periodDuration))
+    }
+
+    /// The device's actual frame rate in frames per host second.
+    private var actualRate: Double { Double(format.sampleRate) * (1 + driftPPM / 1_000_000) }
+
+    /// Frames consumed by the device at host time `now` since the last start.
+    private func consumed(at now: HostTime) -> Int64 {
+        guard let startHost else { return 0 }
+        let elapsed = Double((now - startHost).components.seconds) + Double((now - startHost).components.attoseconds) / 1e18
+        return Int64((elapsed * actualRate).rounded(.down))
+    }
+
+    private func queued(at now: HostTime) -> Int64 {
+        let remaining = writtenFrames - consumed(at: now)
+        if remaining < 0 {
+            // Ran dry: the device stopped; the next write restarts it.
+            underruns.add(1, ordering: .relaxed)
+            startHost = nil
+            writtenFrames = 0
+            return 0
+        }
+        return remaining
+    }
+
+    public func waitUntilWritable(timeout: Duration) -> Int {
+        let now = hostClock.now()
+        let free = Int64(bufferFrames) - queued(at: now)
+        if free >= Int64(periodFrames) { return Int(free) }
+        let missing = Double(Int64(periodFrames) - free)
+        let wait = min(missing / actualRate, Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        var request = timespec(tv_sec: Int(wait), tv_nsec: Int((wait - wait.rounded(.down)) * 1e9))
+        nanosleep(&request, nil)
+        return max(0, Int(Int64(bufferFrames) - queued(at: hostClock.now())))
+    }
+
+    public func nextFramePresentationTime() -> HostTime {
+        let now = hostClock.now()
+        _ = queued(at: now)  // notices an underrun before answering
+        guard let startHost else { return now }
+        // Frame `writtenFrames` leaves when everything written before it has been consumed.
+        return startHost + .nanoseconds(Int64((Double(writtenFrames) / actualRate * 1e9).rounded()))
+    }
+
+    public func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int {
+        let now = hostClock.now()
+        _ = queued(at: now)
+        if startHost == nil {
+            startHost = now
+            writtenFrames = 0
+        }
+        writtenFrames += Int64(frames)
+        return frames
+    }
+
+    public func flush() {
+        startHost = nil
+        writtenFrames = 0
+    }
+
+    public func close() { flush() }
+}

@@ -1,0 +1,68 @@
+import MediaClock
+
+/// What the player asks of the render thread.
+public enum RenderMode: Sendable, Equatable {
+    /// Play silence; keep blocks of `serial`, drop the rest.
+    case idle(serial: Int)
+    /// Play the blocks of `serial` from item frame `frame`. With `hostTime`, frame `frame` is
+    /// presented exactly at that host time (earlier content is skipped when it has passed,
+    /// silence fills the wait when it is ahead); without, as soon as data is there.
+    case play(serial: Int, frame: Int64, hostTime: HostTime?)
+
+    var serial: Int {
+        switch self {
+        case .idle(let serial), .play(let serial, _, _): return serial
+        }
+    }
+}
+
+/// The player's side of the render thread's mailbox.
+public struct RenderControl: Sendable, Equatable {
+    /// Bumped on every change; the render thread applies each generation once.
+    public var generation: Int = 0
+    public var mode: RenderMode = .idle(serial: 0)
+    /// Drop what the device has queued when applying this generation, so the change is
+    /// heard at once rather than after the device's latency.
+    public var flush: Bool = false
+    /// Linear gain applied to content (0...1).
+    public var volume: Float = 1
+}
+
+/// Where the render thread stands.
+public enum RenderPhase: Sendable, Equatable {
+    /// Silence, as asked.
+    case idle
+    /// Waiting for the first data of the serial, or for the scheduled host time.
+    case starting
+    /// Content is being played.
+    case playing
+    /// Content ran out before the end: silence until data returns.
+    case stalled
+    /// The item's last frame has been written; `RenderStatus.endHost` says when it is heard.
+    case ended
+    /// The reader failed; what it delivered has been played.
+    case failed
+}
+
+/// The render thread's report, published every period.
+public struct RenderStatus: Sendable, Equatable {
+    /// The control generation applied.
+    public var generation: Int = 0
+    public var phase: RenderPhase = .idle
+    public var serial: Int = 0
+    /// While content plays: item frame `anchorFrame` is presented at host time `anchorHost`.
+    public var anchorFrame: Int64 = 0
+    public var anchorHost = HostTime(nanoseconds: 0)
+    /// The first item frame of the current continuous run of content.
+    public var runStartFrame: Int64 = 0
+    /// One past the last content frame written.
+    public var writtenEndFrame: Int64 = 0
+    /// The item frame at which content ended (phase `.ended` or `.failed`).
+    public var endFrame: Int64 = 0
+    /// When the end frame is presented (phase `.ended` or `.failed`).
+    public var endHost = HostTime(nanoseconds: 0)
+    /// Times the ring ran dry while playing.
+    public var stalls: Int = 0
+    /// Host time of the last period written: how fresh this report is.
+    public var updatedAt = HostTime(nanoseconds: 0)
+}

@@ -1,0 +1,129 @@
+import AVPlayback
+import Foundation
+
+/// Drives one player through a list of items for `chorus play` (and later `chorus lead`).
+final class PlaySession: @unchecked Sendable {
+    /// How far the arrow keys seek.
+    static let seekStep = CMTime(value: 5, timescale: 1)
+    /// How often the status line is redrawn: four times a second reads smoothly without
+    /// flooding a slow terminal.
+    static let statusInterval = CMTime(value: 1, timescale: 4)
+    /// Width of the progress bar in characters.
+    static let barWidth = 30
+
+    let player: AVPlayer
+    let interactive: Bool
+    private let events = DispatchQueue(label: "chorus.cli")
+    private let terminal: Terminal?
+    private let lock = NSLock()
+    private var quitRequested = false
+    private var finished: DispatchSemaphore?
+    /// Why the current item failed, once it has.
+    private var failure: String?
+
+    init(spec: OutputSpec, volume: Float, interactive: Bool) {
+        player = AVPlayer(playerItem: nil, output: spec)
+        player.volume = volume
+        self.interactive = interactive
+        terminal = interactive ? Terminal() : nil
+    }
+
+    /// Plays every item; returns false if any failed.
+    func run(urls: [String], start: Double?) -> Bool {
+        terminal?.enterRawMode { [weak self] key in self?.handle(key) }
+        defer { terminal?.restore() }
+        var allGood = true
+        var statusObserver: Any?
+        if interactive {
+            statusObserver = player.addPeriodicTimeObserver(forInterval: Self.statusInterval, queue: events) { [weak self] _ in
+                self?.drawStatus()
+            }
+        }
+        for (index, url) in urls.enumerated() {
+            if lock.withLock({ quitRequested }) { break }
+            let item = AVPlayerItem(url: makeURL(url))
+            if index == 0, let start { item.seek(to: CMTime(seconds: start, preferredTimescale: 1_000_000)) }
+            if !play(item, name: url) { allGood = false }
+        }
+        if let statusObserver { player.removeTimeObserver(statusObserver) }
+        terminal?.clearLine()
+        player.close()
+        return allGood
+    }
+
+    /// Plays one item to its end (or until quit). Returns false if it failed.
+    private func play(_ item: AVPlayerItem, name: String) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        lock.withLock { finished = done }
+        lock.withLock { failure = nil }
+        let center = NotificationCenter.default
+        let ended = center.addObserver(forName: AVPlayerItem.didPlayToEndTimeNotification, object: item, queue: nil) { _ in
+            done.signal()
+        }
+        let failedEarly = center.addObserver(forName: AVPlayerItem.failedToPlayToEndTimeNotification, object: item, queue: nil) { note in
+            let error = note.userInfo?[AVPlayerItemFailedToPlayToEndTimeErrorKey]
+            self.lock.withLock { self.failure = error.map { "\($0)" } ?? "\(name): playback failed" }
+            done.signal()
+        }
+        let statusWatch = item.observe(\.status) { item, _ in
+            if item.status == .failed {
+                self.lock.withLock { self.failure = item.error.map { "\($0)" } ?? "\(name): cannot be played" }
+                done.signal()
+            }
+        }
+        defer {
+            center.removeObserver(ended)
+            center.removeObserver(failedEarly)
+            statusWatch.invalidate()
+        }
+        player.replaceCurrentItem(with: item)
+        player.play()
+        done.wait()
+        if let failure = lock.withLock({ failure }) {
+            terminal?.clearLine()
+            warn(failure)
+            return false
+        }
+        return true
+    }
+
+    private func handle(_ key: Terminal.Key) {
+        switch key {
+        case .space:
+            if player.rate == 0 { player.play() } else { player.pause() }
+        case .left:
+            player.seek(to: player.currentTime() - Self.seekStep)
+        case .right:
+            player.seek(to: player.currentTime() + Self.seekStep)
+        case .quit:
+            let done: DispatchSemaphore? = lock.withLock { quitRequested = true; return finished }
+            player.pause()
+            done?.signal()
+        }
+        drawStatus()
+    }
+
+    private func drawStatus() {
+        guard let terminal else { return }
+        let time = player.currentTime()
+        let duration = player.currentItem?.duration ?? .indefinite
+        let position = time.isNumeric ? time.seconds : 0
+        let total = duration.isNumeric ? duration.seconds : 0
+        let filled = total > 0 ? min(Self.barWidth, Int(Double(Self.barWidth) * position / total)) : 0
+        let bar = String(repeating: "=", count: filled) + String(repeating: "-", count: Self.barWidth - filled)
+        let state: String
+        switch player.timeControlStatus {
+        case .playing: state = ">"
+        case .paused: state = "||"
+        case .waitingToPlayAtSpecifiedRate: state = "..."
+        }
+        terminal.draw("\(state) \(Self.clock(position)) / \(total > 0 ? Self.clock(total) : "--:--") [\(bar)] \(player.outputName)")
+    }
+
+    /// "m:ss" or "h:mm:ss".
+    static func clock(_ seconds: Double) -> String {
+        let whole = Int(max(0, seconds.isFinite ? seconds : 0))
+        let h = whole / 3600, m = (whole / 60) % 60, s = whole % 60
+        return h > 0 ? String(format: "%d:%02d:%02d", h, m, s) : String(format: "%d:%02d", m, s)
+    }
+}
