@@ -40,6 +40,15 @@ let package = Package(
             ]
         ),
 
+        // Benchmarks: figures and ratios against ffmpeg, ffplay and others, run side by side.
+        .executableTarget(
+            name: "chorus-bench",
+            dependencies: [
+                "AVPlayback", "MediaPipeline", "MediaClock", "CALSA",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
         .testTarget(name: "MediaClockTests", dependencies: ["MediaClock"]),
         .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock"]),
         .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock"]),

@@ -76,6 +76,12 @@ final class PlaySession: @unchecked Sendable {
             center.removeObserver(failedEarly)
             statusWatch.invalidate()
         }
+        let t0 = HostTime.now()
+        let trace = ProcessInfo.processInfo.environment["CHORUS_TRACE"] != nil
+        let tcs = player.observe(\.timeControlStatus) { player, _ in
+            if trace { warn("t+\((HostTime.now() - t0)) status \(player.timeControlStatus) time \(player.currentTime().seconds)") }
+        }
+        defer { tcs.invalidate() }
         player.replaceCurrentItem(with: item)
         player.play()
         done.wait()

@@ -1,0 +1,2 @@
+// Placeholder until the benchmark tool lands.
+print("chorus-bench")
