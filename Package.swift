@@ -49,10 +49,12 @@ let package = Package(
             ]
         ),
 
+        // Generated test media (real FFmpeg encodes), WAV reading, FFmpeg reference decodes.
+        .target(name: "ChorusTestSupport", path: "Tests/ChorusTestSupport"),
         .testTarget(name: "MediaClockTests", dependencies: ["MediaClock"]),
-        .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock"]),
-        .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock"]),
-        .testTarget(name: "ChorusCLITests", dependencies: ["chorus"]),
+        .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport"]),
+        .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "ChorusTestSupport"]),
+        .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "ChorusTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -15,6 +15,11 @@ public final class AudioRenderer: @unchecked Sendable {
     static let deviceWaitLimit: Duration = .milliseconds(50)
     /// How long a non-real-time output (a file) sleeps when there is nothing to render yet.
     static let offlineIdleSleepMicroseconds: UInt32 = 1_000
+    /// How far the device's timeline may move between periods before the render thread
+    /// treats it as broken (an underrun, a device restart). Well above the jitter of a
+    /// sound server's latency reports (about a millisecond), well below a 10 ms period.
+    /// A scheduled start then skips content to stay on its schedule.
+    static let timelineBreakTolerance: Duration = .milliseconds(5)
 
     public let output: any AudioOutput
     public let ring: AudioRing
@@ -32,6 +37,9 @@ public final class AudioRenderer: @unchecked Sendable {
     private var headOffset = 0
     /// The next item frame the content stream expects (while playing).
     private var nextFrame: Int64 = 0
+    /// When the frame after the last period written should be presented, if the device
+    /// keeps its timeline.
+    private var expectedHost: HostTime?
 
     /// A renderer for an opened `output` reading `ring` (whose format must match the output's).
     public init(output: any AudioOutput, ring: AudioRing) {
@@ -95,6 +103,7 @@ public final class AudioRenderer: @unchecked Sendable {
             guard writable >= output.periodFrames else { continue }
             let frames = min(bufferFrames, output.periodFrames)
             let host = output.nextFramePresentationTime()
+            noticeTimelineBreak(at: host)
             let filled = render(into: buffer, frames: frames, channels: channels, host: host)
             // A device must be fed whole periods (silence pads them); a file takes exactly
             // the frames that would be heard, so a stall or the end adds nothing to it.
@@ -106,9 +115,22 @@ public final class AudioRenderer: @unchecked Sendable {
                 offset += taken
             }
             status.updatedAt = host + .nanoseconds(frameNanos(Int64(count)))
+            expectedHost = status.updatedAt
             publish()
         }
         publish()
+    }
+
+    /// After an underrun the device restarts later than the schedule: content that follows
+    /// a schedule (a host-time start) must skip ahead rather than play late.
+    private func noticeTimelineBreak(at host: HostTime) {
+        guard let expected = expectedHost, status.phase == .playing,
+              case .play(_, _, .some) = applied.mode else { return }
+        let drift = host - expected
+        if drift > Self.timelineBreakTolerance || drift < .zero - Self.timelineBreakTolerance {
+            status.phase = .stalled
+            status.timelineBreaks += 1
+        }
     }
 
     private func publish() {
@@ -120,7 +142,10 @@ public final class AudioRenderer: @unchecked Sendable {
         let modeChanged = latest.mode != applied.mode
         applied = latest
         status.generation = latest.generation
-        if latest.flush { output.flush() }
+        if latest.flush {
+            output.flush()
+            expectedHost = nil
+        }
         guard modeChanged else { return }
         status.serial = latest.mode.serial
         switch latest.mode {

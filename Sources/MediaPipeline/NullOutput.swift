@@ -31,6 +31,9 @@ public final class NullOutput: AudioOutput, @unchecked Sendable {
     private var startHost: HostTime?
     /// Frames written since the last (re)start.
     private var writtenFrames: Int64 = 0
+    /// The start time promised by `nextFramePresentationTime()` while stopped: the next
+    /// write starts the device exactly then, so the promise holds to the nanosecond.
+    private var promisedStart: HostTime?
 
     public init(driftPPM: Double = 0, hostClock: any HostClock = MonotonicHostClock()) {
         self.driftPPM = driftPPM
@@ -78,7 +81,10 @@ public final class NullOutput: AudioOutput, @unchecked Sendable {
     public func nextFramePresentationTime() -> HostTime {
         let now = hostClock.now()
         _ = queued(at: now)  // notices an underrun before answering
-        guard let startHost else { return now }
+        guard let startHost else {
+            promisedStart = now
+            return now
+        }
         // Frame `writtenFrames` leaves when everything written before it has been consumed.
         return startHost + .nanoseconds(Int64((Double(writtenFrames) / actualRate * 1e9).rounded()))
     }
@@ -87,14 +93,16 @@ public final class NullOutput: AudioOutput, @unchecked Sendable {
         let now = hostClock.now()
         _ = queued(at: now)
         if startHost == nil {
-            startHost = now
+            startHost = promisedStart.map { min($0, now) } ?? now
             writtenFrames = 0
         }
+        promisedStart = nil
         writtenFrames += Int64(frames)
         return frames
     }
 
     public func flush() {
+        promisedStart = nil
         startHost = nil
         writtenFrames = 0
     }

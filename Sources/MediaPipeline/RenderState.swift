@@ -63,6 +63,9 @@ public struct RenderStatus: Sendable, Equatable {
     public var endHost = HostTime(nanoseconds: 0)
     /// Times the ring ran dry while playing.
     public var stalls: Int = 0
+    /// Times the device's timeline broke (an underrun) under a scheduled start, so content
+    /// was skipped to stay on schedule.
+    public var timelineBreaks: Int = 0
     /// Host time of the last period written: how fresh this report is.
     public var updatedAt = HostTime(nanoseconds: 0)
 }

@@ -1,2 +1,0 @@
-// Placeholder until the benchmark tool lands.
-print("chorus-bench")

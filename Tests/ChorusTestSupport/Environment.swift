@@ -1,0 +1,19 @@
+import Foundation
+
+/// What the test run has around it.
+public enum TestEnvironment {
+    /// Whether a PulseAudio server is reachable, so ALSA's `default` and `pulse` devices
+    /// are real clocked devices. `make test` starts a private one and sets CHORUS_PULSE.
+    public static var hasPulse: Bool {
+        guard ProcessInfo.processInfo.environment["PULSE_SERVER"] != nil else { return false }
+        return (try? Run.command("pactl", ["info"], timeout: 5).status) == 0
+    }
+
+    /// The `chorus` executable built next to the test bundle.
+    public static var chorusExecutable: URL {
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let candidates = [here.appendingPathComponent("chorus"),
+                          here.deletingLastPathComponent().appendingPathComponent("chorus")]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+    }
+}

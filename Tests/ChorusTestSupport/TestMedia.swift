@@ -1,0 +1,124 @@
+import Foundation
+
+/// Real media files for tests, encoded by the `ffmpeg` command on first use and kept for the
+/// rest of the run in one temporary folder.
+public enum TestMedia {
+    /// A kind of file the tests play.
+    public struct Kind: Sendable, Hashable, CustomStringConvertible {
+        public let name: String
+        public let fileExtension: String
+        public let codecArguments: [String]
+        public var description: String { name }
+
+        public static let wav = Kind(name: "wav", fileExtension: "wav", codecArguments: ["-c:a", "pcm_s16le"])
+        public static let mp3 = Kind(name: "mp3", fileExtension: "mp3", codecArguments: ["-c:a", "libmp3lame", "-b:a", "128k"])
+        public static let aac = Kind(name: "aac", fileExtension: "m4a", codecArguments: ["-c:a", "aac", "-b:a", "128k"])
+        public static let flac = Kind(name: "flac", fileExtension: "flac", codecArguments: ["-c:a", "flac"])
+        public static let opus = Kind(name: "opus", fileExtension: "opus", codecArguments: ["-c:a", "libopus", "-b:a", "96k"])
+        public static let vorbis = Kind(name: "vorbis", fileExtension: "ogg", codecArguments: ["-c:a", "libvorbis", "-q:a", "4"])
+
+        public static let all: [Kind] = [.wav, .mp3, .aac, .flac, .opus, .vorbis]
+    }
+
+    /// The folder every generated file goes in, made once per test process.
+    public static let folder: URL = {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-tests-\(getpid())")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }()
+
+    private static let lock = NSLock()
+
+    /// A tone file: `seconds` long, `rate` Hz, `channels` channels, each channel a different
+    /// frequency so a channel swap would show.
+    public static func tone(_ kind: Kind, seconds: Double = 2, rate: Int = 44_100, channels: Int = 2) throws -> URL {
+        let name = "tone-\(kind.name)-\(rate)-\(channels)-\(seconds).\(kind.fileExtension)"
+        let frequencies = (0..<channels).map { 220 * ($0 + 2) }
+        let expression = frequencies.map { "0.4*sin(2*PI*\($0)*t)" }.joined(separator: "|")
+        let layout = Self.layoutName(channels)
+        return try make(name) { url in
+            ["-f", "lavfi", "-i", "aevalsrc=\(expression):s=\(rate):d=\(seconds):c=\(layout)"]
+                + kind.codecArguments + [url.path]
+        }
+    }
+
+    /// An H.264 video in MP4 with an AAC stereo track.
+    public static func video(seconds: Double = 2) throws -> URL {
+        try make("video-\(seconds).mp4") { url in
+            ["-f", "lavfi", "-i", "testsrc=size=320x240:rate=25:duration=\(seconds)",
+             "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)",
+             "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2", "-shortest", url.path]
+        }
+    }
+
+    /// Audio that starts with `silence` seconds of silence, then a full-scale square click
+    /// train: its first non-zero sample marks an exact item time.
+    public static func clickAfterSilence(silence: Double, seconds: Double = 1, rate: Int = 48_000) throws -> URL {
+        try make("click-\(silence)-\(seconds)-\(rate).wav") { url in
+            ["-f", "lavfi", "-i", "aevalsrc=if(gte(t\\,\(silence))\\,0.5\\,0):s=\(rate):d=\(silence + seconds):c=stereo",
+             "-c:a", "pcm_s16le", url.path]
+        }
+    }
+
+    /// A copy of `source` cut to `fraction` of its bytes.
+    public static func truncated(_ source: URL, fraction: Double) throws -> URL {
+        let url = folder.appendingPathComponent("truncated-\(fraction)-\(source.lastPathComponent)")
+        let data = try Data(contentsOf: source)
+        try data.prefix(Int(Double(data.count) * fraction)).write(to: url)
+        return url
+    }
+
+    /// A copy of `source` with `length` bytes from `offset` replaced by noise.
+    public static func damaged(_ source: URL, at offsetFraction: Double, length: Int) throws -> URL {
+        let url = folder.appendingPathComponent("damaged-\(offsetFraction)-\(length)-\(source.lastPathComponent)")
+        var data = try Data(contentsOf: source)
+        let start = Int(Double(data.count) * offsetFraction)
+        var generator = SystemRandomNumberGenerator()
+        for index in start..<min(data.count, start + length) { data[index] = UInt8.random(in: 0...255, using: &generator) }
+        try data.write(to: url)
+        return url
+    }
+
+    /// A file with `contents` and no media in it.
+    public static func file(named name: String, contents: Data) throws -> URL {
+        let url = folder.appendingPathComponent(name)
+        try contents.write(to: url)
+        return url
+    }
+
+    static func layoutName(_ channels: Int) -> String {
+        switch channels {
+        case 1: return "mono"
+        case 2: return "stereo"
+        case 3: return "2.1"
+        case 4: return "quad"
+        case 5: return "5.0"
+        case 6: return "5.1"
+        case 8: return "7.1"
+        default: return "\(channels)c"
+        }
+    }
+
+    private static func make(_ name: String, arguments: (URL) -> [String]) throws -> URL {
+        let url = folder.appendingPathComponent(name)
+        try lock.withLock {
+            if FileManager.default.fileExists(atPath: url.path) { return }
+            let partial = folder.appendingPathComponent("partial-\(UUID().uuidString)-\(name)")
+            let result = try Run.command("ffmpeg", ["-v", "error", "-y"] + arguments(partial))
+            guard result.status == 0 else { throw TestMediaError.ffmpegFailed(name, result.standardError) }
+            try FileManager.default.moveItem(at: partial, to: url)
+        }
+        return url
+    }
+}
+
+public enum TestMediaError: Error, CustomStringConvertible {
+    case ffmpegFailed(String, String)
+    case badWAV(String)
+    public var description: String {
+        switch self {
+        case .ffmpegFailed(let name, let message): return "ffmpeg could not make \(name): \(message)"
+        case .badWAV(let why): return "bad WAV: \(why)"
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+import MediaClock
+@testable import MediaPipeline
+
+/// The render thread on a real-time null device: scheduled starts land on the requested
+/// host time, content plays in order, the end is reported with its presentation time.
+@Suite(.serialized) struct AudioRendererTests {
+    let format = AudioFormat(sampleRate: 48_000, channels: 1)
+
+    /// A ring holding `blocks` blocks of a ramp (sample value = item frame) and an end marker.
+    func rampRing(serial: Int, from first: Int64, blocks: Int) -> AudioRing {
+        let ring = AudioRing(format: format, capacity: .seconds(1))
+        for block in 0..<blocks {
+            guard let samples = ring.nextWritableBlock() else { break }
+            let start = first + Int64(block * AudioRing.framesPerBlock)
+            for index in 0..<AudioRing.framesPerBlock { samples[index] = Float(start + Int64(index)) }
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: start, frameCount: AudioRing.framesPerBlock, kind: .samples))
+        }
+        if ring.nextWritableBlock() != nil {
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: first + Int64(blocks * AudioRing.framesPerBlock), frameCount: 0, kind: .endOfStream))
+        }
+        return ring
+    }
+
+    func waitFor(_ renderer: AudioRenderer, seconds: Double = 5, _ condition: (RenderStatus) -> Bool) -> RenderStatus {
+        let deadline = Date().addingTimeInterval(seconds)
+        var status = renderer.currentStatus
+        while !condition(status) && Date() < deadline {
+            usleep(2_000)
+            status = renderer.currentStatus
+        }
+        return status
+    }
+
+    @Test func startsExactlyAtTheScheduledHostTime() throws {
+        let output = NullOutput()
+        try output.open(preferred: format)
+        let ring = rampRing(serial: 1, from: 0, blocks: 20)
+        let renderer = AudioRenderer(output: output, ring: ring)
+        let scheduled = HostTime.now() + .milliseconds(200)
+        renderer.update { $0.mode = .play(serial: 1, frame: 0, hostTime: scheduled) }
+        renderer.start()
+        defer { renderer.stop() }
+        let status = waitFor(renderer) { $0.phase == .playing }
+        #expect(status.phase == .playing)
+        #expect(status.runStartFrame == 0)
+        // The anchor of the first period with content: frame `anchorFrame` at `anchorHost`.
+        // Projected back to frame 0, it must be the scheduled time to within one frame.
+        let frameZeroHost = status.anchorHost - format.duration(ofFrames: status.anchorFrame)
+        let error = abs((frameZeroHost - scheduled).nanosecondsClamped)
+        #expect(error <= format.nanoseconds(ofFrames: 1))
+    }
+
+    @Test func aStartInThePastSkipsToWhereItShouldBe() throws {
+        let output = NullOutput()
+        try output.open(preferred: format)
+        let ring = rampRing(serial: 3, from: 0, blocks: 40)
+        let renderer = AudioRenderer(output: output, ring: ring)
+        // Started 100 ms ago: the first frame heard is about frame 4800, not frame 0.
+        let scheduled = HostTime.now() - .milliseconds(100)
+        renderer.update { $0.mode = .play(serial: 3, frame: 0, hostTime: scheduled) }
+        renderer.start()
+        defer { renderer.stop() }
+        let status = waitFor(renderer) { $0.phase == .playing }
+        #expect(status.runStartFrame >= 4_800)
+        let frameZeroHost = status.anchorHost - format.duration(ofFrames: status.anchorFrame)
+        #expect(abs((frameZeroHost - scheduled).nanosecondsClamped) <= format.nanoseconds(ofFrames: 1))
+    }
+
+    @Test func staleSerialsAreDroppedAndTheEndIsReported() throws {
+        let output = NullOutput()
+        try output.open(preferred: format)
+        let ring = rampRing(serial: 5, from: 0, blocks: 4)
+        let renderer = AudioRenderer(output: output, ring: ring)
+        renderer.start()
+        defer { renderer.stop() }
+        // Serial 6 has no data: everything of serial 5 is stale and is dropped unheard.
+        renderer.update { $0.mode = .play(serial: 6, frame: 0, hostTime: nil) }
+        let dropped = waitFor(renderer) { _ in ring.queuedBlocks == 0 }
+        #expect(ring.queuedBlocks == 0)
+        #expect(dropped.phase != .playing)
+    }
+
+    @Test func playsToTheEndAndSaysWhenItIsHeard() throws {
+        let output = NullOutput()
+        try output.open(preferred: format)
+        let blocks = 10
+        let ring = rampRing(serial: 1, from: 0, blocks: blocks)
+        let renderer = AudioRenderer(output: output, ring: ring)
+        renderer.update { $0.mode = .play(serial: 1, frame: 0, hostTime: nil) }
+        renderer.start()
+        defer { renderer.stop() }
+        let status = waitFor(renderer) { $0.phase == .ended }
+        #expect(status.phase == .ended)
+        #expect(status.endFrame == Int64(blocks * AudioRing.framesPerBlock))
+        // The end is heard one ring's worth after the start.
+        let started = status.anchorHost
+        #expect(status.endHost > started)
+    }
+}
