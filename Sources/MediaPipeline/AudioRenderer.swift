@@ -164,17 +164,24 @@ public final class AudioRenderer: @unchecked Sendable {
         case .idle, .ended, .failed: return false
         case .starting, .playing, .stalled:
             // A scheduled start renders its lead-in silence too, but only once data is there.
-            guard let head = ring.peek() else { return false }
-            return head.header.serial == applied.mode.serial
+            return currentHead() != nil
         }
     }
 
-    /// Drops blocks that belong to an older serial.
+    /// Drops blocks that belong to an older serial. Serials only grow, so a block of a
+    /// newer serial is data the player has asked for but whose control has not reached this
+    /// thread yet: it stays, and is not played until it does.
     private func dropStale() {
-        while let head = ring.peek(), head.header.serial != applied.mode.serial {
+        while let head = ring.peek(), head.header.serial < applied.mode.serial {
             ring.pop()
             headOffset = 0
         }
+    }
+
+    /// The head block if it belongs to the serial being played.
+    private func currentHead() -> (header: AudioBlockHeader, samples: UnsafePointer<Float>)? {
+        guard let head = ring.peek(), head.header.serial == applied.mode.serial else { return nil }
+        return head
     }
 
     /// Fills `out` with a period; returns how many leading frames are content or scheduled
@@ -207,7 +214,7 @@ public final class AudioRenderer: @unchecked Sendable {
             due = status.phase == .stalled ? nextFrame : target
         }
         // Skip content that is already late.
-        while let head = ring.peek() {
+        while let head = currentHead() {
             let header = head.header
             if header.kind != .samples { break }
             let blockStart = header.itemFrame + Int64(headOffset)
@@ -220,7 +227,7 @@ public final class AudioRenderer: @unchecked Sendable {
             if blockStart < due { headOffset += Int(due - blockStart) }
             break
         }
-        guard let head = ring.peek() else { return 0 }
+        guard let head = currentHead() else { return 0 }
         if head.header.kind != .samples {
             // The item ended (or failed) before any content was due.
             finish(kind: head.header.kind, frame: head.header.itemFrame, host: host)
@@ -246,7 +253,7 @@ public final class AudioRenderer: @unchecked Sendable {
         var anchored = false
         let volume = applied.volume
         while filled < frames {
-            guard let head = ring.peek() else {
+            guard let head = currentHead() else {
                 // A file output waits for the decoder instead: nothing is late for a file.
                 if output.isRealtime {
                     status.phase = .stalled

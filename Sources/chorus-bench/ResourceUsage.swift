@@ -30,7 +30,7 @@ struct ResourceUsage: Sendable {
     /// This process so far, every thread included.
     static func ofThisProcess() -> ResourceUsage {
         var usage = rusage()
-        _ = getrusage(RUSAGE_SELF, &usage)
+        _ = getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
         return ResourceUsage(usage)
     }
 

@@ -10,6 +10,17 @@ public enum Run {
         public var output: String { String(decoding: standardOutput, as: UTF8.self) }
     }
 
+    /// Stops `process`: an interrupt, then a kill if it has not gone within two seconds
+    /// (some tools, parec among them, can miss a polite signal while blocked).
+    public static func stop(_ process: Process) {
+        guard process.isRunning else { return }
+        process.interrupt()
+        let deadline = Date().addingTimeInterval(2)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
     /// Runs `program` (a path, or a name looked up on PATH) with `arguments`; kills it after
     /// `timeout` seconds so a hung child fails the test instead of hanging the run.
     public static func command(_ program: String, _ arguments: [String], timeout: Double = 120,
@@ -31,7 +42,7 @@ public enum Run {
         process.standardInput = FileHandle.nullDevice
         let start = Date()
         try process.run()
-        let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
+        let killer = DispatchWorkItem { stop(process) }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
         // Read both pipes before waiting, so a chatty child cannot block on a full pipe.
         let group = DispatchGroup()

@@ -1,0 +1,12 @@
+import ArgumentParser
+
+/// `chorus-bench`: Chorus's figures, each printed next to a peer's run side by side
+/// (ffmpeg, ffplay, or the requested time itself). Figures are printed, never asserted.
+@main
+struct ChorusBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "chorus-bench",
+        abstract: "Benchmarks Chorus against ffmpeg and ffplay, and measures scheduled-start accuracy.",
+        subcommands: [DecodeBenchmark.self, PlaybackBenchmark.self, StartBenchmark.self]
+    )
+}

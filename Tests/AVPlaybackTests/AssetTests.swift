@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+@testable import AVPlayback
+
+@Suite struct AssetTests {
+    @Test func loadsPropertiesAsynchronously() async throws {
+        let asset = AVURLAsset(url: try TestMedia.tone(.aac, seconds: 2, rate: 48_000, channels: 2))
+        if case .notYetLoaded = asset.status(of: .duration) {} else { Issue.record("loaded before asked") }
+        let (duration, tracks, playable) = try await asset.load(.duration, .tracks, .isPlayable)
+        #expect(abs(duration.seconds - 2) < 0.05)
+        #expect(playable)
+        let track = try #require(tracks.first)
+        #expect(track.mediaType == .audio)
+        #expect(track.codecName == "aac")
+        #expect(track.sampleRate == 48_000)
+        #expect(track.channelCount == 2)
+        #expect(track.trackID != 0)
+        if case .loaded(let value) = asset.status(of: .duration) { #expect(value == duration) } else { Issue.record("not loaded") }
+    }
+
+    @Test func theOlderCallbackPairWorks() throws {
+        let asset = AVURLAsset(url: try TestMedia.tone(.mp3, seconds: 1))
+        let done = DispatchSemaphore(value: 0)
+        asset.loadValuesAsynchronously(forKeys: ["duration", "tracks"]) { done.signal() }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        var error: NSError?
+        #expect(asset.statusOfValue(forKey: "tracks", error: &error) == .loaded)
+        #expect(error == nil)
+    }
+
+    @Test func loadFailuresAreTypedAndNameTheFile() async throws {
+        let asset = AVURLAsset(url: URL(fileURLWithPath: "/missing/file.wav"))
+        do {
+            _ = try await asset.load(.duration)
+            Issue.record("loaded a missing file")
+        } catch let error as AVPlaybackError {
+            #expect(error == .fileNotFound(url: "/missing/file.wav"))
+        }
+        var error: NSError?
+        #expect(asset.statusOfValue(forKey: "duration", error: &error) == .failed)
+        #expect(error?.localizedDescription.contains("/missing/file.wav") == true)
+    }
+
+    @Test func videoTracksDescribeThemselves() async throws {
+        let asset = AVURLAsset(url: try TestMedia.video(seconds: 1))
+        let tracks = try await asset.load(.tracks)
+        let video = try #require(tracks.first { $0.mediaType == .video })
+        #expect(video.naturalSize == CGSize(width: 320, height: 240))
+        #expect(video.nominalFrameRate == 25)
+        #expect(tracks.contains { $0.mediaType == .audio && $0.isPlayable })
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+@testable import AVPlayback
+
+/// Bad input ends with a clear error, in bounded time, without a crash or a hang.
+@Suite struct BadInputTests {
+    func failure(of url: URL) -> (any Error)? {
+        let item = AVPlayerItem(url: url)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil(10) { item.status != .unknown })
+        #expect(item.status == .failed)
+        return item.error
+    }
+
+    @Test func missingFile() throws {
+        let error = failure(of: URL(fileURLWithPath: "/no/such/song.mp3"))
+        #expect(error as? AVPlaybackError == .fileNotFound(url: "/no/such/song.mp3"))
+        #expect("\(error.map { "\($0)" } ?? "")".contains("/no/such/song.mp3"))
+    }
+
+    @Test func emptyFile() throws {
+        let url = try TestMedia.file(named: "empty.flac", contents: Data())
+        #expect(failure(of: url) as? AVPlaybackError == .emptyFile(url: url.path))
+    }
+
+    @Test func randomBytes() throws {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = Data((0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let url = try TestMedia.file(named: "noise.mp3", contents: bytes)
+        let error = try #require(failure(of: url))
+        #expect("\(error)".contains(url.path))
+    }
+
+    @Test func unreachableServer() throws {
+        let error = try #require(failure(of: URL(string: "http://127.0.0.1:9/song.mp3")!))
+        #expect("\(error)".contains("127.0.0.1:9"))
+    }
+
+    @Test func unsupportedScheme() throws {
+        let error = try #require(failure(of: URL(string: "gopher://example.invalid/song.mp3")!))
+        #expect(error as? AVPlaybackError == .badURL(url: "gopher://example.invalid/song.mp3", reason: "unsupported scheme \"gopher\""))
+    }
+
+    @Test(arguments: [TestMedia.Kind.mp3, .flac, .wav, .vorbis])
+    func truncatedFilesPlayWhatTheyHaveAndEnd(kind: TestMedia.Kind) throws {
+        let url = try TestMedia.truncated(try TestMedia.tone(kind, seconds: 4), fraction: 0.5)
+        let item = AVPlayerItem(url: url)
+        let player = AVPlayer(playerItem: item, output: .wav(path: TestMedia.folder.appendingPathComponent("trunc-\(kind.name).wav").path))
+        defer { player.close() }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        let failed = NotificationCounter(AVPlayerItem.failedToPlayToEndTimeNotification, object: item)
+        player.play()
+        #expect(waitUntil(20) { ended.value + failed.value > 0 || item.status == .failed })
+        if failed.value > 0 {
+            let error = failed.userInfo?[AVPlayerItemFailedToPlayToEndTimeErrorKey]
+            #expect("\(error.map { "\($0)" } ?? "")".contains(url.path))
+        }
+    }
+
+    @Test(arguments: [TestMedia.Kind.mp3, .aac, .flac, .opus])
+    func damageInTheMiddleIsSkipped(kind: TestMedia.Kind) throws {
+        let url = try TestMedia.damaged(try TestMedia.tone(kind, seconds: 3), at: 0.5, length: 2_000)
+        let item = AVPlayerItem(url: url)
+        let output = TestMedia.folder.appendingPathComponent("damaged-\(kind.name).wav")
+        let player = AVPlayer(playerItem: item, output: .wav(path: output.path))
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        let failed = NotificationCounter(AVPlayerItem.failedToPlayToEndTimeNotification, object: item)
+        player.play()
+        #expect(waitUntil(20) { ended.value + failed.value > 0 || item.status == .failed })
+        player.close()
+        // What could be decoded was played: well past the damage at the middle.
+        if ended.value > 0 {
+            let rendered = try PCM(wavFile: output)
+            #expect(Double(rendered.frameCount) / Double(rendered.sampleRate) > 2)
+        }
+    }
+}

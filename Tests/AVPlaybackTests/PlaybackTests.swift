@@ -1,0 +1,172 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+@testable import AVPlayback
+
+@Suite struct PlaybackTests {
+    @Test func playsInRealTimeOnTheNullDeviceAndEndsOnce() throws {
+        // WAV: its declared duration is exact (an MP3's is an estimate that counts padding).
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        let start = Date()
+        player.play()
+        #expect(waitUntil(10) { ended.value == 1 })
+        let elapsed = Date().timeIntervalSince(start)
+        // A real-time device cannot finish a second of audio in much less than a second.
+        #expect(elapsed >= 0.95)
+        usleep(300_000)
+        #expect(ended.value == 1)
+        #expect(player.rate == 0)
+        #expect(player.timeControlStatus == .paused)
+        // At the end the current time is the end: exactly the item's duration.
+        #expect(player.currentTime() == item.duration)
+    }
+
+    @Test func statusAndTimeControlMoveThroughTheirStates() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2))
+        #expect(item.status == .unknown)
+        #expect(item.duration.isIndefinite)
+        #expect(item.tracks.isEmpty)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let statuses = Collected<AVPlayerItem.Status>()
+        let observation = item.observe(\.status, options: [.initial, .new]) { _, change in
+            if let value = change.newValue { statuses.append(value) }
+        }
+        defer { observation.invalidate() }
+        #expect(waitUntil { item.status == .readyToPlay })
+        #expect(waitUntil { statuses.all == [.unknown, .readyToPlay] })
+        #expect(abs(item.duration.seconds - 2) < 0.01)
+        #expect(item.tracks.count == 1)
+        #expect(player.timeControlStatus == .paused)
+        player.play()
+        #expect(player.rate == 1)
+        #expect(waitUntil { player.timeControlStatus == .playing })
+        let playing = player.currentTime()
+        usleep(200_000)
+        #expect(player.currentTime() > playing)
+        player.pause()
+        #expect(player.timeControlStatus == .paused)
+        let paused = player.currentTime()
+        usleep(200_000)
+        #expect(player.currentTime() == paused)
+    }
+
+    @Test func resumingContinuesWhereItPaused() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil { item.status == .readyToPlay })
+        player.play()
+        usleep(300_000)
+        player.pause()
+        let paused = player.currentTime()
+        player.play()
+        #expect(waitUntil { player.timeControlStatus == .playing })
+        let resumed = player.currentTime()
+        #expect(resumed >= paused)
+        #expect(resumed.seconds - paused.seconds < 0.1)
+    }
+
+    @Test func actionAtItemEndNoneKeepsTheRate() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.5))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.actionAtItemEnd = .none
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        player.play()
+        #expect(waitUntil { ended.value == 1 })
+        usleep(100_000)
+        #expect(player.rate == 1)
+        #expect(ended.value == 1)
+    }
+
+    @Test func periodicObserversFireWhilePlayingAndStopWhenRemoved() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let times = Collected<CMTime>()
+        let queue = DispatchQueue(label: "observer")
+        let token = player.addPeriodicTimeObserver(forInterval: CMTime(value: 1, timescale: 10), queue: queue) { times.append($0) }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        player.play()
+        #expect(waitUntil { ended.value == 1 })
+        player.removeTimeObserver(token)
+        let fired = times.all
+        // Ten intervals in a second of play, plus the start and the stop.
+        #expect(fired.count >= 9)
+        #expect(zip(fired, fired.dropFirst()).allSatisfy { $0 <= $1 })
+        let afterRemoval = times.count
+        player.seek(to: .zero)
+        player.play()
+        usleep(300_000)
+        #expect(times.count == afterRemoval)
+    }
+
+    @Test func boundaryObserversFireWhenPlaybackPassesTheirTimes() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let hits = Collected<Double>()
+        let token = player.addBoundaryTimeObserver(forTimes: [CMTime(value: 1, timescale: 2)], queue: DispatchQueue(label: "b")) {
+            hits.append(player.currentTime().seconds)
+        }
+        defer { player.removeTimeObserver(token) }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        player.play()
+        #expect(waitUntil { ended.value == 1 })
+        #expect(hits.count == 1)
+        #expect((hits.all.first ?? 0) >= 0.5)
+    }
+
+    @Test func playsAQueueOfItemsOneAfterAnother() throws {
+        let first = AVPlayerItem(url: try TestMedia.tone(.flac, seconds: 0.5))
+        let second = AVPlayerItem(url: try TestMedia.tone(.opus, seconds: 0.5))
+        let player = AVPlayer(playerItem: first, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let firstEnded = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: first)
+        let secondEnded = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: second)
+        player.play()
+        #expect(waitUntil { firstEnded.value == 1 })
+        player.replaceCurrentItem(with: second)
+        #expect(player.currentItem === second)
+        player.play()
+        #expect(waitUntil { secondEnded.value == 1 })
+        #expect(firstEnded.value == 1)
+    }
+
+    @Test func prerollCompletesWhenDataIsReady() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.aac, seconds: 1))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil { item.status == .readyToPlay })
+        let done = Collected<Bool>()
+        player.preroll(atRate: 1) { done.append($0) }
+        #expect(waitUntil { done.count == 1 })
+        #expect(done.all == [true])
+        player.play()
+        let refused = Collected<Bool>()
+        player.preroll(atRate: 1) { refused.append($0) }
+        #expect(waitUntil { refused.count == 1 })
+        #expect(refused.all == [false])
+    }
+
+    @Test func rateKeyValueObservationSeesPlayAndPause() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let rates = Collected<Float>()
+        let observation = player.observe(\.rate, options: [.new]) { _, change in
+            if let value = change.newValue { rates.append(value) }
+        }
+        player.play()
+        player.pause()
+        #expect(waitUntil { rates.all == [1, 0] })
+        observation.invalidate()
+        player.play()
+        usleep(100_000)
+        #expect(rates.all == [1, 0])
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+@testable import AVPlayback
+
+@Suite struct SeekingTests {
+    @Test(arguments: [TestMedia.Kind.wav, .flac, .mp3, .aac, .opus, .vorbis])
+    func zeroToleranceLandsOnTheExactSample(kind: TestMedia.Kind) throws {
+        let source = try TestMedia.tone(kind, seconds: 2, rate: 48_000, channels: 2)
+        let target = CMTime(value: 61_729, timescale: 48_000)  // 1.286 s, not on any frame boundary
+        let done = Collected<Bool>()
+        let out = try renderToWAV(source, name: "seek-\(kind.name)") { player, item in
+            player.seek(to: target, toleranceBefore: .zero, toleranceAfter: .zero) { done.append($0) }
+            #expect(waitUntil { done.count == 1 })
+        }
+        #expect(done.all == [true])
+        let rendered = try PCM(wavFile: out)
+        let reference = try PCM.ffmpegDecode(source, channels: 2)
+        let tail = PCM(sampleRate: 48_000, channels: 2, samples: Array(reference.samples[(61_729 * 2)...]))
+        #expect(rendered.frameCount == tail.frameCount)
+        if kind == .wav || kind == .flac {
+            // Lossless: identical to the sample.
+            #expect(rendered.maximumDifference(from: tail) == 0)
+        } else {
+            // Lossy codecs restarted at another packet converge on the reference within a
+            // few milliseconds but not to the bit; what must hold is the position: the best
+            // alignment with the reference is at offset 0, no sample early or late.
+            #expect(bestOffset(rendered, tail, search: 48) == 0)
+        }
+    }
+
+    /// The shift of `a` against `b` (within ±`search` frames) with the smallest difference
+    /// over 0.2 s taken 0.1 s in.
+    func bestOffset(_ a: PCM, _ b: PCM, search: Int) -> Int {
+        let channels = a.channels, start = 4_800, length = 9_600
+        var best = (offset: Int.max, error: Float.infinity)
+        for offset in -search...search {
+            var error: Float = 0
+            for frame in start..<(start + length) {
+                for channel in 0..<channels {
+                    error += abs(a.samples[(frame + offset) * channels + channel] - b.samples[frame * channels + channel])
+                }
+            }
+            if error < best.error { best = (offset, error) }
+        }
+        return best.offset
+    }
+
+    @Test func aSupersededSeekCompletesWithFalse() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 3))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil { item.status == .readyToPlay })
+        let first = Collected<Bool>(), second = Collected<Bool>()
+        player.seek(to: CMTime(value: 1, timescale: 1)) { first.append($0) }
+        player.seek(to: CMTime(value: 2, timescale: 1)) { second.append($0) }
+        #expect(waitUntil { first.count == 1 && second.count == 1 })
+        #expect(first.all == [false])
+        #expect(second.all == [true])
+        #expect(player.currentTime() == CMTime(value: 2, timescale: 1))
+    }
+
+    @Test func seeksOutsideTheItemAreClamped() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil { item.status == .readyToPlay })
+        let done = Collected<Bool>()
+        player.seek(to: CMTime(value: -5, timescale: 1)) { done.append($0) }
+        #expect(waitUntil { done.count == 1 })
+        #expect(player.currentTime() == .zero)
+        player.seek(to: CMTime(value: 50, timescale: 1)) { done.append($0) }
+        #expect(waitUntil { done.count == 2 })
+        #expect(player.currentTime() == item.duration)
+    }
+
+    @Test func cancelledSeeksCompleteWithFalse() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil { item.status == .readyToPlay })
+        let done = Collected<Bool>()
+        player.seek(to: CMTime(value: 1, timescale: 2)) { done.append($0) }
+        player.cancelPendingSeeks()
+        #expect(waitUntil { done.count == 1 })
+        #expect(done.all == [false])
+    }
+
+    @Test func aSeekPostsTimeJumped() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let jumps = NotificationCounter(AVPlayerItem.timeJumpedNotification, object: item)
+        #expect(waitUntil { item.status == .readyToPlay })
+        player.seek(to: CMTime(value: 1, timescale: 4))
+        #expect(waitUntil { jumps.value == 1 })
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+@testable import AVPlayback
+
+/// Polls `condition` until it holds or `seconds` pass; returns whether it held.
+@discardableResult
+func waitUntil(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(2_000)
+    }
+    return condition()
+}
+
+/// Counts notifications of one name for one object.
+final class NotificationCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    private var lastUserInfo: [AnyHashable: Any]?
+    private var token: NSObjectProtocol?
+
+    init(_ name: Notification.Name, object: AnyObject?) {
+        token = NotificationCenter.default.addObserver(forName: name, object: object, queue: nil) { [weak self] note in
+            self?.lock.withLock {
+                self?.count += 1
+                self?.lastUserInfo = note.userInfo
+            }
+        }
+    }
+
+    deinit { if let token { NotificationCenter.default.removeObserver(token) } }
+
+    var value: Int { lock.withLock { count } }
+    var userInfo: [AnyHashable: Any]? { lock.withLock { lastUserInfo } }
+}
+
+/// A thread-safe box for values gathered by callbacks.
+final class Collected<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [Value] = []
+    func append(_ value: Value) { lock.withLock { items.append(value) } }
+    var all: [Value] { lock.withLock { items } }
+    var count: Int { lock.withLock { items.count } }
+}
+
+/// Plays `url` to its end into a WAV file and returns the file.
+func renderToWAV(_ url: URL, name: String, configure: (AVPlayer, AVPlayerItem) -> Void = { _, _ in }) throws -> URL {
+    let out = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-render-\(getpid())-\(name).wav")
+    let item = AVPlayerItem(url: url)
+    let player = AVPlayer(playerItem: item, output: .wav(path: out.path))
+    let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+    configure(player, item)
+    player.play()
+    let finished = waitUntil(60) { ended.value > 0 || item.status == .failed }
+    player.close()
+    guard finished, item.status != .failed else { throw RenderFailure(reason: "\(item.error.map { "\($0)" } ?? "timed out")") }
+    return out
+}
+
+struct RenderFailure: Error { let reason: String }

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+
+/// `chorus play`, run as a user runs it.
+@Suite struct PlayCommandTests {
+    func chorus(_ arguments: [String], timeout: Double = 60) throws -> Run.Result {
+        try Run.command(TestEnvironment.chorusExecutable.path, arguments, timeout: timeout)
+    }
+
+    @Test func rendersEveryItemInTurnIntoAWAVFile() throws {
+        let first = try TestMedia.tone(.mp3, seconds: 1, rate: 44_100, channels: 2)
+        let second = try TestMedia.tone(.vorbis, seconds: 1, rate: 44_100, channels: 2)
+        let out = TestMedia.folder.appendingPathComponent("cli-two.wav")
+        let result = try chorus(["play", "--output", "wav:\(out.path)", first.path, second.path])
+        #expect(result.status == 0, "\(result.standardError)")
+        let rendered = try PCM(wavFile: out)
+        let a = try PCM.ffmpegDecode(first, channels: 2), b = try PCM.ffmpegDecode(second, channels: 2)
+        #expect(rendered.frameCount == a.frameCount + b.frameCount)
+        let joined = PCM(sampleRate: 44_100, channels: 2, samples: a.samples + b.samples)
+        #expect(rendered.maximumDifference(from: joined) <= 1e-6)
+    }
+
+    @Test func startsWhereAsked() throws {
+        let source = try TestMedia.tone(.flac, seconds: 2, rate: 48_000, channels: 1)
+        let out = TestMedia.folder.appendingPathComponent("cli-start.wav")
+        let result = try chorus(["play", "--output", "wav:\(out.path)", "--start", "1.5", source.path])
+        #expect(result.status == 0)
+        let rendered = try PCM(wavFile: out)
+        let reference = try PCM.ffmpegDecode(source, channels: 1)
+        #expect(rendered.samples == Array(reference.samples[72_000...]))
+    }
+
+    @Test func takesTheMediasDurationOnTheNullDevice() throws {
+        let source = try TestMedia.tone(.aac, seconds: 1.5)
+        let result = try chorus(["play", "--output", "null", "--quiet", source.path])
+        #expect(result.status == 0)
+        #expect(result.seconds >= 1.45)
+    }
+
+    @Test func aFailedItemSaysWhyAndExitsOne() throws {
+        let good = try TestMedia.tone(.wav, seconds: 0.3)
+        let out = TestMedia.folder.appendingPathComponent("cli-fail.wav")
+        let result = try chorus(["play", "--output", "wav:\(out.path)", "/no/such/track.ogg", good.path])
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("/no/such/track.ogg"))
+        // The good item after it still played.
+        #expect(try PCM(wavFile: out).frameCount > 0)
+    }
+
+    @Test func badArgumentsAreRefused() throws {
+        #expect(try chorus(["play"]).status != 0)
+        #expect(try chorus(["play", "--output", "speaker", "x.wav"]).status != 0)
+        #expect(try chorus(["play", "--volume", "3", "x.wav"]).status != 0)
+    }
+
+    @Test(.enabled(if: TestEnvironment.hasPulse))
+    func playsThroughALSAIntoPulseAudio() throws {
+        // Record the null sink's monitor while playing a 660 Hz tone through ALSA's default
+        // device; the recording must carry that tone.
+        let source = try TestMedia.tone(.wav, seconds: 1.5, rate: 48_000, channels: 1)
+        let recording = TestMedia.folder.appendingPathComponent("cli-recorded.raw")
+        let recorder = Process()
+        recorder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        recorder.arguments = ["parec", "-d", "chorus_null.monitor", "--raw", "--format=float32le", "--rate=48000",
+                              "--channels=1", "--latency-msec=20", recording.path]
+        try recorder.run()
+        defer { Run.stop(recorder) }
+        usleep(300_000)
+        let result = try chorus(["play", "--output", "alsa:default", "--quiet", source.path])
+        usleep(300_000)
+        Run.stop(recorder)
+        #expect(result.status == 0, "\(result.standardError)")
+        let data = try Data(contentsOf: recording)
+        let samples = data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        let loud = samples.filter { abs($0) > 0.05 }
+        // At least a second of the 1.5 s tone arrived (the sink mixes to s16, so not bit-exact).
+        #expect(loud.count > 30_000)
+        // Its pitch: zero crossings of the loud part, 2 per cycle.
+        guard let first = samples.firstIndex(where: { abs($0) > 0.05 }) else { return }
+        let window = samples[first..<min(samples.count, first + 24_000)]
+        var crossings = 0
+        var previous = window.first ?? 0
+        for sample in window.dropFirst() {
+            if (previous < 0) != (sample < 0) { crossings += 1 }
+            previous = sample
+        }
+        let frequency = Double(crossings) / 2 / (Double(window.count) / 48_000)
+        #expect(abs(frequency - 440) < 10)
+    }
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Chorus's benchmarks, each side by side with a peer; figures are printed, never asserted.
+#   decode    CPU per audio second to decode + convert to the device format, vs ffmpeg
+#   playback  CPU and peak memory of `chorus play` vs `ffplay` through ALSA
+#   start     accuracy of setRate(_:time:atHostTime:) on the null device and through ALSA
+#
+# Run by `make bench` with a private PulseAudio daemon started and its environment
+# exported (ALSA's `default` then plays into its null sink, whose monitor `start` records).
+# Builds what it needs, makes its media with ffmpeg, and ends with a summary table.
+# Environment: SWIFT (default swift), BENCH_SCRATCH (a --scratch-path for the builds, so a
+# developer's own build directory is left alone), RUNTIME (where media goes; else a temp dir).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+swift=${SWIFT:-swift}
+scratch=()
+[ -n "${BENCH_SCRATCH:-}" ] && scratch=(--scratch-path "$BENCH_SCRATCH")
+
+# Media lengths in seconds: long enough that start-up costs are small next to the work,
+# short enough that the whole run stays within a few minutes on two shared cores.
+decode_seconds=60
+playback_seconds=20
+onset_seconds=2
+# Runs per start configuration (output x API).
+start_runs=20
+
+if ! pactl info >/dev/null 2>&1; then
+    echo "bench.sh: no PulseAudio server; run it through 'make bench'" >&2
+    exit 1
+fi
+
+echo "== building (release) =="
+"$swift" build -c release "${scratch[@]}" --product chorus-bench 2>&1 | tail -1
+"$swift" build -c release "${scratch[@]}" --product chorus 2>&1 | tail -1
+bin=$("$swift" build -c release "${scratch[@]}" --show-bin-path)
+bench="$bin/chorus-bench"
+chorus="$bin/chorus"
+
+if [ -n "${RUNTIME:-}" ]; then
+    media="$RUNTIME/bench-media"
+    mkdir -p "$media"
+else
+    media=$(mktemp -d)
+    trap 'rm -rf "$media"' EXIT
+fi
+summary="$media/summary.tsv"
+: >"$summary"
+
+echo "== making media in $media =="
+# A master at 44.1 kHz (the CD rate, so Chorus and ffmpeg's peer run both resample to
+# 48 kHz): tones with slow tremolo and vibrato in each channel plus a little noise, so
+# the lossy and lossless encoders have real work and nothing compresses to nothing.
+master="$media/master-44k.wav"
+if [ ! -s "$master" ]; then
+    left="0.25*sin(2*PI*220*t)*(1+0.5*sin(2*PI*0.5*t))+0.15*sin(2*PI*331*t+sin(2*PI*3*t))+0.1*sin(2*PI*1760*t)*sin(2*PI*0.25*t)+0.03*(random(0)-0.5)"
+    right="0.25*sin(2*PI*277*t)*(1+0.5*sin(2*PI*0.7*t))+0.15*sin(2*PI*415*t+sin(2*PI*2*t))+0.1*sin(2*PI*2637*t)*sin(2*PI*0.3*t)+0.03*(random(1)-0.5)"
+    ffmpeg -nostdin -v error -y -f lavfi -i "aevalsrc=$left|$right:s=44100:d=$decode_seconds" -c:a pcm_s16le "$master"
+fi
+encode() { # NAME ARGS...: encodes the master unless done already
+    local out="$media/$1"; shift
+    [ -s "$out" ] || ffmpeg -nostdin -v error -y -i "$master" "$@" "$out"
+}
+encode decode-44k.wav -c:a pcm_s16le
+encode decode-44k.mp3 -c:a libmp3lame -b:a 192k
+encode decode-44k.m4a -c:a aac -b:a 192k
+encode decode-44k.flac -c:a flac
+encode decode-44k.ogg -c:a libvorbis -q:a 5
+encode decode-48k.opus -c:a libopus -b:a 128k
+encode decode-48k.flac -ar 48000 -c:a flac
+# Playback: the first seconds of the MP3, the most common thing a player is given.
+[ -s "$media/playback.mp3" ] || ffmpeg -nostdin -v error -y -i "$media/decode-44k.mp3" -t "$playback_seconds" -c copy "$media/playback.mp3"
+# Start: a 1 kHz tone at full level from the very first sample, at the device rate, so
+# item frame 0 is the first loud sample the sink's monitor hears and no resampler smears it.
+[ -s "$media/onset.wav" ] || ffmpeg -nostdin -v error -y -f lavfi \
+    -i "aevalsrc=0.5*cos(2*PI*1000*t)|0.5*cos(2*PI*1000*t):s=48000:d=$onset_seconds" -c:a pcm_s16le "$media/onset.wav"
+
+echo
+started=$SECONDS
+(cd "$media" && "$bench" decode --summary "$summary" \
+    decode-44k.wav decode-44k.mp3 decode-44k.m4a decode-44k.flac decode-44k.ogg decode-48k.opus decode-48k.flac)
+echo "(decode: $((SECONDS - started)) s; media in $media)"
+echo
+
+started=$SECONDS
+(cd "$media" && "$bench" playback --chorus "$chorus" --repeats 2 --summary "$summary" playback.mp3)
+echo "(playback: $((SECONDS - started)) s)"
+echo
+
+started=$SECONDS
+(cd "$media" && "$bench" start --output null --output alsa:default --api player --api engine \
+    --runs "$start_runs" --summary "$summary" onset.wav)
+echo "(start: $((SECONDS - started)) s)"
+echo
+
+echo "== summary (ratios are chorus / peer; lower is better) =="
+{
+    printf 'benchmark\tfigure\tvalue\taim\n'
+    printf -- '---------\t------\t-----\t---\n'
+    cat "$summary"
+} | if command -v column >/dev/null; then column -t -s $'\t'; else cat; fi
