@@ -38,7 +38,10 @@ extension AVPlayer {
             if state.itemLoaded, state.rate != 0, status.serial == state.serial, status.generation > 0 {
                 switch status.phase {
                 case .playing:
-                    setTimeControlLocked(.playing, reason: nil, &effects)
+                    // Playing means heard: a start waits until its first frame leaves the device.
+                    if !realtime || now >= status.runStartHost {
+                        setTimeControlLocked(.playing, reason: nil, &effects)
+                    }
                 case .stalled:
                     if status.stalls != state.lastStallCount {
                         state.lastStallCount = status.stalls

@@ -243,6 +243,7 @@ public final class AudioRenderer: @unchecked Sendable {
         out.update(repeating: 0, count: leadFrames * channels)
         status.phase = .playing
         status.runStartFrame = first
+        status.runStartHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: lead))
         nextFrame = first
         return copyContent(into: out, from: leadFrames, frames: frames, channels: channels, host: host)
     }

@@ -55,6 +55,8 @@ public struct RenderStatus: Sendable, Equatable {
     public var anchorHost = HostTime(nanoseconds: 0)
     /// The first item frame of the current continuous run of content.
     public var runStartFrame: Int64 = 0
+    /// When that frame is heard: until then the device still plays what came before.
+    public var runStartHost = HostTime(nanoseconds: 0)
     /// One past the last content frame written.
     public var writtenEndFrame: Int64 = 0
     /// The item frame at which content ended (phase `.ended` or `.failed`).
