@@ -5,7 +5,9 @@
 
 SWIFT        ?= swift
 RUNTIME      ?= $(CURDIR)/.build-runtime
-PULSE_DIR    := $(RUNTIME)/pulse
+# Each target runs its own PulseAudio daemon, so a demo and a test run side by side do not
+# stop each other's.
+PULSE_DIR     = $(RUNTIME)/pulse-$@
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Build: FFmpeg's libraries, ALSA, Opus. Run: ffmpeg (test media and benchmarks), PulseAudio

@@ -11,6 +11,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
     ],
     targets: [
         // C libraries, found by pkg-config; each module map also carries `static inline`
@@ -32,10 +33,20 @@ let package = Package(
         // The public AVFoundation-style playback API. Never imports a C module.
         .target(name: "AVPlayback", dependencies: ["MediaClock", "MediaPipeline"]),
 
+        // Group sync: wire codec with HMAC, clock estimator, leader and follower state machines
+        // (pure, no I/O), and thin UDP adapters. Knows nothing of FFmpeg or ALSA.
+        .target(
+            name: "GroupSync",
+            dependencies: ["MediaClock", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+
+        // The HTTP/1.1 range server a leader uses to hand its items to followers.
+        .target(name: "MediaServer"),
+
         .executableTarget(
             name: "chorus",
             dependencies: [
-                "AVPlayback", "MediaClock",
+                "AVPlayback", "MediaClock", "GroupSync", "MediaServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -52,6 +63,8 @@ let package = Package(
         // Generated test media (real FFmpeg encodes), WAV reading, FFmpeg reference decodes.
         .target(name: "ChorusTestSupport", path: "Tests/ChorusTestSupport"),
         .testTarget(name: "MediaClockTests", dependencies: ["MediaClock"]),
+        .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock"]),
+        .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport"]),
         .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "ChorusTestSupport"]),
         .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "ChorusTestSupport"]),

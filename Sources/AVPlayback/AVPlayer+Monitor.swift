@@ -35,6 +35,7 @@ extension AVPlayer {
         var fire: (time: CMTime, playing: Bool, jumped: Bool, previous: CMTime, observers: [TimeObserver])?
         lock.withLock {
             guard let item = state.item else { return }
+            refreshMasterTimelineLocked()
             if state.itemLoaded, state.rate != 0, status.serial == state.serial, status.generation > 0 {
                 switch status.phase {
                 case .playing:

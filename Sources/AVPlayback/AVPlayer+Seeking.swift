@@ -38,6 +38,7 @@ extension AVPlayer {
             state.serial += 1
             state.position = target
             state.scheduledHost = nil
+            state.masterAnchor = nil
             state.endHandledSerial = nil
             state.pendingSeek = PendingSeek(serial: state.serial, completion: completionHandler)
             if state.itemLoaded, let format = state.format {

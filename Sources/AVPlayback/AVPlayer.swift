@@ -43,10 +43,15 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// A player for `item` that renders to `output` (`alsa:DEVICE`, `null[:drift=PPM]`,
     /// `wav:PATH`). The output opens with the first item.
-    public init(playerItem item: AVPlayerItem?, output: OutputSpec, hostClock: CMClock = .hostTimeClock) {
+    /// `hostClock` is the host clock the player works in, and `hostMapping` turns the real
+    /// CLOCK_MONOTONIC times the device reports into it: both are the identity unless the
+    /// process simulates another machine's clock. With `capture`, every period's
+    /// presentation time is recorded to that file (see `RenderCapture`).
+    public init(playerItem item: AVPlayerItem?, output: OutputSpec, hostClock: CMClock = .hostTimeClock,
+                hostMapping: @escaping @Sendable (HostTime) -> HostTime = { $0 }, capture: RenderCapture? = nil) {
         outputSpec = output
         self.hostClock = hostClock
-        engine = PlaybackEngine(spec: output)
+        engine = PlaybackEngine(spec: output, hostMapping: hostMapping, capture: capture)
         state.status = .readyToPlay
         startMonitor()
         if let item { replaceCurrentItem(with: item) }
@@ -69,6 +74,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     public var timeControlStatus: TimeControlStatus { lock.withLock { state.timeControlStatus } }
     /// Why the player waits, while `timeControlStatus` is `.waitingToPlayAtSpecifiedRate`.
     public var reasonForWaitingToPlay: WaitingReason? { lock.withLock { state.waitingReason } }
+    /// The render thread's latest report: timeline error, corrections, resyncs, stalls.
+    /// (A Chorus addition, for statistics.)
+    public var renderStatus: RenderStatus { engine.status }
+
     /// The output device's name, as shown in status lines.
     public var outputName: String { engine.outputName }
 
@@ -118,11 +127,31 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         }
     }
 
-    /// The clock the item's timebase follows. Nil: the output device's clock. A group
-    /// follower sets the clock it slaves to its leader.
+    /// The clock the item's timebase follows. Nil: the output device's clock (playback runs
+    /// free at the device's rate). Set, playback started with `setRate(_:time:atHostTime:)`
+    /// is held on that clock continuously: the device's drift and the clock's rate against
+    /// the host are corrected by resampling within a few hundred ppm, and a clock that
+    /// moves far is followed by a skip. A group follower sets the clock it slaves to its
+    /// leader; a leader sets the host clock, so its own device follows the same path.
     public var masterClock: CMClock? {
         get { lock.withLock { state.masterClock } }
-        set { lock.withLock { state.masterClock = newValue } }
+        set {
+            lock.withLock {
+                state.masterClock = newValue
+                if state.rate != 0, newValue != nil {
+                    state.masterAnchor = nil
+                    applyModeLocked(flush: false)
+                }
+            }
+        }
+    }
+
+    /// Extra delay of the sound path after the output device (a receiver, a speaker with
+    /// its own processing), which playback compensates by starting that much earlier.
+    /// Applies to starts on a `masterClock`. (A Chorus addition.)
+    public var latencyCompensation: Duration {
+        get { lock.withLock { state.latencyCompensation } }
+        set { lock.withLock { state.latencyCompensation = newValue } }
     }
 
     /// Apple's newer name for `masterClock`.
@@ -280,11 +309,17 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             item.failed(error)
             return
         }
-        item.becameReady(info, hostClock: hostClock)
         lock.withLock {
             state.itemLoaded = true
+            // A seek or scheduled start made while the reader was being opened has a newer
+            // serial than the reader was started with: move the reader there too.
+            if state.serial != serial {
+                engine.seek(toFrame: frames(of: state.position, format: format), serial: state.serial)
+            }
             applyModeLocked(flush: false)
         }
+        // Ready is announced once the player can act on it at once.
+        item.becameReady(info, hostClock: hostClock)
         applyVolume()
         updateTimebase()
     }
@@ -359,6 +394,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 state.serial += 1
                 state.endHandledSerial = nil
                 state.scheduledHost = hostTime
+                state.masterAnchor = nil
                 if state.itemLoaded, let format = state.format {
                     engine.seek(toFrame: frames(of: state.position, format: format), serial: state.serial)
                 }
@@ -366,6 +402,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 state.timeJumped = true
             } else if oldRate == 0 {
                 state.scheduledHost = nil
+                state.masterAnchor = nil
                 applyModeLocked(flush: false)
             }
             let reason: WaitingReason = state.item == nil || state.item?.status == .failed ? .noItemToPlay
@@ -386,6 +423,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         }
         state.rate = 0
         state.scheduledHost = nil
+        state.masterAnchor = nil
         if oldRate != 0 {
             effects.changes.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.rate, old: oldRate, new: Float(0)) }
             // Re-read from the paused position so that resuming starts exactly there,
@@ -405,7 +443,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     func applyModeLocked(flush: Bool) {
         let serial = state.serial
         let mode: RenderMode
-        if state.itemLoaded, state.rate != 0, let format = state.format {
+        if state.itemLoaded, state.rate != 0, let format = state.format, let master = state.masterClock {
+            mode = .follow(serial: serial, timeline: masterTimelineLocked(master: master, format: format))
+        } else if state.itemLoaded, state.rate != 0, let format = state.format {
             let host = state.scheduledHost
             mode = .play(serial: serial, frame: frames(of: state.position, format: format), hostTime: host)
         } else {
@@ -416,6 +456,49 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             $0.flush = flush
         }
     }
+
+    /// Where the item's frames fall on the host clock when playback follows `master`:
+    /// the start anchored in the master clock's time, mapped to host time through the
+    /// clock's current estimate.
+    func masterTimelineLocked(master: CMClock, format: AudioFormat) -> RenderTimeline {
+        let anchor: MasterAnchor
+        if let existing = state.masterAnchor {
+            anchor = existing
+        } else {
+            let host = state.scheduledHost ?? (HostTime(hostClock.time) ?? .now())
+            anchor = MasterAnchor(itemTime: state.position, masterTime: master.time(atHostTime: host))
+            state.masterAnchor = anchor
+        }
+        let host = master.hostTime(forClockTime: anchor.masterTime) ?? (HostTime(hostClock.time) ?? .now())
+        return RenderTimeline(frame: frames(of: anchor.itemTime, format: format),
+                              host: host - state.latencyCompensation,
+                              rate: master.rateRelativeToHost)
+    }
+
+    /// On each tick while following a master clock: moves the render thread onto the
+    /// clock's latest estimate.
+    func refreshMasterTimelineLocked() {
+        guard state.itemLoaded, state.rate != 0, let master = state.masterClock, let format = state.format,
+              state.masterAnchor != nil else { return }
+        let timeline = masterTimelineLocked(master: master, format: format)
+        let serial = state.serial
+        let current = engine.currentControl?.mode
+        if case .follow(serial, let posted)? = current,
+           abs((posted.host - timeline.host).nanosecondsClamped) < Self.timelineRepostThresholdNanoseconds,
+           abs(posted.rate - timeline.rate) < Self.timelineRepostRateThreshold {
+            return
+        }
+        engine.render {
+            $0.mode = .follow(serial: serial, timeline: timeline)
+            $0.flush = false
+        }
+    }
+
+    /// A master clock's new estimate is passed on when it moves the timeline by more than
+    /// this (1 µs, a twentieth of a frame) ...
+    static let timelineRepostThresholdNanoseconds: Int64 = 1_000
+    /// ... or changes its rate by more than this (0.01 ppm).
+    static let timelineRepostRateThreshold = 1e-8
 
     func applyVolume() {
         let (volume, muted, item) = lock.withLock { (state.volume, state.isMuted, state.item) }
@@ -487,6 +570,9 @@ struct PlayerState {
     var volume: Float = 1
     var isMuted = false
     var masterClock: CMClock?
+    /// Where a start on the master clock is anchored, in the master clock's time.
+    var masterAnchor: MasterAnchor?
+    var latencyCompensation: Duration = .zero
     /// The seek serial: bumped by every seek, pause and item change.
     var serial = 0
     /// Where playback stands when the render thread is not playing this serial.
@@ -502,6 +588,12 @@ struct PlayerState {
     var timeJumped = false
     var observers: [TimeObserver] = []
     var lastObservedTime = CMTime.invalid
+}
+
+/// Item time `itemTime` is heard at master-clock time `masterTime`.
+struct MasterAnchor {
+    let itemTime: CMTime
+    let masterTime: CMTime
 }
 
 struct PendingSeek {

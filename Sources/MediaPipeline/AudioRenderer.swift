@@ -21,8 +21,36 @@ public final class AudioRenderer: @unchecked Sendable {
     /// A scheduled start then skips content to stay on its schedule.
     static let timelineBreakTolerance: Duration = .milliseconds(5)
 
+    // Following a timeline: the three tiers of correction.
+    /// Errors smaller than this (seconds) leave the proportional term alone: 20 µs is about
+    /// one frame at 48 kHz, below what any listener or measurement here can tell apart.
+    static let deadBand = 20e-6
+    /// The most the soft tier changes the playback rate, in ppm: above the ±100 ppm of real
+    /// crystals plus the clock estimate's residual, and at 0.05 % a pitch change (under a
+    /// cent) nobody hears.
+    static let maximumSoftCorrectionPPM = 500.0
+    /// Past this error (seconds) the content is skipped or padded at once instead: at the
+    /// soft tier's full rate 3 ms would take six seconds to remove.
+    static let hardResyncThreshold = 3e-3
+    /// Proportional gain, ppm per second of error: 2 ppm per µs. With the integral gain below
+    /// the loop is critically damped with a natural frequency of 1 rad/s: a device's drift
+    /// is absorbed in a few seconds, while the filtered jitter of latency reports (tens of
+    /// µs after the filter) moves the rate by well under the dead band's worth.
+    static let proportionalGain = 2e6
+    /// Integral gain, ppm per second of error per second: lets the loop settle on a
+    /// device's constant drift with no standing error (ζ = Kp·10⁻⁶ / (2·√(Ki·10⁻⁶)) = 1).
+    static let integralGain = 1e6
+    /// Time constant of the low-pass filter on the measured error (seconds): smooths the
+    /// sub-millisecond jitter of a sound server's latency reports.
+    static let errorFilterTime = 0.2
+
     public let output: any AudioOutput
     public let ring: AudioRing
+    /// Maps the device's real host times to the host clock the player runs on (identity
+    /// unless the node simulates another machine's clock).
+    private let hostMapping: @Sendable (HostTime) -> HostTime
+    /// Where every period's presentation time goes, when capturing.
+    private let capture: RenderCapture?
     private let control = Mutex(RenderControl())
     private let published = Mutex(RenderStatus())
     private let running = Atomic<Bool>(false)
@@ -40,14 +68,26 @@ public final class AudioRenderer: @unchecked Sendable {
     /// When the frame after the last period written should be presented, if the device
     /// keeps its timeline.
     private var expectedHost: HostTime?
+    /// The soft tier's resampler and the state of its control loop (follow mode only).
+    private let resampler: FractionalResampler
+    private var filteredError = 0.0
+    private var integralPPM = 0.0
+    private var lastControlHost: HostTime?
+    /// A marker block met by the resampler's look-ahead: the stream ends at its frame.
+    private var pendingEnd: (kind: AudioBlockKind, frame: Int64)?
+    private var pullMisses = 0
 
     /// A renderer for an opened `output` reading `ring` (whose format must match the output's).
-    public init(output: any AudioOutput, ring: AudioRing) {
+    public init(output: any AudioOutput, ring: AudioRing,
+                hostMapping: @escaping @Sendable (HostTime) -> HostTime = { $0 }, capture: RenderCapture? = nil) {
         self.output = output
         self.ring = ring
+        self.hostMapping = hostMapping
+        self.capture = capture
         bufferFrames = max(output.periodFrames, 1)
         buffer = .allocate(capacity: bufferFrames * ring.format.channels)
         buffer.initialize(repeating: 0, count: bufferFrames * ring.format.channels)
+        resampler = FractionalResampler(channels: ring.format.channels)
     }
 
     deinit { buffer.deallocate() }
@@ -102,9 +142,18 @@ public final class AudioRenderer: @unchecked Sendable {
             }
             guard writable >= output.periodFrames else { continue }
             let frames = min(bufferFrames, output.periodFrames)
-            let host = output.nextFramePresentationTime()
+            let deviceHost = output.nextFramePresentationTime()
+            let host = hostMapping(deviceHost)
             noticeTimelineBreak(at: host)
             let filled = render(into: buffer, frames: frames, channels: channels, host: host)
+            if let capture, status.phase == .playing || status.phase == .ended || status.phase == .failed {
+                // The content position of this period's first frame: the anchor projected
+                // back to the period start when content began partway through it.
+                let lead = Double((status.anchorHost - host).nanosecondsClamped) * Double(ring.format.sampleRate) / 1e9
+                capture.record(hostNanoseconds: deviceHost.nanoseconds, position: Double(status.anchorFrame) - lead,
+                               frames: output.isRealtime ? frames : filled, sampleRate: ring.format.sampleRate,
+                               serial: applied.mode.serial)
+            }
             // A device must be fed whole periods (silence pads them); a file takes exactly
             // the frames that would be heard, so a stall or the end adds nothing to it.
             let count = output.isRealtime ? frames : filled
@@ -140,7 +189,15 @@ public final class AudioRenderer: @unchecked Sendable {
 
     private func apply(_ latest: RenderControl) {
         let modeChanged = latest.mode != applied.mode
+        let previous = applied.mode
         applied = latest
+        // A new timeline for the serial already followed is a clock update: keep playing
+        // and let the control loop move onto it.
+        if case .follow(let oldSerial, _) = previous, case .follow(let newSerial, _) = latest.mode,
+           oldSerial == newSerial, !latest.flush, status.phase == .playing || status.phase == .starting {
+            status.generation = latest.generation
+            return
+        }
         status.generation = latest.generation
         if latest.flush {
             output.flush()
@@ -154,6 +211,12 @@ public final class AudioRenderer: @unchecked Sendable {
         case .play(_, let frame, _):
             status.phase = .starting
             nextFrame = frame
+        case .follow(_, let timeline):
+            status.phase = .starting
+            nextFrame = timeline.frame
+            status.hardResyncs = 0
+            integralPPM = 0
+            filteredError = 0
         }
     }
 
@@ -194,7 +257,11 @@ public final class AudioRenderer: @unchecked Sendable {
         case .starting, .stalled:
             filled = start(into: out, frames: frames, channels: channels, host: host)
         case .playing:
-            filled = copyContent(into: out, from: 0, frames: frames, channels: channels, host: host)
+            if case .follow(_, let timeline) = applied.mode {
+                filled = followContent(into: out, from: 0, frames: frames, channels: channels, host: host, timeline: timeline)
+            } else {
+                filled = copyContent(into: out, from: 0, frames: frames, channels: channels, host: host)
+            }
         }
         if filled < frames {
             (out + filled * channels).update(repeating: 0, count: (frames - filled) * channels)
@@ -205,13 +272,24 @@ public final class AudioRenderer: @unchecked Sendable {
     /// Places the first content of a start (or a restart after a stall). Returns the frames
     /// filled, silence included.
     private func start(into out: UnsafeMutablePointer<Float>, frames: Int, channels: Int, host: HostTime) -> Int {
-        guard case .play(_, let target, let scheduledHost) = applied.mode else { return 0 }
-        // The item frame due at the first frame of this period.
+        // The item frame due at the first frame of this period, and whether content must
+        // keep to a schedule (then early content waits and late content is skipped).
         let due: Int64
-        if let scheduledHost {
+        let scheduled: Bool
+        var timeline: RenderTimeline?
+        switch applied.mode {
+        case .idle:
+            return 0
+        case .play(_, let target, let scheduledHost?):
             due = target + ring.format.frames(inNanoseconds: (host - scheduledHost).nanosecondsClamped)
-        } else {
+            scheduled = true
+        case .play(_, let target, nil):
             due = status.phase == .stalled ? nextFrame : target
+            scheduled = false
+        case .follow(_, let followed):
+            due = Int64(followed.due(at: host, sampleRate: ring.format.sampleRate).rounded())
+            scheduled = true
+            timeline = followed
         }
         // Skip content that is already late.
         while let head = currentHead() {
@@ -237,7 +315,7 @@ public final class AudioRenderer: @unchecked Sendable {
         }
         let first = head.header.itemFrame + Int64(headOffset)
         // Frames of silence before `first` is due (0 for an unscheduled start).
-        let lead: Int64 = scheduledHost == nil && status.phase == .starting ? 0 : max(0, first - due)
+        let lead: Int64 = !scheduled && status.phase == .starting ? 0 : max(0, first - due)
         if lead >= Int64(frames) { return 0 }
         let leadFrames = Int(lead)
         out.update(repeating: 0, count: leadFrames * channels)
@@ -245,6 +323,12 @@ public final class AudioRenderer: @unchecked Sendable {
         status.runStartFrame = first
         status.runStartHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: lead))
         nextFrame = first
+        if let timeline {
+            pendingEnd = nil
+            resampler.prime(at: first) { pullFrame(into: $0) }
+            let leadHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: lead))
+            return followContent(into: out, from: leadFrames, frames: frames, channels: channels, host: leadHost, timeline: timeline)
+        }
         return copyContent(into: out, from: leadFrames, frames: frames, channels: channels, host: host)
     }
 
@@ -294,6 +378,85 @@ public final class AudioRenderer: @unchecked Sendable {
             }
         }
         return filled
+    }
+
+    /// Takes one frame from the ring for the resampler; false (and silence) when there is
+    /// none: at a marker, which is remembered, or when the ring is dry.
+    private func pullFrame(into destination: UnsafeMutablePointer<Float>) -> Bool {
+        let channels = ring.format.channels
+        guard pendingEnd == nil, let head = currentHead() else {
+            if pendingEnd == nil { pullMisses += 1 }
+            return false
+        }
+        let header = head.header
+        if header.kind != .samples {
+            pendingEnd = (header.kind, header.itemFrame)
+            ring.pop()
+            headOffset = 0
+            return false
+        }
+        destination.update(from: head.samples + headOffset * channels, count: channels)
+        headOffset += 1
+        if headOffset >= header.frameCount {
+            ring.pop()
+            headOffset = 0
+        }
+        return true
+    }
+
+    /// Plays content on `timeline` through the resampler, correcting toward it: the dead
+    /// band, the soft tier (a PI loop on the filtered error, bounded in ppm) and the hard
+    /// tier (a restart that skips or pads to the timeline). `host` is when `out[from]` is
+    /// heard. Returns the frames filled.
+    private func followContent(into out: UnsafeMutablePointer<Float>, from: Int, frames: Int, channels: Int,
+                               host: HostTime, timeline: RenderTimeline) -> Int {
+        let rate = ring.format.sampleRate
+        let position = Double(resampler.centerFrame) + resampler.phase
+        let error = (timeline.due(at: host, sampleRate: rate) - position) / Double(rate)
+        status.timelineError = error
+        if abs(error) > Self.hardResyncThreshold {
+            status.hardResyncs += 1
+            status.phase = .stalled
+            resampler.reset()
+            return start(into: out, frames: frames, channels: channels, host: host - .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(from))))
+        }
+        let elapsed = lastControlHost.map { max(0, Double((host - $0).nanosecondsClamped) / 1e9) } ?? 0
+        lastControlHost = host
+        let smoothing = elapsed > 0 ? min(1, elapsed / Self.errorFilterTime) : 1
+        filteredError += (error - filteredError) * smoothing
+        let proportional = abs(filteredError) < Self.deadBand ? 0 : Self.proportionalGain * filteredError
+        integralPPM = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM,
+                                                              integralPPM + Self.integralGain * filteredError * elapsed))
+        let correction = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM, proportional + integralPPM))
+        status.correctionPPM = correction
+        let ratio = timeline.rate * (1 + correction / 1e6)
+
+        let volume = applied.volume
+        let count = frames - from
+        let destination = out + from * channels
+        pullMisses = 0
+        let first = resampler.render(into: destination, count: count, ratio: ratio) { pullFrame(into: $0) }
+        if volume != 1 {
+            for index in 0..<(count * channels) { destination[index] *= volume }
+        }
+        status.anchorFrame = Int64(first.rounded())
+        status.anchorHost = host
+        nextFrame = resampler.centerFrame
+        status.writtenEndFrame = nextFrame
+        if let end = pendingEnd, resampler.centerFrame >= end.frame {
+            // The look-ahead met the end and the centre has passed it: what followed was the
+            // filter's decay into silence.
+            finish(kind: end.kind, frame: end.frame, host: host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(Double(count) - (Double(resampler.centerFrame) - Double(end.frame))))))
+            pendingEnd = nil
+            resampler.reset()
+        } else if pullMisses > 0 && pendingEnd == nil && output.isRealtime {
+            // The ring ran dry: the device heard silence where content should be. Restart on
+            // the timeline when data returns.
+            status.phase = .stalled
+            status.stalls += 1
+            resampler.reset()
+        }
+        return frames
     }
 
     private func finish(kind: AudioBlockKind, frame: Int64, host: HostTime) {

@@ -14,13 +14,25 @@ public final class PlaybackEngine: @unchecked Sendable {
     public static let readAhead: Duration = .seconds(2)
 
     public let spec: OutputSpec
+    /// Maps the device's real host times onto the player's host clock.
+    private let hostMapping: @Sendable (HostTime) -> HostTime
+    /// Where the render thread records presentation times, when asked.
+    public let capture: RenderCapture?
     private let lock = NSLock()
     private var output: (any AudioOutput)?
     private var renderer: AudioRenderer?
     private var reader: AudioReader?
     private var readerError: MediaError?
 
-    public init(spec: OutputSpec) { self.spec = spec }
+    /// An engine for `spec`. `hostMapping` converts the real CLOCK_MONOTONIC times devices
+    /// report into the host clock the player uses (identity, unless the process simulates
+    /// another machine's clock); `capture` records every period's presentation time.
+    public init(spec: OutputSpec, hostMapping: @escaping @Sendable (HostTime) -> HostTime = { $0 },
+                capture: RenderCapture? = nil) {
+        self.spec = spec
+        self.hostMapping = hostMapping
+        self.capture = capture
+    }
 
     deinit { shutdown() }
 
@@ -43,7 +55,7 @@ public final class PlaybackEngine: @unchecked Sendable {
         let candidate = spec.makeOutput()
         try candidate.open(preferred: preferred)
         let ring = AudioRing(format: candidate.format, capacity: Self.readAhead)
-        let renderer = AudioRenderer(output: candidate, ring: ring)
+        let renderer = AudioRenderer(output: candidate, ring: ring, hostMapping: hostMapping, capture: capture)
         output = candidate
         self.renderer = renderer
         renderer.start()
@@ -91,6 +103,9 @@ public final class PlaybackEngine: @unchecked Sendable {
     /// The error the current reader stopped on, if it failed.
     public var lastReaderError: MediaError? { lock.withLock { readerError } }
 
+    /// The control last posted to the render thread.
+    public var currentControl: RenderControl? { lock.withLock { renderer }?.currentControl }
+
     /// The render thread's latest report.
     public var status: RenderStatus { lock.withLock { renderer }?.currentStatus ?? RenderStatus() }
 
@@ -103,5 +118,6 @@ public final class PlaybackEngine: @unchecked Sendable {
         }
         oldRenderer?.stop()
         oldOutput?.close()
+        capture?.close()
     }
 }

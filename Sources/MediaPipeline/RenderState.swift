@@ -8,11 +8,36 @@ public enum RenderMode: Sendable, Equatable {
     /// presented exactly at that host time (earlier content is skipped when it has passed,
     /// silence fills the wait when it is ahead); without, as soon as data is there.
     case play(serial: Int, frame: Int64, hostTime: HostTime?)
+    /// Play the blocks of `serial` on `timeline`, continuously: the render thread keeps the
+    /// content on the timeline against its device's own clock, with a dead band, soft
+    /// correction by fractional resampling, and a hard resync past a threshold. This is how
+    /// a group member plays; a new timeline of the same serial is a clock update, not a seek.
+    case follow(serial: Int, timeline: RenderTimeline)
 
     var serial: Int {
         switch self {
-        case .idle(let serial), .play(let serial, _, _): return serial
+        case .idle(let serial), .play(let serial, _, _), .follow(let serial, _): return serial
         }
+    }
+}
+
+/// Where item frames fall on the host clock: frame `frame` is heard at `host`, and frames
+/// advance at `rate` times the nominal sample rate per host second (the rate of the clock
+/// the group follows against this host's clock, 1 ± a few hundred ppm).
+public struct RenderTimeline: Sendable, Equatable {
+    public var frame: Int64
+    public var host: HostTime
+    public var rate: Double
+
+    public init(frame: Int64, host: HostTime, rate: Double) {
+        self.frame = frame
+        self.host = host
+        self.rate = rate
+    }
+
+    /// The (fractional) item frame due at host time `time`.
+    public func due(at time: HostTime, sampleRate: Int) -> Double {
+        Double(frame) + Double((time - host).nanosecondsClamped) * rate * Double(sampleRate) / 1e9
     }
 }
 
@@ -68,6 +93,13 @@ public struct RenderStatus: Sendable, Equatable {
     /// Times the device's timeline broke (an underrun) under a scheduled start, so content
     /// was skipped to stay on schedule.
     public var timelineBreaks: Int = 0
+    /// Following a timeline: how far the content heard is from where the timeline puts it,
+    /// in seconds (positive: late), measured at the last period.
+    public var timelineError: Double = 0
+    /// Following a timeline: the soft correction applied, in ppm.
+    public var correctionPPM: Double = 0
+    /// Following a timeline: hard resyncs (skips or pads) since the start.
+    public var hardResyncs: Int = 0
     /// Host time of the last period written: how fresh this report is.
     public var updatedAt = HostTime(nanoseconds: 0)
 }

@@ -131,7 +131,7 @@ struct DecodeBenchmark: ParsableCommand {
     /// Decodes `file` to the end into a ring in `format` and returns the frames delivered.
     private func decodeWithChorus(_ file: String, format: AudioFormat) throws -> Int64 {
         let ring = AudioRing(format: format, capacity: PlaybackEngine.readAhead)
-        let failure = Failure()
+        let failure = ReaderFailure()
         let reader: AudioReader
         do throws(MediaError) {
             let source = try MediaSource(url: file)
@@ -164,7 +164,7 @@ struct DecodeBenchmark: ParsableCommand {
 }
 
 /// The reader's failure message, handed from its thread to the draining one.
-final class Failure: @unchecked Sendable {
+private final class ReaderFailure: @unchecked Sendable {
     private let lock = NSLock()
     private var value: String?
     var message: String? { lock.withLock { value } }

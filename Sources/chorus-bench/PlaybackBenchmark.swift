@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import MediaPipeline
 
 /// `chorus-bench playback FILE`: the CPU time and peak memory of `chorus play` next to
 /// `ffplay` playing the same file to the end through ALSA's default device.
@@ -14,6 +15,10 @@ struct PlaybackBenchmark: ParsableCommand {
         commandName: "playback",
         abstract: "CPU and peak memory to play a file: chorus play vs ffplay, through ALSA.")
 
+    /// A player whose run lasted less than this share of the file's duration did not play
+    /// it through (ffplay exits 0 even when it cannot open the device), so its figures mean
+    /// nothing.
+    static let minimumPlayedShare = 0.9
     /// Kibibytes in a mebibyte: `ru_maxrss` is in KiB, the table in MiB.
     static let kibibytesPerMebibyte = 1024.0
 
@@ -40,6 +45,12 @@ struct PlaybackBenchmark: ParsableCommand {
     }
 
     func run() throws {
+        let duration: Double
+        do throws(MediaError) {
+            duration = try MediaSource(url: file).info.duration.seconds
+        } catch {
+            throw BenchError(error.description)
+        }
         let players = [
             ("chorus", ChildProcess([chorus, "play", "--output", "alsa:\(device)", "--quiet", file])),
             ("ffplay", ChildProcess([ffplay, "-nodisp", "-autoexit", "-loglevel", "error", file],
@@ -51,6 +62,9 @@ struct PlaybackBenchmark: ParsableCommand {
             for _ in 0..<repeats {
                 let outcome = try player.run()
                 guard outcome.succeeded else { throw BenchError("\(name) failed (exit \(outcome.exitStatus)): \(player.commandLine)") }
+                guard !duration.isFinite || outcome.wall.seconds >= duration * Self.minimumPlayedShare else {
+                    throw BenchError("\(name) stopped after \(Format.fixed(outcome.wall.seconds, 2)) s of a \(Format.fixed(duration, 2)) s file: \(player.commandLine)")
+                }
                 runs.append(outcome)
             }
             // The run with the least CPU: interference from the other core's load only adds

@@ -6,8 +6,8 @@ import Foundation
 struct Chorus: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chorus",
-        abstract: "Plays media through an AVFoundation-style player on Linux.",
-        subcommands: [Probe.self, Play.self]
+        abstract: "Plays media through an AVFoundation-style player on Linux, alone or as a synchronized group.",
+        subcommands: [Probe.self, Play.self, Lead.self, Follow.self]
     )
 }
 

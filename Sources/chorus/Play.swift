@@ -35,7 +35,8 @@ struct Play: ParsableCommand {
     func run() throws {
         let spec: OutputSpec
         do { spec = try OutputSpec(parsing: output) } catch { throw ValidationError(error.description) }
-        let session = PlaySession(spec: spec, volume: volume, interactive: !quiet && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0)
+        let session = PlaySession(player: AVPlayer(playerItem: nil, output: spec), volume: volume,
+                                  interactive: !quiet && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0)
         let ok = session.run(urls: urls, start: start)
         if !ok { throw ExitCode(1) }
     }

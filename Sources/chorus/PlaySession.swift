@@ -1,7 +1,33 @@
 import AVPlayback
 import Foundation
 
-/// Drives one player through a list of items for `chorus play` (and later `chorus lead`).
+/// How a session starts, pauses and seeks: on its own (`chorus play`) or for a whole group
+/// (`chorus lead`). Called on the session's threads; implementations are thread-safe.
+protocol PlaybackTransport: Sendable {
+    /// The item at `index` is about to play from `start`; begin playing it.
+    func begin(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime, on player: AVPlayer)
+    /// Pause if playing, resume if paused.
+    func togglePause(on player: AVPlayer)
+    /// Move to `time` (clamped by the player), keeping the play state.
+    func seek(to time: CMTime, on player: AVPlayer)
+    /// Everything has played, or the user quit.
+    func finish(on player: AVPlayer)
+}
+
+/// Plays on this machine alone.
+struct LocalTransport: PlaybackTransport {
+    func begin(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime, on player: AVPlayer) {
+        if start != .zero { player.seek(to: start) }
+        player.play()
+    }
+    func togglePause(on player: AVPlayer) {
+        if player.rate == 0 { player.play() } else { player.pause() }
+    }
+    func seek(to time: CMTime, on player: AVPlayer) { player.seek(to: time) }
+    func finish(on player: AVPlayer) {}
+}
+
+/// Drives one player through a list of items for `chorus play` and `chorus lead`.
 final class PlaySession: @unchecked Sendable {
     /// How far the arrow keys seek.
     static let seekStep = CMTime(value: 5, timescale: 1)
@@ -13,6 +39,7 @@ final class PlaySession: @unchecked Sendable {
 
     let player: AVPlayer
     let interactive: Bool
+    let transport: any PlaybackTransport
     private let events = DispatchQueue(label: "chorus.cli")
     private let terminal: Terminal?
     private let lock = NSLock()
@@ -21,10 +48,35 @@ final class PlaySession: @unchecked Sendable {
     /// Why the current item failed, once it has.
     private var failure: String?
 
-    init(spec: OutputSpec, volume: Float, interactive: Bool) {
-        player = AVPlayer(playerItem: nil, output: spec)
+    /// Reads commands from standard input, one a line, when it is not a terminal:
+    /// `pause`, `play`, `toggle`, `seek SECONDS`, `quit`. For scripts and tests.
+    func acceptCommands() {
+        let thread = Thread { [weak self] in
+            while let line = readLine() {
+                let words = line.split(separator: " ")
+                guard let self, let verb = words.first else { continue }
+                switch verb {
+                case "pause": if player.rate != 0 { transport.togglePause(on: player) }
+                case "play": if player.rate == 0 { transport.togglePause(on: player) }
+                case "toggle": handle(.space)
+                case "seek":
+                    if words.count == 2, let seconds = Double(words[1]), seconds.isFinite {
+                        transport.seek(to: CMTime(seconds: seconds, preferredTimescale: 1_000_000), on: player)
+                    }
+                case "quit": handle(.quit)
+                default: warn("unknown command \(verb): use pause, play, toggle, seek SECONDS or quit")
+                }
+            }
+        }
+        thread.name = "chorus.commands"
+        thread.start()
+    }
+
+    init(player: AVPlayer, volume: Float, interactive: Bool, transport: any PlaybackTransport = LocalTransport()) {
+        self.player = player
         player.volume = volume
         self.interactive = interactive
+        self.transport = transport
         terminal = interactive ? Terminal() : nil
     }
 
@@ -41,10 +93,12 @@ final class PlaySession: @unchecked Sendable {
         }
         for (index, url) in urls.enumerated() {
             if lock.withLock({ quitRequested }) { break }
-            let item = AVPlayerItem(url: makeURL(url))
-            if index == 0, let start { item.seek(to: CMTime(seconds: start, preferredTimescale: 1_000_000)) }
-            if !play(item, name: url) { allGood = false }
+            let location = makeURL(url)
+            let item = AVPlayerItem(url: location)
+            let from = index == 0 && start != nil ? CMTime(seconds: start ?? 0, preferredTimescale: 1_000_000) : .zero
+            if !play(item, index: index, url: location, from: from, name: url) { allGood = false }
         }
+        transport.finish(on: player)
         if let statusObserver { player.removeTimeObserver(statusObserver) }
         terminal?.clearLine()
         player.close()
@@ -52,7 +106,7 @@ final class PlaySession: @unchecked Sendable {
     }
 
     /// Plays one item to its end (or until quit). Returns false if it failed.
-    private func play(_ item: AVPlayerItem, name: String) -> Bool {
+    private func play(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime, name: String) -> Bool {
         let done = DispatchSemaphore(value: 0)
         lock.withLock { finished = done }
         lock.withLock { failure = nil }
@@ -83,7 +137,7 @@ final class PlaySession: @unchecked Sendable {
         }
         defer { tcs.invalidate() }
         player.replaceCurrentItem(with: item)
-        player.play()
+        transport.begin(item, index: index, url: url, from: start, on: player)
         done.wait()
         if let failure = lock.withLock({ failure }) {
             terminal?.clearLine()
@@ -96,11 +150,11 @@ final class PlaySession: @unchecked Sendable {
     private func handle(_ key: Terminal.Key) {
         switch key {
         case .space:
-            if player.rate == 0 { player.play() } else { player.pause() }
+            transport.togglePause(on: player)
         case .left:
-            player.seek(to: player.currentTime() - Self.seekStep)
+            transport.seek(to: player.currentTime() - Self.seekStep, on: player)
         case .right:
-            player.seek(to: player.currentTime() + Self.seekStep)
+            transport.seek(to: player.currentTime() + Self.seekStep, on: player)
         case .quit:
             let done: DispatchSemaphore? = lock.withLock { quitRequested = true; return finished }
             player.pause()

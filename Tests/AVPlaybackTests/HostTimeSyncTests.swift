@@ -71,15 +71,41 @@ import ChorusTestSupport
         player.setRate(1, time: .zero, atHostTime: hostTime.cmTime)
         #expect(waitUntil { player.engine.status.phase == .playing })
         let status = player.engine.status
-        // Frame 0 is presented at the scheduled host time, whatever the device's rate.
         let format = try #require(player.engine.format)
-        if status.anchorFrame == status.runStartFrame {
-            #expect(abs((status.anchorHost - hostTime).nanosecondsClamped) <= 21_000)
-        } else {
-            let back = status.anchorHost - format.duration(ofFrames: status.anchorFrame)
-            // Projected with the nominal rate over the played frames: within a frame plus 200 ppm of that span.
-            let span = Double(status.anchorFrame) / 48_000
-            #expect(abs((back - hostTime).nanosecondsClamped) <= 21_000 + Int64(span * 200_000))
-        }
+        // Frame 0 is presented at the scheduled host time, whatever the device's rate:
+        // project the anchor back to frame 0 at the device's actual rate (200 ppm fast).
+        let anchorOffset = Double(status.anchorFrame) / (Double(format.sampleRate) * (1 + 200e-6))
+        let frameZero = status.anchorHost - .nanoseconds(Int64((anchorOffset * 1e9).rounded()))
+        let error = (frameZero - hostTime).nanosecondsClamped
+        let oneFrame: Int64 = 21_000
+        #expect(error <= oneFrame && error >= -oneFrame)
+    }
+}
+
+/// Playback held on a `masterClock`: the device's drift and the clock's rate are corrected.
+@Suite struct MasterClockTests {
+    @Test func playbackFollowsAMasterClockThatRunsFast() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 8, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: -80))
+        defer { player.close() }
+        player.automaticallyWaitsToMinimizeStalling = false
+        #expect(waitUntil { item.status == .readyToPlay })
+        // A clock 300 ppm fast against this host, as a group leader's might be.
+        let start = HostTime.now()
+        let master = CMClock(hostClock: MonotonicHostClock(), anchorHostTime: start, anchorTime: .zero, rate: 1.0003)
+        player.masterClock = master
+        let startHost = start + .milliseconds(200)
+        player.setRate(1, time: .zero, atHostTime: startHost.cmTime)
+        #expect(waitUntil { player.timeControlStatus == .playing })
+        usleep(4_000_000)
+        let status = player.engine.status
+        #expect(status.phase == .playing)
+        #expect(status.hardResyncs == 0)
+        #expect(abs(status.timelineError) < 50e-6, "\(status.timelineError)")
+        // The item has advanced on the master clock's time, not the host's: after about
+        // 4.2 s the 300 ppm is 1.3 ms of item time, against a 50 µs tolerance.
+        let elapsedMaster = master.time(atHostTime: .now()) - master.time(atHostTime: startHost)
+        let drift = (player.currentTime() - elapsedMaster).seconds
+        #expect(abs(drift) < 0.5e-3, "\(drift)")
     }
 }

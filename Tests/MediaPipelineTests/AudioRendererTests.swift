@@ -99,3 +99,89 @@ import MediaClock
         #expect(status.endHost > started)
     }
 }
+
+/// Following a timeline on a device whose clock drifts: the three tiers of correction.
+@Suite(.serialized) struct FollowModeTests {
+    let format = AudioFormat(sampleRate: 48_000, channels: 1)
+
+    /// A producer thread that keeps `ring` full of a ramp for `serial` until stopped.
+    final class Feeder: @unchecked Sendable {
+        let ring: AudioRing
+        let serial: Int
+        private var running = true
+        private let lock = NSLock()
+        init(ring: AudioRing, serial: Int) {
+            self.ring = ring
+            self.serial = serial
+            Thread { [self] in
+                var frame: Int64 = 0
+                while lock.withLock({ running }) {
+                    guard let block = ring.nextWritableBlock() else { usleep(1_000); continue }
+                    for index in 0..<AudioRing.framesPerBlock { block[index] = Float(frame + Int64(index)) / 1e6 }
+                    ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: frame, frameCount: AudioRing.framesPerBlock, kind: .samples))
+                    frame += Int64(AudioRing.framesPerBlock)
+                }
+            }.start()
+        }
+        func stop() { lock.withLock { running = false } }
+    }
+
+    func follow(driftPPM: Double, timelineRate: Double, seconds: Double,
+                then change: ((AudioRenderer, RenderTimeline) -> Void)? = nil) throws -> (RenderStatus, [Double]) {
+        let output = NullOutput(driftPPM: driftPPM)
+        try output.open(preferred: format)
+        let ring = AudioRing(format: format, capacity: .milliseconds(500))
+        let feeder = Feeder(ring: ring, serial: 1)
+        defer { feeder.stop() }
+        let renderer = AudioRenderer(output: output, ring: ring)
+        let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(100), rate: timelineRate)
+        renderer.update { $0.mode = .follow(serial: 1, timeline: timeline) }
+        renderer.start()
+        defer { renderer.stop() }
+        var errors: [Double] = []
+        let end = Date().addingTimeInterval(seconds)
+        var changed = false
+        while Date() < end {
+            usleep(50_000)
+            let status = renderer.currentStatus
+            if status.phase == .playing { errors.append(status.timelineError) }
+            if !changed, Date() > end.addingTimeInterval(-seconds / 2), let change {
+                change(renderer, timeline)
+                changed = true
+            }
+        }
+        return (renderer.currentStatus, errors)
+    }
+
+    @Test func aDriftingDeviceIsPulledOntoTheTimelineSoftly() throws {
+        // The device runs 100 ppm fast and the group's clock 150 ppm slow against this host.
+        let (status, errors) = try follow(driftPPM: 100, timelineRate: 1 - 150e-6, seconds: 6)
+        #expect(status.phase == .playing)
+        #expect(status.hardResyncs == 0)
+        // Settled: the last second of errors within 50 µs. The timeline's rate is applied
+        // as given, so the correction absorbs only the device's 100 ppm: -100 ppm.
+        let settled = errors.suffix(20)
+        #expect(settled.allSatisfy { abs($0) < 50e-6 }, "\(settled)")
+        #expect(abs(status.correctionPPM + 100) < 30, "\(status.correctionPPM)")
+    }
+
+    @Test func aSmallTimelineMoveIsCorrectedWithoutASkip() throws {
+        let (status, errors) = try follow(driftPPM: 0, timelineRate: 1, seconds: 6) { renderer, timeline in
+            var moved = timeline
+            moved.host = moved.host + .microseconds(400)
+            renderer.update { $0.mode = .follow(serial: 1, timeline: moved) }
+        }
+        #expect(status.hardResyncs == 0)
+        #expect(abs(errors.last ?? 1) < 50e-6, "\(errors.suffix(10))")
+    }
+
+    @Test func aLargeTimelineMoveResyncsAtOnce() throws {
+        let (status, errors) = try follow(driftPPM: 0, timelineRate: 1, seconds: 3) { renderer, timeline in
+            var moved = timeline
+            moved.host = moved.host + .milliseconds(20)
+            renderer.update { $0.mode = .follow(serial: 1, timeline: moved) }
+        }
+        #expect(status.hardResyncs == 1)
+        #expect(abs(errors.last ?? 1) < 50e-6)
+    }
+}

@@ -1,0 +1,261 @@
+import MediaClock
+
+/// Estimates the leader's clock from two-way exchanges: a pure value type with no I/O.
+///
+/// Like GStreamer's network client clock it keeps a window of recent samples, keeps only
+/// those whose round trip is near the window's best (a long round trip means queueing,
+/// which is rarely symmetric), and fits offset and rate together over what remains by
+/// weighted least squares. Published estimates are clamped: a converged estimate slews
+/// by at most `slewLimit` per update, and jumps only when the evidence says the leader's
+/// clock really moved by more than `stepThreshold`.
+public struct ClockEstimator: Sendable {
+    // MARK: Tuning constants
+
+    /// Samples kept: at the steady 1 s poll, a minute of history, long enough to see a
+    /// 1 ppm rate as 64 µs of drift, short enough to follow thermal drift of the crystals.
+    public static let windowSize = 64
+    /// Samples whose round trip exceeds both the window's median and the best times this
+    /// factor (plus the margin below) are not fitted: their queueing delay, and so their
+    /// possible asymmetry, is large. (GStreamer drops samples far above the median; the
+    /// best-based bound keeps more of a quiet LAN's samples.)
+    public static let roundTripFilterFactor = 1.5
+    /// Added to the filter threshold so that on a quiet LAN (round trips of tens of µs)
+    /// scheduling noise does not reject nearly every sample.
+    public static let roundTripFilterMargin: Duration = .microseconds(100)
+    /// Least floor of the round-trip excess in the fit weights `1 / (excess² + floor²)`:
+    /// about the timestamping noise of a loaded host. The floor used is the larger of this
+    /// and the excess of the `minimumSamplesForFit`-th best sample, so that on a jittery
+    /// path the single best sample cannot dominate.
+    public static let weightFloor: Duration = .microseconds(30)
+    /// Fewest filtered samples fitted; until the window holds this many the best single
+    /// sample is used with rate 0. Four leave two degrees of freedom beyond offset and rate.
+    public static let minimumSamplesForFit = 4
+    /// Span of fitted samples after which the fitted rate is always used. Over the 175 ms
+    /// join burst 20 µs of noise would read as ±100 ppm, so before this span the rate is
+    /// used only when its standard error is small, and otherwise held at the last used
+    /// value (0 at first).
+    public static let minimumRateBaseline: Duration = .seconds(2)
+    /// Before `minimumRateBaseline`, a fitted rate is used only if its standard error is
+    /// below this (ppm): 20 ppm costs 5 µs over a 250 ms poll, while holding rate 0
+    /// against a 200 ppm crystal would cost 50 µs.
+    public static let maximumRateStandardErrorPPM = 20.0
+    /// Largest rate accepted, in ppm: crystals are specified to ±100 ppm and real ones stay
+    /// well inside; a fit beyond ±500 ppm is noise and would extrapolate badly.
+    public static let maximumRatePPM: Int64 = 500
+    /// Samples needed before the estimate can count as converged: the join burst.
+    public static let convergenceSamples = 8
+    /// Residual RMS below which the fit is trusted (converged): 1 ms, far below audible
+    /// echo between rooms, above the residual of a busy Wi-Fi link.
+    public static let convergedResidualLimit: Duration = .milliseconds(1)
+    /// Largest change a converged estimate may make to the predicted leader time at the
+    /// moment of an update: 200 µs per update (per second in steady state) is 200 ppm of
+    /// soft correction, inside what fractional resampling can follow without a click.
+    public static let slewLimit: Duration = .microseconds(200)
+    /// A change beyond this is a real clock jump (leader restart, stepped clock) and is
+    /// applied at once: 5 ms is beyond any filtered sample's asymmetry error.
+    public static let stepThreshold: Duration = .milliseconds(5)
+    /// Samples with a round trip above this are discarded outright: no LAN or Wi-Fi path
+    /// takes a second, so the reply is stale or forged.
+    public static let maximumRoundTrip: Duration = .seconds(1)
+
+    /// Requests sent back to back at join, so that a first estimate exists within 200 ms.
+    public static let burstCount = 8
+    /// Spacing of the join burst: wide enough not to queue behind each other.
+    public static let burstInterval: Duration = .milliseconds(25)
+    /// Poll interval after the burst until converged (also retries lost burst requests).
+    public static let convergingInterval: Duration = .milliseconds(250)
+    /// Steady poll interval once converged: enough to track drift, negligible traffic.
+    public static let steadyInterval: Duration = .seconds(1)
+
+    // MARK: State
+
+    private var window: [ClockSample] = []
+    private var heldRatePPT: Int64 = 0
+    /// Set at the first converged estimate since the last reset: from then on changes
+    /// are clamped, even while a disturbed window is temporarily not converged.
+    private var hasConverged = false
+    /// The latest published estimate, or `nil` before the first sample.
+    public private(set) var estimate: ClockEstimate?
+    /// Times the published estimate jumped (change beyond `stepThreshold`).
+    public private(set) var stepCount = 0
+    /// Updates whose change was limited to `slewLimit`.
+    public private(set) var slewLimitedCount = 0
+    /// Samples discarded as impossible (time going backwards, round trip over a second).
+    public private(set) var rejectedSampleCount = 0
+
+    /// An estimator with no samples.
+    public init() {}
+
+    /// Samples in the window.
+    public var sampleCount: Int { window.count }
+
+    /// Whether the latest estimate is converged.
+    public var isConverged: Bool { estimate?.converged ?? false }
+
+    /// Forgets every sample and estimate (a new leader).
+    public mutating func reset() {
+        self = ClockEstimator()
+    }
+
+    /// How long to wait before the next clock request, given how many were sent since
+    /// joining: burst, then `convergingInterval` until converged, then `steadyInterval`.
+    public func nextPollInterval(requestsSent: Int) -> Duration {
+        if requestsSent < Self.burstCount { return Self.burstInterval }
+        return isConverged ? Self.steadyInterval : Self.convergingInterval
+    }
+
+    /// Adds a sample and returns the new published estimate, or `nil` if the sample was
+    /// rejected as impossible (the previous estimate stands).
+    @discardableResult
+    public mutating func add(_ sample: ClockSample) -> ClockEstimate? {
+        guard sample.isPlausible, sample.roundTrip <= Self.maximumRoundTrip else {
+            rejectedSampleCount += 1
+            return nil
+        }
+        if let previous = estimate, hasConverged, revealsClockJump(sample, previous) {
+            // The leader's clock moved: history describes another clock.
+            window.removeAll()
+            heldRatePPT = 0
+        }
+        window.append(sample)
+        if window.count > Self.windowSize { window.removeFirst(window.count - Self.windowSize) }
+
+        let raw = fit()
+        let published = clamp(raw, previous: estimate, now: sample.t4)
+        estimate = published
+        hasConverged = hasConverged || published.converged
+        return published
+    }
+
+    /// A sample contradicts the estimate by more than its own worst-case error (half its
+    /// round trip) plus the step threshold: only a jump of the leader's clock explains it.
+    private func revealsClockJump(_ sample: ClockSample, _ previous: ClockEstimate) -> Bool {
+        let predicted = previous.offset(atHost: sample.midpoint)
+        let error = (sample.offset - predicted).magnitude
+        return error > Self.stepThreshold + sample.roundTrip / 2
+    }
+
+    /// Limits how far the prediction at `now` moves, once the estimator has converged.
+    private mutating func clamp(_ raw: ClockEstimate, previous: ClockEstimate?, now: HostTime) -> ClockEstimate {
+        guard let previous, hasConverged else { return raw }
+        let change = raw.leaderTime(atHost: now) - previous.leaderTime(atHost: now)
+        let size = change.magnitude
+        if size > Self.stepThreshold {
+            stepCount += 1
+            return raw
+        }
+        guard size > Self.slewLimit else { return raw }
+        slewLimitedCount += 1
+        let limited = change < .zero ? .zero - Self.slewLimit : Self.slewLimit
+        var adjusted = raw
+        adjusted.offset = raw.offset - change + limited
+        return adjusted
+    }
+
+    /// Weighted least squares of offset against host time over the filtered window.
+    private mutating func fit() -> ClockEstimate {
+        let roundTrips = window.map(\.roundTripNanoseconds).sorted()
+        let best = roundTrips.first ?? 0
+        let median = roundTrips.isEmpty ? 0 : roundTrips[roundTrips.count / 2]
+        let bestSample = window.min { $0.roundTripNanoseconds < $1.roundTripNanoseconds }
+        guard window.count >= Self.minimumSamplesForFit, let bestSample else {
+            let only = bestSample ?? window[window.count - 1]
+            return ClockEstimate(
+                referenceHostTime: only.midpoint, offset: only.offset, ratePPT: 0,
+                bestRoundTrip: .nanoseconds(best.clampedToInt64), medianRoundTrip: .nanoseconds(median.clampedToInt64),
+                residualRMS: .zero, sampleCount: window.count, usedSampleCount: 1, converged: false
+            )
+        }
+
+        // Near the best round trip, or in the better half: on a path whose jitter is wide
+        // compared with its floor, the best few samples alone are too few to average.
+        let nearBest = Int128((Double(best) * Self.roundTripFilterFactor).rounded()) + Self.roundTripFilterMargin.nanosecondCount
+        let threshold = max(nearBest, median)
+        var used = window.filter { $0.roundTripNanoseconds <= threshold }
+        if used.count < Self.minimumSamplesForFit {
+            used = Array(window.sorted { $0.roundTripNanoseconds < $1.roundTripNanoseconds }.prefix(Self.minimumSamplesForFit))
+        }
+
+        // Relative coordinates keep the doubles small: nanoseconds from the newest sample
+        // and from the best sample's offset.
+        let reference = used.map(\.midpoint).max() ?? bestSample.midpoint
+        let baseOffset = bestSample.offsetTimesTwo / 2
+        // The best sample's own queueing is unknown; the excess of the few next best says
+        // how large it plausibly is, so no single sample dominates the fit.
+        let rankedExcess = roundTrips.prefix(Self.minimumSamplesForFit).last.map { Double($0 - best) } ?? 0
+        let floor = max(Double(Self.weightFloor.nanosecondCount), rankedExcess)
+        var points: [(x: Double, y: Double, weight: Double)] = []
+        points.reserveCapacity(used.count)
+        for sample in used {
+            let x = Double(Int128(sample.midpoint.nanoseconds) - Int128(reference.nanoseconds))
+            let y = Double(sample.offsetTimesTwo / 2 - baseOffset)
+            let excess = Double(sample.roundTripNanoseconds - best)
+            points.append((x, y, 1 / (excess * excess + floor * floor)))
+        }
+        var sumW = 0.0, sumX = 0.0, sumY = 0.0
+        for point in points {
+            sumW += point.weight
+            sumX += point.weight * point.x
+            sumY += point.weight * point.y
+        }
+        let meanX = sumX / sumW
+        let meanY = sumY / sumW
+        var sxx = 0.0, sxy = 0.0
+        for point in points {
+            sxx += point.weight * (point.x - meanX) * (point.x - meanX)
+            sxy += point.weight * (point.x - meanX) * (point.y - meanY)
+        }
+        if sxx > 0, rateIsDetermined(points, slope: sxy / sxx, meanX: meanX, meanY: meanY) {
+            let limit = Double(Self.maximumRatePPM * 1_000_000)
+            let fitted = (sxy / sxx * 1e12).rounded()
+            heldRatePPT = fitted.isFinite ? Int64(max(-limit, min(limit, fitted))) : 0
+        }
+        let slope = Double(heldRatePPT) / 1e12
+        let intercept = meanY - slope * meanX
+        var squares = 0.0
+        for point in points {
+            let residual = point.y - intercept - slope * point.x
+            squares += residual * residual
+        }
+        let rms = (squares / Double(points.count)).squareRoot()
+        let offset = baseOffset + (intercept.isFinite && abs(intercept) < 1e30 ? Int128(intercept.rounded()) : 0)
+        let residualRMS = Duration.nanoseconds(rms.isFinite ? Int64(min(rms, 1e18).rounded()) : Int64.max)
+        return ClockEstimate(
+            referenceHostTime: reference,
+            offset: .nanoseconds(offset.clampedToInt64),
+            ratePPT: heldRatePPT,
+            bestRoundTrip: .nanoseconds(best.clampedToInt64),
+            medianRoundTrip: .nanoseconds(median.clampedToInt64),
+            residualRMS: residualRMS,
+            sampleCount: window.count,
+            usedSampleCount: used.count,
+            converged: window.count >= Self.convergenceSamples && residualRMS <= Self.convergedResidualLimit
+        )
+    }
+}
+
+extension ClockEstimator {
+    /// Whether the fitted slope can be trusted: the samples span `minimumRateBaseline`, or
+    /// the slope's standard error is below `maximumRateStandardErrorPPM` (a clean path
+    /// pins the rate down within the join burst already).
+    fileprivate func rateIsDetermined(_ points: [(x: Double, y: Double, weight: Double)], slope: Double, meanX: Double, meanY: Double) -> Bool {
+        guard let first = points.map(\.x).min(), let last = points.map(\.x).max() else { return false }
+        if last - first >= Double(Self.minimumRateBaseline.nanosecondCount) { return true }
+        guard points.count > 2 else { return false }
+        let plainMeanX = points.reduce(0) { $0 + $1.x } / Double(points.count)
+        var spread = 0.0, squares = 0.0
+        for point in points {
+            spread += (point.x - plainMeanX) * (point.x - plainMeanX)
+            let residual = point.y - meanY - slope * (point.x - meanX)
+            squares += residual * residual
+        }
+        guard spread > 0 else { return false }
+        let standardError = (squares / Double(points.count - 2) / spread).squareRoot()
+        return standardError * 1e6 < Self.maximumRateStandardErrorPPM
+    }
+}
+
+extension Duration {
+    /// The absolute value of the interval.
+    var magnitude: Duration { self < .zero ? .zero - self : self }
+}

@@ -1,0 +1,307 @@
+import MediaClock
+
+/// The follower's protocol logic, with no I/O: feed it events with the current host time
+/// and perform the actions it returns.
+///
+/// It says Hello at start and every `helloInterval`, polls the leader's clock on the
+/// estimator's schedule, and tells the player what to play (`apply`) when a newer State
+/// arrives or the clock estimate moves materially. When the leader goes quiet it reports
+/// `holdover` (keep playing on the last estimate) after `holdoverTimeout`, then
+/// `fadeOutAndWait` after `holdoverLimit`, and `rejoin` when the leader is heard again; a
+/// different leader ID resets the clock estimate and the state sequence.
+///
+/// Driving it: `handle(.start, at:)` once; `handle(.received(bytes, from:, receivedAt:),
+/// at:)` for every datagram from `UDPSocket` (`receivedAt` is t4 of a clock exchange);
+/// `handle(.tick, at:)` every `tickInterval` or so; `handle(.stop, at:)` on exit.
+/// Not thread-safe: drive it from one serial context.
+public struct FollowerCore: Sendable {
+    // MARK: Tuning constants
+
+    /// Hello keepalive period; the leader forgets a follower after five missed ones.
+    public static let helloInterval: Duration = .seconds(1)
+    /// Silence from the leader after which the follower is in holdover: eight State periods,
+    /// so bursts of loss on Wi-Fi do not flap. Playback continues on the last estimate,
+    /// which drifts by at most the residual rate error (a few ppm: microseconds per second).
+    public static let defaultHoldoverTimeout: Duration = .seconds(2)
+    /// Silence after which the follower fades out and waits: ten seconds of free-running at
+    /// a few ppm is still inaudible, beyond it rooms may audibly part.
+    public static let defaultHoldoverLimit: Duration = .seconds(10)
+    /// A new estimate that moves the predicted leader time by more than this re-applies the
+    /// state: smaller moves are left to the player's soft correction (dead band).
+    public static let materialEstimateChange: Duration = .microseconds(100)
+    /// Outstanding clock requests remembered; older ones are forgotten (replies then count
+    /// as unexpected). At the burst rate this covers 800 ms.
+    public static let maximumPendingRequests = 32
+    /// A suggested tick period for the adapter: finer than the 25 ms burst spacing.
+    public static let tickInterval: Duration = .milliseconds(5)
+
+    /// Where the follower stands.
+    public enum Phase: Sendable, Equatable {
+        /// Not started, or stopped.
+        case idle
+        /// Started; no message from a leader yet.
+        case joining
+        /// Hearing the leader.
+        case following
+        /// The leader is quiet; playing on the last estimate.
+        case holdover
+        /// The leader is gone (quiet past the limit, or said Goodbye); faded out.
+        case waiting
+    }
+
+    /// What happened.
+    public enum Event: Sendable {
+        /// Begin: say Hello and start the clock burst.
+        case start
+        /// A datagram arrived; `receivedAt` is the adapter's receive time (kernel
+        /// timestamp when available), used as t4 of a clock exchange.
+        case received([UInt8], from: UDPEndpoint, receivedAt: HostTime)
+        /// Time passed: keepalives, clock polls, silence detection.
+        case tick
+        /// Leaving: Goodbye to the leader.
+        case stop
+    }
+
+    /// What to do.
+    public enum Action: Sendable, Equatable {
+        /// Send this datagram now.
+        case send(OutgoingDatagram)
+        /// A leader welcomed us: its ID, state period and base URL for items.
+        case joined(GroupMessage.Welcome)
+        /// A new clock estimate: install it in the `LeaderClock`.
+        case updateClock(ClockEstimate)
+        /// Play `state` using `estimate`: convert `anchorLeaderTime` with
+        /// `estimate.hostTime(atLeader:)` and call `setRate(_:time:atHostTime:)`.
+        case apply(GroupState, ClockEstimate)
+        /// The leader went quiet: keep playing on the last estimate.
+        case holdover
+        /// The leader is gone: fade out and wait for it.
+        case fadeOutAndWait
+        /// The leader is heard again after holdover or waiting; `newLeader` when it is a
+        /// different leader (the estimate was reset and a new `apply` will follow).
+        case rejoin(newLeader: Bool)
+    }
+
+    /// The leader's endpoint, where Hello and clock requests go.
+    public let leader: UDPEndpoint
+    /// Silence before holdover.
+    public let holdoverTimeout: Duration
+    /// Silence before fading out.
+    public let holdoverLimit: Duration
+    /// This follower's sender ID.
+    public var senderID: UInt64 { sender.senderID }
+    /// The current phase.
+    public private(set) var phase: Phase = .idle
+    /// The current leader's ID, once heard.
+    public private(set) var leaderID: UInt64?
+    /// The clock estimator (for statistics: `estimate`, `stepCount`...).
+    public private(set) var estimator = ClockEstimator()
+    /// The newest state received.
+    public private(set) var state: GroupState?
+    /// States ignored as older than one already received.
+    public private(set) var staleStateCount = 0
+    /// Datagrams dropped, by reason.
+    public var dropCounters: DropCounters { gate.counters }
+
+    private let hello: GroupMessage.Hello
+    private var sender: MessageSender
+    private var gate: MessageGate
+    private var lastHeard: HostTime?
+    private var nextHelloAt: HostTime?
+    private var nextPollAt: HostTime?
+    private var requestsSent = 0
+    private var nextRequestID: UInt32 = 0
+    private var pending: [(id: UInt32, t1: HostTime)] = []
+    private var appliedEstimate: ClockEstimate?
+    private var appliedSequence: UInt64?
+
+    /// A follower of the leader at `leader` in `group`. With an authenticator every
+    /// message is tagged and untagged ones are dropped. Throws if the group name is empty
+    /// or over 64 UTF-8 bytes, or the name is over 255.
+    public init(
+        group: String,
+        leader: UDPEndpoint,
+        followerName: String,
+        latencyOffsetMicroseconds: Int32 = 0,
+        authenticator: MessageAuthenticator? = nil,
+        holdoverTimeout: Duration = FollowerCore.defaultHoldoverTimeout,
+        holdoverLimit: Duration = FollowerCore.defaultHoldoverLimit,
+        senderID: UInt64 = UInt64.random(in: 1...UInt64.max)
+    ) throws(EncodeError) {
+        let groupBytes = group.utf8.count
+        guard groupBytes > 0, groupBytes <= GroupMessage.maximumGroupNameBytes else {
+            throw .invalidGroupName(byteCount: groupBytes)
+        }
+        guard followerName.utf8.count <= WireCodec.maximumNameBytes else {
+            throw .stringTooLong(field: "follower name", byteCount: followerName.utf8.count)
+        }
+        let codec = WireCodec(authenticator: authenticator)
+        sender = MessageSender(senderID: senderID, group: group, codec: codec)
+        gate = MessageGate(group: group, codec: codec)
+        self.leader = leader
+        self.holdoverTimeout = holdoverTimeout
+        self.holdoverLimit = max(holdoverLimit, holdoverTimeout)
+        hello = GroupMessage.Hello(followerName: followerName, latencyOffsetMicroseconds: latencyOffsetMicroseconds)
+    }
+
+    /// Processes one event at host time `now` and returns what to do, in order.
+    public mutating func handle(_ event: Event, at now: HostTime) -> [Action] {
+        var actions: [Action] = []
+        switch event {
+        case .start:
+            guard phase == .idle else { break }
+            phase = .joining
+            lastHeard = nil
+            sendHello(now: now, into: &actions)
+            restartBurst(now: now)
+            poll(now: now, into: &actions)
+        case let .received(bytes, _, receivedAt):
+            guard phase != .idle else { break }
+            receive(bytes, receivedAt: receivedAt, now: now, into: &actions)
+        case .tick:
+            guard phase != .idle else { break }
+            if let due = nextHelloAt, now >= due { sendHello(now: now, into: &actions) }
+            if let due = nextPollAt, now >= due { poll(now: now, into: &actions) }
+            checkSilence(now: now, into: &actions)
+        case .stop:
+            guard phase != .idle else { break }
+            append(.goodbye, into: &actions)
+            phase = .idle
+            nextHelloAt = nil
+            nextPollAt = nil
+        }
+        return actions
+    }
+
+    private mutating func receive(_ bytes: [UInt8], receivedAt: HostTime, now: HostTime, into actions: inout [Action]) {
+        guard let message = gate.admit(bytes) else { return }
+        switch message.payload {
+        case .hello, .clockRequest:
+            gate.countUnexpected()
+            return
+        case .welcome, .clockReply, .state, .goodbye:
+            break
+        }
+        heardFrom(message.senderID, now: now, into: &actions)
+        switch message.payload {
+        case let .welcome(welcome):
+            actions.append(.joined(welcome))
+        case let .clockReply(reply):
+            guard let index = pending.firstIndex(where: { $0.id == reply.requestID && $0.t1.nanoseconds == reply.t1 }) else {
+                gate.countUnexpected()
+                return
+            }
+            let request = pending.remove(at: index)
+            let sample = ClockSample(
+                t1: request.t1, t2: LeaderTime(nanoseconds: reply.t2),
+                t3: LeaderTime(nanoseconds: reply.t3), t4: receivedAt
+            )
+            guard let estimate = estimator.add(sample) else { return }
+            actions.append(.updateClock(estimate))
+            if let state, let applied = appliedEstimate, Self.differsMaterially(estimate, applied, now: now, anchor: state.anchorLeaderTime) {
+                apply(state, estimate, into: &actions)
+            } else if let state, appliedSequence != state.sequence {
+                apply(state, estimate, into: &actions)
+            }
+        case let .state(newState):
+            // Equal sequences are the periodic repeats; lower ones were overtaken in the network.
+            if let current = state, newState.sequence < current.sequence {
+                staleStateCount += 1
+                return
+            }
+            state = newState
+            if appliedSequence != newState.sequence, let estimate = estimator.estimate {
+                apply(newState, estimate, into: &actions)
+            }
+        case .goodbye:
+            if phase != .waiting {
+                phase = .waiting
+                actions.append(.fadeOutAndWait)
+            }
+            lastHeard = nil
+            appliedSequence = nil
+        case .hello, .clockRequest:
+            break
+        }
+    }
+
+    /// Bookkeeping for any leader message: a new leader resets, a returning one rejoins.
+    private mutating func heardFrom(_ sender: UInt64, now: HostTime, into actions: inout [Action]) {
+        let wasAway = phase == .holdover || phase == .waiting
+        if let current = leaderID, current != sender {
+            leaderID = sender
+            estimator.reset()
+            state = nil
+            appliedSequence = nil
+            appliedEstimate = nil
+            pending = []
+            actions.append(.rejoin(newLeader: true))
+            sendHello(now: now, into: &actions)
+            restartBurst(now: now)
+        } else {
+            leaderID = sender
+            if wasAway {
+                actions.append(.rejoin(newLeader: false))
+                appliedSequence = nil
+                restartBurst(now: now)
+            }
+        }
+        phase = .following
+        lastHeard = now
+    }
+
+    private mutating func checkSilence(now: HostTime, into actions: inout [Action]) {
+        guard let heard = lastHeard else { return }
+        let silence = now - heard
+        if phase == .following, silence >= holdoverTimeout {
+            phase = .holdover
+            actions.append(.holdover)
+        }
+        if phase == .holdover, silence >= holdoverLimit {
+            phase = .waiting
+            appliedSequence = nil
+            actions.append(.fadeOutAndWait)
+        }
+    }
+
+    /// Whether two estimates disagree by more than `materialEstimateChange` about what
+    /// matters to the player: the leader time now, and the host time of the anchor.
+    static func differsMaterially(_ new: ClockEstimate, _ old: ClockEstimate, now: HostTime, anchor: LeaderTime) -> Bool {
+        let atNow = (new.leaderTime(atHost: now) - old.leaderTime(atHost: now)).magnitude
+        let atAnchor = (new.hostTime(atLeader: anchor) - old.hostTime(atLeader: anchor)).magnitude
+        return max(atNow, atAnchor) > materialEstimateChange
+    }
+
+    private mutating func apply(_ state: GroupState, _ estimate: ClockEstimate, into actions: inout [Action]) {
+        appliedSequence = state.sequence
+        appliedEstimate = estimate
+        actions.append(.apply(state, estimate))
+    }
+
+    private mutating func restartBurst(now: HostTime) {
+        requestsSent = 0
+        nextPollAt = now
+    }
+
+    private mutating func sendHello(now: HostTime, into actions: inout [Action]) {
+        append(.hello(hello), into: &actions)
+        nextHelloAt = now + Self.helloInterval
+    }
+
+    private mutating func poll(now: HostTime, into actions: inout [Action]) {
+        nextRequestID &+= 1
+        pending.append((nextRequestID, now))
+        if pending.count > Self.maximumPendingRequests { pending.removeFirst(pending.count - Self.maximumPendingRequests) }
+        append(.clockRequest(.init(requestID: nextRequestID, t1: now.nanoseconds)), into: &actions)
+        requestsSent += 1
+        nextPollAt = now + estimator.nextPollInterval(requestsSent: requestsSent)
+    }
+
+    private mutating func append(_ payload: GroupMessage.Payload, into actions: inout [Action]) {
+        // Every payload a follower sends has bounded fields checked at init, so encoding
+        // cannot fail; a failure would only mean nothing is sent this time.
+        if case let .success(datagram) = sender.datagram(payload, to: leader) {
+            actions.append(.send(datagram))
+        }
+    }
+}

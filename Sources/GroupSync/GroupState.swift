@@ -1,0 +1,71 @@
+import MediaClock
+
+/// What the group is playing, as the leader announces it in every State message.
+///
+/// The anchor maps item time to leader time: at leader time `L` the item time is
+/// `anchorItemTime + (L - anchorLeaderTime) * rate`. A follower converts
+/// `anchorLeaderTime` to its own host time with a `ClockEstimate` and calls
+/// `AVPlayer.setRate(rate, time: anchorItemTime, atHostTime: ...)`.
+public struct GroupState: Sendable, Equatable {
+    /// Bumped by the leader on every change; followers ignore states whose sequence is not
+    /// above the last one applied (out-of-order or duplicated delivery). Assigned by
+    /// `LeaderCore` when it receives `.stateChanged`, so callers may leave it 0.
+    public var sequence: UInt64
+    /// Index of the current item in the leader's playlist.
+    public var itemIndex: UInt32
+    /// Where followers fetch the item: absolute, or relative to the Welcome's base URL.
+    public var itemURL: String
+    /// The item's duration; `.indefinite` when unknown (timescale 0 on the wire).
+    public var itemDuration: CMTime
+    /// Playback rate; 0 when paused.
+    public var rate: Double
+    /// The item time at `anchorLeaderTime`.
+    public var anchorItemTime: CMTime
+    /// The leader time at which the item is at `anchorItemTime`.
+    public var anchorLeaderTime: LeaderTime
+    /// The item has played to its end.
+    public var ended: Bool
+    /// Playback is stopped or there is no item; followers stay silent.
+    public var stopped: Bool
+
+    /// A state with every field given; `sequence` defaults to 0 for `LeaderCore` to assign.
+    public init(
+        sequence: UInt64 = 0,
+        itemIndex: UInt32,
+        itemURL: String,
+        itemDuration: CMTime,
+        rate: Double,
+        anchorItemTime: CMTime,
+        anchorLeaderTime: LeaderTime,
+        ended: Bool = false,
+        stopped: Bool = false
+    ) {
+        self.sequence = sequence
+        self.itemIndex = itemIndex
+        self.itemURL = itemURL
+        self.itemDuration = itemDuration
+        self.rate = rate
+        self.anchorItemTime = anchorItemTime
+        self.anchorLeaderTime = anchorLeaderTime
+        self.ended = ended
+        self.stopped = stopped
+    }
+
+    /// The "nothing is playing" state a leader announces before its first item.
+    public static let stoppedState = GroupState(
+        itemIndex: 0, itemURL: "", itemDuration: .indefinite, rate: 0,
+        anchorItemTime: .zero, anchorLeaderTime: LeaderTime(nanoseconds: 0), stopped: true
+    )
+
+    /// The item time at leader time `leaderTime` (the anchor extrapolated at `rate`).
+    public func itemTime(atLeader leaderTime: LeaderTime) -> CMTime {
+        let elapsed = CMTime(value: (leaderTime - anchorLeaderTime).nanosecondCount.clampedToInt64,
+                             timescale: HostTime.nanosecondTimescale)
+        if rate == 0 { return anchorItemTime }
+        return anchorItemTime + (rate == 1 ? elapsed : elapsed * rate)
+    }
+}
+
+extension Int128 {
+    var clampedToInt64: Int64 { LeaderTime.clamp(self) }
+}

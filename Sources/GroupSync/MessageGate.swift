@@ -1,0 +1,57 @@
+/// The receive-side filter every datagram passes before a core sees it: decode, then
+/// check group, tag and freshness, dropping and counting what fails.
+///
+/// Checks, in order (the first failure decides the counter):
+/// 1. structure (`DecodeError`): `wrongVersion` for another version, else `malformed`;
+/// 2. group name: `wrongGroup`;
+/// 3. tag: a keyed gate drops untagged or wrongly tagged messages, an unkeyed gate drops
+///    tagged ones (it cannot verify them): `forged`;
+/// 4. sequence: not above the sender's high-water mark: `replayed`.
+/// The high-water mark only moves for messages that passed 1-3, so forged traffic cannot
+/// push a real sender's mark forward.
+public struct MessageGate: Sendable {
+    /// The codec (and key) used to decode and verify.
+    public let codec: WireCodec
+    /// The group this node belongs to.
+    public let group: String
+    /// Drops so far, by reason.
+    public private(set) var counters = DropCounters()
+    private var replayGuard: ReplayGuard
+
+    /// A gate for `group`, verifying with `codec`'s key if it has one.
+    public init(group: String, codec: WireCodec, replayCapacity: Int = ReplayGuard.defaultCapacity) {
+        self.group = group
+        self.codec = codec
+        replayGuard = ReplayGuard(capacity: replayCapacity)
+    }
+
+    /// The message in `datagram` if it passes every check; otherwise `nil`, counted.
+    public mutating func admit(_ datagram: [UInt8]) -> GroupMessage? {
+        let decoded: WireCodec.Decoded
+        do {
+            decoded = try codec.decode(datagram)
+        } catch {
+            if case .unsupportedVersion = error { counters.wrongVersion += 1 } else { counters.malformed += 1 }
+            return nil
+        }
+        guard decoded.message.group == group else {
+            counters.wrongGroup += 1
+            return nil
+        }
+        let authenticated = codec.authenticator == nil ? !decoded.isTagged : decoded.isAuthentic
+        guard authenticated else {
+            counters.forged += 1
+            return nil
+        }
+        guard replayGuard.accept(sender: decoded.message.senderID, sequence: decoded.message.sequence) else {
+            counters.replayed += 1
+            return nil
+        }
+        return decoded.message
+    }
+
+    /// Counts a message the core found meaningless here (see `DropCounters.unexpected`).
+    public mutating func countUnexpected() {
+        counters.unexpected += 1
+    }
+}

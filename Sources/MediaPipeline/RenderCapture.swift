@@ -1,0 +1,97 @@
+import Foundation
+import Synchronization
+
+/// A record of every frame rendered: for each period, when its first frame is heard (real
+/// CLOCK_MONOTONIC time, before any simulated node clock) and which item position it holds.
+///
+/// This is how benchmarks and tests see the truth of a group: captures from several
+/// processes on one machine share the real clock, so the same item frame's presentation
+/// times can be compared across them.
+///
+/// Real-time contract: `record` is called from the render thread; it writes into a
+/// preallocated ring and never blocks (a full ring drops records and counts them). A writer
+/// thread drains the ring into the file as text lines:
+/// `host_ns position_frames frames sample_rate serial`.
+public final class RenderCapture: @unchecked Sendable {
+    struct Record {
+        var hostNanoseconds: Int64
+        var position: Double
+        var frames: Int32
+        var sampleRate: Int32
+        var serial: Int32
+    }
+
+    /// Records held before the writer drains them: at 100 periods a second, 30 s of slack.
+    static let capacity = 4096
+    /// How often the writer wakes to drain the ring.
+    static let drainInterval: useconds_t = 50_000
+
+    public let path: String
+    private let records: UnsafeMutablePointer<Record>
+    private let written = Atomic<Int>(0)
+    private let read = Atomic<Int>(0)
+    private let dropped = Atomic<Int>(0)
+    private let running = Atomic<Bool>(true)
+    private let finished = DispatchSemaphore(value: 0)
+    private let file: FileHandle
+
+    /// Opens (truncates) `path` and starts the writer thread.
+    public init(path: String) throws(MediaError) {
+        self.path = path
+        guard FileManager.default.createFile(atPath: path, contents: nil),
+              let handle = FileHandle(forWritingAtPath: path) else {
+            throw .outputFailure(device: "capture:\(path)", reason: "cannot create the file")
+        }
+        file = handle
+        records = .allocate(capacity: Self.capacity)
+        let thread = Thread { [self] in
+            while running.load(ordering: .acquiring) {
+                drain()
+                usleep(Self.drainInterval)
+            }
+            drain()
+            finished.signal()
+        }
+        thread.name = "chorus.capture"
+        thread.start()
+    }
+
+    deinit { records.deallocate() }
+
+    /// Records lost because the writer fell behind.
+    public var droppedRecords: Int { dropped.load(ordering: .relaxed) }
+
+    /// Notes that item position `position` (fractional frames) is heard at real host time
+    /// `hostNanoseconds`, for `frames` frames. Render thread only.
+    func record(hostNanoseconds: Int64, position: Double, frames: Int, sampleRate: Int, serial: Int) {
+        let index = written.load(ordering: .relaxed)
+        guard index - read.load(ordering: .acquiring) < Self.capacity else {
+            dropped.add(1, ordering: .relaxed)
+            return
+        }
+        records[index % Self.capacity] = Record(hostNanoseconds: hostNanoseconds, position: position,
+                                                frames: Int32(frames), sampleRate: Int32(sampleRate),
+                                                serial: Int32(truncatingIfNeeded: serial))
+        written.store(index + 1, ordering: .releasing)
+    }
+
+    private func drain() {
+        var text = ""
+        var index = read.load(ordering: .relaxed)
+        let end = written.load(ordering: .acquiring)
+        while index < end {
+            let r = records[index % Self.capacity]
+            text += "\(r.hostNanoseconds) \(String(format: "%.4f", r.position)) \(r.frames) \(r.sampleRate) \(r.serial)\n"
+            index += 1
+        }
+        read.store(index, ordering: .releasing)
+        if !text.isEmpty { file.write(Data(text.utf8)) }
+    }
+
+    /// Stops the writer after it has written everything recorded.
+    public func close() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        finished.wait()
+        try? file.close()
+    }
+}

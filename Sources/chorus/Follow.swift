@@ -1,0 +1,41 @@
+import ArgumentParser
+import AVPlayback
+import Foundation
+import GroupSync
+
+/// `chorus follow ADDR:PORT`: joins a group and plays in step with its leader.
+struct Follow: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Join a group and play in step with its leader until interrupted.")
+
+    @Argument(help: "The leader's ADDR:PORT.")
+    var leader: String
+
+    @Option(name: .long, help: "Extra delay of this room's sound path after the output device, in milliseconds; played that much earlier.")
+    var latencyOffset: Double = 0
+
+    @Option(name: .long, help: "This follower's name, as the leader logs it.")
+    var name: String = ProcessInfo.processInfo.hostName
+
+    @Option(name: .long, help: "Linear volume from 0 to 1.")
+    var volume: Float = 1
+
+    @Flag(name: .long, help: "Print a line a second: clock offset, rate, round trip, output error, corrections.")
+    var stats = false
+
+    @OptionGroup var node: NodeOptions
+
+    func validate() throws {
+        guard UDPEndpoint(parsing: leader) != nil else { throw ValidationError("the leader must be ADDR:PORT") }
+        guard latencyOffset.isFinite, abs(latencyOffset) <= 2_000 else { throw ValidationError("--latency-offset must be within ±2000 ms") }
+        guard volume >= 0, volume <= 1 else { throw ValidationError("--volume must be between 0 and 1") }
+    }
+
+    func run() throws {
+        guard let endpoint = UDPEndpoint(parsing: leader) else { throw ValidationError("the leader must be ADDR:PORT") }
+        let follower = try GroupFollowerNode(leader: endpoint, name: String(name.prefix(64)),
+                                             latencyOffset: .nanoseconds(Int64(latencyOffset * 1e6)),
+                                             volume: volume, options: node)
+        follower.run(stats: stats)
+    }
+}

@@ -1,0 +1,186 @@
+import ArgumentParser
+import AVPlayback
+import Foundation
+import GroupSync
+
+/// A group follower: slaves a clock to the leader's, opens the item the leader announces
+/// over HTTP, and plays it on that clock so the same sample is heard everywhere at once.
+final class GroupFollowerNode: @unchecked Sendable {
+    /// How often the core is ticked: clock polls, keepalives, silence detection.
+    static let tickInterval: DispatchTimeInterval = .milliseconds(5)
+    /// How long the fade-out lasts when the leader is gone: long enough not to click, short
+    /// enough to be clearly deliberate.
+    static let fadeDuration: Duration = .milliseconds(1000)
+    /// Steps of the fade.
+    static let fadeSteps = 20
+
+    let clock: NodeClock
+    let leaderClock: LeaderClock
+    let player: AVPlayer
+    private let socket: UDPSocket
+    private let leaderEndpoint: UDPEndpoint
+    private let queue = DispatchQueue(label: "chorus.follow")
+    private var core: FollowerCore
+    private var timer: DispatchSourceTimer?
+    private var baseURL: URL?
+    private var currentURL: URL?
+    private var appliedSequence: UInt64?
+    private let volume: Float
+    private var statsTimer: DispatchSourceTimer?
+    private let done = DispatchSemaphore(value: 0)
+
+    init(leader: UDPEndpoint, name: String, latencyOffset: Duration, volume: Float, options: NodeOptions) throws {
+        clock = options.nodeClock()
+        let authenticator = try options.authenticator()
+        leaderEndpoint = leader
+        let local: UDPEndpoint = leader.isIPv6 ? .anyIPv6(port: 0) : .anyIPv4(port: 0)
+        do {
+            socket = try UDPSocket(bindingTo: local)
+        } catch {
+            throw ValidationError("cannot open a UDP socket: \(error)")
+        }
+        core = try FollowerCore(group: options.group, leader: leader, followerName: name,
+                                latencyOffsetMicroseconds: Int32(clamping: latencyOffset.components.seconds * 1_000_000
+                                                                 + latencyOffset.components.attoseconds / 1_000_000_000_000),
+                                authenticator: authenticator)
+        leaderClock = LeaderClock(hostClock: clock.clock)
+        player = AVPlayer(playerItem: nil, output: try options.outputSpec(), hostClock: clock.cmClock,
+                          hostMapping: clock.mapping, capture: try options.makeCapture())
+        player.automaticallyWaitsToMinimizeStalling = false
+        player.masterClock = leaderClock
+        player.latencyCompensation = latencyOffset
+        player.volume = volume
+        self.volume = volume
+    }
+
+    /// Joins and follows until stopped.
+    func run(stats: Bool) {
+        let mapping = clock.mapping
+        socket.startReceiving { [weak self] datagram in
+            guard let self else { return }
+            let receivedAt = mapping(datagram.receivedAt)
+            queue.async { self.handle(.received(datagram.bytes, from: datagram.source, receivedAt: receivedAt)) }
+        }
+        queue.sync { handle(.start) }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + Self.tickInterval, repeating: Self.tickInterval)
+        timer.setEventHandler { [weak self] in self?.handle(.tick) }
+        timer.resume()
+        self.timer = timer
+        if stats {
+            let statsTimer = DispatchSource.makeTimerSource(queue: queue)
+            statsTimer.schedule(deadline: .now() + .seconds(1), repeating: .seconds(1))
+            statsTimer.setEventHandler { [weak self] in self?.printStats() }
+            statsTimer.resume()
+            self.statsTimer = statsTimer
+        }
+        for sig in [SIGINT, SIGTERM] { signal(sig, SIG_IGN) }
+        let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [weak self] in self?.done.signal() }
+            source.resume()
+            return source
+        }
+        done.wait()
+        sources.forEach { $0.cancel() }
+        queue.sync { handle(.stop) }
+        timer.cancel()
+        statsTimer?.cancel()
+        socket.close()
+        player.close()
+    }
+
+    private func handle(_ event: FollowerCore.Event) {
+        for action in core.handle(event, at: clock.now()) {
+            switch action {
+            case .send(let datagram):
+                try? socket.send(datagram.bytes, to: datagram.destination)
+            case .joined(let welcome):
+                baseURL = resolveBase(welcome.baseURL)
+            case .updateClock(let estimate):
+                leaderClock.update(estimate)
+            case .apply(let state, let estimate):
+                leaderClock.update(estimate)
+                apply(state)
+            case .holdover:
+                warn("leader \(leaderEndpoint) is quiet: holding over on the last clock estimate")
+            case .fadeOutAndWait:
+                warn("leader \(leaderEndpoint) is gone: fading out and waiting for it")
+                fadeOut()
+            case .rejoin(let newLeader):
+                warn(newLeader ? "a new leader answered at \(leaderEndpoint): resynchronizing" : "leader \(leaderEndpoint) is back")
+                player.volume = volume
+                appliedSequence = nil
+                if let state = core.state { apply(state) }
+            }
+        }
+    }
+
+    /// The leader's base URL, with an unspecified host replaced by the leader's address.
+    private func resolveBase(_ text: String) -> URL? {
+        guard var components = URLComponents(string: text) else { return nil }
+        if components.host == nil || components.host == "0.0.0.0" || components.host == "::" || components.host == "" {
+            components.host = leaderEndpoint.description.split(separator: ":").dropLast().joined(separator: ":")
+                .trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        }
+        return components.url
+    }
+
+    /// Plays `state`: opens its item if new, then aligns to its anchor on the leader's clock.
+    private func apply(_ state: GroupState) {
+        guard state.sequence != appliedSequence else { return }
+        appliedSequence = state.sequence
+        if state.stopped {
+            player.replaceCurrentItem(with: nil)
+            currentURL = nil
+            return
+        }
+        let url: URL?
+        if state.itemURL.hasPrefix("/") {
+            url = baseURL.flatMap { URL(string: state.itemURL, relativeTo: $0)?.absoluteURL }
+        } else {
+            url = URL(string: state.itemURL)
+        }
+        guard let url else {
+            warn("cannot resolve the item \(state.itemURL) against \(baseURL?.absoluteString ?? "no base URL yet")")
+            appliedSequence = nil
+            return
+        }
+        if url != currentURL {
+            player.replaceCurrentItem(with: AVPlayerItem(url: url))
+            currentURL = url
+        }
+        if state.rate == 0 || state.ended {
+            player.pause()
+            player.seek(to: state.anchorItemTime)
+        } else {
+            let leaderTime = CMTime(value: state.anchorLeaderTime.nanoseconds, timescale: 1_000_000_000)
+            let host = leaderClock.hostTime(forClockTime: leaderTime) ?? clock.now()
+            player.setRate(Float(state.rate), time: state.anchorItemTime, atHostTime: host.cmTime)
+        }
+    }
+
+    private func fadeOut() {
+        let start = player.volume
+        let step = Self.fadeDuration / Self.fadeSteps
+        for index in 1...Self.fadeSteps {
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(step.components.attoseconds / 1_000_000_000) * index)) { [weak self] in
+                guard let self, core.phase == .waiting else { return }
+                player.volume = start * Float(Self.fadeSteps - index) / Float(Self.fadeSteps)
+                if index == Self.fadeSteps { player.pause() }
+            }
+        }
+    }
+
+    private func printStats() {
+        let estimate = core.estimator.estimate
+        let render = player.renderStatus
+        let offset = estimate.map { String(format: "%+.6f s", Double($0.offset.components.seconds) + Double($0.offset.components.attoseconds) / 1e18) } ?? "-"
+        let rate = estimate.map { String(format: "%+.2f ppm", $0.ratePPM) } ?? "-"
+        let rtt = estimate.map { String(format: "%.3f ms", Double($0.bestRoundTrip.components.attoseconds) / 1e15 + Double($0.bestRoundTrip.components.seconds) * 1e3) } ?? "-"
+        let drops = core.dropCounters.total
+        warn(String(format: "offset %@ rate %@ rtt %@ error %+.1f µs correction %+.1f ppm resyncs %d phase %@ drops %d",
+                    offset, rate, rtt, render.timelineError * 1e6, render.correctionPPM, render.hardResyncs,
+                    "\(core.phase)", drops))
+    }
+}

@@ -1,0 +1,55 @@
+import ArgumentParser
+import AVPlayback
+import Foundation
+import GroupSync
+
+/// `chorus lead URL...`: plays items for a whole group.
+struct Lead: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Play files for a group: publish the clock and the playback state, serve the files.",
+        discussion: """
+            Followers join with `chorus follow ADDR:PORT`. The files are served over HTTP on the \
+            next port up (or --http-port). Same keys as `chorus play`.
+            """)
+
+    @Argument(help: "Files or URLs to play, in order.")
+    var urls: [String]
+
+    @Option(name: .long, help: "Address and port for the group's UDP messages.")
+    var listen = "0.0.0.0:7700"
+
+    @Option(name: .long, help: "Port for serving the files over HTTP (default: the UDP port + 1).")
+    var httpPort: UInt16?
+
+    @Option(name: .long, help: "Linear volume from 0 to 1 for the leader's own output.")
+    var volume: Float = 1
+
+    @Flag(name: .long, help: "No status line and no keys.")
+    var quiet = false
+
+    @Flag(name: .long, help: "Read commands from standard input: pause, play, toggle, seek SECONDS, quit.")
+    var commands = false
+
+    @Flag(name: .long, help: "Log followers joining and leaving.")
+    var verbose = false
+
+    @OptionGroup var node: NodeOptions
+
+    func validate() throws {
+        guard !urls.isEmpty else { throw ValidationError("give at least one file or URL") }
+        guard UDPEndpoint(parsing: listen) != nil else { throw ValidationError("--listen must be ADDR:PORT") }
+        guard volume >= 0, volume <= 1 else { throw ValidationError("--volume must be between 0 and 1") }
+    }
+
+    func run() throws {
+        guard let endpoint = UDPEndpoint(parsing: listen) else { throw ValidationError("--listen must be ADDR:PORT") }
+        let leader = try GroupLeaderNode(listen: endpoint, httpPort: httpPort ?? endpoint.port &+ 1, options: node, verbose: verbose)
+        leader.start()
+        defer { leader.stop() }
+        let session = PlaySession(player: leader.player, volume: volume,
+                                  interactive: !quiet && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0,
+                                  transport: GroupTransport(node: leader))
+        if commands { session.acceptCommands() }
+        if !session.run(urls: urls, start: nil) { throw ExitCode(1) }
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+
+/// `chorus lead` and `chorus follow` as separate processes over real UDP and HTTP on
+/// loopback, each node on a simulated clock of its own and a drifting null device; what they
+/// play is compared through their render captures.
+@Suite(.serialized) struct GroupCommandTests {
+    /// A running node and its log.
+    final class Node: @unchecked Sendable {
+        let process = Process()
+        let input = Pipe()
+        let log: URL
+        init(_ arguments: [String], name: String) throws {
+            log = TestMedia.folder.appendingPathComponent("\(name).log")
+            FileManager.default.createFile(atPath: log.path, contents: nil)
+            process.executableURL = TestEnvironment.chorusExecutable
+            process.arguments = arguments
+            process.standardInput = input
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = try FileHandle(forWritingTo: log)
+            try process.run()
+        }
+        func send(_ command: String) { input.fileHandleForWriting.write(Data((command + "\n").utf8)) }
+        func stop() { Run.stop(process) }
+        var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+    }
+
+    /// A free UDP port pair (the leader uses port and port + 1 for HTTP).
+    static func freePort() -> UInt16 { UInt16.random(in: 20_000...40_000) & ~1 }
+
+    func capture(_ name: String) -> String { TestMedia.folder.appendingPathComponent("\(name).cap").path }
+
+    @Test func followersOnSkewedClocksPlayTheSameSampleAtTheSameTime() throws {
+        let media = try TestMedia.tone(.flac, seconds: 30, rate: 48_000, channels: 2)
+        let port = Self.freePort()
+        let leader = try Node(["lead", "--listen", "127.0.0.1:\(port)", "--output", "null", "--quiet", "--commands",
+                               "--capture", capture("lead"), media.path], name: "lead")
+        defer { leader.stop() }
+        usleep(300_000)
+        let fast = try Node(["follow", "127.0.0.1:\(port)", "--name", "fast", "--output", "null:drift=90",
+                             "--clock-offset=4.2", "--clock-skew=180", "--capture", capture("fast")], name: "fast")
+        defer { fast.stop() }
+        let slow = try Node(["follow", "127.0.0.1:\(port)", "--name", "slow", "--output", "null:drift=-70",
+                             "--clock-offset=-9", "--clock-skew=-150", "--capture", capture("slow")], name: "slow")
+        defer { slow.stop() }
+        usleep(7_000_000)
+        fast.stop()
+        slow.stop()
+        leader.stop()
+        let reference = try Capture(path: capture("lead"))
+        for name in ["fast", "slow"] {
+            let offsets = try Capture(path: capture(name)).offsets(against: reference, skip: 48_000 * 3)
+            #expect(offsets.count > 100, "\(name): \(offsets.count) comparable positions")
+            let worst = offsets.map(abs).max() ?? 1
+            // In sync: every compared sample within a millisecond of the leader's (the
+            // benchmark measures how far within).
+            #expect(worst < 1e-3, "\(name) worst offset \(worst * 1e6) µs")
+        }
+    }
+
+    @Test func pauseAndSeekReachFollowers() throws {
+        let media = try TestMedia.tone(.mp3, seconds: 30, rate: 44_100, channels: 2)
+        let port = Self.freePort()
+        let leader = try Node(["lead", "--listen", "127.0.0.1:\(port)", "--output", "null", "--quiet", "--commands",
+                               "--capture", capture("lead2"), media.path], name: "lead2")
+        defer { leader.stop() }
+        usleep(300_000)
+        let follower = try Node(["follow", "127.0.0.1:\(port)", "--output", "null", "--capture", capture("follower2")], name: "follower2")
+        defer { follower.stop() }
+        usleep(2_500_000)
+        leader.send("pause")
+        usleep(1_000_000)
+        leader.send("seek 20")
+        usleep(500_000)
+        leader.send("play")
+        usleep(3_000_000)
+        follower.stop()
+        leader.stop()
+        let mine = try Capture(path: capture("follower2")), theirs = try Capture(path: capture("lead2"))
+        // After the seek both play from 20 s, together. (A capture's first period starts
+        // before its first content frame when content begins partway through it, so the
+        // second period is the first that is all content.)
+        let run = mine.lastRun
+        #expect(run.count > 2)
+        let firstFull = run.dropFirst().first?.position ?? 0
+        #expect(firstFull >= 20 * 44_100 && firstFull < 20 * 44_100 + 2 * 441)
+        let offsets = mine.offsets(against: theirs, skip: 44_100)
+        #expect(!offsets.isEmpty)
+        #expect((offsets.map(abs).max() ?? 1) < 1e-3)
+    }
+
+    @Test func aFollowerJoiningMidItemStartsInSync() throws {
+        let media = try TestMedia.tone(.aac, seconds: 30, rate: 48_000, channels: 2)
+        let port = Self.freePort()
+        let leader = try Node(["lead", "--listen", "127.0.0.1:\(port)", "--output", "null", "--quiet",
+                               "--capture", capture("lead3"), media.path], name: "lead3")
+        defer { leader.stop() }
+        usleep(4_000_000)
+        let late = try Node(["follow", "127.0.0.1:\(port)", "--output", "null:drift=40", "--clock-offset=1.5",
+                             "--capture", capture("late")], name: "late")
+        defer { late.stop() }
+        usleep(4_000_000)
+        late.stop()
+        leader.stop()
+        let mine = try Capture(path: capture("late"))
+        // It started about 4 s into the item, not at the top.
+        #expect((mine.lastRun.first?.position ?? 0) > 3 * 48_000)
+        let offsets = mine.offsets(against: try Capture(path: capture("lead3")), skip: 48_000)
+        #expect(!offsets.isEmpty)
+        #expect((offsets.map(abs).max() ?? 1) < 1e-3)
+    }
+
+    @Test func aKeyedGroupIgnoresForgedAndForeignMessages() throws {
+        let media = try TestMedia.tone(.wav, seconds: 20, rate: 48_000, channels: 1)
+        let key = try TestMedia.file(named: "group.key", contents: Data((0..<32).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }))
+        let wrongKey = try TestMedia.file(named: "wrong.key", contents: Data((0..<32).map { UInt8(truncatingIfNeeded: $0 &* 53 &+ 5) }))
+        let port = Self.freePort()
+        let leader = try Node(["lead", "--listen", "127.0.0.1:\(port)", "--output", "null", "--quiet", "--verbose",
+                               "--key-file", key.path, media.path], name: "keyed-lead")
+        defer { leader.stop() }
+        usleep(300_000)
+        let member = try Node(["follow", "127.0.0.1:\(port)", "--name", "member", "--output", "null",
+                               "--key-file", key.path, "--stats"], name: "member")
+        defer { member.stop() }
+        let intruder = try Node(["follow", "127.0.0.1:\(port)", "--name", "intruder", "--output", "null",
+                                 "--key-file", wrongKey.path, "--stats"], name: "intruder")
+        defer { intruder.stop() }
+        let unkeyed = try Node(["follow", "127.0.0.1:\(port)", "--name", "unkeyed", "--output", "null", "--stats"], name: "unkeyed")
+        defer { unkeyed.stop() }
+        usleep(4_000_000)
+        member.stop(); intruder.stop(); unkeyed.stop(); leader.stop()
+        let log = leader.output
+        #expect(log.contains("follower member joined"))
+        #expect(!log.contains("follower intruder joined"))
+        #expect(!log.contains("follower unkeyed joined"))
+        #expect(member.output.contains("phase following"))
+        #expect(!intruder.output.contains("phase following"))
+        #expect(!unkeyed.output.contains("phase following"))
+        #expect(!member.output.contains("WARNING: no --key-file"))
+        #expect(unkeyed.output.contains("WARNING: no --key-file"))
+    }
+
+    @Test func aFollowerHoldsOverWhenTheLeaderGoesAndResyncsWhenItReturns() throws {
+        let media = try TestMedia.tone(.flac, seconds: 60, rate: 48_000, channels: 2)
+        let port = Self.freePort()
+        var leader = try Node(["lead", "--listen", "127.0.0.1:\(port)", "--output", "null", "--quiet", media.path], name: "lead5")
+        usleep(300_000)
+        let follower = try Node(["follow", "127.0.0.1:\(port)", "--output", "null", "--stats"], name: "follower5")
+        defer { follower.stop() }
+        usleep(3_000_000)
+        leader.stop()
+        // Quiet past the holdover limit: the follower holds over, then fades and waits.
+        usleep(13_000_000)
+        leader = try Node(["lead", "--listen", "127.0.0.1:\(port)", "--output", "null", "--quiet", media.path], name: "lead5b")
+        defer { leader.stop() }
+        usleep(4_000_000)
+        follower.stop()
+        leader.stop()
+        let log = follower.output
+        #expect(log.contains("holding over"))
+        #expect(log.contains("fading out"))
+        #expect(log.contains("resynchronizing") || log.contains("is back"))
+        // Following again at the end.
+        let lastStats = log.split(separator: "\n").last { $0.contains("phase") } ?? ""
+        #expect(lastStats.contains("phase following"), "\(lastStats)")
+        #expect(follower.process.terminationReason == .uncaughtSignal || follower.process.terminationStatus == 0)
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+
+/// A render capture written by `--capture`: when each period's first frame was heard (real
+/// CLOCK_MONOTONIC nanoseconds) and which item position it held.
+public struct Capture: Sendable {
+    public struct Period: Sendable {
+        public var host: Int64
+        public var position: Double
+        public var frames: Int
+        public var sampleRate: Int
+        public var serial: Int
+    }
+    public var periods: [Period]
+
+    public init(path: String) throws {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        periods = text.split(separator: "\n").compactMap { line in
+            let f = line.split(separator: " ")
+            guard f.count == 5, let host = Int64(f[0]), let position = Double(f[1]), let frames = Int(f[2]),
+                  let rate = Int(f[3]), let serial = Int(f[4]) else { return nil }
+            return Period(host: host, position: position, frames: frames, sampleRate: rate, serial: serial)
+        }
+    }
+
+    /// The periods of the newest serial (the current item and seek).
+    public var lastRun: [Period] {
+        guard let serial = periods.last?.serial else { return [] }
+        return periods.filter { $0.serial == serial }
+    }
+
+    /// When item position `position` was heard, interpolated between periods of `run`.
+    public static func host(of position: Double, in run: [Period]) -> Double? {
+        guard let after = run.firstIndex(where: { $0.position >= position }), after > 0 else { return nil }
+        let a = run[after - 1], b = run[after]
+        guard b.position > a.position else { return nil }
+        let fraction = (position - a.position) / (b.position - a.position)
+        return Double(a.host) + fraction * Double(b.host - a.host)
+    }
+
+    /// Offsets (seconds) between this capture's and `reference`'s presentation of the same
+    /// positions, sampled every `step` frames over their common span after `skip` frames.
+    public func offsets(against reference: Capture, skip: Double, step: Double = 480) -> [Double] {
+        let mine = lastRun, theirs = reference.lastRun
+        guard let lo1 = mine.first?.position, let hi1 = mine.last?.position,
+              let lo2 = theirs.first?.position, let hi2 = theirs.last?.position else { return [] }
+        let lo = max(lo1, lo2) + skip, hi = min(hi1, hi2) - step
+        guard hi > lo else { return [] }
+        var result: [Double] = []
+        var position = lo
+        while position < hi {
+            if let a = Self.host(of: position, in: mine), let b = Self.host(of: position, in: theirs) {
+                result.append((a - b) / 1e9)
+            }
+            position += step
+        }
+        return result
+    }
+}

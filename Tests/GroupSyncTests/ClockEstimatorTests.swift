@@ -1,0 +1,189 @@
+import Testing
+import GroupSync
+import MediaClock
+
+@Suite("ClockEstimator")
+struct ClockEstimatorTests {
+    /// Runs the estimator's own poll schedule over `path` for `duration` of true time and
+    /// returns the estimator and the follower clock.
+    static func run(
+        path: inout SimulatedPath, skewPPM: Int64, offset: Duration, duration: Duration,
+        estimator: inout ClockEstimator, trueTime: inout HostTime, requestsSent: inout Int,
+        check: (ClockEstimate, HostTime) -> Void = { _, _ in }
+    ) -> SkewedHostClock {
+        let follower = SkewedHostClock(wrapping: SimulatedHostClock(), offset: offset, skewPPM: skewPPM, base: HostTime(nanoseconds: 1_000_000_000))
+        let end = trueTime + duration
+        while trueTime < end {
+            let sample = path.exchange(at: trueTime, follower: follower)
+            if let estimate = estimator.add(sample) { check(estimate, sample.t4) }
+            requestsSent += 1
+            trueTime += estimator.nextPollInterval(requestsSent: requestsSent)
+        }
+        return follower
+    }
+
+    static func error(_ estimate: ClockEstimate, at followerTime: HostTime, clock: SkewedHostClock) -> Duration {
+        estimate.leaderTime(atHost: followerTime) - trueLeaderTime(atFollower: followerTime, clock: clock)
+    }
+
+    @Test(arguments: [Int64(200), -200, 0])
+    func cleanNetworkConvergesWithinMicroseconds(skewPPM: Int64) throws {
+        var path = SimulatedPath(seed: 1)
+        var estimator = ClockEstimator()
+        var now = HostTime(nanoseconds: 1_000_000_000)
+        var sent = 0
+        let offset: Duration = .seconds(3) + .milliseconds(417)
+        // The burst alone: 8 samples in 175 ms.
+        var lastUpdate = HostTime(nanoseconds: 0)
+        var clock = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: .milliseconds(190),
+                             estimator: &estimator, trueTime: &now, requestsSent: &sent) { _, at in lastUpdate = at }
+        var estimate = try #require(estimator.estimate)
+        #expect(estimator.sampleCount == ClockEstimator.burstCount)
+        #expect(abs(Self.error(estimate, at: lastUpdate, clock: clock).microsecondsValue) < 20)
+        // Still within 20 µs a full steady poll interval after the burst: the rate is fitted.
+        #expect(abs(Self.error(estimate, at: lastUpdate + .seconds(1), clock: clock).microsecondsValue) < 20)
+        #expect(estimate.converged)
+        // A minute later the rate is known to a fraction of a ppm.
+        clock = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: .seconds(60),
+                         estimator: &estimator, trueTime: &now, requestsSent: &sent)
+        estimate = try #require(estimator.estimate)
+        #expect(abs(estimate.ratePPM - trueRatePPM(skewPPM: skewPPM)) < 1)
+        #expect(abs(Self.error(estimate, at: clock.map(now), clock: clock).microsecondsValue) < 20)
+        #expect(estimator.stepCount == 0)
+    }
+
+    /// Spikes of +20 ms on one direction in 10% of exchanges, on a path with ±100 µs of
+    /// jitter each way: the round-trip filter removes the spikes and the fit stays within
+    /// 100 µs of the truth at every update.
+    @Test(arguments: [Int64(200), -200])
+    func asymmetricSpikesAreFilteredOut(skewPPM: Int64) throws {
+        let (worst, worstRate, _) = Self.steadyStateErrors(seed: 11, skewPPM: skewPPM, jitter: .microseconds(100))
+        #expect(worst < 100)
+        #expect(worstRate < 5)
+    }
+
+    /// ±2 ms of uniform, independent jitter each way (and the spikes): a 64-sample window
+    /// cannot average this below ~100 µs RMS at the window's end (see the report in
+    /// protocol.md); the bound here pins the current quality so regressions show.
+    @Test(arguments: [Int64(200), -200])
+    func wideJitterStaysBounded(skewPPM: Int64) throws {
+        let (worst, worstRate, rms) = Self.steadyStateErrors(seed: 7, skewPPM: skewPPM, jitter: .milliseconds(2))
+        #expect(rms < 400)
+        #expect(worst < 1_200)
+        #expect(worstRate < 40)
+    }
+
+    /// Settles for two minutes, then returns the worst and RMS offset error (µs) and the
+    /// worst rate error (ppm) over every update of the next five minutes.
+    static func steadyStateErrors(seed: UInt64, skewPPM: Int64, jitter: Duration) -> (Double, Double, Double) {
+        var path = SimulatedPath(seed: seed)
+        path.baseDelay = .milliseconds(3)
+        path.jitter = jitter
+        path.spikeProbability = 0.1
+        var estimator = ClockEstimator()
+        var now = HostTime(nanoseconds: 1_000_000_000)
+        var sent = 0
+        var worst = 0.0, worstRate = 0.0, squares = 0.0, count = 0.0
+        let offset: Duration = .seconds(-5) + .microseconds(1234)
+        let clock = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: .seconds(120),
+                             estimator: &estimator, trueTime: &now, requestsSent: &sent)
+        _ = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: .seconds(300),
+                     estimator: &estimator, trueTime: &now, requestsSent: &sent) { estimate, followerTime in
+            let error = Self.error(estimate, at: followerTime, clock: clock).microsecondsValue
+            worst = max(worst, abs(error))
+            squares += error * error
+            count += 1
+            worstRate = max(worstRate, abs(estimate.ratePPM - trueRatePPM(skewPPM: skewPPM)))
+        }
+        return (worst, worstRate, (squares / max(count, 1)).squareRoot())
+    }
+
+    @Test func pollScheduleGoesBurstThenConvergingThenSteady() {
+        var path = SimulatedPath(seed: 3)
+        var estimator = ClockEstimator()
+        let follower = SkewedHostClock(wrapping: SimulatedHostClock(), offset: .seconds(1), skewPPM: 50)
+        var intervals: [Duration] = []
+        var now = HostTime(nanoseconds: 0)
+        #expect(estimator.nextPollInterval(requestsSent: 0) == ClockEstimator.burstInterval)
+        for sent in 1...12 {
+            if sent <= 2 { // before enough samples nothing is converged: 250 ms after the burst
+                #expect(estimator.nextPollInterval(requestsSent: ClockEstimator.burstCount) == ClockEstimator.convergingInterval)
+            }
+            estimator.add(path.exchange(at: now, follower: follower))
+            let interval = estimator.nextPollInterval(requestsSent: sent)
+            intervals.append(interval)
+            now += interval
+        }
+        #expect(Array(intervals.prefix(7)) == Array(repeating: ClockEstimator.burstInterval, count: 7))
+        #expect(intervals[7] == ClockEstimator.steadyInterval)
+        #expect(estimator.isConverged)
+        #expect(ClockEstimator.burstInterval < ClockEstimator.convergingInterval)
+        #expect(ClockEstimator.convergingInterval < ClockEstimator.steadyInterval)
+    }
+
+    @Test func noisyPathPollsAtTheConvergingRateUntilTheFitSettles() {
+        var estimator = ClockEstimator()
+        // Offsets alternating by ±3 ms with equal round trips: a residual far above the limit.
+        for index in 0..<10 {
+            let t1 = HostTime(nanoseconds: Int64(index) * 250_000_000)
+            let skew: Int64 = index.isMultiple(of: 2) ? 3_000_000 : -3_000_000
+            estimator.add(ClockSample(t1: t1, t2: LeaderTime(nanoseconds: t1.nanoseconds + 100_000 + skew),
+                                      t3: LeaderTime(nanoseconds: t1.nanoseconds + 110_000 + skew), t4: t1 + .microseconds(210)))
+        }
+        #expect(!estimator.isConverged)
+        #expect(estimator.nextPollInterval(requestsSent: 10) == ClockEstimator.convergingInterval)
+    }
+
+    @Test func smallShiftsSlewAndLargeOnesStep() throws {
+        var estimator = ClockEstimator()
+        var leaderShift: Int64 = 0
+        func sample(_ index: Int) -> ClockSample {
+            let t1 = HostTime(nanoseconds: 10_000_000_000 + Int64(index) * 1_000_000_000)
+            let t2 = LeaderTime(nanoseconds: t1.nanoseconds + 7_000_000 + 100_000 + leaderShift)
+            return ClockSample(t1: t1, t2: t2, t3: t2 + .microseconds(10), t4: t1 + .microseconds(210))
+        }
+        for index in 0..<20 { estimator.add(sample(index)) }
+        let settled = try #require(estimator.estimate)
+        #expect(settled.converged)
+        #expect(abs(settled.offset(atHost: sample(19).t4).microsecondsValue - 7_000) < 1)
+
+        // A 4 ms move of the leader's clock (below the step threshold): each update moves the prediction by at most the slew limit.
+        leaderShift = 4_000_000
+        var previous = settled
+        for index in 20..<100 {
+            let at = sample(index).t4
+            let nextAdded = estimator.add(sample(index))
+            let next = try #require(nextAdded)
+            let change = (next.leaderTime(atHost: at) - previous.leaderTime(atHost: at)).magnitudeForTest
+            #expect(change <= ClockEstimator.slewLimit + .nanoseconds(1))
+            previous = next
+        }
+        #expect(estimator.slewLimitedCount > 0)
+        #expect(estimator.stepCount == 0)
+        #expect(abs(previous.offset(atHost: sample(99).t4).microsecondsValue - 11_000) < 5)
+
+        // A 50 ms jump: stepped at once and counted.
+        leaderShift = 51_000_000
+        let steppedAdded = estimator.add(sample(100))
+        let stepped = try #require(steppedAdded)
+        #expect(estimator.stepCount == 1)
+        #expect(abs(stepped.offset(atHost: sample(100).t4).microsecondsValue - 58_000) < 5)
+    }
+
+    @Test func impossibleSamplesAreRejected() {
+        var estimator = ClockEstimator()
+        let t1 = HostTime(nanoseconds: 1_000)
+        // Reply "arrives" before it was sent.
+        do { let added = estimator.add(ClockSample(t1: t1, t2: LeaderTime(nanoseconds: 5), t3: LeaderTime(nanoseconds: 6), t4: HostTime(nanoseconds: 500))); #expect(added == nil) }
+        // Leader claims to have held it longer than the round trip.
+        do { let added = estimator.add(ClockSample(t1: t1, t2: LeaderTime(nanoseconds: 0), t3: LeaderTime(nanoseconds: 1_000_000), t4: t1 + .microseconds(10))); #expect(added == nil) }
+        // Extreme timestamps do not trap.
+        do { let added = estimator.add(ClockSample(t1: HostTime(nanoseconds: .min), t2: LeaderTime(nanoseconds: .max), t3: LeaderTime(nanoseconds: .max), t4: HostTime(nanoseconds: .max))); #expect(added == nil) }
+        #expect(estimator.rejectedSampleCount == 3)
+        #expect(estimator.estimate == nil)
+    }
+}
+
+extension Duration {
+    var magnitudeForTest: Duration { self < .zero ? .zero - self : self }
+}

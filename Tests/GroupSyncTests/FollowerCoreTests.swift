@@ -1,0 +1,156 @@
+import Testing
+import GroupSync
+import MediaClock
+
+@Suite("FollowerCore")
+struct FollowerCoreTests {
+    static func playing(at leaderTime: LeaderTime, item: UInt32 = 0) -> GroupState {
+        GroupState(itemIndex: item, itemURL: "items/\(item)", itemDuration: CMTime(value: 180, timescale: 1),
+                   rate: 1, anchorItemTime: CMTime(value: 10, timescale: 1), anchorLeaderTime: leaderTime)
+    }
+
+    static func session() throws -> SimulatedSession {
+        let leader = try LeaderCore(group: "house", baseURL: "http://10.0.0.1:8080/", senderID: 111)
+        let follower = try FollowerCore(group: "house", leader: SimulatedSession.leaderEndpoint, followerName: "kitchen", senderID: 222)
+        return SimulatedSession(leader: leader, follower: follower)
+    }
+
+    @Test func wholeSessionJoinsSyncsAndApplies() throws {
+        var session = try Self.session()
+        session.leaderStateChanged(Self.playing(at: LeaderTime(session.now + .seconds(1))))
+        session.startFollower()
+        let first = session.takeFollowerActions()
+        let sent = first.compactMap { if case let .send(datagram) = $0 { datagram.message.type } else { nil } }
+        #expect(sent == [.hello, .clockRequest])
+        #expect(session.follower.phase == .joining)
+
+        session.run(for: .milliseconds(300))
+        let actions = session.takeFollowerActions()
+        #expect(actions.contains(.joined(.init(leaderID: 111, statePeriodMilliseconds: 250, baseURL: "http://10.0.0.1:8080/"))))
+        #expect(session.follower.phase == .following)
+        #expect(session.follower.leaderID == 111)
+        let applied = actions.compactMap(\.applied)
+        // The first apply comes with the first sample (rate unknown); a re-apply follows as
+        // soon as the fitted rate moves the anchor's host time materially.
+        let (state, estimate) = try #require(applied.last)
+        #expect(applied.count >= 2)
+        #expect(applied.allSatisfy { $0.0.sequence == 2 })
+        #expect(state.itemURL == "items/0")
+        // The applied estimate places the anchor within 20 µs of the truth.
+        let anchorOnFollower = estimate.hostTime(atLeader: state.anchorLeaderTime)
+        let error = session.trueLeaderTime(atFollower: anchorOnFollower) - state.anchorLeaderTime
+        #expect(abs(error.microsecondsValue) < 20)
+        #expect(session.follower.estimator.sampleCount >= ClockEstimator.burstCount)
+        #expect(actions.contains { if case .updateClock = $0 { true } else { false } })
+
+        // A change on the leader reaches the follower within one delivery, with a new sequence.
+        session.leaderStateChanged(Self.playing(at: LeaderTime(session.now), item: 1))
+        session.run(for: .milliseconds(5))
+        let change = session.takeFollowerActions().compactMap(\.applied)
+        #expect(change.map(\.0.sequence) == [3])
+        #expect(change.first?.0.itemIndex == 1)
+
+        // Periodic repeats of the same state do not re-apply.
+        session.run(for: .seconds(5))
+        let later = session.takeFollowerActions()
+        #expect(later.compactMap(\.applied).allSatisfy { $0.0.sequence == 3 })
+        #expect(session.follower.estimator.isConverged)
+        #expect(session.follower.dropCounters.total == 0)
+        #expect(session.leader.dropCounters.total == 0)
+    }
+
+    @Test func staleStatesAreIgnored() throws {
+        var session = try Self.session()
+        session.leaderStateChanged(Self.playing(at: LeaderTime(session.now)))
+        session.startFollower()
+        session.run(for: .milliseconds(300))
+        session.leaderStateChanged(Self.playing(at: LeaderTime(session.now), item: 5))
+        session.run(for: .milliseconds(300))
+        _ = session.takeFollowerActions()
+        #expect(session.follower.state?.sequence == 3)
+        // An older state (sequence 2) arriving late, in a fresh datagram.
+        var old = Self.playing(at: LeaderTime(session.now), item: 4)
+        old.sequence = 2
+        let bytes = try WireCodec().encode(GroupMessage(senderID: 111, sequence: 1_000_000, group: "house", payload: .state(old)))
+        session.deliverToFollower(bytes)
+        #expect(session.takeFollowerActions().compactMap(\.applied).isEmpty)
+        #expect(session.follower.staleStateCount == 1)
+        #expect(session.follower.state?.itemIndex == 5)
+    }
+
+    @Test func holdoverThenFadeThenRejoin() throws {
+        var session = try Self.session()
+        session.leaderStateChanged(Self.playing(at: LeaderTime(session.now)))
+        session.startFollower()
+        session.run(for: .seconds(2))
+        _ = session.takeFollowerActions()
+
+        session.leaderReachable = false
+        session.run(for: FollowerCore.defaultHoldoverTimeout - .milliseconds(50))
+        #expect(!session.takeFollowerActions().contains(.holdover))
+        session.run(for: .milliseconds(100))
+        #expect(session.takeFollowerActions().contains(.holdover))
+        #expect(session.follower.phase == .holdover)
+        session.run(for: FollowerCore.defaultHoldoverLimit - FollowerCore.defaultHoldoverTimeout - .milliseconds(100))
+        #expect(!session.takeFollowerActions().contains(.fadeOutAndWait))
+        session.run(for: .milliseconds(100))
+        #expect(session.takeFollowerActions().contains(.fadeOutAndWait))
+        #expect(session.follower.phase == .waiting)
+        // Keepalive Hellos continue while waiting.
+        session.run(for: .seconds(3))
+        let waiting = session.takeFollowerActions()
+        #expect(waiting.filter { if case let .send(d) = $0 { d.message.type == .hello } else { false } }.count >= 2)
+        #expect(waiting.compactMap(\.applied).isEmpty)
+
+        session.leaderReachable = true
+        session.run(for: .seconds(2))
+        let back = session.takeFollowerActions()
+        #expect(back.contains(.rejoin(newLeader: false)))
+        #expect(back.compactMap(\.applied).count >= 1)
+        #expect(session.follower.phase == .following)
+        #expect(session.follower.leaderID == 111)
+    }
+
+    @Test func aNewLeaderResetsTheEstimatorAndReapplies() throws {
+        var session = try Self.session()
+        session.leaderStateChanged(Self.playing(at: LeaderTime(session.now)))
+        session.startFollower()
+        session.run(for: .seconds(5))
+        #expect(session.follower.estimator.sampleCount > ClockEstimator.burstCount)
+        _ = session.takeFollowerActions()
+
+        // The leader restarts: a new sender ID and its own state sequence from 1.
+        session.leader = try LeaderCore(group: "house", baseURL: "http://10.0.0.1:8080/", senderID: 333)
+        session.leaderStateChanged(Self.playing(at: LeaderTime(session.now), item: 9))
+        session.run(for: .milliseconds(1_100))
+        let actions = session.takeFollowerActions()
+        #expect(actions.contains(.rejoin(newLeader: true)))
+        #expect(session.follower.leaderID == 333)
+        #expect(session.follower.estimator.sampleCount <= ClockEstimator.burstCount + 4)
+        let applied = actions.compactMap(\.applied)
+        #expect(applied.last?.0.itemIndex == 9)
+        #expect(applied.last?.0.sequence == 2)
+    }
+
+    @Test func goodbyeFromTheLeaderFadesOutAtOnce() throws {
+        var session = try Self.session()
+        session.leaderStateChanged(Self.playing(at: LeaderTime(session.now)))
+        session.startFollower()
+        session.run(for: .seconds(1))
+        _ = session.takeFollowerActions()
+        session.route(session.leader.handle(.stop, at: session.now))
+        session.run(for: .milliseconds(10))
+        #expect(session.takeFollowerActions().contains(.fadeOutAndWait))
+        #expect(session.follower.phase == .waiting)
+    }
+
+    @Test func stopSaysGoodbyeAndIgnoresLaterInput() throws {
+        var follower = try FollowerCore(group: "g", leader: SimulatedSession.leaderEndpoint, followerName: "f", senderID: 1)
+        _ = follower.handle(.start, at: HostTime(nanoseconds: 0))
+        let stop = follower.handle(.stop, at: HostTime(nanoseconds: 1))
+        #expect(stop.count == 1)
+        if case let .send(datagram) = stop.first { #expect(datagram.message.type == .goodbye) } else { Issue.record("no goodbye") }
+        #expect(follower.handle(.tick, at: HostTime(nanoseconds: 10_000_000_000)).isEmpty)
+        #expect(throws: EncodeError.self) { try FollowerCore(group: "", leader: SimulatedSession.leaderEndpoint, followerName: "f") }
+    }
+}

@@ -1,0 +1,35 @@
+import Crypto
+import Foundation
+import Testing
+import GroupSync
+
+@Suite("KeyFile")
+struct KeyFileTests {
+    @Test func hexWithWhitespaceAndRawBytesAreAccepted() throws {
+        let hex = Array("  00112233445566778899AABBCCDDEEff\n".utf8)
+        let key = try KeyFile.parse(hex)
+        #expect(key.withUnsafeBytes { Array($0) } == [0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF])
+        let raw: [UInt8] = (0..<20).map { UInt8($0 * 13) }
+        #expect(try KeyFile.parse(raw).withUnsafeBytes { Array($0) } == raw)
+    }
+
+    @Test func shortKeysAreRejectedClearly() {
+        #expect(throws: KeyFileError.tooShort(path: "k", byteCount: 15)) { try KeyFile.parse(Array("00112233445566778899aabbccddee".utf8), path: "k") }
+        #expect(throws: KeyFileError.tooShort(path: "k", byteCount: 5)) { try KeyFile.parse(Array("short".utf8), path: "k") }
+        #expect(throws: KeyFileError.tooShort(path: "k", byteCount: 0)) { try KeyFile.parse([], path: "k") }
+        #expect(KeyFileError.tooShort(path: "k", byteCount: 5).description.contains("at least 16"))
+    }
+
+    @Test func loadsFromDiskAndReportsMissingFiles() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-key-\(UInt64.random(in: 0...UInt64.max))").path
+        try Data("000102030405060708090a0b0c0d0e0f".utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try KeyFile.load(path: path).bitCount == 128)
+        #expect {
+            try KeyFile.load(path: path + ".missing")
+        } throws: { error in
+            guard case .unreadable = error as? KeyFileError else { return false }
+            return true
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import GroupSync
+import MediaClock
+
+/// Deterministic pseudo-random generator (SplitMix64) so simulations are reproducible.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// A simulated network path for clock exchanges: the leader's clock is the true clock,
+/// the follower's is a `SkewedHostClock` of it; each direction gets a base delay, uniform
+/// jitter and occasional one-way spikes.
+struct SimulatedPath {
+    var baseDelay: Duration = .microseconds(150)
+    var jitter: Duration = .zero
+    var spikeProbability = 0.0
+    var spike: Duration = .milliseconds(20)
+    var leaderProcessing: Duration = .microseconds(20)
+    var rng: SplitMix64
+
+    init(seed: UInt64) {
+        rng = SplitMix64(seed: seed)
+    }
+
+    mutating func oneWay() -> Duration {
+        var delay = baseDelay
+        if jitter > .zero {
+            delay += jitter * Double.random(in: -1...1, using: &rng)
+        }
+        if Double.random(in: 0..<1, using: &rng) < spikeProbability { delay += spike }
+        return max(delay, .microseconds(1))
+    }
+
+    /// One exchange starting at true time `start`, with the follower clock `follower`.
+    mutating func exchange(at start: HostTime, follower: SkewedHostClock) -> ClockSample {
+        let forward = oneWay()
+        let backward = oneWay()
+        let t2 = start + forward
+        let t3 = t2 + leaderProcessing
+        let arrival = t3 + backward
+        return ClockSample(
+            t1: follower.map(start), t2: LeaderTime(t2), t3: LeaderTime(t3), t4: follower.map(arrival)
+        )
+    }
+}
+
+/// The exact leader time at follower reading `followerTime`, inverting the skewed map.
+func trueLeaderTime(atFollower followerTime: HostTime, clock: SkewedHostClock) -> LeaderTime {
+    // follower = base + offset + (t - base) * (1e6 + skew) / 1e6  =>  t = base + (follower - base - offset) * 1e6 / (1e6 + skew)
+    let sinceBase = Int128(followerTime.nanoseconds) - Int128(clock.base.nanoseconds)
+        - Int128(clock.offset.components.seconds) * 1_000_000_000 - Int128(clock.offset.components.attoseconds / 1_000_000_000)
+    let scaled = sinceBase * 1_000_000 / (1_000_000 + Int128(clock.skewPPM))
+    return LeaderTime(nanoseconds: Int64(Int128(clock.base.nanoseconds) + scaled))
+}
+
+/// The true rate of the leader relative to a follower clock skewed by `skewPPM`, in ppm.
+func trueRatePPM(skewPPM: Int64) -> Double {
+    (1_000_000 / (1_000_000 + Double(skewPPM)) - 1) * 1_000_000
+}
+
+extension Duration {
+    var microsecondsValue: Double {
+        Double(components.seconds) * 1e6 + Double(components.attoseconds) / 1e12
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+@testable import MediaServer
+@testable import MediaPipeline
+
+@Suite struct MediaHTTPServerTests {
+    /// Sends `request` to the server on loopback and returns the whole response.
+    func exchange(_ port: UInt16, _ request: String) throws -> (head: String, body: Data) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr)
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(connected == 0)
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let bytes = Array(request.utf8)
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            data.append(contentsOf: chunk[0..<n])
+        }
+        guard let split = data.range(of: Data("\r\n\r\n".utf8)) else { return (String(decoding: data, as: UTF8.self), Data()) }
+        return (String(decoding: data[..<split.lowerBound], as: UTF8.self), data[split.upperBound...])
+    }
+
+    func served() throws -> (MediaHTTPServer, String, Data) {
+        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
+        let file = try TestMedia.tone(.mp3, seconds: 2)
+        let path = server.publish(file, id: "0")
+        return (server, path, try Data(contentsOf: file))
+    }
+
+    @Test func servesWholeFilesAndRanges() throws {
+        let (server, path, contents) = try served()
+        defer { server.stop() }
+        let whole = try exchange(server.port, "GET \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(whole.head.hasPrefix("HTTP/1.1 200"))
+        #expect(whole.body == contents)
+        let range = try exchange(server.port, "GET \(path) HTTP/1.1\r\nRange: bytes=100-199\r\nConnection: close\r\n\r\n")
+        #expect(range.head.hasPrefix("HTTP/1.1 206"))
+        #expect(range.head.contains("Content-Range: bytes 100-199/\(contents.count)"))
+        #expect(range.body == contents[100..<200])
+        let tail = try exchange(server.port, "GET \(path) HTTP/1.1\r\nRange: bytes=-10\r\nConnection: close\r\n\r\n")
+        #expect(tail.body == contents.suffix(10))
+        let head = try exchange(server.port, "HEAD \(path) HTTP/1.1\r\nConnection: close\r\n\r\n")
+        #expect(head.head.contains("Content-Length: \(contents.count)"))
+        #expect(head.body.isEmpty)
+    }
+
+    @Test func refusesWhatItDoesNotServe() throws {
+        let (server, path, contents) = try served()
+        defer { server.stop() }
+        #expect(try exchange(server.port, "GET /etc/passwd HTTP/1.1\r\nConnection: close\r\n\r\n").head.hasPrefix("HTTP/1.1 404"))
+        #expect(try exchange(server.port, "GET /items/0/../../etc/passwd HTTP/1.1\r\nConnection: close\r\n\r\n").head.hasPrefix("HTTP/1.1 404"))
+        #expect(try exchange(server.port, "DELETE \(path) HTTP/1.1\r\nConnection: close\r\n\r\n").head.hasPrefix("HTTP/1.1 405"))
+        #expect(try exchange(server.port, "GET \(path) HTTP/1.1\r\nRange: bytes=\(contents.count)-\r\nConnection: close\r\n\r\n").head.hasPrefix("HTTP/1.1 416"))
+        #expect(try exchange(server.port, "NONSENSE\r\n\r\n").head.hasPrefix("HTTP/1.1 400"))
+    }
+
+    @Test func ffmpegPlaysWhatItServes() throws {
+        let (server, path, _) = try served()
+        defer { server.stop() }
+        let url = "http://127.0.0.1:\(server.port)\(path)"
+        let info = try MediaSource(url: url).info
+        #expect(abs(info.duration.seconds - 2) < 0.1)
+        #expect(info.isSeekable)
+        #expect(info.preferredAudioTrack?.codec == "mp3")
+    }
+
+    @Test func rangeParsing() {
+        #expect(MediaHTTPServer.parseRange("bytes=0-0", size: 10)! == (0, 0))
+        #expect(MediaHTTPServer.parseRange("bytes=5-", size: 10)! == (5, 9))
+        #expect(MediaHTTPServer.parseRange("bytes=5-100", size: 10)! == (5, 9))
+        #expect(MediaHTTPServer.parseRange("bytes=-3", size: 10)! == (7, 9))
+        #expect(MediaHTTPServer.parseRange("bytes=10-", size: 10) == nil)
+        #expect(MediaHTTPServer.parseRange("bytes=3-2", size: 10) == nil)
+        #expect(MediaHTTPServer.parseRange("bytes=0-1,4-5", size: 10) == nil)
+        #expect(MediaHTTPServer.parseRange("items=0-1", size: 10) == nil)
+    }
+}
