@@ -55,7 +55,7 @@ let package = Package(
         .executableTarget(
             name: "chorus-bench",
             dependencies: [
-                "AVPlayback", "MediaPipeline", "MediaClock", "CALSA",
+                "AVPlayback", "MediaPipeline", "MediaClock", "CALSA", "GroupSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

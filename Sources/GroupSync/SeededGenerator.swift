@@ -1,12 +1,15 @@
-/// SplitMix64: a small, fast, seedable generator so impairment runs are reproducible.
-struct SeededGenerator: RandomNumberGenerator, Sendable {
+/// SplitMix64: a small, fast, seedable generator so impairment runs and simulations are
+/// reproducible: a failing seed fails the same way every run.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    init(seed: UInt64) {
+    /// A generator whose sequence is fixed by `seed`.
+    public init(seed: UInt64) {
         state = seed
     }
 
-    mutating func next() -> UInt64 {
+    /// The next 64 random bits.
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -15,12 +18,12 @@ struct SeededGenerator: RandomNumberGenerator, Sendable {
     }
 
     /// A uniform double in [0, 1).
-    mutating func unit() -> Double {
+    public mutating func unit() -> Double {
         Double(next() >> 11) * 0x1p-53
     }
 
     /// A standard normal deviate (Box-Muller).
-    mutating func normal() -> Double {
+    public mutating func normal() -> Double {
         let u1 = max(unit(), 0x1p-53)
         let u2 = unit()
         return (-2 * _log(u1)).squareRoot() * _cos(2 * Double.pi * u2)

@@ -73,6 +73,8 @@ public final class AudioRenderer: @unchecked Sendable {
     private var filteredError = 0.0
     private var integralPPM = 0.0
     private var lastControlHost: HostTime?
+    /// Smooths the device's timing reports (real-time outputs only).
+    private var timing: DeviceTimingFilter
     /// A marker block met by the resampler's look-ahead: the stream ends at its frame.
     private var pendingEnd: (kind: AudioBlockKind, frame: Int64)?
     private var pullMisses = 0
@@ -88,6 +90,7 @@ public final class AudioRenderer: @unchecked Sendable {
         buffer = .allocate(capacity: bufferFrames * ring.format.channels)
         buffer.initialize(repeating: 0, count: bufferFrames * ring.format.channels)
         resampler = FractionalResampler(channels: ring.format.channels)
+        timing = DeviceTimingFilter(sampleRate: ring.format.sampleRate)
     }
 
     deinit { buffer.deallocate() }
@@ -143,8 +146,10 @@ public final class AudioRenderer: @unchecked Sendable {
             guard writable >= output.periodFrames else { continue }
             let frames = min(bufferFrames, output.periodFrames)
             let deviceHost = output.nextFramePresentationTime()
-            let host = hostMapping(deviceHost)
-            noticeTimelineBreak(at: host)
+            let reported = hostMapping(deviceHost)
+            noticeTimelineBreak(at: reported)
+            // A file's clock is exact already; a device's reports jitter.
+            let host = output.isRealtime ? timing.filter(reported, frames: frames) : reported
             let filled = render(into: buffer, frames: frames, channels: channels, host: host)
             if let capture, status.phase == .playing || status.phase == .ended || status.phase == .failed {
                 // The content position of this period's first frame: the anchor projected
@@ -202,6 +207,7 @@ public final class AudioRenderer: @unchecked Sendable {
         if latest.flush {
             output.flush()
             expectedHost = nil
+            timing.reset()
         }
         guard modeChanged else { return }
         status.serial = latest.mode.serial

@@ -6,7 +6,7 @@ import ArgumentParser
 struct ChorusBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chorus-bench",
-        abstract: "Benchmarks Chorus against ffmpeg and ffplay, and measures scheduled-start accuracy.",
-        subcommands: [DecodeBenchmark.self, PlaybackBenchmark.self, StartBenchmark.self]
+        abstract: "Benchmarks Chorus against ffmpeg, ffplay and Snapcast, and measures scheduled-start accuracy and group sync.",
+        subcommands: [DecodeBenchmark.self, PlaybackBenchmark.self, StartBenchmark.self, SyncBenchmark.self]
     )
 }

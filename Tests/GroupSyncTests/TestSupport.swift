@@ -1,22 +1,8 @@
 import GroupSync
 import MediaClock
 
-/// Deterministic pseudo-random generator (SplitMix64) so simulations are reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The relay's seeded generator serves the simulations too, so they are reproducible.
+typealias SplitMix64 = SeededGenerator
 
 /// A simulated network path for clock exchanges: the leader's clock is the true clock,
 /// the follower's is a `SkewedHostClock` of it; each direction gets a base delay, uniform

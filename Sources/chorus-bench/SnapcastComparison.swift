@@ -1,0 +1,357 @@
+import Foundation
+import MediaClock
+import MediaPipeline
+import Synchronization
+
+/// Snapcast and Chorus side by side, measured the same way from outside: each client (or
+/// follower) plays through ALSA's `pulse` device into a PulseAudio null sink of its own, and
+/// each sink's monitor is recorded through ALSA with `ALSACapture`, which stamps every
+/// click's first loud sample with the host time it came out of the sink. The offset between
+/// two clients is the difference of their host times for the same click.
+///
+/// All clients share this machine's clock, so Snapcast's own clock sync has nothing to do
+/// here; what is measured is how exactly each client places audio on a shared clock through
+/// ALSA and PulseAudio, plus the noise of the capture path itself. Chorus's followers are
+/// measured through that same path, and their render captures of the same run are printed
+/// next to it, which shows how much of the figure is the capture path's noise.
+struct SnapcastComparison {
+    static let sinkPrefix = "chorus_bench_sync"
+    static let format = AudioFormat(sampleRate: SyncMedia.sampleRate, channels: SyncMedia.channels)
+    /// Capture period: small, because each sink renders ahead (and its monitor hears early)
+    /// by the smallest latency a stream asks for; 2 ms keeps four capture threads affordable.
+    static let capturePeriod: Duration = .milliseconds(2)
+    /// Clicks heard before this long after the last client started are not counted.
+    static let warmUp: Duration = .seconds(5)
+    /// Two clients' onsets are the same click when closer than this (clicks are 250 ms apart).
+    static let pairingWindow = 0.1
+
+    let chorus: String
+    let media: String
+    let raw: String
+    let workDir: String
+    let seconds: Int
+    let clients: Int
+    let port: UInt16
+    let leaderNode: SyncBenchmark.SimulatedNode
+    let followerNodes: [SyncBenchmark.SimulatedNode]
+    let summary: SummaryFile
+    /// The sinks' configured latencies (seconds), read at the end of the phase being measured.
+    var latencyCorrections: [Double?] = []
+
+    private var sinks: [String] { (1...clients).map { "\(Self.sinkPrefix)\($0)" } }
+
+    mutating func run() {
+        var table = Table(
+            title: "sync/snapcast: offsets between clients through ALSA into \(clients) PulseAudio null sinks, \(seconds) s each",
+            command: "chorus-bench sync --scenario snapcast --capture-seconds \(seconds) --clients \(clients)",
+            header: ["system", "measured by", "pair", "samples", "median µs", "p99 µs", "max µs", "signed median µs"])
+        var notes: [String] = []
+        do {
+            try measure(&table, &notes)
+        } catch {
+            notes.append("stopped: \(error)")
+        }
+        table.notes = notes
+        table.print()
+    }
+
+    // MARK: - The measurement
+
+    private mutating func measure(_ table: inout Table, _ notes: inout [String]) throws {
+        try? FileManager.default.removeItem(atPath: workDir)
+        try FileManager.default.createDirectory(atPath: workDir, withIntermediateDirectories: true)
+        guard Self.pactl(["info"]) != nil else {
+            notMeasured(&table, "no PulseAudio server (run through `make bench`, or start one with scripts/pulse.sh)")
+            return
+        }
+        var modules: [String] = []
+        defer { for module in modules { _ = Self.pactl(["unload-module", module]) } }
+        for sink in sinks {
+            guard let module = Self.pactl(["load-module", "module-null-sink", "sink_name=\(sink)", "rate=48000", "channels=2",
+                                           "sink_properties=device.description=\(sink)"])?
+                .trimmingCharacters(in: .whitespacesAndNewlines), !module.isEmpty else {
+                notMeasured(&table, "cannot load a null sink with pactl")
+                return
+            }
+            modules.append(module)
+        }
+        var collectors: [OnsetCollector] = []
+        defer { collectors.forEach { $0.stop() } }
+        for sink in sinks {
+            // ALSA's pulse plugin connects to PULSE_SOURCE when it opens.
+            setenv("PULSE_SOURCE", "\(sink).monitor", 1)
+            let capture = try ALSACapture(device: "pulse", format: Self.format, period: Self.capturePeriod)
+            let collector = OnsetCollector(capture: capture)
+            collector.start()
+            collectors.append(collector)
+        }
+        unsetenv("PULSE_SOURCE")
+
+        // Snapcast.
+        if let missing = ["snapserver", "snapclient"].first(where: { Self.which($0) == nil }) {
+            notMeasured(&table, "\(missing) is not installed (apt-get install snapserver snapclient)")
+        } else {
+            let window = try runSnapcast(&notes)
+            addCaptureRows(&table, system: "snapcast", collectors: collectors, window: window, notes: &notes)
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+
+        // Chorus through the same path.
+        let (window, analysis, from) = try runChorus(&notes)
+        addCaptureRows(&table, system: "chorus", collectors: collectors, window: window, notes: &notes)
+        if let analysis {
+            var pooled: [Double] = []
+            for f in 0..<clients {
+                for g in 0..<clients where g > f {
+                    let values = analysis.offsets(of: f, minus: g, from: from)
+                    pooled += values
+                    addRow(&table, "chorus", "render captures (same run)", "\(followerNodes[f].name) − \(followerNodes[g].name)", values)
+                }
+            }
+            addRow(&table, "chorus", "render captures (same run)", "all pairs", pooled)
+        }
+        let overruns = collectors.map(\.capture.overruns).reduce(0, +)
+        notes.append("capture: ALSA `pulse` with PULSE_SOURCE=<sink>.monitor per sink, \(Self.format), period \(Int(Self.capturePeriod.milliseconds)) ms, \(overruns) overrun(s); each click placed by ALSACapture (first sample above -40 dBFS after 100 ms of silence; host time = median of the status-timestamp estimates within 250 ms) plus that sink's configured latency (its monitor hears audio that much early); clicks from \(Int(Self.warmUp.seconds)) s after the last client started")
+        notes.append("one machine: every client shares CLOCK_MONOTONIC, so Snapcast's clock sync (and Chorus's) is trivial here; these figures are each system's placement of audio through ALSA and PulseAudio on a shared clock, plus the capture path's own noise")
+        notes.append("like for like: both systems play the same click train through ALSA's pulse device into identical null sinks recorded the same way; the Chorus render-capture rows are the same Chorus run seen from inside (device timestamps + delay), for calibrating the capture path. The Chorus-only scenarios above use render captures on null devices: a different method")
+    }
+
+    private func notMeasured(_ table: inout Table, _ reason: String) {
+        table.add(["snapcast", "not measured", reason, "-", "-", "-", "-", "-"])
+    }
+
+    /// Runs snapserver and the clients; returns the window of host times to measure.
+    private mutating func runSnapcast(_ notes: inout [String]) throws -> ClosedRange<Int64> {
+        let dir = "\(workDir)/snapcast"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let streamPort = port + 2
+        let config = """
+            [server]
+            datadir = \(dir)
+            [http]
+            enabled = false
+            [tcp]
+            enabled = false
+            [stream]
+            bind_to_address = 127.0.0.1
+            port = \(streamPort)
+            source = file://\(raw)?name=bench&sampleformat=48000:16:2&codec=pcm
+            [logging]
+            sink = stderr
+            filter = *:notice
+
+            """
+        let configPath = "\(dir)/snapserver.conf"
+        guard FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8)) else {
+            throw BenchError("cannot write \(configPath)")
+        }
+        let server = NodeProcess(name: "snapserver", arguments: ["snapserver", "-c", configPath], logPath: "\(dir)/snapserver.log")
+        var processes = [server]
+        defer { processes.reversed().forEach { $0.stop() } }
+        try server.start()
+        Thread.sleep(forTimeInterval: 1)
+        guard server.isRunning else {
+            throw BenchError("snapserver exited: \(server.errorLines.suffix(3).map(\.text).joined(separator: " / "))")
+        }
+        var last = HostTime.now()
+        for (index, sink) in sinks.enumerated() {
+            let client = NodeProcess(name: "snapclient\(index + 1)",
+                                     arguments: ["snapclient", "-h", "127.0.0.1", "-p", "\(streamPort)", "--hostID", "chorus-bench-\(index + 1)",
+                                                 "-i", "\(index + 1)", "--player", "alsa", "-s", "pulse", "--logsink", "stderr"],
+                                     environment: ["PULSE_SINK": sink], logPath: "\(dir)/snapclient\(index + 1).log")
+            try client.start()
+            processes.append(client)
+            last = client.launchedAt
+        }
+        if let example = processes.last { notes.append("snapcast: \(server.commandLine) (config \(configPath): file source, pcm codec, 1000 ms buffer by default); clients like: \(example.commandLine)") }
+        let end = last + .seconds(seconds)
+        Thread.sleep(forTimeInterval: (end - HostTime.now()).seconds)
+        let latencies = sinks.map { Self.configuredLatency(of: $0) }
+        latencyCorrections = latencies
+        notes.append("snapcast: sink configured latencies \(latencies.map { $0.map { "\(Format.fixed($0 * 1e6, 0)) µs" } ?? "?" }.joined(separator: ", ")); \(processes.filter { !$0.isRunning }.map(\.name).joined(separator: ", ").ifEmpty("all processes ran to the end"))")
+        return (last + Self.warmUp).nanoseconds...end.nanoseconds
+    }
+
+    /// Runs a Chorus leader on a null device and followers through ALSA into the sinks.
+    private mutating func runChorus(_ notes: inout [String]) throws -> (ClosedRange<Int64>, SyncAnalysis?, Int64) {
+        let dir = "\(workDir)/chorus"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let address = "127.0.0.1:\(port)"
+        let leaderCapture = "\(dir)/leader.cap"
+        let leader = NodeProcess(name: "leader",
+                                 arguments: [chorus, "lead", media, "--listen", address, "--quiet", "--commands",
+                                             "--capture", leaderCapture] + leaderNode.arguments,
+                                 stdin: true, logPath: "\(dir)/leader.log")
+        var followers: [NodeProcess] = []
+        var stopped = false
+        func stopAll() {
+            guard !stopped else { return }
+            stopped = true
+            followers.forEach { $0.stop() }
+            leader.stop(quit: true)
+        }
+        defer { stopAll() }
+        try leader.start()
+        let deadline = HostTime.now() + .seconds(20)
+        while ((try? FileManager.default.attributesOfItem(atPath: leaderCapture))?[.size] as? NSNumber)?.intValue ?? 0 == 0 {
+            guard HostTime.now() < deadline, leader.isRunning else { throw BenchError("the Chorus leader did not start playing") }
+            usleep(20_000)
+        }
+        var last = HostTime.now()
+        for (index, sink) in sinks.enumerated() {
+            let node = followerNodes[index]
+            let follower = NodeProcess(name: node.name,
+                                       arguments: [chorus, "follow", address, "--name", node.name, "--stats", "--output", "alsa:pulse",
+                                                   "--clock-offset=\(node.clockOffset)", "--clock-skew=\(node.skewPPM)",
+                                                   "--capture", "\(dir)/\(node.name).cap"],
+                                       environment: ["PULSE_SINK": sink], logPath: "\(dir)/\(node.name).log")
+            try follower.start()
+            followers.append(follower)
+            last = follower.launchedAt
+        }
+        notes.append("chorus: \(leader.commandLine); followers like: \(followers.last?.commandLine ?? "-") (simulated clock offsets and skews as in the scenarios above; no device drift: the sinks run on the real clock)")
+        let end = last + .seconds(seconds)
+        Thread.sleep(forTimeInterval: (end - HostTime.now()).seconds)
+        latencyCorrections = sinks.map { Self.configuredLatency(of: $0) }
+        notes.append("chorus: sink configured latencies \(latencyCorrections.map { $0.map { "\(Format.fixed($0 * 1e6, 0)) µs" } ?? "?" }.joined(separator: ", "))")
+        let dead = followers.filter { !$0.isRunning }.map(\.name)
+        stopAll()
+        if !dead.isEmpty { notes.append("chorus: exited early: \(dead.joined(separator: ", "))") }
+        let window = (last + Self.warmUp).nanoseconds...end.nanoseconds
+        let leaderFile = try RenderCaptureFile(path: leaderCapture)
+        let files = try followers.map { try RenderCaptureFile(path: "\(dir)/\($0.name).cap") }
+        return (window, SyncAnalysis(leader: leaderFile, followers: files), window.lowerBound)
+    }
+
+
+    private func addCaptureRows(_ table: inout Table, system: String, collectors: [OnsetCollector], window: ClosedRange<Int64>,
+                                notes: inout [String]) {
+        let onsets = collectors.enumerated().map { index, collector in
+            let correction = index < latencyCorrections.count ? (latencyCorrections[index] ?? 0) : 0
+            return collector.onsets(in: window).map { Double($0) / 1e9 + correction }
+        }
+        let failures = collectors.compactMap(\.failure)
+        if !failures.isEmpty { notes.append("\(system): capture failed: \(failures.joined(separator: "; "))") }
+        notes.append("\(system): clicks captured per sink in the window: \(onsets.map { "\($0.count)" }.joined(separator: ", ")) (expected about \(Int((Double(window.upperBound - window.lowerBound) / 1e9) / SyncMedia.clickInterval.seconds)))")
+        var pooled: [Double] = []
+        for f in 0..<clients {
+            for g in 0..<clients where g > f {
+                let values = Self.pairOffsets(onsets[f], onsets[g])
+                pooled += values
+                addRow(&table, system, "sink monitor capture", "client \(f + 1) − client \(g + 1)", values)
+            }
+        }
+        addRow(&table, system, "sink monitor capture", "all pairs", pooled)
+        let p99 = Statistics(pooled.map { abs($0) * 1e6 }).percentile(99)
+        summary.record("sync", "\(system) through ALSA, capture: all pairs p99 |offset| µs", pooled.isEmpty ? "not measured" : Format.fixed(p99, 0))
+    }
+
+    /// For each onset of `a`, the nearest onset of `b` minus it, when within the pairing window.
+    static func pairOffsets(_ a: [Double], _ b: [Double]) -> [Double] {
+        guard !b.isEmpty else { return [] }
+        var result: [Double] = []
+        var j = 0
+        for time in a {
+            while j + 1 < b.count, abs(b[j + 1] - time) <= abs(b[j] - time) { j += 1 }
+            let difference = time - b[j]
+            if abs(difference) < pairingWindow { result.append(difference) }
+        }
+        return result
+    }
+
+    private func addRow(_ table: inout Table, _ system: String, _ method: String, _ pair: String, _ offsets: [Double]) {
+        let magnitudes = Statistics(offsets.map { abs($0) * 1e6 })
+        let signed = Statistics(offsets.map { $0 * 1e6 })
+        if offsets.isEmpty {
+            table.add([system, method, pair, "0", "not measured", "-", "-", "-"])
+            return
+        }
+        table.add([system, method, pair, "\(offsets.count)", Format.fixed(magnitudes.median, 1), Format.fixed(magnitudes.percentile(99), 1),
+                   Format.fixed(magnitudes.maximum, 1), Format.fixed(signed.median, 1)])
+    }
+
+    // MARK: - Helpers
+
+    /// Runs pactl; its standard output, or nil when it failed.
+    static func pactl(_ arguments: [String]) -> String? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["pactl"] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+    }
+
+    static func which(_ program: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/\(program)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// A sink's configured latency in seconds ("Latency: 1234 usec, configured 2000 usec").
+    static func configuredLatency(of sink: String) -> Double? {
+        guard let text = pactl(["list", "sinks"]) else { return nil }
+        var inSink = false
+        for line in text.split(separator: "\n") {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix("Name: ") { inSink = trimmed == "Name: \(sink)" }
+            guard inSink, trimmed.hasPrefix("Latency:"), let range = trimmed.range(of: "configured ") else { continue }
+            return Double(trimmed[range.upperBound...].prefix { $0.isNumber }).map { $0 / 1e6 }
+        }
+        return nil
+    }
+}
+
+/// Collects every onset an `ALSACapture` finds, as host times, on a thread of its own (the
+/// capture keeps only a few seconds of timestamp estimates, so onsets are placed as they come).
+final class OnsetCollector: @unchecked Sendable {
+    let capture: ALSACapture
+    private let lock = NSLock()
+    private var hosts: [Int64] = []
+    private var failed: String?
+    private let running = Atomic<Bool>(true)
+    private let exited = DispatchSemaphore(value: 0)
+
+    init(capture: ALSACapture) { self.capture = capture }
+
+    func start() {
+        capture.start()
+        let thread = Thread { [self] in
+            var mark = capture.mark
+            while running.load(ordering: .acquiring) {
+                do {
+                    if let onset = try capture.waitForOnset(after: mark, timeout: .milliseconds(200)) {
+                        mark = onset.frame
+                        lock.withLock { hosts.append(onset.hostTime.nanoseconds) }
+                    }
+                } catch {
+                    lock.withLock { failed = "\(error)" }
+                    break
+                }
+            }
+            exited.signal()
+        }
+        thread.name = "chorus-bench.onsets"
+        thread.start()
+    }
+
+    func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        exited.wait()
+        capture.stop()
+    }
+
+    var failure: String? { lock.withLock { failed } }
+
+    /// Onsets heard within `window` (host nanoseconds).
+    func onsets(in window: ClosedRange<Int64>) -> [Int64] {
+        lock.withLock { hosts.filter { window.contains($0) } }
+    }
+}
+
+private extension String {
+    func ifEmpty(_ replacement: String) -> String { isEmpty ? replacement : self }
+}
