@@ -30,17 +30,18 @@ deps:
 build: deps
 	$(SWIFT) build -c release
 
-# Plays a tune the project generates. With no sound card, a private PulseAudio daemon with a
-# null sink stands in for one, so the same ALSA path runs.
+# A leader and two followers in sync on this machine, playing a tune the project generates
+# (see scripts/demo.sh). The leader plays on the default sound device; with no sound card, a
+# private PulseAudio daemon with a null sink stands in for one, so the same ALSA path runs.
 demo: build
 	@mkdir -p $(RUNTIME)
 	@scripts/make-tune.sh $(RUNTIME)/tune.flac
 	@if scripts/has-sound-card.sh; then \
-		.build/release/chorus play $(RUNTIME)/tune.flac; \
+		scripts/demo.sh $(RUNTIME)/tune.flac $(RUNTIME)/demo; \
 	else \
-		echo "No sound card: playing into a private PulseAudio null sink through ALSA."; \
+		echo "No sound card: the leader plays into a private PulseAudio null sink through ALSA."; \
 		eval "$$(scripts/pulse.sh start $(PULSE_DIR))"; \
-		.build/release/chorus play --output alsa:default $(RUNTIME)/tune.flac; status=$$?; \
+		scripts/demo.sh $(RUNTIME)/tune.flac $(RUNTIME)/demo; status=$$?; \
 		scripts/pulse.sh stop $(PULSE_DIR); exit $$status; \
 	fi
 

@@ -67,7 +67,7 @@ let package = Package(
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport"]),
         .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "ChorusTestSupport"]),
-        .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "ChorusTestSupport"]),
+        .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "MediaPipeline", "ChorusTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

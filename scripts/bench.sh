@@ -3,6 +3,8 @@
 #   decode    CPU per audio second to decode + convert to the device format, vs ffmpeg
 #   playback  CPU and peak memory of `chorus play` vs `ffplay` through ALSA
 #   start     accuracy of setRate(_:time:atHostTime:) on the null device and through ALSA
+#   sync      offsets between a leader and followers (clean, impaired, join, pause/seek), and
+#             Snapcast side by side through ALSA into PulseAudio null sinks
 #
 # Run by `make bench` with a private PulseAudio daemon started and its environment
 # exported (ALSA's `default` then plays into its null sink, whose monitor `start` records).
@@ -23,6 +25,10 @@ playback_seconds=20
 onset_seconds=2
 # Runs per start configuration (output x API).
 start_runs=20
+# Seconds of play per sync scenario (4 of them), and per side of the Snapcast comparison.
+# The 5-minute steady-play check is scripts/bench-sync.sh --scenario clean --seconds 300.
+sync_seconds=40
+sync_capture_seconds=30
 
 if ! pactl info >/dev/null 2>&1; then
     echo "bench.sh: no PulseAudio server; run it through 'make bench'" >&2
@@ -90,6 +96,12 @@ started=$SECONDS
 (cd "$media" && "$bench" start --output null --output alsa:default --api player --api engine \
     --runs "$start_runs" --summary "$summary" onset.wav)
 echo "(start: $((SECONDS - started)) s)"
+echo
+
+started=$SECONDS
+(cd "$media" && "$bench" sync --chorus "$chorus" --seconds "$sync_seconds" --capture-seconds "$sync_capture_seconds" \
+    --work "$media/sync" --summary "$summary")
+echo "(sync: $((SECONDS - started)) s)"
 echo
 
 echo "== summary (ratios are chorus / peer; lower is better) =="

@@ -19,4 +19,8 @@ right=${expr//sin(2\*PI\*/sin(1.5*2*PI*}
 # Commas inside a filter's arguments must be escaped from the filter-graph parser.
 expr=${expr//,/\\,}
 right=${right//,/\\,}
-ffmpeg -v error -y -f lavfi -i "aevalsrc=0.4*($expr)|0.3*($right):s=48000:d=3.2" -c:a flac "$out"
+# The phrase is played six times (about 19 s): long enough to hear a group settle.
+phrase="${out%.flac}-phrase.wav"
+ffmpeg -v error -y -f lavfi -i "aevalsrc=0.4*($expr)|0.3*($right):s=48000:d=3.2" -c:a pcm_s16le "$phrase"
+ffmpeg -v error -y -stream_loop 5 -i "$phrase" -c:a flac "$out"
+rm -f "$phrase"

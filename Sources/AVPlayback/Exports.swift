@@ -13,3 +13,6 @@ public typealias RenderCapture = MediaPipeline.RenderCapture
 
 /// The render thread's report (see `AVPlayer.renderStatus`).
 public typealias RenderStatus = MediaPipeline.RenderStatus
+
+/// A render capture read back, for comparing group members (see `RenderCapture`).
+public typealias RenderCaptureLog = MediaPipeline.RenderCaptureLog

@@ -22,8 +22,8 @@ struct SnapcastComparison {
     static let capturePeriod: Duration = .milliseconds(2)
     /// Clicks heard before this long after the last client started are not counted.
     static let warmUp: Duration = .seconds(5)
-    /// Two clients' onsets are the same click when closer than this (clicks are 250 ms apart).
-    static let pairingWindow = 0.1
+    /// Two clients' onsets are the same click when closer than this (clicks are 125 ms apart).
+    static let pairingWindow = 0.05
 
     let chorus: String
     let media: String

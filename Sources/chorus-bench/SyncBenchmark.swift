@@ -119,8 +119,9 @@ struct SyncBenchmark: ParsableCommand {
 
         // Long enough for the run, the forward seek of pause-seek, and slack.
         let mediaSeconds = max(seconds, captureSeconds) + 60
-        let media = "\(workDir)/clicks-\(mediaSeconds)s.wav"
-        let raw = scenario.contains(.snapcast) ? "\(workDir)/clicks-\(mediaSeconds)s.s16le" : nil
+        let stem = "\(workDir)/clicks-\(Int(SyncMedia.clickInterval.milliseconds))ms-\(mediaSeconds)s"
+        let media = stem + ".wav"
+        let raw = scenario.contains(.snapcast) ? stem + ".s16le" : nil
         try SyncMedia.write(wav: media, raw: raw, seconds: mediaSeconds)
         Swift.print("sync: media \(media) (\(mediaSeconds) s click train, 48 kHz stereo); work in \(workDir)\n")
         fflush(nil)

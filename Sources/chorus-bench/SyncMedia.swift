@@ -10,8 +10,9 @@ import Foundation
 enum SyncMedia {
     static let sampleRate = 48_000
     static let channels = 2
-    /// Click spacing: far more than any offset measured, so clicks pair up unambiguously.
-    static let clickInterval: Duration = .milliseconds(250)
+    /// Click spacing: eight clicks a second for many samples, each after 120 ms of silence,
+    /// and far more than any offset measured, so clicks pair up unambiguously.
+    static let clickInterval: Duration = .milliseconds(125)
     /// Click length: short, so most of the interval is the silence the onset detector needs.
     static let clickLength: Duration = .milliseconds(5)
     static let clickFrequency = 1_000.0

@@ -7,7 +7,7 @@ struct Chorus: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chorus",
         abstract: "Plays media through an AVFoundation-style player on Linux, alone or as a synchronized group.",
-        subcommands: [Probe.self, Play.self, Lead.self, Follow.self]
+        subcommands: [Probe.self, Play.self, Lead.self, Follow.self, Compare.self]
     )
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ChorusTestSupport
+import MediaPipeline
 
 /// `chorus lead` and `chorus follow` as separate processes over real UDP and HTTP on
 /// loopback, each node on a simulated clock of its own and a drifting null device; what they
@@ -48,9 +49,9 @@ import ChorusTestSupport
         fast.stop()
         slow.stop()
         leader.stop()
-        let reference = try Capture(path: capture("lead"))
+        let reference = try RenderCaptureLog(path: capture("lead"))
         for name in ["fast", "slow"] {
-            let offsets = try Capture(path: capture(name)).offsets(against: reference, skip: 48_000 * 3)
+            let offsets = try RenderCaptureLog(path: capture(name)).offsets(against: reference, skip: 48_000 * 3)
             #expect(offsets.count > 100, "\(name): \(offsets.count) comparable positions")
             let worst = offsets.map(abs).max() ?? 1
             // In sync: every compared sample within a millisecond of the leader's (the
@@ -77,7 +78,7 @@ import ChorusTestSupport
         usleep(3_000_000)
         follower.stop()
         leader.stop()
-        let mine = try Capture(path: capture("follower2")), theirs = try Capture(path: capture("lead2"))
+        let mine = try RenderCaptureLog(path: capture("follower2")), theirs = try RenderCaptureLog(path: capture("lead2"))
         // After the seek both play from 20 s, together. (A capture's first period starts
         // before its first content frame when content begins partway through it, so the
         // second period is the first that is all content.)
@@ -103,10 +104,10 @@ import ChorusTestSupport
         usleep(4_000_000)
         late.stop()
         leader.stop()
-        let mine = try Capture(path: capture("late"))
+        let mine = try RenderCaptureLog(path: capture("late"))
         // It started about 4 s into the item, not at the top.
         #expect((mine.lastRun.first?.position ?? 0) > 3 * 48_000)
-        let offsets = mine.offsets(against: try Capture(path: capture("lead3")), skip: 48_000)
+        let offsets = mine.offsets(against: try RenderCaptureLog(path: capture("lead3")), skip: 48_000)
         #expect(!offsets.isEmpty)
         #expect((offsets.map(abs).max() ?? 1) < 1e-3)
     }

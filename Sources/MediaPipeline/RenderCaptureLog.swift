@@ -1,8 +1,10 @@
 import Foundation
 
-/// A render capture written by `--capture`: when each period's first frame was heard (real
-/// CLOCK_MONOTONIC nanoseconds) and which item position it held.
-public struct Capture: Sendable {
+/// A render capture read back from the file `RenderCapture` writes: when each period's first
+/// frame was heard (real CLOCK_MONOTONIC nanoseconds) and which item position it held; and
+/// the comparison of two captures.
+public struct RenderCaptureLog: Sendable {
+    /// One rendered period.
     public struct Period: Sendable {
         public var host: Int64
         public var position: Double
@@ -10,8 +12,10 @@ public struct Capture: Sendable {
         public var sampleRate: Int
         public var serial: Int
     }
+    /// Every period, in order.
     public var periods: [Period]
 
+    /// Reads the capture at `path`; malformed lines are skipped.
     public init(path: String) throws {
         let text = try String(contentsOfFile: path, encoding: .utf8)
         periods = text.split(separator: "\n").compactMap { line in
@@ -39,7 +43,7 @@ public struct Capture: Sendable {
 
     /// Offsets (seconds) between this capture's and `reference`'s presentation of the same
     /// positions, sampled every `step` frames over their common span after `skip` frames.
-    public func offsets(against reference: Capture, skip: Double, step: Double = 480) -> [Double] {
+    public func offsets(against reference: RenderCaptureLog, skip: Double, step: Double = 480) -> [Double] {
         let mine = lastRun, theirs = reference.lastRun
         guard let lo1 = mine.first?.position, let hi1 = mine.last?.position,
               let lo2 = theirs.first?.position, let hi2 = theirs.last?.position else { return [] }
@@ -54,5 +58,27 @@ public struct Capture: Sendable {
             position += step
         }
         return result
+    }
+}
+
+extension RenderCaptureLog {
+    /// How two captures agree: offsets of the same item positions, in seconds.
+    public struct Agreement: Sendable {
+        public var count: Int
+        public var median: Double
+        public var p99: Double
+        public var maximum: Double
+        public var mean: Double
+
+        /// Summarises `offsets` (signed seconds) by their magnitudes; nil when empty.
+        public init?(offsets: [Double]) {
+            guard !offsets.isEmpty else { return nil }
+            let magnitudes = offsets.map(abs).sorted()
+            count = magnitudes.count
+            median = magnitudes[magnitudes.count / 2]
+            p99 = magnitudes[min(magnitudes.count - 1, Int((Double(magnitudes.count) * 0.99).rounded(.down)))]
+            maximum = magnitudes[magnitudes.count - 1]
+            mean = offsets.reduce(0, +) / Double(offsets.count)
+        }
     }
 }
