@@ -16,12 +16,22 @@ APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswres
                 libasound2-dev libopus-dev ffmpeg pulseaudio pulseaudio-utils \
                 libasound2-plugins alsa-utils
 
-.PHONY: all build deps demo test bench clean
+# The benchmarks also run Snapcast side by side.
+BENCH_PACKAGES := snapserver snapclient
+
+.PHONY: all build deps bench-deps demo test bench clean
 
 all: build
 
 deps:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "Installing: $$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+bench-deps: deps
+	@missing=$$(for p in $(BENCH_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "Installing: $$missing"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
@@ -52,7 +62,7 @@ test: deps
 	CHORUS_PULSE=1 $(SWIFT) test; status=$$?; \
 	scripts/pulse.sh stop $(PULSE_DIR); exit $$status
 
-bench: build
+bench: build bench-deps
 	@mkdir -p $(RUNTIME)
 	@eval "$$(scripts/pulse.sh start $(PULSE_DIR))"; \
 	scripts/bench.sh; status=$$?; \

@@ -394,7 +394,13 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 state.serial += 1
                 state.endHandledSerial = nil
                 state.scheduledHost = hostTime
-                state.masterAnchor = nil
+                // On a master clock the start is pinned in the master clock's time now, with
+                // the estimate the caller converted by: the clock's later estimates move the
+                // host time, not the instant the caller meant.
+                state.masterAnchor = state.masterClock.map { master in
+                    MasterAnchor(itemTime: state.position,
+                                 masterTime: master.time(atHostTime: hostTime ?? (HostTime(hostClock.time) ?? .now())))
+                }
                 if state.itemLoaded, let format = state.format {
                     engine.seek(toFrame: frames(of: state.position, format: format), serial: state.serial)
                 }

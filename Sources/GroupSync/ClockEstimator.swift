@@ -11,9 +11,11 @@ import MediaClock
 public struct ClockEstimator: Sendable {
     // MARK: Tuning constants
 
-    /// Samples kept: at the steady 1 s poll, a minute of history, long enough to see a
-    /// 1 ppm rate as 64 µs of drift, short enough to follow thermal drift of the crystals.
-    public static let windowSize = 64
+    /// Samples kept: at the steady 250 ms poll, a minute of history, long enough to see a
+    /// 1 ppm rate as 64 µs of drift, short enough to follow thermal drift of the crystals;
+    /// and enough samples that on a jittery path the few with the least queueing are
+    /// nearly symmetric.
+    public static let windowSize = 256
     /// Samples whose round trip exceeds both the window's median and the best times this
     /// factor (plus the margin below) are not fitted: their queueing delay, and so their
     /// possible asymmetry, is large. (GStreamer drops samples far above the median; the
@@ -62,10 +64,12 @@ public struct ClockEstimator: Sendable {
     public static let burstCount = 8
     /// Spacing of the join burst: wide enough not to queue behind each other.
     public static let burstInterval: Duration = .milliseconds(25)
-    /// Poll interval after the burst until converged (also retries lost burst requests).
-    public static let convergingInterval: Duration = .milliseconds(250)
-    /// Steady poll interval once converged: enough to track drift, negligible traffic.
-    public static let steadyInterval: Duration = .seconds(1)
+    /// Poll interval after the burst until converged (also retries lost burst requests): ten
+    /// a second gathers the samples a jittery path needs within a few seconds of joining.
+    public static let convergingInterval: Duration = .milliseconds(100)
+    /// Steady poll interval once converged: four exchanges a second (about 600 bytes/s)
+    /// fill the window with enough samples to pick symmetric ones on a jittery path.
+    public static let steadyInterval: Duration = .milliseconds(250)
 
     // MARK: State
 
@@ -167,10 +171,12 @@ public struct ClockEstimator: Sendable {
             )
         }
 
-        // Near the best round trip, or in the better half: on a path whose jitter is wide
-        // compared with its floor, the best few samples alone are too few to average.
+        // Near the best round trip, or in the best quarter: on a path whose jitter is wide
+        // compared with its floor, the best few samples alone are too few to average, while
+        // the rest carry queueing whose asymmetry would bias the fit.
         let nearBest = Int128((Double(best) * Self.roundTripFilterFactor).rounded()) + Self.roundTripFilterMargin.nanosecondCount
-        let threshold = max(nearBest, median)
+        let quartile = roundTrips.isEmpty ? 0 : roundTrips[roundTrips.count / 4]
+        let threshold = max(nearBest, quartile)
         var used = window.filter { $0.roundTripNanoseconds <= threshold }
         if used.count < Self.minimumSamplesForFit {
             used = Array(window.sorted { $0.roundTripNanoseconds < $1.roundTripNanoseconds }.prefix(Self.minimumSamplesForFit))

@@ -22,9 +22,10 @@ public final class AudioRenderer: @unchecked Sendable {
     static let timelineBreakTolerance: Duration = .milliseconds(5)
 
     // Following a timeline: the three tiers of correction.
-    /// Errors smaller than this (seconds) leave the proportional term alone: 20 µs is about
-    /// one frame at 48 kHz, below what any listener or measurement here can tell apart.
-    static let deadBand = 20e-6
+    /// Errors smaller than this (seconds) leave the proportional term alone, and larger ones
+    /// count only by their excess over it, so the loop does not chase sub-frame noise and
+    /// has no step at the band's edge to cycle on: 10 µs is half a frame at 48 kHz.
+    static let deadBand = 10e-6
     /// The most the soft tier changes the playback rate, in ppm: above the ±100 ppm of real
     /// crystals plus the clock estimate's residual, and at 0.05 % a pitch change (under a
     /// cent) nobody hears.
@@ -32,14 +33,14 @@ public final class AudioRenderer: @unchecked Sendable {
     /// Past this error (seconds) the content is skipped or padded at once instead: at the
     /// soft tier's full rate 3 ms would take six seconds to remove.
     static let hardResyncThreshold = 3e-3
-    /// Proportional gain, ppm per second of error: 2 ppm per µs. With the integral gain below
-    /// the loop is critically damped with a natural frequency of 1 rad/s: a device's drift
-    /// is absorbed in a few seconds, while the filtered jitter of latency reports (tens of
-    /// µs after the filter) moves the rate by well under the dead band's worth.
-    static let proportionalGain = 2e6
+    /// Proportional gain, ppm per second of error: 3 ppm per µs. With the integral gain below
+    /// the loop is critically damped with a natural frequency of 1.5 rad/s: a step of the
+    /// timeline or a device's drift is absorbed in two or three seconds, while the device
+    /// timing (already smoothed by `DeviceTimingFilter`) moves the rate by only a few ppm.
+    static let proportionalGain = 3e6
     /// Integral gain, ppm per second of error per second: lets the loop settle on a
     /// device's constant drift with no standing error (ζ = Kp·10⁻⁶ / (2·√(Ki·10⁻⁶)) = 1).
-    static let integralGain = 1e6
+    static let integralGain = 2.25e6
     /// Time constant of the low-pass filter on the measured error (seconds): smooths the
     /// sub-millisecond jitter of a sound server's latency reports.
     static let errorFilterTime = 0.2
@@ -155,7 +156,7 @@ public final class AudioRenderer: @unchecked Sendable {
                 // The content position of this period's first frame: the anchor projected
                 // back to the period start when content began partway through it.
                 let lead = Double((status.anchorHost - host).nanosecondsClamped) * Double(ring.format.sampleRate) / 1e9
-                capture.record(hostNanoseconds: deviceHost.nanoseconds, position: Double(status.anchorFrame) - lead,
+                capture.record(hostNanoseconds: deviceHost.nanoseconds, position: status.anchorPosition - lead,
                                frames: output.isRealtime ? frames : filled, sampleRate: ring.format.sampleRate,
                                serial: applied.mode.serial)
             }
@@ -364,6 +365,7 @@ public final class AudioRenderer: @unchecked Sendable {
             let blockFrame = header.itemFrame + Int64(headOffset)
             if !anchored {
                 status.anchorFrame = blockFrame
+                status.anchorPosition = Double(blockFrame)
                 status.anchorHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(filled)))
                 anchored = true
             }
@@ -430,9 +432,12 @@ public final class AudioRenderer: @unchecked Sendable {
         lastControlHost = host
         let smoothing = elapsed > 0 ? min(1, elapsed / Self.errorFilterTime) : 1
         filteredError += (error - filteredError) * smoothing
-        let proportional = abs(filteredError) < Self.deadBand ? 0 : Self.proportionalGain * filteredError
+        let excess = abs(filteredError) <= Self.deadBand ? 0 : filteredError - (filteredError > 0 ? Self.deadBand : -Self.deadBand)
+        let proportional = Self.proportionalGain * excess
+        // The integral also sees only the excess: inside the band the learned drift is held
+        // still, so the loop rests instead of cycling around the band.
         integralPPM = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM,
-                                                              integralPPM + Self.integralGain * filteredError * elapsed))
+                                                              integralPPM + Self.integralGain * excess * elapsed))
         let correction = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM, proportional + integralPPM))
         status.correctionPPM = correction
         let ratio = timeline.rate * (1 + correction / 1e6)
@@ -446,6 +451,7 @@ public final class AudioRenderer: @unchecked Sendable {
             for index in 0..<(count * channels) { destination[index] *= volume }
         }
         status.anchorFrame = Int64(first.rounded())
+        status.anchorPosition = first
         status.anchorHost = host
         nextFrame = resampler.centerFrame
         status.writtenEndFrame = nextFrame

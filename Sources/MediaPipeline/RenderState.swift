@@ -77,6 +77,9 @@ public struct RenderStatus: Sendable, Equatable {
     public var serial: Int = 0
     /// While content plays: item frame `anchorFrame` is presented at host time `anchorHost`.
     public var anchorFrame: Int64 = 0
+    /// The same anchor to a fraction of a frame (following a timeline, the resampler reads
+    /// between frames).
+    public var anchorPosition: Double = 0
     public var anchorHost = HostTime(nanoseconds: 0)
     /// The first item frame of the current continuous run of content.
     public var runStartFrame: Int64 = 0

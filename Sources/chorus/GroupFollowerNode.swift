@@ -179,8 +179,7 @@ final class GroupFollowerNode: @unchecked Sendable {
         let rate = estimate.map { String(format: "%+.2f ppm", $0.ratePPM) } ?? "-"
         let rtt = estimate.map { String(format: "%.3f ms", Double($0.bestRoundTrip.components.attoseconds) / 1e15 + Double($0.bestRoundTrip.components.seconds) * 1e3) } ?? "-"
         let drops = core.dropCounters.total
-        warn(String(format: "offset %@ rate %@ rtt %@ error %+.1f µs correction %+.1f ppm resyncs %d phase %@ drops %d",
-                    offset, rate, rtt, render.timelineError * 1e6, render.correctionPPM, render.hardResyncs,
-                    "\(core.phase)", drops))
+        let figures = String(format: "error %+.1f µs correction %+.1f ppm", render.timelineError * 1e6, render.correctionPPM)
+        warn("offset \(offset) rate \(rate) rtt \(rtt) \(figures) resyncs \(render.hardResyncs) phase \(core.phase) drops \(drops)")
     }
 }

@@ -150,7 +150,9 @@ struct ClockEstimatorTests {
         // A 4 ms move of the leader's clock (below the step threshold): each update moves the prediction by at most the slew limit.
         leaderShift = 4_000_000
         var previous = settled
-        for index in 20..<100 {
+        // Long enough for the window to hold only samples after the move.
+        let end = 20 + ClockEstimator.windowSize + 16
+        for index in 20..<end {
             let at = sample(index).t4
             let nextAdded = estimator.add(sample(index))
             let next = try #require(nextAdded)
@@ -160,14 +162,14 @@ struct ClockEstimatorTests {
         }
         #expect(estimator.slewLimitedCount > 0)
         #expect(estimator.stepCount == 0)
-        #expect(abs(previous.offset(atHost: sample(99).t4).microsecondsValue - 11_000) < 5)
+        #expect(abs(previous.offset(atHost: sample(end - 1).t4).microsecondsValue - 11_000) < 5)
 
         // A 50 ms jump: stepped at once and counted.
         leaderShift = 51_000_000
-        let steppedAdded = estimator.add(sample(100))
+        let steppedAdded = estimator.add(sample(end))
         let stepped = try #require(steppedAdded)
         #expect(estimator.stepCount == 1)
-        #expect(abs(stepped.offset(atHost: sample(100).t4).microsecondsValue - 58_000) < 5)
+        #expect(abs(stepped.offset(atHost: sample(end).t4).microsecondsValue - 58_000) < 5)
     }
 
     @Test func impossibleSamplesAreRejected() {
