@@ -33,6 +33,16 @@ public final class AudioRenderer: @unchecked Sendable {
     /// Past this error (seconds) the content is skipped or padded at once instead: at the
     /// soft tier's full rate 3 ms would take six seconds to remove.
     static let hardResyncThreshold = 3e-3
+    /// For this long after a start (seconds), the hard tier acts on much smaller errors:
+    /// while a device's timing settles its first reports can be a millisecond or two off,
+    /// and a skip or pad right at the start is not heard, where the soft tier would take
+    /// seconds to pull the error in.
+    static let settlingTime = 1.5
+    /// The hard tier's threshold while settling (seconds): a quarter of a millisecond.
+    static let settlingHardResyncThreshold = 250e-6
+    /// Settling resyncs allowed per start: two catch a device's start-up error and its
+    /// first correction; more would mean the error is not a start-up effect.
+    static let maximumSettlingResyncs = 2
     /// Proportional gain, ppm per second of error: 3 ppm per µs. With the integral gain below
     /// the loop is critically damped with a natural frequency of 1.5 rad/s: a step of the
     /// timeline or a device's drift is absorbed in two or three seconds, while the device
@@ -78,6 +88,9 @@ public final class AudioRenderer: @unchecked Sendable {
     private var timing: DeviceTimingFilter
     /// A marker block met by the resampler's look-ahead: the stream ends at its frame.
     private var pendingEnd: (kind: AudioBlockKind, frame: Int64)?
+    /// When content first played on the current timeline, and the settling resyncs since.
+    private var followStart: HostTime?
+    private var settlingResyncs = 0
     private var pullMisses = 0
 
     /// A renderer for an opened `output` reading `ring` (whose format must match the output's).
@@ -222,6 +235,8 @@ public final class AudioRenderer: @unchecked Sendable {
             status.phase = .starting
             nextFrame = timeline.frame
             status.hardResyncs = 0
+            followStart = nil
+            settlingResyncs = 0
             integralPPM = 0
             filteredError = 0
         }
@@ -332,6 +347,7 @@ public final class AudioRenderer: @unchecked Sendable {
         nextFrame = first
         if let timeline {
             pendingEnd = nil
+            if followStart == nil { followStart = status.runStartHost }
             resampler.prime(at: first) { pullFrame(into: $0) }
             let leadHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: lead))
             return followContent(into: out, from: leadFrames, frames: frames, channels: channels, host: leadHost, timeline: timeline)
@@ -422,7 +438,12 @@ public final class AudioRenderer: @unchecked Sendable {
         let position = Double(resampler.centerFrame) + resampler.phase
         let error = (timeline.due(at: host, sampleRate: rate) - position) / Double(rate)
         status.timelineError = error
-        if abs(error) > Self.hardResyncThreshold {
+        // Settling counts from the first start on this timeline, not from resyncs.
+        let sinceStart = followStart.map { Double((host - $0).nanosecondsClamped) / 1e9 } ?? 0
+        let settling = sinceStart < Self.settlingTime && settlingResyncs < Self.maximumSettlingResyncs
+        let threshold = settling ? Self.settlingHardResyncThreshold : Self.hardResyncThreshold
+        if abs(error) > threshold {
+            if settling && abs(error) <= Self.hardResyncThreshold { settlingResyncs += 1 }
             status.hardResyncs += 1
             status.phase = .stalled
             resampler.reset()

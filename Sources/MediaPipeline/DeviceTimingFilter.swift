@@ -1,3 +1,4 @@
+import Foundation
 import MediaClock
 
 /// Smooths a sound device's presentation-time reports with a delay-locked loop.
@@ -14,14 +15,22 @@ import MediaClock
 ///
 /// Real-time safe: plain arithmetic on a few doubles. Render thread only.
 struct DeviceTimingFilter {
-    /// Loop bandwidth in hertz: 0.5 Hz averages report jitter over a couple of seconds
-    /// while following a crystal's thermal drift, which changes over minutes.
+    /// Loop bandwidth in hertz once settled: 0.5 Hz averages report jitter over a couple of
+    /// seconds while following a crystal's thermal drift, which changes over minutes.
     static let bandwidth = 0.5
+    /// Loop bandwidth right after a (re)start, in hertz: a device's first reports can be off
+    /// by milliseconds while it starts, and a wide loop catches up with its real timeline
+    /// within a fraction of a second instead of several.
+    static let startingBandwidth = 8.0
+    /// How long the bandwidth takes to narrow from the starting to the settled value.
+    static let settlingTime = 2.0
     /// A report this far from the line is a restart, not jitter.
     static let jumpThreshold: Duration = .milliseconds(5)
 
     /// Predicted presentation time (ns) of the next period's first frame.
     private var next: Double?
+    /// Seconds of device time since the loop (re)started, for narrowing its bandwidth.
+    private var age = 0.0
     /// Predicted duration of one frame (ns), learned.
     private var frameNanoseconds: Double
     private let nominalFrameNanoseconds: Double
@@ -41,15 +50,20 @@ struct DeviceTimingFilter {
     mutating func filter(_ reported: HostTime, frames: Int) -> HostTime {
         let measured = Double(reported.nanoseconds)
         let periodSeconds = Double(frames) * frameNanoseconds / 1e9
-        let omega = 2 * Double.pi * Self.bandwidth * periodSeconds
+        // Narrows geometrically from the starting to the settled bandwidth.
+        let progress = min(1, age / Self.settlingTime)
+        let bandwidth = Self.startingBandwidth * pow(Self.bandwidth / Self.startingBandwidth, progress)
+        let omega = 2 * Double.pi * bandwidth * periodSeconds
         let b = 2.0.squareRoot() * omega
         let c = omega * omega
         guard let predicted = next,
               abs(measured - predicted) < Double(Self.jumpThreshold.components.attoseconds) / 1e9
                 + Double(Self.jumpThreshold.components.seconds) * 1e9 else {
             next = measured + Double(frames) * frameNanoseconds
+            age = 0
             return reported
         }
+        age += periodSeconds
         let error = measured - predicted
         let current = predicted + b * error
         frameNanoseconds += c * error / Double(frames)
