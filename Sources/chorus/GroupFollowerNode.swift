@@ -25,6 +25,7 @@ final class GroupFollowerNode: @unchecked Sendable {
     private var baseURL: URL?
     private var currentURL: URL?
     private var appliedSequence: UInt64?
+    private var itemWatch: NSKeyValueObservation?
     private let volume: Float
     private var statsTimer: DispatchSourceTimer?
     private let done = DispatchSemaphore(value: 0)
@@ -147,7 +148,15 @@ final class GroupFollowerNode: @unchecked Sendable {
             return
         }
         if url != currentURL {
-            player.replaceCurrentItem(with: AVPlayerItem(url: url))
+            let item = AVPlayerItem(url: url)
+            // Say why an item cannot play (an unreachable leader, a bad output device)
+            // instead of waiting in silence.
+            itemWatch = item.observe(\.status) { item, _ in
+                if item.status == .failed {
+                    warn("cannot play \(url.absoluteString): \(item.error.map { "\($0)" } ?? "unknown error")")
+                }
+            }
+            player.replaceCurrentItem(with: item)
             currentURL = url
         }
         if state.rate == 0 || state.ended {
