@@ -76,10 +76,8 @@ extension AVPlayer {
             state.position = CMTime(value: endFrame, timescale: Int32(format.sampleRate))
         }
         if failed {
-            let error = item.lock.withLock { () -> MediaError in
-                MediaError.corruptData(url: item.asset.location, reason: "playback stopped early")
-            }
-            let reported = engine.lastReaderError ?? error
+            let reported = engine.lastReaderError
+                ?? MediaError.corruptData(url: item.asset.location, reason: "playback stopped early")
             effects.notifications.append {
                 item.failed(reported)
                 NotificationCenter.default.post(name: AVPlayerItem.failedToPlayToEndTimeNotification, object: item,

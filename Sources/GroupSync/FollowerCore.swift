@@ -128,10 +128,7 @@ public struct FollowerCore: Sendable {
         holdoverLimit: Duration = FollowerCore.defaultHoldoverLimit,
         senderID: UInt64 = UInt64.random(in: 1...UInt64.max)
     ) throws(EncodeError) {
-        let groupBytes = group.utf8.count
-        guard groupBytes > 0, groupBytes <= GroupMessage.maximumGroupNameBytes else {
-            throw .invalidGroupName(byteCount: groupBytes)
-        }
+        try GroupMessage.validateGroupName(group)
         guard followerName.utf8.count <= WireCodec.maximumNameBytes else {
             throw .stringTooLong(field: "follower name", byteCount: followerName.utf8.count)
         }

@@ -5,6 +5,14 @@ public struct GroupMessage: Sendable, Equatable {
     /// Longest group name in UTF-8 bytes.
     public static let maximumGroupNameBytes = 64
 
+    /// Checks that `group` can name a group on the wire: 1 to 64 UTF-8 bytes.
+    static func validateGroupName(_ group: String) throws(EncodeError) {
+        let groupBytes = group.utf8.count
+        guard groupBytes > 0, groupBytes <= maximumGroupNameBytes else {
+            throw .invalidGroupName(byteCount: groupBytes)
+        }
+    }
+
     /// Random per process start; identifies the sending node.
     public var senderID: UInt64
     /// Strictly increasing per sender, starting at 1 (replay protection).

@@ -96,10 +96,7 @@ public struct LeaderCore: Sendable {
         followerTimeout: Duration = LeaderCore.defaultFollowerTimeout,
         senderID: UInt64 = UInt64.random(in: 1...UInt64.max)
     ) throws(EncodeError) {
-        let groupBytes = group.utf8.count
-        guard groupBytes > 0, groupBytes <= GroupMessage.maximumGroupNameBytes else {
-            throw .invalidGroupName(byteCount: groupBytes)
-        }
+        try GroupMessage.validateGroupName(group)
         let codec = WireCodec(authenticator: authenticator)
         sender = MessageSender(senderID: senderID, group: group, codec: codec)
         gate = MessageGate(group: group, codec: codec)

@@ -76,10 +76,6 @@ public final class MediaSource: @unchecked Sendable {
     /// Clears an earlier `interrupt()`, so a source can be read again by a new reader.
     public func resetInterrupt() { interruptState.reset() }
 
-    /// Bounds the next blocking operations by `deadline` (nil: only the per-read timeout).
-    func armDeadline(_ deadline: HostTime?) { interruptState.arm(deadline: deadline) }
-
-    var wasInterrupted: Bool { interruptState.cancelled }
 
     // MARK: - Opening
 

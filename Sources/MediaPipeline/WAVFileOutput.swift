@@ -66,9 +66,10 @@ public final class WAVFileOutput: AudioOutput, @unchecked Sendable {
     }
 
     private func writeAll(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
         var offset = 0
         while offset < bytes.count {
-            let n = Foundation.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            let n = Foundation.write(descriptor, base + offset, bytes.count - offset)
             if n < 0 { if errno == EINTR { continue }; return false }
             offset += n
         }
