@@ -5,7 +5,8 @@ import MediaClock
 /// Like GStreamer's network client clock it keeps a window of recent samples, keeps only
 /// those whose round trip is near the window's best (a long round trip means queueing,
 /// which is rarely symmetric), and fits offset and rate together over what remains by
-/// weighted least squares. Published estimates are clamped: a converged estimate slews
+/// weighted least squares. The offset is then taken from the bounds the exchanges put on
+/// it, which on a jittery path are far tighter than any average (`envelopeOffset`). Published estimates are clamped: a converged estimate slews
 /// by at most `slewLimit` per update, and jumps only when the evidence says the leader's
 /// clock really moved by more than `stepThreshold`.
 public struct ClockEstimator: Sendable {
@@ -56,6 +57,19 @@ public struct ClockEstimator: Sendable {
     /// A change beyond this is a real clock jump (leader restart, stepped clock) and is
     /// applied at once: 5 ms is beyond any filtered sample's asymmetry error.
     public static let stepThreshold: Duration = .milliseconds(5)
+    /// How far back the offset bounds are taken from (see `envelopeOffset`): twenty
+    /// seconds hold eighty exchanges at the steady poll, enough that on a jittery path some
+    /// crossed quickly each way, and a 1 ppm error in the fitted rate tilts them by only
+    /// ±10 µs.
+    public static let envelopeSpan: Duration = .seconds(20)
+    /// Length of the stretches whose offset bounds give the rate (`envelopeRate`): ten
+    /// seconds hold forty exchanges at the steady poll, enough for bounds within about
+    /// 50 µs on a path with milliseconds of jitter, and a window of a minute holds six.
+    public static let rateSegmentSpan: Duration = .seconds(10)
+    /// The bounds may cross by this much (timestamping noise, a fitted rate slightly off)
+    /// and still be used; crossing by more means they describe no single line, and the
+    /// least-squares offset is used instead.
+    public static let envelopeCrossingTolerance: Duration = .microseconds(50)
     /// Samples with a round trip above this are discarded outright: no LAN or Wi-Fi path
     /// takes a second, so the reply is stale or forged.
     public static let maximumRoundTrip: Duration = .seconds(1)
@@ -75,6 +89,8 @@ public struct ClockEstimator: Sendable {
 
     private var window: [ClockSample] = []
     private var heldRatePPT: Int64 = 0
+    /// Whether a fitted rate has been used since the last reset.
+    private var rateKnown = false
     /// Set at the first converged estimate since the last reset: from then on changes
     /// are clamped, even while a disturbed window is temporarily not converged.
     private var hasConverged = false
@@ -120,6 +136,7 @@ public struct ClockEstimator: Sendable {
             // The leader's clock moved: history describes another clock.
             window.removeAll()
             heldRatePPT = 0
+            rateKnown = false
         }
         window.append(sample)
         if window.count > Self.windowSize { window.removeFirst(window.count - Self.windowSize) }
@@ -212,12 +229,20 @@ public struct ClockEstimator: Sendable {
             sxy += point.weight * (point.x - meanX) * (point.y - meanY)
         }
         if sxx > 0, rateIsDetermined(points, slope: sxy / sxx, meanX: meanX, meanY: meanY) {
+            // Over a long enough window the bounds of successive stretches give the rate
+            // far more exactly than a fit of whole exchanges, whose asymmetry tilts it.
+            let fitted = (envelopeRate(from: sxy / sxx, baseOffset: baseOffset) ?? sxy / sxx) * 1e12
             let limit = Double(Self.maximumRatePPM * 1_000_000)
-            let fitted = (sxy / sxx * 1e12).rounded()
-            heldRatePPT = fitted.isFinite ? Int64(max(-limit, min(limit, fitted))) : 0
+            heldRatePPT = fitted.isFinite ? Int64(max(-limit, min(limit, fitted.rounded()))) : 0
+            rateKnown = true
         }
         let slope = Double(heldRatePPT) / 1e12
-        let intercept = meanY - slope * meanX
+        var intercept = meanY - slope * meanX
+        // Until the rate is known, bounds from exchanges a second apart are tilted by the
+        // whole skew between the clocks: the fit of the nearly symmetric few is better.
+        if rateKnown, let bounded = envelopeOffset(slope: slope, reference: reference, baseOffset: baseOffset) {
+            intercept = bounded
+        }
         var squares = 0.0
         for point in points {
             let residual = point.y - intercept - slope * point.x
@@ -241,6 +266,78 @@ public struct ClockEstimator: Sendable {
 }
 
 extension ClockEstimator {
+    /// The offset at `reference` (nanoseconds from `baseOffset`) as the middle of the bounds
+    /// every exchange puts on it, or nil when the bounds cross.
+    ///
+    /// No one-way delay is negative, so each exchange bounds the offset θ (leader minus
+    /// follower) from both sides: `t3 - t4 ≤ θ ≤ t2 - t1`. Along the fitted rate, the
+    /// tightest upper bound comes from the request that crossed fastest and the tightest
+    /// lower bound from the reply that crossed fastest, which need not be the same exchange:
+    /// on a path with independent jitter each way, a few dozen exchanges pin θ down to tens
+    /// of microseconds where averaging whole exchanges leaves their asymmetry, hundreds.
+    /// Every timestamping error (a send stamped before the packet left) only loosens a
+    /// bound, so a late or duplicated packet cannot pull the estimate.
+    fileprivate func envelopeOffset(slope: Double, reference: HostTime, baseOffset: Int128) -> Double? {
+        let earliest = Int128(reference.nanoseconds) - Self.envelopeSpan.nanosecondCount
+        var lower = -Double.infinity
+        var upper = Double.infinity
+        var count = 0
+        for sample in window where Int128(sample.midpoint.nanoseconds) >= earliest {
+            let x = Double(Int128(sample.midpoint.nanoseconds) - Int128(reference.nanoseconds))
+            let forward = Double((Int128(sample.t2.nanoseconds) - Int128(sample.t1.nanoseconds)) - baseOffset)
+            let backward = Double((Int128(sample.t3.nanoseconds) - Int128(sample.t4.nanoseconds)) - baseOffset)
+            upper = min(upper, forward - slope * x)
+            lower = max(lower, backward - slope * x)
+            count += 1
+        }
+        guard count >= Self.minimumSamplesForFit, upper.isFinite, lower.isFinite,
+              lower - upper <= Double(Self.envelopeCrossingTolerance.nanosecondCount) else { return nil }
+        return (lower + upper) / 2
+    }
+
+    /// The rate through the offsets that the bounds of successive `rateSegmentSpan`
+    /// stretches of the window give, or nil when the window holds fewer than two such
+    /// stretches with consistent bounds. Each stretch's bounds are taken along the rate
+    /// found so far, from `initial`; two passes leave them tilted by a fraction of a ppm.
+    fileprivate func envelopeRate(from initial: Double, baseOffset: Int128) -> Double? {
+        guard let first = window.map({ Int128($0.midpoint.nanoseconds) }).min(),
+              let last = window.map({ Int128($0.midpoint.nanoseconds) }).max() else { return nil }
+        let length = Self.rateSegmentSpan.nanosecondCount
+        let segments = Int((last - first) / length)
+        guard segments >= 2 else { return nil }
+        var slope = initial
+        for _ in 0..<2 {
+            var points: [(x: Double, y: Double)] = []
+            for segment in 0..<segments {
+                let start = first + Int128(segment) * length
+                let center = start + length / 2
+                var lower = -Double.infinity, upper = Double.infinity, count = 0
+                for sample in window {
+                    let mid = Int128(sample.midpoint.nanoseconds)
+                    guard mid >= start && mid < start + length else { continue }
+                    let x = Double(mid - center)
+                    upper = min(upper, Double((Int128(sample.t2.nanoseconds) - Int128(sample.t1.nanoseconds)) - baseOffset) - slope * x)
+                    lower = max(lower, Double((Int128(sample.t3.nanoseconds) - Int128(sample.t4.nanoseconds)) - baseOffset) - slope * x)
+                    count += 1
+                }
+                guard count >= Self.minimumSamplesForFit,
+                      lower - upper <= Double(Self.envelopeCrossingTolerance.nanosecondCount) else { continue }
+                points.append((Double(center - first), (lower + upper) / 2))
+            }
+            guard points.count >= 2 else { return nil }
+            let meanX = points.reduce(0) { $0 + $1.x } / Double(points.count)
+            let meanY = points.reduce(0) { $0 + $1.y } / Double(points.count)
+            var sxx = 0.0, sxy = 0.0
+            for point in points {
+                sxx += (point.x - meanX) * (point.x - meanX)
+                sxy += (point.x - meanX) * (point.y - meanY)
+            }
+            guard sxx > 0 else { return nil }
+            slope = sxy / sxx
+        }
+        return slope.isFinite ? slope : nil
+    }
+
     /// Whether the fitted slope can be trusted: the samples span `minimumRateBaseline`, or
     /// the slope's standard error is below `maximumRateStandardErrorPPM` (a clean path
     /// pins the rate down within the join burst already).

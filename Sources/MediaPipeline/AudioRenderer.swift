@@ -23,12 +23,14 @@ public final class AudioRenderer: @unchecked Sendable {
 
     // Following a timeline: the three tiers of correction.
     /// Errors smaller than this (seconds) leave the proportional term alone, and larger ones
-    /// count only by their excess over it, so the loop does not chase sub-frame noise and
-    /// has no step at the band's edge to cycle on: 10 µs is half a frame at 48 kHz.
-    static let deadBand = 10e-6
-    /// The most the soft tier changes the playback rate, in ppm: above the ±100 ppm of real
-    /// crystals plus the clock estimate's residual, and at 0.05 % a pitch change (under a
-    /// cent) nobody hears.
+    /// count only by their excess over it, so the loop does not chase the clock estimate's
+    /// microsecond updates and has no step at the band's edge to cycle on. The error rests
+    /// near the band's edge while the device's fed-forward rate is a fraction of a ppm off,
+    /// so the band is also the standing error: 3 µs, a seventh of a frame at 48 kHz.
+    static let deadBand = 3e-6
+    /// The most the soft tier's loop moves the playback rate, in ppm, beyond the device's own
+    /// rate (which is fed forward): above the clock estimate's residual and a new device's
+    /// unlearned ±100 ppm, and at 0.05 % a pitch change (under a cent) nobody hears.
     static let maximumSoftCorrectionPPM = 500.0
     /// Past this error (seconds) the content is skipped or padded at once instead: at the
     /// soft tier's full rate 3 ms would take six seconds to remove.
@@ -92,6 +94,8 @@ public final class AudioRenderer: @unchecked Sendable {
     private var followStart: HostTime?
     private var settlingResyncs = 0
     private var pullMisses = 0
+    /// The output's underrun count when last looked at.
+    private var seenUnderruns = 0
 
     /// A renderer for an opened `output` reading `ring` (whose format must match the output's).
     public init(output: any AudioOutput, ring: AudioRing,
@@ -159,6 +163,12 @@ public final class AudioRenderer: @unchecked Sendable {
             }
             guard writable >= output.periodFrames else { continue }
             let frames = min(bufferFrames, output.periodFrames)
+            // An underrun restarted the device: its timeline moved, and the line must follow.
+            let underruns = output.underrunCount
+            if underruns != seenUnderruns {
+                seenUnderruns = underruns
+                timing.reset()
+            }
             let deviceHost = output.nextFramePresentationTime()
             let reported = hostMapping(deviceHost)
             noticeTimelineBreak(at: reported)
@@ -218,7 +228,10 @@ public final class AudioRenderer: @unchecked Sendable {
             return
         }
         status.generation = latest.generation
-        if latest.flush {
+        // Nothing but silence is queued while idle: flushing it would only restart the
+        // device's stream (a sound server's timing reports are at their worst for seconds
+        // after), and a start placed by the device's timing needs no flush.
+        if latest.flush && status.phase != .idle {
             output.flush()
             expectedHost = nil
             timing.reset()
@@ -460,8 +473,12 @@ public final class AudioRenderer: @unchecked Sendable {
         integralPPM = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM,
                                                               integralPPM + Self.integralGain * excess * elapsed))
         let correction = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM, proportional + integralPPM))
-        status.correctionPPM = correction
-        let ratio = timeline.rate * (1 + correction / 1e6)
+        // The device's own rate, learned by the timing filter, is fed forward: the loop then
+        // corrects only what the line's estimate leaves, instead of learning a crystal's
+        // offset through its integral while the error builds.
+        let deviceRatio = output.isRealtime ? timing.trustedFrameDurationRatio : 1
+        let ratio = timeline.rate * deviceRatio * (1 + correction / 1e6)
+        status.correctionPPM = (deviceRatio * (1 + correction / 1e6) - 1) * 1e6
 
         let volume = applied.volume
         let count = frames - from

@@ -1,48 +1,112 @@
 import Foundation
 import MediaClock
 
-/// Smooths a sound device's presentation-time reports with a delay-locked loop.
+/// Smooths a sound device's presentation-time reports into a straight line.
 ///
-/// A device's reports jitter: a sound server's latency figure is refreshed only now and
-/// then, and a card's timestamp is taken when the driver gets round to it. The frames
-/// themselves leave at a steady rate, so the true presentation times of successive periods
-/// lie on a straight line. This second-order loop (after Fons Adriaensen's "Using a DLL to
-/// filter time") tracks that line: its offset follows the reports through a low-pass
-/// filter of bandwidth `bandwidth`, and its slope learns the device's real rate, so a
-/// device that runs fast or slow is followed with no standing error. A report further off
-/// than `jumpThreshold` means the device restarted (an underrun, a flush): the loop starts
-/// again from that report.
+/// A device's reports jitter and wander: a card's timestamp is taken when the driver gets
+/// round to it, and a sound server's latency figure comes from its client library's own
+/// interpolation, which PulseAudio's ALSA plugin lets drift by a few hundred microseconds
+/// over seconds, most of all in the first seconds of a stream. The frames themselves leave at
+/// the device's steady rate, so the true presentation times of successive periods lie on a
+/// straight line. This filter estimates that line, offset and slope, with a second-order loop
+/// (a delay-locked loop, after Fons Adriaensen's "Using a DLL to filter time") whose
+/// bandwidth narrows as the stream ages: `growingWindowBandwidth / age`, which makes it a
+/// least-squares fit over everything reported since the start, until the settled bandwidth
+/// is reached. The line then averages the reports over tens of seconds, so playback that
+/// follows it moves only with the device, not with its reports' noise.
+///
+/// The reports are not always honest: under load, PulseAudio's ALSA plugin has been seen to
+/// report a timeline milliseconds off, ramping and jumping for seconds, while the sink kept
+/// playing the stream at its steady rate. A report further than `outlierThreshold` from the
+/// line is therefore not used, however long they stay off. The device's timeline really
+/// moves only when the device restarts: an underrun or a flush, which the render thread
+/// reports with `reset()`, or a report further off than `jumpThreshold`; the line then
+/// starts again from the next report.
 ///
 /// Real-time safe: plain arithmetic on a few doubles. Render thread only.
 struct DeviceTimingFilter {
-    /// Loop bandwidth in hertz once settled: 0.5 Hz averages report jitter over a couple of
-    /// seconds while following a crystal's thermal drift, which changes over minutes.
-    static let bandwidth = 0.5
-    /// Loop bandwidth right after a (re)start, in hertz: a device's first reports can be off
-    /// by milliseconds while it starts, and a wide loop catches up with its real timeline
-    /// within a fraction of a second instead of several.
+    /// Bandwidth (Hz) times the seconds since the start while the loop is narrowing: a
+    /// second-order loop of bandwidth 0.45/t behaves like a least-squares line fitted to the
+    /// last t seconds of reports, which is the best estimate of a straight line in noise.
+    static let growingWindowBandwidth = 0.45
+    /// Bandwidth (Hz) right after a (re)start: a device's first reports can be off by
+    /// milliseconds, and a wide loop catches up within a few periods.
     static let startingBandwidth = 8.0
-    /// How long the bandwidth takes to narrow from the starting to the settled value.
-    static let settlingTime = 2.0
-    /// A report this far from the line is a restart, not jitter.
-    static let jumpThreshold: Duration = .milliseconds(5)
+    /// Bandwidth (Hz) once narrowed, after about 45 s: passes a tenth of a sound server's
+    /// report wander (seconds long), and still follows a crystal's thermal drift (under a
+    /// ppm a minute) with a few microseconds of lag.
+    static let settledBandwidth = 0.01
+    /// A report this far from the line (seconds) is a restart: an underrun of a 100 ms
+    /// buffer moves the timeline by about the buffer, far beyond any report's error.
+    static let jumpThreshold = 20e-3
+    /// A report further than this from the line (seconds) is not used: four times the
+    /// wander of an honest sound server's reports.
+    static let outlierThreshold = 1e-3
+    /// The learned rate is fed forward once its standard error is below the lower of these
+    /// (ppm), not at all above the higher, in proportion between (`trustedFrameDurationRatio`):
+    /// an exact device's rate is known within a few periods, a sound server's wandering
+    /// reports take seconds to average.
+    static let trustedRateError = 2.0
+    static let untrustedRateError = 20.0
+    /// A learned rate beyond ±0.1 % is not a crystal: keep within reason.
+    static let maximumRateDeviation = 1e-3
+    /// For this long after a (re)start (seconds) the line is not yet established, and a
+    /// report beyond `outlierThreshold` restarts it at once: a device's first reports,
+    /// taken before it runs, can be milliseconds off.
+    static let establishingTime = 0.5
+    /// Reports over which the spread of the reports around the line is averaged.
+    static let spreadPeriods = 100.0
 
     /// Predicted presentation time (ns) of the next period's first frame.
     private var next: Double?
-    /// Seconds of device time since the loop (re)started, for narrowing its bandwidth.
+    /// Seconds of device time since the loop (re)started: how wide its offset tracking is.
     private var age = 0.0
+    /// Seconds of device time since the rate began to be learned: a restart of the stream
+    /// (a flush, an underrun) moves the timeline but does not change the crystal, so the
+    /// rate keeps learning narrowly across it.
+    private var rateAge = 0.0
     /// Predicted duration of one frame (ns), learned.
     private var frameNanoseconds: Double
     private let nominalFrameNanoseconds: Double
+    /// Reports not used since the line (re)started.
+    private(set) var outliers = 0
+    /// Mean square distance of the used reports from the line (ns²), and how many.
+    private var spread = 0.0
+    private var used = 0.0
 
     init(sampleRate: Int) {
         nominalFrameNanoseconds = 1e9 / Double(sampleRate)
         frameNanoseconds = nominalFrameNanoseconds
     }
 
-    /// Forgets the line; the next report starts it again.
+    /// The device's learned rate against the host clock: host time per device frame over
+    /// its nominal value (above 1: the device runs slow, each frame lasts longer).
+    var frameDurationRatio: Double { frameNanoseconds / nominalFrameNanoseconds }
+
+    /// The standard error of the learned rate (ppm), as for a straight line fitted to
+    /// reports of the spread seen over the seconds the rate has been learned.
+    var rateStandardErrorPPM: Double {
+        guard used >= 3, rateAge > 0 else { return .infinity }
+        return spread.squareRoot() / 1e9 * 12.0.squareRoot() / (rateAge * used.squareRoot()) * 1e6
+    }
+
+    /// The learned rate as far as it can be trusted yet: nominal (1) while its standard
+    /// error is large, the learned rate once it is small, a blend between, so that what is
+    /// fed forward changes no faster than the correction loop can follow.
+    var trustedFrameDurationRatio: Double {
+        let weight = min(1, max(0, (Self.untrustedRateError - rateStandardErrorPPM) / (Self.untrustedRateError - Self.trustedRateError)))
+        return 1 + (frameDurationRatio - 1) * weight
+    }
+
+    /// Forgets the line; the next report starts it again. The learned rate is kept: the
+    /// crystal did not change because the stream restarted.
     mutating func reset() {
         next = nil
+    }
+
+    /// The loop bandwidth (Hz) at `age` seconds after a (re)start.
+    static func bandwidth(atAge age: Double) -> Double {
+        min(startingBandwidth, max(settledBandwidth, growingWindowBandwidth / max(age, 1e-3)))
     }
 
     /// Takes the report `reported` for the frame about to be written and returns the
@@ -50,26 +114,40 @@ struct DeviceTimingFilter {
     mutating func filter(_ reported: HostTime, frames: Int) -> HostTime {
         let measured = Double(reported.nanoseconds)
         let periodSeconds = Double(frames) * frameNanoseconds / 1e9
-        // Narrows geometrically from the starting to the settled bandwidth.
-        let progress = min(1, age / Self.settlingTime)
-        let bandwidth = Self.startingBandwidth * pow(Self.bandwidth / Self.startingBandwidth, progress)
-        let omega = 2 * Double.pi * bandwidth * periodSeconds
-        let b = 2.0.squareRoot() * omega
-        let c = omega * omega
-        guard let predicted = next,
-              abs(measured - predicted) < Double(Self.jumpThreshold.components.attoseconds) / 1e9
-                + Double(Self.jumpThreshold.components.seconds) * 1e9 else {
-            next = measured + Double(frames) * frameNanoseconds
-            age = 0
-            return reported
+        guard let predicted = next, abs(measured - predicted) < Self.jumpThreshold * 1e9 else {
+            return restart(at: measured, frames: frames)
         }
-        age += periodSeconds
         let error = measured - predicted
+        if abs(error) > Self.outlierThreshold * 1e9 {
+            if age < Self.establishingTime { return restart(at: measured, frames: frames) }
+            outliers += 1
+            // Not used: the line carries on as predicted.
+            next = predicted + Double(frames) * frameNanoseconds
+            return HostTime(nanoseconds: Int64(predicted.rounded()))
+        }
+        used += 1
+        spread += (error * error - spread) / min(used, Self.spreadPeriods)
+        age += periodSeconds
+        rateAge += periodSeconds
+        // The offset follows at the bandwidth of its own age, the rate at that of the rate's:
+        // after a restart the offset is caught quickly while the rate stays as narrow as it
+        // was (a smaller rate gain only damps the loop more).
+        let omega = 2 * Double.pi * Self.bandwidth(atAge: age) * periodSeconds
+        let rateOmega = 2 * Double.pi * Self.bandwidth(atAge: max(age, rateAge)) * periodSeconds
+        let b = 2.0.squareRoot() * omega
+        let c = rateOmega * rateOmega
         let current = predicted + b * error
         frameNanoseconds += c * error / Double(frames)
-        // A learned rate beyond ±0.1 % is not a crystal: keep within reason.
-        frameNanoseconds = min(max(frameNanoseconds, nominalFrameNanoseconds * 0.999), nominalFrameNanoseconds * 1.001)
+        frameNanoseconds = min(max(frameNanoseconds, nominalFrameNanoseconds * (1 - Self.maximumRateDeviation)),
+                               nominalFrameNanoseconds * (1 + Self.maximumRateDeviation))
         next = current + Double(frames) * frameNanoseconds
         return HostTime(nanoseconds: Int64(current.rounded()))
+    }
+
+    private mutating func restart(at measured: Double, frames: Int) -> HostTime {
+        next = measured + Double(frames) * frameNanoseconds
+        age = 0
+        outliers = 0
+        return HostTime(nanoseconds: Int64(measured.rounded()))
     }
 }

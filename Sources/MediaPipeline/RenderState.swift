@@ -99,7 +99,8 @@ public struct RenderStatus: Sendable, Equatable {
     /// Following a timeline: how far the content heard is from where the timeline puts it,
     /// in seconds (positive: late), measured at the last period.
     public var timelineError: Double = 0
-    /// Following a timeline: the soft correction applied, in ppm.
+    /// Following a timeline: how far the playback rate is set from the timeline's, in ppm:
+    /// the device's learned rate plus the soft tier's correction.
     public var correctionPPM: Double = 0
     /// Following a timeline: hard resyncs (skips or pads) since the start.
     public var hardResyncs: Int = 0

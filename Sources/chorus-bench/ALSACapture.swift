@@ -5,8 +5,15 @@ import MediaPipeline
 import Synchronization
 
 /// Records an ALSA capture device on a thread of its own, maps every captured frame to the
-/// host time at which it was captured, and finds onsets: the first loud sample after a
-/// stretch of silence.
+/// host time at which it was captured, and finds onsets: sound after a stretch of silence,
+/// timed to a fraction of a frame where its edge first reaches half its early peak.
+///
+/// The half-level crossing, not the first sample above the silence threshold, is what times
+/// an edge: a player that resamples by a fraction of a frame (band-limited interpolation,
+/// as Chorus's soft correction does) plays a step as a step slightly delayed, whose
+/// pre-ringing crosses a -40 dBFS threshold up to three or four frames before the step,
+/// varying with the fractional delay. The half-level point of a band-limited step is the
+/// step's own time, so players that resample and players that do not are timed alike.
 ///
 /// Recording PulseAudio's null-sink monitor this way tells when a player's sound actually
 /// came out of the sink, measured outside the player. Timing comes the way ALSA offers it,
@@ -28,6 +35,9 @@ final class ALSACapture: @unchecked Sendable {
     /// An onset must follow at least this much silence, so the tail of earlier sound is
     /// never taken for the start of new sound.
     static let minimumSilenceBeforeOnset: Duration = .milliseconds(100)
+    /// Frames after an onset's first loud sample in which its early peak is found and its
+    /// half-level crossing must lie: a millisecond, a quarter of the test tone's period.
+    static let edgeFrames = 48
     /// Timestamp estimates from reads this close to an onset (either side) place it.
     static let estimateWindow: Duration = .milliseconds(250)
     /// A status timestamp further than this from the host clock read around it is not
@@ -40,6 +50,9 @@ final class ALSACapture: @unchecked Sendable {
     struct Onset {
         /// Capture frame index of the first loud sample.
         var frame: Int64
+        /// Where the edge crosses half its early peak, in frames after `frame` (fractional;
+        /// negative when the first loud sample is itself past half the peak).
+        var edge: Double
         /// Host time at which that frame was captured.
         var hostTime: HostTime
         /// Spread (max - min) of the timestamp estimates that placed it: how much single
@@ -54,6 +67,13 @@ final class ALSACapture: @unchecked Sendable {
         var estimates: [(frames: Int64, originNanoseconds: Int64)] = []
         var silentFrames: Int64 = 0
         var onsets: [Int64] = []
+        /// Each onset's edge (see `Onset.edge`), once its following frames are read.
+        var edges: [Int64: Double] = [:]
+        /// The onset whose edge is being measured: the loudness of the frame before it and of
+        /// the frames read since.
+        var measuring: (frame: Int64, before: Float, levels: [Float])?
+        /// Loudness of the last frame read.
+        var lastLevel: Float = 0
         var overruns = 0
         /// Estimates before this frame are from before the last overrun: frames were lost,
         /// so their mapping from frame to host time no longer holds.
@@ -167,14 +187,16 @@ final class ALSACapture: @unchecked Sendable {
         while ContinuousClock.now < deadline {
             let onset: Onset? = try state.withLock { state throws(BenchError) in
                 if let failure = state.failure { throw BenchError(failure) }
-                guard let frame = state.onsets.first(where: { $0 > mark }), state.framesRead >= frame + window else { return nil }
+                guard let frame = state.onsets.first(where: { $0 > mark }), state.framesRead >= frame + window,
+                      let edge = state.edges[frame] else { return nil }
                 let nearby = state.estimates
                     .filter { $0.frames >= max(frame - window, state.validFrom) && $0.frames <= frame + window }
                     .map { Double($0.originNanoseconds) }
                 guard !nearby.isEmpty else { return nil }
                 let origins = Statistics(nearby)
-                return Onset(frame: frame,
-                             hostTime: HostTime(nanoseconds: Int64(origins.median)) + format.duration(ofFrames: frame),
+                return Onset(frame: frame, edge: edge,
+                             hostTime: HostTime(nanoseconds: Int64(origins.median + edge * 1e9 / Double(format.sampleRate)))
+                                + format.duration(ofFrames: frame),
                              estimateSpread: .nanoseconds(Int64(origins.maximum - origins.minimum)))
             }
             if let onset { return onset }
@@ -212,14 +234,27 @@ final class ALSACapture: @unchecked Sendable {
             let origin = captureOrigin()
             state.withLock { state in
                 for index in 0..<frames {
-                    var loud = false
-                    for channel in 0..<channels where abs(buffer[index * channels + channel]) > Self.silenceThreshold { loud = true }
-                    if loud {
-                        if state.silentFrames >= minimumSilence { state.onsets.append(state.framesRead + Int64(index)) }
+                    var level: Float = 0
+                    for channel in 0..<channels { level = max(level, abs(buffer[index * channels + channel])) }
+                    let frame = state.framesRead + Int64(index)
+                    if var measuring = state.measuring {
+                        measuring.levels.append(level)
+                        state.measuring = measuring
+                        if measuring.levels.count >= Self.edgeFrames {
+                            state.edges[measuring.frame] = Self.edge(before: measuring.before, levels: measuring.levels)
+                            state.measuring = nil
+                        }
+                    }
+                    if level > Self.silenceThreshold {
+                        if state.silentFrames >= minimumSilence {
+                            state.onsets.append(frame)
+                            state.measuring = (frame, state.lastLevel, [level])
+                        }
                         state.silentFrames = 0
                     } else {
                         state.silentFrames += 1
                     }
+                    state.lastLevel = level
                 }
                 state.framesRead += Int64(frames)
                 if let origin {
@@ -228,6 +263,25 @@ final class ALSACapture: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Where a rising edge crosses half its peak, in frames from `levels[0]` (the first loud
+    /// frame), interpolated linearly between the frames either side of the crossing, plus
+    /// half a frame: a step from silence straight to full level at frame n crosses half
+    /// way between frames n-1 and n, and is timed at n, its first loud frame, as before.
+    static func edge(before: Float, levels: [Float]) -> Double {
+        guard let peak = levels.max(), peak > 0 else { return 0 }
+        let half = peak / 2
+        var previous = before
+        for (index, level) in levels.enumerated() {
+            if level >= half {
+                let rise = level - previous
+                let fraction = rise > 0 ? Double((half - previous) / rise) : 1
+                return Double(index) - 0.5 + fraction
+            }
+            previous = level
+        }
+        return 0
     }
 
     /// The host time, in nanoseconds, at which the next frame to read was captured: the

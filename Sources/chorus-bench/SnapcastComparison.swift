@@ -230,6 +230,11 @@ struct SnapcastComparison {
             let correction = index < latencyCorrections.count ? (latencyCorrections[index] ?? 0) : 0
             return collector.onsets(in: window).map { Double($0) / 1e9 + correction }
         }
+        // Kept for plotting offsets over time: one host time (s) per line, per sink.
+        for (index, values) in onsets.enumerated() {
+            let text = values.map { String(format: "%.9f", $0) }.joined(separator: "\n")
+            try? text.write(toFile: "\(workDir)/\(system)-onsets-\(index + 1).txt", atomically: true, encoding: .utf8)
+        }
         let failures = collectors.compactMap(\.failure)
         if !failures.isEmpty { notes.append("\(system): capture failed: \(failures.joined(separator: "; "))") }
         notes.append("\(system): clicks captured per sink in the window: \(onsets.map { "\($0.count)" }.joined(separator: ", ")) (expected about \(Int((Double(window.upperBound - window.lowerBound) / 1e9) / SyncMedia.clickInterval.seconds)))")

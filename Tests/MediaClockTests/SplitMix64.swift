@@ -1,20 +1,8 @@
-/// Deterministic pseudo-random generator (SplitMix64) so property tests are
-/// reproducible: a failing seed fails the same way every run.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
+import MediaClock
 
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// Deterministic pseudo-random numbers so property tests are reproducible: a failing seed
+/// fails the same way every run.
+typealias SplitMix64 = SeededGenerator
 
 /// Random CMTime ingredients biased toward the timescales media code actually uses.
 enum Sample {

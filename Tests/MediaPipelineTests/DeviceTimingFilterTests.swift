@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+import MediaClock
+@testable import MediaPipeline
+
+/// The device timing filter against synthetic reports: a straight line (the frames leaving
+/// at the device's rate) plus the kinds of error real reports carry.
+@Suite struct DeviceTimingFilterTests {
+    static let sampleRate = 48_000
+    static let periodFrames = 480
+
+    /// Feeds `seconds` of reports for a device running `ratePPM` slow (its frames last longer
+    /// on the host clock) with Gaussian noise of `noise` seconds and an extra `wander(t)`;
+    /// returns each period's smoothed time minus the true one, in seconds.
+    func run(seconds: Double, ratePPM: Double, noise: Double, seed: UInt64 = 1,
+             wander: (Double) -> Double = { _ in 0 }, filter: inout DeviceTimingFilter) -> [Double] {
+        var generator = SeededGenerator(seed: seed)
+        let frameSeconds = (1 + ratePPM / 1e6) / Double(Self.sampleRate)
+        let start = 1_000.0
+        var errors: [Double] = []
+        let periods = Int(seconds * Double(Self.sampleRate) / Double(Self.periodFrames))
+        for period in 0..<periods {
+            let truth = start + Double(period * Self.periodFrames) * frameSeconds
+            // Box-Muller from two uniforms in (0, 1].
+            let u1 = Double.random(in: Double.ulpOfOne...1, using: &generator)
+            let u2 = Double.random(in: 0...1, using: &generator)
+            let gaussian = (-2 * log(u1)).squareRoot() * cos(2 * .pi * u2)
+            let reported = truth + noise * gaussian + wander(truth - start)
+            let smoothed = filter.filter(HostTime(nanoseconds: Int64((reported * 1e9).rounded())), frames: Self.periodFrames)
+            errors.append(Double(smoothed.nanoseconds) / 1e9 - truth)
+        }
+        return errors
+    }
+
+    @Test func noisyReportsAverageOutAndTheRateIsLearned() {
+        // 100 µs of white noise per report, a device 150 ppm slow: after half a minute the
+        // line is within a few microseconds of the truth and the rate within a ppm.
+        var filter = DeviceTimingFilter(sampleRate: Self.sampleRate)
+        let errors = run(seconds: 40, ratePPM: 150, noise: 100e-6, filter: &filter)
+        let settled = errors.suffix(500)
+        let worst = settled.map(abs).max() ?? 1
+        #expect(worst < 15e-6, "worst settled error \(worst * 1e6) µs")
+        #expect(abs((filter.frameDurationRatio - 1) * 1e6 - 150) < 1, "rate \((filter.frameDurationRatio - 1) * 1e6) ppm")
+    }
+
+    @Test func aReportWanderOfSecondsIsNotFollowed() {
+        // Reports that swing ±300 µs with a 4 s period (a sound server's interpolation)
+        // move the settled line by far less than the swing.
+        var filter = DeviceTimingFilter(sampleRate: Self.sampleRate)
+        let errors = run(seconds: 60, ratePPM: 0, noise: 20e-6, wander: { 300e-6 * sin(2 * .pi * $0 / 4) }, filter: &filter)
+        let settled = errors.suffix(1_000)
+        let worst = settled.map(abs).max() ?? 1
+        #expect(worst < 30e-6, "worst settled error \(worst * 1e6) µs")
+    }
+
+    @Test func aShiftOfTheReportsIsNotFollowedButARestartIs() {
+        // Reports that move 2 ms with no restart of the device are the reports' error (the
+        // frames keep leaving at the device's rate): the line stays. After `reset()` (an
+        // underrun, a flush) the line is taken from the reports again.
+        var filter = DeviceTimingFilter(sampleRate: Self.sampleRate)
+        let shifted = run(seconds: 40, ratePPM: 0, noise: 10e-6, wander: { $0 >= 30 ? 2e-3 : 0 }, filter: &filter)
+        #expect((shifted.suffix(500).map(abs).max() ?? 1) < 20e-6)
+        #expect(filter.outliers > 0)
+        filter.reset()
+        let restarted = run(seconds: 2, ratePPM: 0, noise: 10e-6, seed: 3, wander: { _ in 2e-3 }, filter: &filter)
+        #expect((restarted.suffix(100).map { abs($0 - 2e-3) }.max() ?? 1) < 20e-6)
+    }
+
+    @Test func reportsThatWanderOffForASecondAreIgnored() {
+        // Reports that ramp 3 ms away and back over a second (a starved sound server's
+        // client library) while the device plays on steadily: the line does not move.
+        var filter = DeviceTimingFilter(sampleRate: Self.sampleRate)
+        let errors = run(seconds: 30, ratePPM: 120, noise: 20e-6, wander: { t in
+            t >= 20 && t < 21 ? 3e-3 * sin(.pi * (t - 20)) : 0
+        }, filter: &filter)
+        let during = errors.suffix(1_000).prefix(300)
+        let worst = during.map(abs).max() ?? 1
+        #expect(worst < 50e-6, "worst error while the reports wandered \(worst * 1e6) µs")
+        #expect(abs((filter.frameDurationRatio - 1) * 1e6 - 120) < 3)
+    }
+
+    @Test func anExactDevicesRateIsTrustedAtOnceAndANoisyOnesLater() {
+        var exact = DeviceTimingFilter(sampleRate: Self.sampleRate)
+        _ = run(seconds: 0.5, ratePPM: 200, noise: 0, filter: &exact)
+        #expect(abs((exact.trustedFrameDurationRatio - 1) * 1e6 - 200) < 5)
+        var noisy = DeviceTimingFilter(sampleRate: Self.sampleRate)
+        _ = run(seconds: 0.5, ratePPM: 200, noise: 100e-6, filter: &noisy)
+        #expect(abs(noisy.trustedFrameDurationRatio - 1) * 1e6 < 100)
+        _ = run(seconds: 20, ratePPM: 200, noise: 100e-6, seed: 2, filter: &noisy)
+        #expect(abs((noisy.trustedFrameDurationRatio - 1) * 1e6 - 200) < 10)
+    }
+
+    @Test func theBandwidthNarrowsAsTheStreamAges() {
+        #expect(DeviceTimingFilter.bandwidth(atAge: 0) == DeviceTimingFilter.startingBandwidth)
+        #expect(abs(DeviceTimingFilter.bandwidth(atAge: 1) - 0.45) < 1e-9)
+        #expect(DeviceTimingFilter.bandwidth(atAge: 600) == DeviceTimingFilter.settledBandwidth)
+    }
+}
