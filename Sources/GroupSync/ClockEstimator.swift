@@ -278,12 +278,23 @@ extension ClockEstimator {
     /// Every timestamping error (a send stamped before the packet left) only loosens a
     /// bound, so a late or duplicated packet cannot pull the estimate.
     fileprivate func envelopeOffset(slope: Double, reference: HostTime, baseOffset: Int128) -> Double? {
-        let earliest = Int128(reference.nanoseconds) - Self.envelopeSpan.nanosecondCount
+        let at = Int128(reference.nanoseconds)
+        return boundedOffset(from: at - Self.envelopeSpan.nanosecondCount, to: .max, at: at,
+                             slope: slope, baseOffset: baseOffset)
+    }
+
+    /// The middle of the tightest bounds that the samples with midpoints in `start..<end`
+    /// put on the offset at host time `center` (nanoseconds from `baseOffset`), carried
+    /// there along `slope`; nil with too few samples or bounds that cross.
+    fileprivate func boundedOffset(from start: Int128, to end: Int128, at center: Int128,
+                                   slope: Double, baseOffset: Int128) -> Double? {
         var lower = -Double.infinity
         var upper = Double.infinity
         var count = 0
-        for sample in window where Int128(sample.midpoint.nanoseconds) >= earliest {
-            let x = Double(Int128(sample.midpoint.nanoseconds) - Int128(reference.nanoseconds))
+        for sample in window {
+            let mid = Int128(sample.midpoint.nanoseconds)
+            guard mid >= start && mid < end else { continue }
+            let x = Double(mid - center)
             let forward = Double((Int128(sample.t2.nanoseconds) - Int128(sample.t1.nanoseconds)) - baseOffset)
             let backward = Double((Int128(sample.t3.nanoseconds) - Int128(sample.t4.nanoseconds)) - baseOffset)
             upper = min(upper, forward - slope * x)
@@ -311,18 +322,9 @@ extension ClockEstimator {
             for segment in 0..<segments {
                 let start = first + Int128(segment) * length
                 let center = start + length / 2
-                var lower = -Double.infinity, upper = Double.infinity, count = 0
-                for sample in window {
-                    let mid = Int128(sample.midpoint.nanoseconds)
-                    guard mid >= start && mid < start + length else { continue }
-                    let x = Double(mid - center)
-                    upper = min(upper, Double((Int128(sample.t2.nanoseconds) - Int128(sample.t1.nanoseconds)) - baseOffset) - slope * x)
-                    lower = max(lower, Double((Int128(sample.t3.nanoseconds) - Int128(sample.t4.nanoseconds)) - baseOffset) - slope * x)
-                    count += 1
-                }
-                guard count >= Self.minimumSamplesForFit,
-                      lower - upper <= Double(Self.envelopeCrossingTolerance.nanosecondCount) else { continue }
-                points.append((Double(center - first), (lower + upper) / 2))
+                guard let offset = boundedOffset(from: start, to: start + length, at: center,
+                                                 slope: slope, baseOffset: baseOffset) else { continue }
+                points.append((Double(center - first), offset))
             }
             guard points.count >= 2 else { return nil }
             let meanX = points.reduce(0) { $0 + $1.x } / Double(points.count)
