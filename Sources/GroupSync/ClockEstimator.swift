@@ -5,10 +5,13 @@ import MediaClock
 /// Like GStreamer's network client clock it keeps a window of recent samples, keeps only
 /// those whose round trip is near the window's best (a long round trip means queueing,
 /// which is rarely symmetric), and fits offset and rate together over what remains by
-/// weighted least squares. The offset is then taken from the bounds the exchanges put on
-/// it, which on a jittery path are far tighter than any average (`envelopeOffset`). Published estimates are clamped: a converged estimate slews
-/// by at most `slewLimit` per update, and jumps only when the evidence says the leader's
-/// clock really moved by more than `stepThreshold`.
+/// weighted least squares; until that rate is certain it is shrunk toward 0 by a prior on
+/// crystals' spread. Then the bounds each exchange puts on the offset take over, which on a
+/// jittery path are far tighter than any average: the rate that fits them best
+/// (`boundedRate`), and the offset midway between the tightest of them (`envelopeOffset`).
+/// Published estimates are clamped: a converged estimate slews by at most `slewLimit` per
+/// update, and jumps only when the evidence says the leader's clock really moved by more
+/// than `stepThreshold`.
 public struct ClockEstimator: Sendable {
     // MARK: Tuning constants
 
@@ -33,15 +36,35 @@ public struct ClockEstimator: Sendable {
     /// Fewest filtered samples fitted; until the window holds this many the best single
     /// sample is used with rate 0. Four leave two degrees of freedom beyond offset and rate.
     public static let minimumSamplesForFit = 4
-    /// Span of fitted samples after which the fitted rate is always used. Over the 175 ms
-    /// join burst 20 µs of noise would read as ±100 ppm, so before this span the rate is
-    /// used only when its standard error is small, and otherwise held at the last used
-    /// value (0 at first).
-    public static let minimumRateBaseline: Duration = .seconds(2)
-    /// Before `minimumRateBaseline`, a fitted rate is used only if its standard error is
-    /// below this (ppm): 20 ppm costs 5 µs over a 250 ms poll, while holding rate 0
-    /// against a 200 ppm crystal would cost 50 µs.
+    /// A rate is taken as determined once its uncertainty is below this (ppm): the standard
+    /// error of the fit, or the half-width of the rates the exchanges' bounds allow. 20 ppm
+    /// costs 5 µs over a 250 ms poll, while holding a rate of 0 against a 200 ppm crystal
+    /// would cost 50 µs. Until then the fitted rate is shrunk toward 0
+    /// (`priorRateSpreadPPM`).
     public static let maximumRateStandardErrorPPM = 20.0
+    /// The spread of rates (ppm, one standard deviation) expected between two nodes' clocks
+    /// before any evidence: crystals are specified to ±100 ppm each. Until the rate is
+    /// determined, the fitted slope is shrunk toward 0 by this prior (ridge regression):
+    /// a clean path's join burst already pins the rate within a few ppm and is barely
+    /// shrunk, while a jittery path's burst says almost nothing and is held near 0. Holding
+    /// exactly 0 instead would leave the offset, a mean over the burst, lagging a 200 ppm
+    /// skew by 50 µs within half a second.
+    public static let priorRateSpreadPPM = 200.0
+    /// Pseudo-residuals pooled into the fit's noise estimate (`varianceScale`), each the
+    /// size the spread of round trips suggests: with the four to eight samples of a join on
+    /// a jittery path, two residuals that happen to be tiny would otherwise make a noisy
+    /// slope look exact, while on a path whose round trips do not vary the exchanges agree
+    /// and the prior adds nothing.
+    public static let priorNoiseDegreesOfFreedom = 2.0
+    /// How finely the bounded rate is searched for: 0.01 ppm, a tenth of a µs over the
+    /// window's minute.
+    static let boundedRateResolution = 1e-8
+    /// Rates integrated over for the bounds' centroid (`boundedLine`): enough that the
+    /// midpoint rule's error is a small fraction of the allowed range.
+    static let centroidSteps = 64
+    /// Timestamping noise allowed for in the bounds (`boundedLine`): a kernel stamp and a
+    /// clock read a few µs apart on a busy host.
+    public static let boundsSlack: Duration = .microseconds(10)
     /// Largest rate accepted, in ppm: crystals are specified to ±100 ppm and real ones stay
     /// well inside; a fit beyond ±500 ppm is noise and would extrapolate badly.
     public static let maximumRatePPM: Int64 = 500
@@ -62,13 +85,10 @@ public struct ClockEstimator: Sendable {
     /// crossed quickly each way, and a 1 ppm error in the fitted rate tilts them by only
     /// ±10 µs.
     public static let envelopeSpan: Duration = .seconds(20)
-    /// Length of the stretches whose offset bounds give the rate (`envelopeRate`): ten
-    /// seconds hold forty exchanges at the steady poll, enough for bounds within about
-    /// 50 µs on a path with milliseconds of jitter, and a window of a minute holds six.
-    public static let rateSegmentSpan: Duration = .seconds(10)
     /// The bounds may cross by this much (timestamping noise, a fitted rate slightly off)
     /// and still be used; crossing by more means they describe no single line, and the
-    /// least-squares offset is used instead.
+    /// least-squares fit is used instead. Also the slack within which a rate counts as
+    /// allowed by the bounds (`boundedRate`).
     public static let envelopeCrossingTolerance: Duration = .microseconds(50)
     /// Samples with a round trip above this are discarded outright: no LAN or Wi-Fi path
     /// takes a second, so the reply is stale or forged.
@@ -91,6 +111,8 @@ public struct ClockEstimator: Sendable {
     private var heldRatePPT: Int64 = 0
     /// Whether a fitted rate has been used since the last reset.
     private var rateKnown = false
+    /// Whether the exchanges' bounds have given the rate (`boundedRate`) since the last reset.
+    private var ratePinnedByBounds = false
     /// Set at the first converged estimate since the last reset: from then on changes
     /// are clamped, even while a disturbed window is temporarily not converged.
     private var hasConverged = false
@@ -137,6 +159,7 @@ public struct ClockEstimator: Sendable {
             window.removeAll()
             heldRatePPT = 0
             rateKnown = false
+            ratePinnedByBounds = false
         }
         window.append(sample)
         if window.count > Self.windowSize { window.removeFirst(window.count - Self.windowSize) }
@@ -228,13 +251,32 @@ public struct ClockEstimator: Sendable {
             sxx += point.weight * (point.x - meanX) * (point.x - meanX)
             sxy += point.weight * (point.x - meanX) * (point.y - meanY)
         }
-        if sxx > 0, rateIsDetermined(points, slope: sxy / sxx, meanX: meanX, meanY: meanY) {
-            // Over a long enough window the bounds of successive stretches give the rate
-            // far more exactly than a fit of whole exchanges, whose asymmetry tilts it.
-            let fitted = (envelopeRate(from: sxy / sxx, baseOffset: baseOffset) ?? sxy / sxx) * 1e12
-            let limit = Double(Self.maximumRatePPM * 1_000_000)
-            heldRatePPT = fitted.isFinite ? Int64(max(-limit, min(limit, fitted.rounded()))) : 0
+        let limit = Double(Self.maximumRatePPM * 1_000_000)
+        func hold(_ slope: Double) {
+            let ppt = slope * 1e12
+            heldRatePPT = ppt.isFinite ? Int64(max(-limit, min(limit, ppt.rounded()))) : 0
+        }
+        if let bounded = boundedRate(baseOffset: baseOffset),
+           ratePinnedByBounds || bounded.halfWidth * 1e6 < Self.maximumRateStandardErrorPPM {
+            // Once the bounds have pinned the rate down they keep it: their uncertainty
+            // swings as fast crossings enter and leave the window, while a fit of whole
+            // exchanges is tilted by their asymmetry on a jittery path.
+            hold(bounded.slope)
             rateKnown = true
+            ratePinnedByBounds = true
+        } else if sxx > 0, points.count > 2 {
+            let fittedSlope = sxy / sxx
+            // Half the median round trip's queueing, relative to the weights' floor.
+            let spread = Double(median - best) / 2 / floor
+            let noise = varianceScale(points, slope: fittedSlope, meanX: meanX, meanY: meanY, priorNoise: spread * spread)
+            if (noise / sxx).squareRoot() * 1e6 < Self.maximumRateStandardErrorPPM {
+                hold(fittedSlope)
+                rateKnown = true
+            } else if !rateKnown {
+                // The posterior mean under the prior spread of crystals' rates.
+                let prior = Self.priorRateSpreadPPM / 1e6
+                hold(sxy / (sxx + noise / (prior * prior)))
+            }
         }
         let slope = Double(heldRatePPT) / 1e12
         var intercept = meanY - slope * meanX
@@ -306,57 +348,87 @@ extension ClockEstimator {
         return (lower + upper) / 2
     }
 
-    /// The rate through the offsets that the bounds of successive `rateSegmentSpan`
-    /// stretches of the window give, or nil when the window holds fewer than two such
-    /// stretches with consistent bounds. Each stretch's bounds are taken along the rate
-    /// found so far, from `initial`; two passes leave them tilted by a fraction of a ppm.
-    fileprivate func envelopeRate(from initial: Double, baseOffset: Int128) -> Double? {
-        guard let first = window.map({ Int128($0.midpoint.nanoseconds) }).min(),
-              let last = window.map({ Int128($0.midpoint.nanoseconds) }).max() else { return nil }
-        let length = Self.rateSegmentSpan.nanosecondCount
-        let segments = Int((last - first) / length)
-        guard segments >= 2 else { return nil }
-        var slope = initial
-        for _ in 0..<2 {
-            var points: [(x: Double, y: Double)] = []
-            for segment in 0..<segments {
-                let start = first + Int128(segment) * length
-                let center = start + length / 2
-                guard let offset = boundedOffset(from: start, to: start + length, at: center,
-                                                 slope: slope, baseOffset: baseOffset) else { continue }
-                points.append((Double(center - first), offset))
-            }
-            guard points.count >= 2 else { return nil }
-            let meanX = points.reduce(0) { $0 + $1.x } / Double(points.count)
-            let meanY = points.reduce(0) { $0 + $1.y } / Double(points.count)
-            var sxx = 0.0, sxy = 0.0
-            for point in points {
-                sxx += (point.x - meanX) * (point.x - meanX)
-                sxy += (point.x - meanX) * (point.y - meanY)
-            }
-            guard sxx > 0 else { return nil }
-            slope = sxy / sxx
+    /// The rate that the exchanges' bounds fit best, and how far from it they still fit.
+    ///
+    /// Each exchange bounds the offset θ from above (`t2 − t1`: θ plus the request's delay)
+    /// and from below (`t3 − t4`: θ minus the reply's). Along a trial rate r the tightest
+    /// bounds leave an interval of width `W(r) = min(upper − r·x) − max(lower − r·x)`: the
+    /// fastest request's delay plus the fastest reply's, as seen along r. Along a wrong rate
+    /// the bounds from the two ends of the window tilt into each other and W shrinks, so the
+    /// rate is the one that maximizes W (a linear program in one variable: W is concave,
+    /// found by golden-section search). The rates whose W is within
+    /// `envelopeCrossingTolerance` of the best fit the bounds about as well: half their
+    /// range is the rate's uncertainty, which narrows as the window lengthens and fast
+    /// crossings turn up at both ends. Nil with too few samples.
+    fileprivate func boundedRate(baseOffset: Int128) -> (slope: Double, halfWidth: Double)? {
+        guard window.count >= Self.minimumSamplesForFit,
+              let reference = window.map({ Int128($0.midpoint.nanoseconds) }).max() else { return nil }
+        var xs: [Double] = [], uppers: [Double] = [], lowers: [Double] = []
+        xs.reserveCapacity(window.count)
+        uppers.reserveCapacity(window.count)
+        lowers.reserveCapacity(window.count)
+        for sample in window {
+            xs.append(Double(Int128(sample.midpoint.nanoseconds) - reference))
+            uppers.append(Double((Int128(sample.t2.nanoseconds) - Int128(sample.t1.nanoseconds)) - baseOffset))
+            lowers.append(Double((Int128(sample.t3.nanoseconds) - Int128(sample.t4.nanoseconds)) - baseOffset))
         }
-        return slope.isFinite ? slope : nil
+        func width(_ slope: Double) -> Double {
+            var upper = Double.infinity, lower = -Double.infinity
+            for index in xs.indices {
+                upper = min(upper, uppers[index] - slope * xs[index])
+                lower = max(lower, lowers[index] - slope * xs[index])
+            }
+            return upper - lower
+        }
+        let limit = Double(Self.maximumRatePPM) / 1e6
+        var low = -limit, high = limit
+        let golden = (5.0.squareRoot() - 1) / 2
+        var left = high - golden * (high - low), right = low + golden * (high - low)
+        var leftWidth = width(left), rightWidth = width(right)
+        while high - low > Self.boundedRateResolution {
+            if leftWidth < rightWidth {
+                low = left
+                left = right
+                leftWidth = rightWidth
+                right = low + golden * (high - low)
+                rightWidth = width(right)
+            } else {
+                high = right
+                right = left
+                rightWidth = leftWidth
+                left = high - golden * (high - low)
+                leftWidth = width(left)
+            }
+        }
+        let best = (low + high) / 2
+        let floor = width(best) - Double(Self.envelopeCrossingTolerance.nanosecondCount)
+        // The ends of the rates that fit within the tolerance, by bisection on each side.
+        func edge(toward outside: Double) -> Double {
+            guard width(outside) < floor else { return outside }
+            var inner = best, outer = outside
+            while abs(outer - inner) > Self.boundedRateResolution {
+                let middle = (inner + outer) / 2
+                if width(middle) >= floor { inner = middle } else { outer = middle }
+            }
+            return inner
+        }
+        return (best, (edge(toward: limit) - edge(toward: -limit)) / 2)
     }
 
-    /// Whether the fitted slope can be trusted: the samples span `minimumRateBaseline`, or
-    /// the slope's standard error is below `maximumRateStandardErrorPPM` (a clean path
-    /// pins the rate down within the join burst already).
-    fileprivate func rateIsDetermined(_ points: [(x: Double, y: Double, weight: Double)], slope: Double, meanX: Double, meanY: Double) -> Bool {
-        guard let first = points.map(\.x).min(), let last = points.map(\.x).max() else { return false }
-        if last - first >= Double(Self.minimumRateBaseline.nanosecondCount) { return true }
-        guard points.count > 2 else { return false }
-        let plainMeanX = points.reduce(0) { $0 + $1.x } / Double(points.count)
-        var spread = 0.0, squares = 0.0
+    /// The slope's noise: the weighted residual variance of the fit, in units of the
+    /// weights' own variance, pooled with `priorNoiseDegreesOfFreedom` pseudo-residuals of
+    /// `priorNoise` (the round trips' median excess over the best, in the same units), so
+    /// that a few samples that happen to lie on a line cannot claim a rate to a fraction of
+    /// a ppm when the round trips say the path is noisy.
+    fileprivate func varianceScale(_ points: [(x: Double, y: Double, weight: Double)],
+                                   slope: Double, meanX: Double, meanY: Double, priorNoise: Double) -> Double {
+        var weightedSquares = 0.0
         for point in points {
-            spread += (point.x - plainMeanX) * (point.x - plainMeanX)
             let residual = point.y - meanY - slope * (point.x - meanX)
-            squares += residual * residual
+            weightedSquares += point.weight * residual * residual
         }
-        guard spread > 0 else { return false }
-        let standardError = (squares / Double(points.count - 2) / spread).squareRoot()
-        return standardError * 1e6 < Self.maximumRateStandardErrorPPM
+        let degrees = Double(points.count - 2)
+        return (Self.priorNoiseDegreesOfFreedom * priorNoise + weightedSquares) / (Self.priorNoiseDegreesOfFreedom + degrees)
     }
 }
 

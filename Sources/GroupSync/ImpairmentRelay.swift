@@ -70,8 +70,9 @@ public final class ImpairmentRelay: Sendable {
 
     /// Datagrams held at once: bounds memory (at most 64 KiB each) in a flood.
     public static let maximumQueuedDatagrams = 4096
-    /// Sleep of the delivery thread when nothing is due: the relay's timing resolution.
-    static let deliveryResolution: Duration = .microseconds(200)
+    /// The longest the delivery thread sleeps without looking at the queue (a new datagram
+    /// wakes it sooner): only bounds how late a stop is noticed.
+    static let idleWait: Duration = .milliseconds(10)
 
     private struct Pending {
         var due: HostTime
@@ -93,6 +94,8 @@ public final class ImpairmentRelay: Sendable {
     private let impairment: Impairment
     private let state: Mutex<State>
     private let finished = DispatchSemaphore(value: 0)
+    /// Signalled on every enqueue, so the delivery thread recomputes its next wake-up.
+    private let arrivals = DispatchSemaphore(value: 0)
 
     /// Where clients send.
     public var listenEndpoint: UDPEndpoint { front.localEndpoint }
@@ -113,12 +116,14 @@ public final class ImpairmentRelay: Sendable {
         self.target = target
         self.impairment = impairment
         state = Mutex(State(generator: SeededGenerator(seed: impairment.seed)))
+        // Delays count from the kernel's receive stamp, like netem's from the packet's
+        // arrival, not from whenever the receive thread got round to it.
         front.startReceiving(name: "chorus.relay.front") { [self] datagram in
             state.withLock { $0.client = datagram.source }
-            enqueue(datagram.bytes, towardTarget: true)
+            enqueue(datagram.bytes, arrivedAt: datagram.receivedAt, towardTarget: true)
         }
         back.startReceiving(name: "chorus.relay.back") { [self] datagram in
-            enqueue(datagram.bytes, towardTarget: false)
+            enqueue(datagram.bytes, arrivedAt: datagram.receivedAt, towardTarget: false)
         }
         let thread = Thread { [self] in
             deliveryLoop()
@@ -135,6 +140,7 @@ public final class ImpairmentRelay: Sendable {
             return current.stopped
         }
         guard !wasStopped else { return }
+        arrivals.signal()
         finished.wait()
         front.close()
         back.close()
@@ -144,8 +150,8 @@ public final class ImpairmentRelay: Sendable {
         stop()
     }
 
-    private func enqueue(_ bytes: [UInt8], towardTarget: Bool) {
-        let now = HostTime.now()
+    private func enqueue(_ bytes: [UInt8], arrivedAt now: HostTime, towardTarget: Bool) {
+        defer { arrivals.signal() }
         state.withLock { current in
             guard !current.stopped else { return }
             if current.generator.unit() < impairment.lossProbability {
@@ -184,7 +190,7 @@ public final class ImpairmentRelay: Sendable {
     private func deliveryLoop() {
         while true {
             let now = HostTime.now()
-            let (due, client, stopped) = state.withLock { current -> ([Pending], UDPEndpoint?, Bool) in
+            let (due, client, stopped, next) = state.withLock { current -> ([Pending], UDPEndpoint?, Bool, HostTime?) in
                 var ready: [Pending] = []
                 current.queue.removeAll { pending in
                     guard pending.due <= now else { return false }
@@ -192,7 +198,7 @@ public final class ImpairmentRelay: Sendable {
                     return true
                 }
                 current.counters.forwarded += ready.count
-                return (ready.sorted { $0.due < $1.due }, current.client, current.stopped)
+                return (ready.sorted { $0.due < $1.due }, current.client, current.stopped, current.queue.map(\.due).min())
             }
             if stopped { return }
             for pending in due {
@@ -202,8 +208,11 @@ public final class ImpairmentRelay: Sendable {
                     try? front.send(pending.bytes, to: client)
                 }
             }
-            if due.isEmpty {
-                Thread.sleep(forTimeInterval: Double(Self.deliveryResolution.nanosecondCount) / 1e9)
+            guard due.isEmpty else { continue }
+            // Sleep until the next datagram is due, or a new one arrives.
+            let wait = min(next.map { $0 - now } ?? Self.idleWait, Self.idleWait)
+            if wait > .zero {
+                _ = arrivals.wait(timeout: .now() + .nanoseconds(Int(wait.nanosecondCount)))
             }
         }
     }

@@ -52,6 +52,48 @@ struct ClockEstimatorTests {
         #expect(estimator.stepCount == 0)
     }
 
+    /// Joining on a LAN-like path (±10 µs of jitter each way) against a 200 ppm skew: from
+    /// the first fit on, every estimate reads the leader's time within 10 µs, because the
+    /// burst's slope is used (barely shrunk) rather than held at 0, which would leave the
+    /// offset lagging the skew by tens of µs within half a second.
+    @Test(arguments: [Int64(200), -200])
+    func joiningOnACleanPathTracksTheSkewFromTheBurst(skewPPM: Int64) {
+        var path = SimulatedPath(seed: 5)
+        path.jitter = .microseconds(10)
+        var estimator = ClockEstimator()
+        var now = HostTime(nanoseconds: 1_000_000_000)
+        var sent = 0
+        var worst = 0.0
+        // The same clock `run` makes, to judge the estimates as they come.
+        let clock = SkewedHostClock(wrapping: SimulatedHostClock(), offset: .seconds(7), skewPPM: skewPPM,
+                                    base: HostTime(nanoseconds: 1_000_000_000))
+        _ = Self.run(path: &path, skewPPM: skewPPM, offset: .seconds(7), duration: .seconds(3),
+                     estimator: &estimator, trueTime: &now, requestsSent: &sent) { estimate, at in
+            guard estimate.usedSampleCount >= ClockEstimator.minimumSamplesForFit else { return }
+            worst = max(worst, abs(Self.error(estimate, at: at, clock: clock).microsecondsValue))
+        }
+        #expect(worst > 0)
+        #expect(worst < 10, "worst \(worst) µs")
+    }
+
+    /// ±2 ms of jitter each way at join: the burst says nothing about the rate, and the
+    /// shrunk slope stays near 0 instead of extrapolating noise (a raw fit of 8 such
+    /// samples over 175 ms reads thousands of ppm).
+    @Test func joiningOnAJitteryPathDoesNotExtrapolateNoise() {
+        var path = SimulatedPath(seed: 9)
+        path.baseDelay = .milliseconds(3)
+        path.jitter = .milliseconds(2)
+        var estimator = ClockEstimator()
+        var now = HostTime(nanoseconds: 1_000_000_000)
+        var sent = 0
+        var worstRate = 0.0
+        _ = Self.run(path: &path, skewPPM: 0, offset: .seconds(-2), duration: .seconds(1),
+                     estimator: &estimator, trueTime: &now, requestsSent: &sent) { estimate, _ in
+            worstRate = max(worstRate, abs(estimate.ratePPM))
+        }
+        #expect(worstRate < 100, "worst rate \(worstRate) ppm")
+    }
+
     /// Spikes of +20 ms on one direction in 10% of exchanges, on a path with ±100 µs of
     /// jitter each way: the round-trip filter removes the spikes and the fit stays within
     /// 100 µs of the truth at every update.
