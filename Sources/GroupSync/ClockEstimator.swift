@@ -15,11 +15,11 @@ import MediaClock
 public struct ClockEstimator: Sendable {
     // MARK: Tuning constants
 
-    /// Samples kept: at the steady 250 ms poll, a minute of history, long enough to see a
-    /// 1 ppm rate as 64 µs of drift, short enough to follow thermal drift of the crystals;
-    /// and enough samples that on a jittery path the few with the least queueing are
-    /// nearly symmetric.
-    public static let windowSize = 256
+    /// Samples kept: at a jittery path's 100 ms poll, 51 s of history (two minutes at the
+    /// quiet 250 ms poll), long enough to see a 1 ppm rate as 51 µs of drift, short enough to
+    /// follow thermal drift of the crystals; and enough samples that on a jittery path the
+    /// fastest crossings each way come close to the path's floor.
+    public static let windowSize = 512
     /// Samples whose round trip exceeds both the window's median and the best times this
     /// factor (plus the margin below) are not fitted: their queueing delay, and so their
     /// possible asymmetry, is large. (GStreamer drops samples far above the median; the
@@ -98,12 +98,21 @@ public struct ClockEstimator: Sendable {
     public static let burstCount = 8
     /// Spacing of the join burst: wide enough not to queue behind each other.
     public static let burstInterval: Duration = .milliseconds(25)
-    /// Poll interval after the burst until converged (also retries lost burst requests): ten
-    /// a second gathers the samples a jittery path needs within a few seconds of joining.
-    public static let convergingInterval: Duration = .milliseconds(100)
-    /// Steady poll interval once converged: four exchanges a second (about 600 bytes/s)
-    /// fill the window with enough samples to pick symmetric ones on a jittery path.
+    /// Poll interval after the burst until converged with a determined rate (also retries
+    /// lost burst requests): twenty a second (about 3 kB/s, for seconds) gather the fast
+    /// crossings a jittery path needs twice as soon as ten would; a quiet path determines
+    /// its rate within half a second and slows down at once.
+    public static let convergingInterval: Duration = .milliseconds(50)
+    /// Steady poll interval once converged on a quiet path: four exchanges a second (about
+    /// 600 bytes/s) keep the rate and offset within microseconds.
     public static let steadyInterval: Duration = .milliseconds(250)
+    /// A path whose median round trip exceeds its best by more than this is jittery: 0.5 ms
+    /// of queueing is far beyond a wired LAN's tens of µs.
+    public static let jitteryPathExcess: Duration = .microseconds(500)
+    /// Steady poll interval on a jittery path: the bounds come from the fastest crossings,
+    /// and ten exchanges a second (about 1.5 kB/s) find them two and a half times as often
+    /// as four, so the offset and rate settle that much tighter.
+    public static let jitteryInterval: Duration = .milliseconds(100)
 
     // MARK: State
 
@@ -140,10 +149,13 @@ public struct ClockEstimator: Sendable {
     }
 
     /// How long to wait before the next clock request, given how many were sent since
-    /// joining: burst, then `convergingInterval` until converged, then `steadyInterval`.
+    /// joining: burst, then `convergingInterval` until converged with a determined rate,
+    /// then `steadyInterval`, or `jitteryInterval` while the path is jittery.
     public func nextPollInterval(requestsSent: Int) -> Duration {
         if requestsSent < Self.burstCount { return Self.burstInterval }
-        return isConverged ? Self.steadyInterval : Self.convergingInterval
+        guard let estimate, estimate.converged, rateKnown else { return Self.convergingInterval }
+        let jittery = estimate.medianRoundTrip - estimate.bestRoundTrip > Self.jitteryPathExcess
+        return jittery ? Self.jitteryInterval : Self.steadyInterval
     }
 
     /// Adds a sample and returns the new published estimate, or `nil` if the sample was
@@ -256,8 +268,8 @@ public struct ClockEstimator: Sendable {
             let ppt = slope * 1e12
             heldRatePPT = ppt.isFinite ? Int64(max(-limit, min(limit, ppt.rounded()))) : 0
         }
-        if let bounded = boundedRate(baseOffset: baseOffset),
-           ratePinnedByBounds || bounded.halfWidth * 1e6 < Self.maximumRateStandardErrorPPM {
+        let bounded = boundedRate(baseOffset: baseOffset, queueing: Double(median - best))
+        if let bounded, ratePinnedByBounds || bounded.halfWidth * 1e6 < Self.maximumRateStandardErrorPPM {
             // Once the bounds have pinned the rate down they keep it: their uncertainty
             // swings as fast crossings enter and leave the window, while a fit of whole
             // exchanges is tilted by their asymmetry on a jittery path.
@@ -269,13 +281,23 @@ public struct ClockEstimator: Sendable {
             // Half the median round trip's queueing, relative to the weights' floor.
             let spread = Double(median - best) / 2 / floor
             let noise = varianceScale(points, slope: fittedSlope, meanX: meanX, meanY: meanY, priorNoise: spread * spread)
-            if (noise / sxx).squareRoot() * 1e6 < Self.maximumRateStandardErrorPPM {
+            let fitError = (noise / sxx).squareRoot()
+            if fitError * 1e6 < Self.maximumRateStandardErrorPPM {
                 hold(fittedSlope)
                 rateKnown = true
             } else if !rateKnown {
-                // The posterior mean under the prior spread of crystals' rates.
+                // Not yet certain: the three things known about the rate, each weighed by
+                // its certainty. The prior spread of crystals (centred on 0), the fit (for
+                // the prior alone with it, this is the fit shrunk toward 0), and the rate
+                // the bounds fit best, within their half width.
                 let prior = Self.priorRateSpreadPPM / 1e6
-                hold(sxy / (sxx + noise / (prior * prior)))
+                var precision = 1 / (prior * prior) + 1 / (fitError * fitError)
+                var sum = fittedSlope / (fitError * fitError)
+                if let bounded, bounded.halfWidth > 0 {
+                    precision += 1 / (bounded.halfWidth * bounded.halfWidth)
+                    sum += bounded.slope / (bounded.halfWidth * bounded.halfWidth)
+                }
+                hold(sum / precision)
             }
         }
         let slope = Double(heldRatePPT) / 1e12
@@ -356,11 +378,15 @@ extension ClockEstimator {
     /// fastest request's delay plus the fastest reply's, as seen along r. Along a wrong rate
     /// the bounds from the two ends of the window tilt into each other and W shrinks, so the
     /// rate is the one that maximizes W (a linear program in one variable: W is concave,
-    /// found by golden-section search). The rates whose W is within
-    /// `envelopeCrossingTolerance` of the best fit the bounds about as well: half their
-    /// range is the rate's uncertainty, which narrows as the window lengthens and fast
-    /// crossings turn up at both ends. Nil with too few samples.
-    fileprivate func boundedRate(baseOffset: Int128) -> (slope: Double, halfWidth: Double)? {
+    /// found by golden-section search). The rates whose W is within a tolerance of the best
+    /// fit the bounds about as well: half their range is the rate's uncertainty, which
+    /// narrows as the window lengthens and fast crossings turn up at both ends. The
+    /// tolerance is how far the fastest crossings each way may still be from the path's
+    /// floor: with n exchanges whose round trips spread over `queueing` (the median's
+    /// excess over the best), about `2·queueing/n`, and at least
+    /// `envelopeCrossingTolerance` for timestamping noise. Nil with too few samples, or
+    /// when the best fit is at the end of the accepted rates.
+    fileprivate func boundedRate(baseOffset: Int128, queueing: Double) -> (slope: Double, halfWidth: Double)? {
         guard window.count >= Self.minimumSamplesForFit,
               let reference = window.map({ Int128($0.midpoint.nanoseconds) }).max() else { return nil }
         var xs: [Double] = [], uppers: [Double] = [], lowers: [Double] = []
@@ -401,7 +427,11 @@ extension ClockEstimator {
             }
         }
         let best = (low + high) / 2
-        let floor = width(best) - Double(Self.envelopeCrossingTolerance.nanosecondCount)
+        // A best fit at the end of the accepted rates only says the bounds lean that way:
+        // they fit rates beyond it no worse, so they fix nothing yet.
+        guard abs(best) < limit - Self.boundedRateResolution * 10 else { return nil }
+        let tolerance = max(Double(Self.envelopeCrossingTolerance.nanosecondCount), 2 * queueing / Double(window.count))
+        let floor = width(best) - tolerance
         // The ends of the rates that fit within the tolerance, by bisection on each side.
         func edge(toward outside: Double) -> Double {
             guard width(outside) < floor else { return outside }
