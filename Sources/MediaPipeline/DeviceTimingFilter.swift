@@ -18,10 +18,12 @@ import MediaClock
 /// The reports are not always honest: under load, PulseAudio's ALSA plugin has been seen to
 /// report a timeline milliseconds off, ramping and jumping for seconds, while the sink kept
 /// playing the stream at its steady rate. A report further than `outlierThreshold` from the
-/// line is therefore not used, however long they stay off. The device's timeline really
-/// moves only when the device restarts: an underrun or a flush, which the render thread
-/// reports with `reset()`, or a report further off than `jumpThreshold`; the line then
-/// starts again from the next report.
+/// line is therefore not used. But a sound server can also really move a stream's timeline
+/// without the ALSA device seeing an underrun (PulseAudio has been seen to play a stream
+/// 10 ms later after a starved start, and report it so): reports that stay off by the same
+/// amount, within `shiftConsistency`, for `shiftConfirmationTime` are a real move, and the
+/// line restarts on them. It also restarts on an underrun or a flush, which the render
+/// thread reports with `reset()`, and on a report further off than `jumpThreshold`.
 ///
 /// Real-time safe: plain arithmetic on a few doubles. Render thread only.
 struct DeviceTimingFilter {
@@ -54,6 +56,13 @@ struct DeviceTimingFilter {
     /// report beyond `outlierThreshold` restarts it at once: a device's first reports,
     /// taken before it runs, can be milliseconds off.
     static let establishingTime = 0.5
+    /// Reports off the line by the same amount, within this (seconds), for
+    /// `shiftConfirmationTime` are the device's timeline moving, not wander: a wander ramps
+    /// (a few hundred ppm moves half a millisecond within two seconds), a move stays put.
+    static let shiftConsistency = 0.5e-3
+    /// How long (seconds) reports must stay consistently off before the line follows them:
+    /// longer than the plateaus of a starved server's wander seen in practice.
+    static let shiftConfirmationTime = 2.0
     /// Reports over which the spread of the reports around the line is averaged.
     static let spreadPeriods = 100.0
 
@@ -70,6 +79,11 @@ struct DeviceTimingFilter {
     private let nominalFrameNanoseconds: Double
     /// Reports not used since the line (re)started.
     private(set) var outliers = 0
+    /// Times the line followed a confirmed move of the reports.
+    private(set) var shifts = 0
+    /// The error (ns) of the run of outliers being watched for a move, and its length (s).
+    private var shiftError: Double?
+    private var shiftElapsed = 0.0
     /// Mean square distance of the used reports from the line (ns²), and how many.
     private var spread = 0.0
     private var used = 0.0
@@ -121,10 +135,22 @@ struct DeviceTimingFilter {
         if abs(error) > Self.outlierThreshold * 1e9 {
             if age < Self.establishingTime { return restart(at: measured, frames: frames) }
             outliers += 1
+            if let watched = shiftError, abs(error - watched) < Self.shiftConsistency * 1e9 {
+                shiftElapsed += periodSeconds
+            } else {
+                shiftError = error
+                shiftElapsed = 0
+            }
+            if shiftElapsed >= Self.shiftConfirmationTime {
+                shifts += 1
+                return restart(at: measured, frames: frames)
+            }
             // Not used: the line carries on as predicted.
             next = predicted + Double(frames) * frameNanoseconds
             return HostTime(nanoseconds: Int64(predicted.rounded()))
         }
+        shiftError = nil
+        shiftElapsed = 0
         used += 1
         spread += (error * error - spread) / min(used, Self.spreadPeriods)
         age += periodSeconds
@@ -148,6 +174,8 @@ struct DeviceTimingFilter {
         next = measured + Double(frames) * frameNanoseconds
         age = 0
         outliers = 0
+        shiftError = nil
+        shiftElapsed = 0
         return HostTime(nanoseconds: Int64(measured.rounded()))
     }
 }

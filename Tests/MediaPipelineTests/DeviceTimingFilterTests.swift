@@ -53,17 +53,35 @@ import MediaClock
         #expect(worst < 30e-6, "worst settled error \(worst * 1e6) µs")
     }
 
-    @Test func aShiftOfTheReportsIsNotFollowedButARestartIs() {
-        // Reports that move 2 ms with no restart of the device are the reports' error (the
-        // frames keep leaving at the device's rate): the line stays. After `reset()` (an
-        // underrun, a flush) the line is taken from the reports again.
+    @Test func aShiftOfTheReportsIsFollowedOnceItHoldsAndARestartAtOnce() {
+        // Reports that move 2 ms and stay there are the device's timeline moving (a sound
+        // server replaying a starved stream later): for the confirmation time the line
+        // holds, then it follows. After `reset()` (an underrun, a flush) the line is taken
+        // from the reports at once.
         var filter = DeviceTimingFilter(sampleRate: Self.sampleRate)
         let shifted = run(seconds: 40, ratePPM: 0, noise: 10e-6, wander: { $0 >= 30 ? 2e-3 : 0 }, filter: &filter)
-        #expect((shifted.suffix(500).map(abs).max() ?? 1) < 20e-6)
-        #expect(filter.outliers > 0)
+        let periodsPerSecond = Self.sampleRate / Self.periodFrames
+        let holding = shifted[(30 * periodsPerSecond + 5)..<(31 * periodsPerSecond)]
+        #expect((holding.map(abs).max() ?? 1) < 20e-6, "the line held while the move was unconfirmed")
+        #expect((shifted.suffix(500).map { abs($0 - 2e-3) }.max() ?? 1) < 20e-6, "the line followed the move")
+        #expect(filter.shifts == 1)
         filter.reset()
-        let restarted = run(seconds: 2, ratePPM: 0, noise: 10e-6, seed: 3, wander: { _ in 2e-3 }, filter: &filter)
-        #expect((restarted.suffix(100).map { abs($0 - 2e-3) }.max() ?? 1) < 20e-6)
+        let restarted = run(seconds: 2, ratePPM: 0, noise: 10e-6, seed: 3, wander: { _ in 5e-3 }, filter: &filter)
+        #expect((restarted.suffix(100).map { abs($0 - 5e-3) }.max() ?? 1) < 20e-6)
+    }
+
+    @Test func reportsRampingAwayForSecondsAreNotTakenForAMove() {
+        // Reports ramping 4 ms away over eight seconds at 1000 ppm, then back: never the same
+        // offset for long, so the line is not restarted on them (which would put it
+        // milliseconds off). The first millisecond of the ramp is within the outlier
+        // threshold and tilts the line a little.
+        var filter = DeviceTimingFilter(sampleRate: Self.sampleRate)
+        let errors = run(seconds: 40, ratePPM: 50, noise: 20e-6, wander: { t in
+            t >= 20 && t < 28 ? 1e-3 * (4 - abs(t - 24)) : 0
+        }, filter: &filter)
+        let during = errors.suffix(20 * 100).prefix(8 * 100)
+        #expect((during.map(abs).max() ?? 1) < 0.5e-3, "worst \((during.map(abs).max() ?? 1) * 1e6) µs")
+        #expect(filter.shifts == 0)
     }
 
     @Test func reportsThatWanderOffForASecondAreIgnored() {
