@@ -15,8 +15,7 @@ import MediaClock
 public struct ClockEstimator: Sendable {
     // MARK: Tuning constants
 
-    /// Samples kept: at a jittery path's 100 ms poll, 51 s of history (two minutes at the
-    /// quiet 250 ms poll), long enough to see a 1 ppm rate as 51 µs of drift, short enough to
+    /// Samples kept: at the steady 100 ms poll, 51 s of history, long enough to see a 1 ppm rate as 51 µs of drift, short enough to
     /// follow thermal drift of the crystals; and enough samples that on a jittery path the
     /// fastest crossings each way come close to the path's floor.
     public static let windowSize = 512
@@ -38,7 +37,7 @@ public struct ClockEstimator: Sendable {
     public static let minimumSamplesForFit = 4
     /// A rate is taken as determined once its uncertainty is below this (ppm): the standard
     /// error of the fit, or the half-width of the rates the exchanges' bounds allow. 20 ppm
-    /// costs 5 µs over a 250 ms poll, while holding a rate of 0 against a 200 ppm crystal
+    /// costs 2 µs over a 100 ms poll, while holding a rate of 0 against a 200 ppm crystal
     /// would cost 50 µs. Until then the fitted rate is shrunk toward 0
     /// (`priorRateSpreadPPM`).
     public static let maximumRateStandardErrorPPM = 20.0
@@ -81,7 +80,7 @@ public struct ClockEstimator: Sendable {
     /// applied at once: 5 ms is beyond any filtered sample's asymmetry error.
     public static let stepThreshold: Duration = .milliseconds(5)
     /// How far back the offset bounds are taken from (see `envelopeOffset`): twenty
-    /// seconds hold eighty exchanges at the steady poll, enough that on a jittery path some
+    /// seconds hold two hundred exchanges at the steady poll, enough that on a jittery path some
     /// crossed quickly each way, and a 1 ppm error in the fitted rate tilts them by only
     /// ±10 µs.
     public static let envelopeSpan: Duration = .seconds(20)
@@ -103,16 +102,12 @@ public struct ClockEstimator: Sendable {
     /// crossings a jittery path needs twice as soon as ten would; a quiet path determines
     /// its rate within half a second and slows down at once.
     public static let convergingInterval: Duration = .milliseconds(50)
-    /// Steady poll interval once converged on a quiet path: four exchanges a second (about
-    /// 600 bytes/s) keep the rate and offset within microseconds.
-    public static let steadyInterval: Duration = .milliseconds(250)
-    /// A path whose median round trip exceeds its best by more than this is jittery: 0.5 ms
-    /// of queueing is far beyond a wired LAN's tens of µs.
-    public static let jitteryPathExcess: Duration = .microseconds(500)
-    /// Steady poll interval on a jittery path: the bounds come from the fastest crossings,
-    /// and ten exchanges a second (about 1.5 kB/s) find them two and a half times as often
-    /// as four, so the offset and rate settle that much tighter.
-    public static let jitteryInterval: Duration = .milliseconds(100)
+    /// Steady poll interval once converged with a determined rate: ten exchanges a second
+    /// (about 1.5 kB/s). The offset comes from the bounds of the fastest crossings each way,
+    /// and ten a second find them two and a half times as often as four: on a quiet LAN the
+    /// early steps of a few tens of µs, as faster crossings turn up, settle in seconds; on
+    /// a jittery path the bounds close that much tighter.
+    public static let steadyInterval: Duration = .milliseconds(100)
 
     // MARK: State
 
@@ -150,12 +145,10 @@ public struct ClockEstimator: Sendable {
 
     /// How long to wait before the next clock request, given how many were sent since
     /// joining: burst, then `convergingInterval` until converged with a determined rate,
-    /// then `steadyInterval`, or `jitteryInterval` while the path is jittery.
+    /// then `steadyInterval`.
     public func nextPollInterval(requestsSent: Int) -> Duration {
         if requestsSent < Self.burstCount { return Self.burstInterval }
-        guard let estimate, estimate.converged, rateKnown else { return Self.convergingInterval }
-        let jittery = estimate.medianRoundTrip - estimate.bestRoundTrip > Self.jitteryPathExcess
-        return jittery ? Self.jitteryInterval : Self.steadyInterval
+        return isConverged && rateKnown ? Self.steadyInterval : Self.convergingInterval
     }
 
     /// Adds a sample and returns the new published estimate, or `nil` if the sample was
