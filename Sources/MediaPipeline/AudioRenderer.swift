@@ -38,7 +38,9 @@ public final class AudioRenderer: @unchecked Sendable {
     /// For this long after a start (seconds), the hard tier acts on much smaller errors:
     /// while a device's timing settles its first reports can be a millisecond or two off,
     /// and a skip or pad right at the start is not heard, where the soft tier would take
-    /// seconds to pull the error in.
+    /// seconds to pull the error in. Only the device's error counts: as much error as the
+    /// timeline itself has moved since the start (a clock estimate still settling on a
+    /// jittery path) is left to the soft tier, as at any other time.
     static let settlingTime = 1.5
     /// The hard tier's threshold while settling (seconds): a quarter of a millisecond.
     static let settlingHardResyncThreshold = 250e-6
@@ -92,6 +94,9 @@ public final class AudioRenderer: @unchecked Sendable {
     private var pendingEnd: (kind: AudioBlockKind, frame: Int64)?
     /// When content first played on the current timeline, and the settling resyncs since.
     private var followStart: HostTime?
+    /// The timeline as it was when content started (or last resynced) while settling: the
+    /// settling tier allows as much more error as the timeline has moved since.
+    private var settlingTimeline: RenderTimeline?
     private var settlingResyncs = 0
     private var pullMisses = 0
     /// The output's underrun count when last looked at.
@@ -249,6 +254,7 @@ public final class AudioRenderer: @unchecked Sendable {
             nextFrame = timeline.frame
             status.hardResyncs = 0
             followStart = nil
+            settlingTimeline = nil
             settlingResyncs = 0
             integralPPM = 0
             filteredError = 0
@@ -360,7 +366,10 @@ public final class AudioRenderer: @unchecked Sendable {
         nextFrame = first
         if let timeline {
             pendingEnd = nil
-            if followStart == nil { followStart = status.runStartHost }
+            if followStart == nil {
+                followStart = status.runStartHost
+                settlingTimeline = timeline
+            }
             resampler.prime(at: first) { pullFrame(into: $0) }
             let leadHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: lead))
             return followContent(into: out, from: leadFrames, frames: frames, channels: channels, host: leadHost, timeline: timeline)
@@ -454,9 +463,15 @@ public final class AudioRenderer: @unchecked Sendable {
         // Settling counts from the first start on this timeline, not from resyncs.
         let sinceStart = followStart.map { Double((host - $0).nanosecondsClamped) / 1e9 } ?? 0
         let settling = sinceStart < Self.settlingTime && settlingResyncs < Self.maximumSettlingResyncs
-        let threshold = settling ? Self.settlingHardResyncThreshold : Self.hardResyncThreshold
-        if abs(error) > threshold {
-            if settling && abs(error) <= Self.hardResyncThreshold { settlingResyncs += 1 }
+        let moved = settlingTimeline.map {
+            (timeline.due(at: host, sampleRate: rate) - $0.due(at: host, sampleRate: rate)) / Double(rate)
+        } ?? 0
+        let hard = abs(error) > Self.hardResyncThreshold
+        // While settling, the error the timeline's own move explains (and the soft tier is
+        // already absorbing) is allowed on top of the settling threshold.
+        if hard || (settling && abs(error) > Self.settlingHardResyncThreshold + abs(moved)) {
+            if !hard { settlingResyncs += 1 }
+            settlingTimeline = timeline
             status.hardResyncs += 1
             status.phase = .stalled
             resampler.reset()
