@@ -15,9 +15,10 @@ import MediaClock
 public struct ClockEstimator: Sendable {
     // MARK: Tuning constants
 
-    /// Samples kept: at the steady 100 ms poll, 51 s of history, long enough to see a 1 ppm rate as 51 µs of drift, short enough to
-    /// follow thermal drift of the crystals; and enough samples that on a jittery path the
-    /// fastest crossings each way come close to the path's floor.
+    /// Samples kept: at the steady 100 ms poll, 51 s of history, long enough to see a 1 ppm
+    /// rate as 51 µs of drift, short enough to follow thermal drift of the crystals; and
+    /// enough samples that on a jittery path the fastest crossings each way come close to
+    /// the path's floor.
     public static let windowSize = 512
     /// Samples whose round trip exceeds both the window's median and the best times this
     /// factor (plus the margin below) are not fitted: their queueing delay, and so their
@@ -55,15 +56,9 @@ public struct ClockEstimator: Sendable {
     /// slope look exact, while on a path whose round trips do not vary the exchanges agree
     /// and the prior adds nothing.
     public static let priorNoiseDegreesOfFreedom = 2.0
-    /// How finely the bounded rate is searched for: 0.01 ppm, a tenth of a µs over the
-    /// window's minute.
+    /// How finely the bounded rate is searched for (a fraction): 0.01 ppm, half a µs over
+    /// the window's 51 s.
     static let boundedRateResolution = 1e-8
-    /// Rates integrated over for the bounds' centroid (`boundedLine`): enough that the
-    /// midpoint rule's error is a small fraction of the allowed range.
-    static let centroidSteps = 64
-    /// Timestamping noise allowed for in the bounds (`boundedLine`): a kernel stamp and a
-    /// clock read a few µs apart on a busy host.
-    public static let boundsSlack: Duration = .microseconds(10)
     /// Largest rate accepted, in ppm: crystals are specified to ±100 ppm and real ones stay
     /// well inside; a fit beyond ±500 ppm is noise and would extrapolate badly.
     public static let maximumRatePPM: Int64 = 500
@@ -86,8 +81,8 @@ public struct ClockEstimator: Sendable {
     public static let envelopeSpan: Duration = .seconds(20)
     /// The bounds may cross by this much (timestamping noise, a fitted rate slightly off)
     /// and still be used; crossing by more means they describe no single line, and the
-    /// least-squares fit is used instead. Also the slack within which a rate counts as
-    /// allowed by the bounds (`boundedRate`).
+    /// least-squares fit is used instead. Also the least slack within which a rate counts
+    /// as fitting the bounds about as well as the best (`boundedRate`).
     public static let envelopeCrossingTolerance: Duration = .microseconds(50)
     /// Samples with a round trip above this are discarded outright: no LAN or Wi-Fi path
     /// takes a second, so the reply is stale or forged.
