@@ -18,12 +18,15 @@ import MediaClock
 /// The reports are not always honest: under load, PulseAudio's ALSA plugin has been seen to
 /// report a timeline milliseconds off, ramping and jumping for seconds, while the sink kept
 /// playing the stream at its steady rate. A report further than `outlierThreshold` from the
-/// line is therefore not used. But a sound server can also really move a stream's timeline
-/// without the ALSA device seeing an underrun (PulseAudio has been seen to play a stream
-/// 10 ms later after a starved start, and report it so): reports that stay off by the same
-/// amount, within `shiftConsistency`, for `shiftConfirmationTime` are a real move, and the
-/// line restarts on them. It also restarts on an underrun or a flush, which the render
-/// thread reports with `reset()`, and on a report further off than `jumpThreshold`.
+/// line is therefore not used, as long as such a run of reports ends within
+/// `shiftConfirmationTime`. Reports that stay on one side of the line longer than that mean
+/// the line is wrong: a sound server really moved the stream's timeline without the ALSA
+/// device seeing an underrun (PulseAudio has been seen to play a stream 10 ms later after a
+/// starved start), or the rate learned from a start's wandering reports is off, and the
+/// playback that follows it drifts from the device by as much. The line then restarts on
+/// the reports, its rate corrected by how fast the run drifted. It also restarts on an
+/// underrun or a flush, which the render thread reports with `reset()`, and on a report
+/// further off than `jumpThreshold`.
 ///
 /// Real-time safe: plain arithmetic on a few doubles. Render thread only.
 struct DeviceTimingFilter {
@@ -56,12 +59,9 @@ struct DeviceTimingFilter {
     /// report beyond `outlierThreshold` restarts it at once: a device's first reports,
     /// taken before it runs, can be milliseconds off.
     static let establishingTime = 0.5
-    /// Reports off the line by the same amount, within this (seconds), for
-    /// `shiftConfirmationTime` are the device's timeline moving, not wander: a wander ramps
-    /// (a few hundred ppm moves half a millisecond within two seconds), a move stays put.
-    static let shiftConsistency = 0.5e-3
-    /// How long (seconds) reports must stay consistently off before the line follows them:
-    /// longer than the plateaus of a starved server's wander seen in practice.
+    /// How long (seconds) reports must stay off the line on one side before the line follows
+    /// them: twice the second-long excursions of a starved server's reports seen in
+    /// practice, which the line must ride out.
     static let shiftConfirmationTime = 2.0
     /// Reports over which the spread of the reports around the line is averaged.
     static let spreadPeriods = 100.0
@@ -79,9 +79,10 @@ struct DeviceTimingFilter {
     private let nominalFrameNanoseconds: Double
     /// Reports not used since the line (re)started.
     private(set) var outliers = 0
-    /// Times the line followed a confirmed move of the reports.
+    /// Times the line followed reports that stayed off it.
     private(set) var shifts = 0
-    /// The error (ns) of the run of outliers being watched for a move, and its length (s).
+    /// The first error (ns) of the run of outliers on one side of the line, and how long
+    /// the run has lasted (s).
     private var shiftError: Double?
     private var shiftElapsed = 0.0
     /// Mean square distance of the used reports from the line (ns²), and how many.
@@ -135,13 +136,18 @@ struct DeviceTimingFilter {
         if abs(error) > Self.outlierThreshold * 1e9 {
             if age < Self.establishingTime { return restart(at: measured, frames: frames) }
             outliers += 1
-            if let watched = shiftError, abs(error - watched) < Self.shiftConsistency * 1e9 {
+            if let first = shiftError, (first > 0) == (error > 0) {
                 shiftElapsed += periodSeconds
             } else {
                 shiftError = error
                 shiftElapsed = 0
             }
-            if shiftElapsed >= Self.shiftConfirmationTime {
+            if let first = shiftError, shiftElapsed >= Self.shiftConfirmationTime {
+                // How fast the reports drifted from the line over the run is how far its
+                // rate is off (0 for a plain move of the timeline).
+                let drift = (error - first) / (shiftElapsed * 1e9)
+                frameNanoseconds = min(max(frameNanoseconds * (1 + drift), nominalFrameNanoseconds * (1 - Self.maximumRateDeviation)),
+                                       nominalFrameNanoseconds * (1 + Self.maximumRateDeviation))
                 shifts += 1
                 return restart(at: measured, frames: frames)
             }

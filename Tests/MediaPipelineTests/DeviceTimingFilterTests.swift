@@ -70,18 +70,19 @@ import MediaClock
         #expect((restarted.suffix(100).map { abs($0 - 5e-3) }.max() ?? 1) < 20e-6)
     }
 
-    @Test func reportsRampingAwayForSecondsAreNotTakenForAMove() {
-        // Reports ramping 4 ms away over eight seconds at 1000 ppm, then back: never the same
-        // offset for long, so the line is not restarted on them (which would put it
-        // milliseconds off). The first millisecond of the ramp is within the outlier
-        // threshold and tilts the line a little.
+    @Test func aLineWithAWrongRateIsCorrectedFromTheReportsDrift() {
+        // The line learned a device 600 ppm slow (say, from a start's wandering reports)
+        // while the device runs at its nominal rate: the reports drift off the line, stay on
+        // one side, and the line restarts on them with the drift taken off its rate.
         var filter = DeviceTimingFilter(sampleRate: Self.sampleRate)
-        let errors = run(seconds: 40, ratePPM: 50, noise: 20e-6, wander: { t in
-            t >= 20 && t < 28 ? 1e-3 * (4 - abs(t - 24)) : 0
-        }, filter: &filter)
-        let during = errors.suffix(20 * 100).prefix(8 * 100)
-        #expect((during.map(abs).max() ?? 1) < 0.5e-3, "worst \((during.map(abs).max() ?? 1) * 1e6) µs")
-        #expect(filter.shifts == 0)
+        _ = run(seconds: 20, ratePPM: 600, noise: 10e-6, filter: &filter)
+        #expect(abs((filter.frameDurationRatio - 1) * 1e6 - 600) < 5)
+        filter.reset()
+        let errors = run(seconds: 30, ratePPM: 0, noise: 10e-6, seed: 5, filter: &filter)
+        #expect(filter.shifts >= 1)
+        #expect(abs((filter.frameDurationRatio - 1) * 1e6) < 20, "rate \((filter.frameDurationRatio - 1) * 1e6) ppm")
+        let settled = errors.suffix(500)
+        #expect((settled.map(abs).max() ?? 1) < 50e-6, "worst settled error \((settled.map(abs).max() ?? 1) * 1e6) µs")
     }
 
     @Test func reportsThatWanderOffForASecondAreIgnored() {
