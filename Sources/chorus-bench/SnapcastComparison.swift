@@ -60,14 +60,14 @@ struct SnapcastComparison {
     private mutating func measure(_ table: inout Table, _ notes: inout [String]) throws {
         try? FileManager.default.removeItem(atPath: workDir)
         try FileManager.default.createDirectory(atPath: workDir, withIntermediateDirectories: true)
-        guard Self.pactl(["info"]) != nil else {
+        guard PulseControl.pactl(["info"]) != nil else {
             notMeasured(&table, "no PulseAudio server (run through `make bench`, or start one with scripts/pulse.sh)")
             return
         }
         var modules: [String] = []
-        defer { for module in modules { _ = Self.pactl(["unload-module", module]) } }
+        defer { for module in modules { _ = PulseControl.pactl(["unload-module", module]) } }
         for sink in sinks {
-            guard let module = Self.pactl(["load-module", "module-null-sink", "sink_name=\(sink)", "rate=48000", "channels=2",
+            guard let module = PulseControl.pactl(["load-module", "module-null-sink", "sink_name=\(sink)", "rate=48000", "channels=2",
                                            "sink_properties=device.description=\(sink)"])?
                 .trimmingCharacters(in: .whitespacesAndNewlines), !module.isEmpty else {
                 notMeasured(&table, "cannot load a null sink with pactl")
@@ -166,7 +166,7 @@ struct SnapcastComparison {
         if let example = processes.last { notes.append("snapcast: \(server.commandLine) (config \(configPath): file source, pcm codec, 1000 ms buffer by default); clients like: \(example.commandLine)") }
         let end = last + .seconds(seconds)
         Thread.sleep(forTimeInterval: (end - HostTime.now()).seconds)
-        let latencies = sinks.map { Self.configuredLatency(of: $0) }
+        let latencies = sinks.map { PulseControl.configuredLatency(of: $0) }
         latencyCorrections = latencies
         notes.append("snapcast: sink configured latencies \(latencies.map { $0.map { "\(Format.fixed($0 * 1e6, 0)) µs" } ?? "?" }.joined(separator: ", ")); \(processes.filter { !$0.isRunning }.map(\.name).joined(separator: ", ").ifEmpty("all processes ran to the end"))")
         return (last + Self.warmUp).nanoseconds...end.nanoseconds
@@ -212,7 +212,7 @@ struct SnapcastComparison {
         notes.append("chorus: \(leader.commandLine); followers like: \(followers.last?.commandLine ?? "-") (simulated clock offsets and skews as in the scenarios above; no device drift: the sinks run on the real clock)")
         let end = last + .seconds(seconds)
         Thread.sleep(forTimeInterval: (end - HostTime.now()).seconds)
-        latencyCorrections = sinks.map { Self.configuredLatency(of: $0) }
+        latencyCorrections = sinks.map { PulseControl.configuredLatency(of: $0) }
         notes.append("chorus: sink configured latencies \(latencyCorrections.map { $0.map { "\(Format.fixed($0 * 1e6, 0)) µs" } ?? "?" }.joined(separator: ", "))")
         let dead = followers.filter { !$0.isRunning }.map(\.name)
         stopAll()
@@ -277,36 +277,9 @@ struct SnapcastComparison {
 
     // MARK: - Helpers
 
-    /// Runs pactl; its standard output, or nil when it failed.
-    static func pactl(_ arguments: [String]) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["pactl"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
-    }
-
     static func which(_ program: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         return path.split(separator: ":").map { "\($0)/\(program)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
-
-    /// A sink's configured latency in seconds ("Latency: 1234 usec, configured 2000 usec").
-    static func configuredLatency(of sink: String) -> Double? {
-        guard let text = pactl(["list", "sinks"]) else { return nil }
-        var inSink = false
-        for line in text.split(separator: "\n") {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.hasPrefix("Name: ") { inSink = trimmed == "Name: \(sink)" }
-            guard inSink, trimmed.hasPrefix("Latency:"), let range = trimmed.range(of: "configured ") else { continue }
-            return Double(trimmed[range.upperBound...].prefix { $0.isNumber }).map { $0 / 1e6 }
-        }
-        return nil
     }
 }
 

@@ -279,29 +279,11 @@ struct StartBenchmark: ParsableCommand {
         return reference + .nanoseconds(Int64(Statistics(offsets).mean.rounded()))
     }
 
-    /// The configured latency of the sink whose monitor is recorded, from `pactl list sinks`:
-    /// how far ahead of its clock the sink renders, so how early its monitor can hear audio.
+    /// The configured latency of the sink whose monitor is recorded: how far ahead of its
+    /// clock the sink renders, so how early its monitor can hear audio.
     private func configuredSinkLatency() -> Duration? {
         let sinkName = monitorSource.hasSuffix(".monitor") ? String(monitorSource.dropLast(".monitor".count)) : monitorSource
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["pactl", "list", "sinks"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        var inSink = false
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
-            let text = line.trimmingCharacters(in: .whitespaces)
-            if text.hasPrefix("Name: ") { inSink = text == "Name: \(sinkName)" }
-            // "Latency: 3512 usec, configured 5000 usec"
-            guard inSink, text.hasPrefix("Latency:"), let range = text.range(of: "configured ") else { continue }
-            let number = text[range.upperBound...].prefix { $0.isNumber }
-            return Int64(number).map { .microseconds($0) }
-        }
-        return nil
+        return PulseControl.configuredLatency(of: sinkName).map { .microseconds(Int64(($0 * 1e6).rounded())) }
     }
 
     private func sleep(until time: HostTime) {
