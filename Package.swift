@@ -15,7 +15,8 @@ let package = Package(
     ],
     targets: [
         // C libraries, found by pkg-config; each module map also carries `static inline`
-        // shims for the macros Swift cannot import. Nothing outside MediaPipeline imports them.
+        // shims for the macros Swift cannot import. Nothing outside MediaPipeline imports them,
+        // but for CKernelClock, which MediaClock wraps.
         .systemLibrary(
             name: "CFFmpeg",
             pkgConfig: "libavformat libavcodec libavutil libswresample",
@@ -23,12 +24,17 @@ let package = Package(
         ),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        // (No pkg-config for libpulse: its flags carry -pthread, which SwiftPM refuses.)
+        .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
+        // The clock_gettime system call itself, bypassing the C library (see KernelClock).
+        .systemLibrary(name: "CKernelClock"),
 
-        // Pure time core: CMTime, CMTimeRange, CMClock, CMTimebase, HostTime. No I/O.
-        .target(name: "MediaClock"),
+        // Pure time core: CMTime, CMTimeRange, CMClock, CMTimebase, HostTime, and a timer
+        // that keeps time on the host clock. No I/O.
+        .target(name: "MediaClock", dependencies: ["CKernelClock"]),
 
         // Demux -> decode -> convert -> bounded rings -> timed outputs (ALSA, null, wav).
-        .target(name: "MediaPipeline", dependencies: ["MediaClock", "CFFmpeg", "CALSA"]),
+        .target(name: "MediaPipeline", dependencies: ["MediaClock", "CFFmpeg", "CALSA", "CPulse"]),
 
         // The public AVFoundation-style playback API. Never imports a C module.
         .target(name: "AVPlayback", dependencies: ["MediaClock", "MediaPipeline"]),

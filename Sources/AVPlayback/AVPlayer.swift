@@ -11,7 +11,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// How often the player reads the render thread's report to update its status, fire
     /// time observers and notice the end: 10 ms, one device period, so observers are at
     /// most a period late and the end is reported within a period of being heard.
-    public static let monitorInterval: DispatchTimeInterval = .milliseconds(10)
+    public static let monitorInterval: Duration = .milliseconds(10)
 
     public let observationRegistry = ObservationRegistry()
     /// The serial queue on which state changes and their callbacks are delivered.
@@ -24,7 +24,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     let engine: PlaybackEngine
     let lock = NSLock()
     var state = PlayerState()
-    private var monitor: DispatchSourceTimer?
+    private var monitor: RepeatingTimer?
 
     /// A player with no item.
     public convenience init() {
@@ -552,11 +552,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     // MARK: - The monitor
 
     private func startMonitor() {
-        let timer = DispatchSource.makeTimerSource(queue: eventQueue)
-        timer.schedule(deadline: .now() + Self.monitorInterval, repeating: Self.monitorInterval)
-        timer.setEventHandler { [weak self] in self?.tick() }
-        monitor = timer
-        timer.resume()
+        monitor = RepeatingTimer(label: "AVPlayer.monitor", interval: Self.monitorInterval, queue: eventQueue) { [weak self] in
+            self?.tick()
+        }
     }
 }
 

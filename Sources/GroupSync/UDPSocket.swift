@@ -11,9 +11,9 @@ import Musl
 /// `LeaderCore` and `FollowerCore`.
 ///
 /// Receive times are the kernel's `SO_TIMESTAMPNS` stamps (taken when the packet reached
-/// the socket, so they exclude this process's scheduling delay), converted from
-/// CLOCK_REALTIME to CLOCK_MONOTONIC by reading both clocks; without a stamp, the
-/// monotonic clock right after `recvmsg`.
+/// the socket, so they exclude this process's scheduling delay), converted from the
+/// kernel's CLOCK_REALTIME to host time by their age (`KernelClock`); without a stamp, the
+/// host clock right after `recvmsg`.
 ///
 /// Thread-safety: `send` may be called from any thread; the handler runs on the socket's
 /// receive thread, one datagram at a time. `close` stops the loop and waits for it.
@@ -211,20 +211,15 @@ public final class UDPSocket: Sendable {
         return nil
     }
 
-    /// Converts a CLOCK_REALTIME stamp to CLOCK_MONOTONIC: reads realtime between two
-    /// monotonic reads and uses the midpoint as the simultaneous monotonic time.
+    /// Converts a kernel CLOCK_REALTIME stamp to host time by its age on the kernel's clock
+    /// (see `KernelClock`): right whether or not the process's own clock reads are moved by
+    /// a tool like libfaketime, and unaffected by the realtime clock's offset from the
+    /// monotonic one. Nil when the age is implausible (the realtime clock was stepped).
     static func monotonic(fromRealtime stamp: Int128, now: HostTime) -> HostTime? {
-        var before = timespec(), real = timespec(), after = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &before)
-        clock_gettime(CLOCK_REALTIME, &real)
-        clock_gettime(CLOCK_MONOTONIC, &after)
-        func nanoseconds(_ spec: timespec) -> Int128 { Int128(spec.tv_sec) * 1_000_000_000 + Int128(spec.tv_nsec) }
-        let monotonicMid = (nanoseconds(before) + nanoseconds(after)) / 2
-        let converted = stamp - nanoseconds(real) + monotonicMid
-        let age = Int128(now.nanoseconds) - converted
-        let limit = maximumTimestampAge.nanosecondCount
-        guard age >= -limit, age <= limit else { return nil }
-        // The two clock reads are not simultaneous; never report a time after `now`.
-        return HostTime(nanoseconds: min(converted, Int128(now.nanoseconds)).clampedToInt64)
+        guard let converted = KernelClock.hostTime(ofStamp: stamp, on: CLOCK_REALTIME, maximumAge: maximumTimestampAge) else {
+            return nil
+        }
+        // `now` was read first: never report a time after it.
+        return min(converted, now)
     }
 }

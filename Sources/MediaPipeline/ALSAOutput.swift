@@ -16,8 +16,9 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     public static let bufferDuration: Duration = .milliseconds(100)
     /// The period asked of the device: 10 ms, so timing is re-read a hundred times a second.
     public static let periodDuration: Duration = .milliseconds(10)
-    /// A status timestamp older than this is not trusted; the host clock read next to the
-    /// status call is used instead (some plugins leave the timestamp at zero).
+    /// A status timestamp older than this (on host time, or failing that on the kernel's
+    /// clock) is not trusted; the host clock read next to the status call is used instead
+    /// (some plugins leave the timestamp at zero).
     static let timestampTrustWindow: Duration = .milliseconds(20)
 
     public let device: String
@@ -30,6 +31,20 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     public var underrunCount: Int { underruns.load(ordering: .relaxed) }
     private var pcm: OpaquePointer?
     private var status: OpaquePointer?
+    /// Frames written and when, for the PulseAudio probe.
+    private let written = PulseLatencyProbe.WriteCounter()
+    /// Asks PulseAudio for this stream's latency when the device is a plugin (see
+    /// `PulseLatencyProbe`); nil for a sound card.
+    private var probe: PulseLatencyProbe?
+    /// Points of the probe about frames before this index describe a stream since dropped
+    /// (a flush or an underrun makes the plugin start a new one).
+    private let pointsValidFrom = Atomic<Int64>(0)
+    /// Whether the last report came from the probe, and how often the source changed.
+    private(set) var isTimedByServer = false
+    private let sourceChanges = Atomic<Int>(0)
+    public var timingSourceChanges: Int { sourceChanges.load(ordering: .relaxed) }
+    /// A probe point older than this is not used: the server stopped answering quickly.
+    static let probePointLifetime: Duration = .milliseconds(500)
 
     public init(device: String = "default") { self.device = device }
 
@@ -82,6 +97,10 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
         status = statusHandle
         code = snd_pcm_prepare(handle)
         guard code >= 0 else { close(); throw failure("cannot prepare", code) }
+        // A plugin (PulseAudio's, in practice) has a server behind it to ask; a card does not.
+        if snd_pcm_type(handle) == SND_PCM_TYPE_IOPLUG {
+            probe = PulseLatencyProbe(counter: written, sampleRate: Int(rate))
+        }
     }
 
     private func failure(_ what: String, _ code: Int32) -> MediaError {
@@ -107,19 +126,42 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     public func nextFramePresentationTime() -> HostTime {
         guard let pcm, let status, snd_pcm_status(pcm, status) >= 0 else { return .now() }
         let now = HostTime.now()
+        let state = snd_pcm_status_get_state(status)
+        let running = state == SND_PCM_STATE_RUNNING || state == SND_PCM_STATE_DRAINING
+        let fromProbe = running ? probeReport(now: now) : nil
+        if (fromProbe != nil) != isTimedByServer {
+            isTimedByServer = fromProbe != nil
+            sourceChanges.add(1, ordering: .relaxed)
+        }
+        if let fromProbe { return fromProbe }
         var stamp = timespec()
         snd_pcm_status_get_htstamp(status, &stamp)
-        var base = HostTime(nanoseconds: Int64(stamp.tv_sec) * 1_000_000_000 + Int64(stamp.tv_nsec))
-        if base > now || now - base > Self.timestampTrustWindow { base = now }
-        let state = snd_pcm_status_get_state(status)
+        let stampNanoseconds = Int128(stamp.tv_sec) * 1_000_000_000 + Int128(stamp.tv_nsec)
+        var base = HostTime(nanoseconds: Int64(clamping: stampNanoseconds))
+        if base > now || now - base > Self.timestampTrustWindow {
+            // Not a stamp on host time. A sound card's driver stamps in the kernel's own
+            // time, which is not the process's when a tool like libfaketime moves its clock:
+            // then the stamp's age carries over. Else (a zero stamp) the host clock read
+            // next to the status call stands in.
+            base = KernelClock.hostTime(ofStamp: stampNanoseconds, on: CLOCK_MONOTONIC, maximumAge: Self.timestampTrustWindow) ?? now
+        }
         let delay: Int64
-        if state == SND_PCM_STATE_RUNNING || state == SND_PCM_STATE_DRAINING {
+        if running {
             delay = Int64(snd_pcm_status_get_delay(status))
         } else {
             // Not started yet: what is queued plays once the start threshold is reached.
             delay = Int64(bufferFrames) - Int64(snd_pcm_status_get_avail(status))
         }
         return base + format.duration(ofFrames: max(0, delay))
+    }
+
+    /// When the next frame will be heard by the PulseAudio server's own figures: the newest
+    /// probe point, carried forward by the frames written since at the nominal rate.
+    private func probeReport(now: HostTime) -> HostTime? {
+        guard let point = probe?.point, point.frames >= pointsValidFrom.load(ordering: .relaxed),
+              now - point.answeredAt < Self.probePointLifetime else { return nil }
+        let frames = written.frames.load(ordering: .relaxed) - point.frames
+        return point.host + format.duration(ofFrames: frames)
     }
 
     public func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int {
@@ -135,6 +177,8 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
             }
             done += Int(written)
         }
+        self.written.frames.add(Int64(done), ordering: .releasing)
+        self.written.lastWriteNanoseconds.store(HostTime.now().nanoseconds, ordering: .releasing)
         return done
     }
 
@@ -143,15 +187,19 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
         if code == chorus_epipe() || code == chorus_estrpipe() { underruns.add(1, ordering: .relaxed) }
         if code == chorus_eagain() || code == chorus_eintr() { return }
         snd_pcm_recover(pcm, code, 1)
+        pointsValidFrom.store(written.frames.load(ordering: .relaxed), ordering: .relaxed)
     }
 
     public func flush() {
         guard let pcm else { return }
         snd_pcm_drop(pcm)
         snd_pcm_prepare(pcm)
+        pointsValidFrom.store(written.frames.load(ordering: .relaxed), ordering: .relaxed)
     }
 
     public func close() {
+        probe?.stop()
+        probe = nil
         if let pcm { snd_pcm_close(pcm) }
         pcm = nil
         if let status { snd_pcm_status_free(status) }

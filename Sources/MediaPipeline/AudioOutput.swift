@@ -25,6 +25,10 @@ public protocol AudioOutput: AnyObject, Sendable {
     var isRealtime: Bool { get }
     /// Underruns recovered so far.
     var underrunCount: Int { get }
+    /// How often the source of `nextFramePresentationTime` changed (a sound server's own
+    /// figures in place of the device's reports, or back): each change may move the
+    /// reported timeline, as an underrun does, so the smoothed line restarts.
+    var timingSourceChanges: Int { get }
 
     /// Opens the device, as close to `preferred` as it allows.
     func open(preferred: AudioFormat) throws(MediaError)
@@ -101,4 +105,9 @@ public enum OutputSpec: Sendable, Equatable, CustomStringConvertible {
         case .wav(let path): return WAVFileOutput(path: path)
         }
     }
+}
+
+extension AudioOutput {
+    /// Most outputs time themselves one way only.
+    public var timingSourceChanges: Int { 0 }
 }

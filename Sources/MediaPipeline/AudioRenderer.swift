@@ -101,6 +101,7 @@ public final class AudioRenderer: @unchecked Sendable {
     private var pullMisses = 0
     /// The output's underrun count when last looked at.
     private var seenUnderruns = 0
+    private var seenSourceChanges = 0
 
     /// A renderer for an opened `output` reading `ring` (whose format must match the output's).
     public init(output: any AudioOutput, ring: AudioRing,
@@ -168,10 +169,13 @@ public final class AudioRenderer: @unchecked Sendable {
             }
             guard writable >= output.periodFrames else { continue }
             let frames = min(bufferFrames, output.periodFrames)
-            // An underrun restarted the device: its timeline moved, and the line must follow.
+            // An underrun restarted the device, or its timing now comes from elsewhere: its
+            // timeline moved, and the line must follow.
             let underruns = output.underrunCount
-            if underruns != seenUnderruns {
+            let sourceChanges = output.timingSourceChanges
+            if underruns != seenUnderruns || sourceChanges != seenSourceChanges {
                 seenUnderruns = underruns
+                seenSourceChanges = sourceChanges
                 timing.reset()
             }
             let deviceHost = output.nextFramePresentationTime()
@@ -184,7 +188,9 @@ public final class AudioRenderer: @unchecked Sendable {
                 // The content position of this period's first frame: the anchor projected
                 // back to the period start when content began partway through it.
                 let lead = Double((status.anchorHost - host).nanosecondsClamped) * Double(ring.format.sampleRate) / 1e9
-                capture.record(hostNanoseconds: deviceHost.nanoseconds, position: status.anchorPosition - lead,
+                capture.record(hostNanoseconds: deviceHost.nanoseconds,
+                               smoothedNanoseconds: deviceHost.nanoseconds &+ (host.nanoseconds &- reported.nanoseconds),
+                               position: status.anchorPosition - lead,
                                frames: output.isRealtime ? frames : filled, sampleRate: ring.format.sampleRate,
                                serial: applied.mode.serial)
             }

@@ -66,8 +66,12 @@ struct DeviceTimingFilter {
     /// Reports over which the spread of the reports around the line is averaged.
     static let spreadPeriods = 100.0
 
-    /// Predicted presentation time (ns) of the next period's first frame.
+    /// Predicted presentation time (ns after `origin`) of the next period's first frame.
     private var next: Double?
+    /// The host time the line's times are counted from: a host clock's nanoseconds can be
+    /// near 2e18 (a clock moved by libfaketime counts from the epoch), where a double
+    /// resolves only 256 ns; times a few hours from the origin resolve to under a nanosecond.
+    private var origin: Int64 = 0
     /// Seconds of device time since the loop (re)started: how wide its offset tracking is.
     private var age = 0.0
     /// Seconds of device time since the rate began to be learned: a restart of the stream
@@ -127,14 +131,16 @@ struct DeviceTimingFilter {
     /// Takes the report `reported` for the frame about to be written and returns the
     /// smoothed presentation time of that frame; `frames` frames will then be written.
     mutating func filter(_ reported: HostTime, frames: Int) -> HostTime {
-        let measured = Double(reported.nanoseconds)
+        let (difference, overflow) = reported.nanoseconds.subtractingReportingOverflow(origin)
+        guard !overflow else { return restart(at: reported, frames: frames) }
+        let measured = Double(difference)
         let periodSeconds = Double(frames) * frameNanoseconds / 1e9
         guard let predicted = next, abs(measured - predicted) < Self.jumpThreshold * 1e9 else {
-            return restart(at: measured, frames: frames)
+            return restart(at: reported, frames: frames)
         }
         let error = measured - predicted
         if abs(error) > Self.outlierThreshold * 1e9 {
-            if age < Self.establishingTime { return restart(at: measured, frames: frames) }
+            if age < Self.establishingTime { return restart(at: reported, frames: frames) }
             outliers += 1
             if let first = shiftError, (first > 0) == (error > 0) {
                 shiftElapsed += periodSeconds
@@ -149,11 +155,11 @@ struct DeviceTimingFilter {
                 frameNanoseconds = min(max(frameNanoseconds * (1 + drift), nominalFrameNanoseconds * (1 - Self.maximumRateDeviation)),
                                        nominalFrameNanoseconds * (1 + Self.maximumRateDeviation))
                 shifts += 1
-                return restart(at: measured, frames: frames)
+                return restart(at: reported, frames: frames)
             }
             // Not used: the line carries on as predicted.
             next = predicted + Double(frames) * frameNanoseconds
-            return HostTime(nanoseconds: Int64(predicted.rounded()))
+            return host(predicted)
         }
         shiftError = nil
         shiftElapsed = 0
@@ -173,15 +179,21 @@ struct DeviceTimingFilter {
         frameNanoseconds = min(max(frameNanoseconds, nominalFrameNanoseconds * (1 - Self.maximumRateDeviation)),
                                nominalFrameNanoseconds * (1 + Self.maximumRateDeviation))
         next = current + Double(frames) * frameNanoseconds
-        return HostTime(nanoseconds: Int64(current.rounded()))
+        return host(current)
     }
 
-    private mutating func restart(at measured: Double, frames: Int) -> HostTime {
-        next = measured + Double(frames) * frameNanoseconds
+    /// The host time `time` nanoseconds after the origin.
+    private func host(_ time: Double) -> HostTime {
+        HostTime(nanoseconds: origin &+ Int64(time.rounded()))
+    }
+
+    private mutating func restart(at reported: HostTime, frames: Int) -> HostTime {
+        origin = reported.nanoseconds
+        next = Double(frames) * frameNanoseconds
         age = 0
         outliers = 0
         shiftError = nil
         shiftElapsed = 0
-        return HostTime(nanoseconds: Int64(measured.rounded()))
+        return reported
     }
 }

@@ -1,8 +1,11 @@
 import Foundation
 import Synchronization
+import MediaClock
 
 /// A record of every frame rendered: for each period, when its first frame is heard (real
 /// CLOCK_MONOTONIC time, before any simulated node clock) and which item position it holds.
+/// When a tool such as libfaketime moves the process's clock, times are converted to the
+/// kernel's own CLOCK_MONOTONIC (`KernelClock`), so captures still share one clock.
 ///
 /// This is how benchmarks and tests see the truth of a group: captures from several
 /// processes on one machine share the real clock, so the same item frame's presentation
@@ -11,10 +14,13 @@ import Synchronization
 /// Real-time contract: `record` is called from the render thread; it writes into a
 /// preallocated ring and never blocks (a full ring drops records and counts them). A writer
 /// thread drains the ring into the file as text lines:
-/// `host_ns position_frames frames sample_rate serial`.
+/// `host_ns position_frames frames sample_rate serial smoothed_ns`: host_ns is the device's
+/// own report, smoothed_ns the smoothed line playback was placed by (the same for a device
+/// whose reports are exact).
 public final class RenderCapture: @unchecked Sendable {
     struct Record {
         var hostNanoseconds: Int64
+        var smoothedNanoseconds: Int64
         var position: Double
         var frames: Int32
         var sampleRate: Int32
@@ -62,17 +68,31 @@ public final class RenderCapture: @unchecked Sendable {
     public var droppedRecords: Int { dropped.load(ordering: .relaxed) }
 
     /// Notes that item position `position` (fractional frames) is heard at real host time
-    /// `hostNanoseconds`, for `frames` frames. Render thread only.
-    func record(hostNanoseconds: Int64, position: Double, frames: Int, sampleRate: Int, serial: Int) {
+    /// `hostNanoseconds` by the device's report (`smoothedNanoseconds` by the smoothed line),
+    /// for `frames` frames. Render thread only.
+    func record(hostNanoseconds: Int64, smoothedNanoseconds: Int64, position: Double, frames: Int, sampleRate: Int, serial: Int) {
         let index = written.load(ordering: .relaxed)
         guard index - read.load(ordering: .acquiring) < Self.capacity else {
             dropped.add(1, ordering: .relaxed)
             return
         }
-        records[index % Self.capacity] = Record(hostNanoseconds: hostNanoseconds, position: position,
-                                                frames: Int32(frames), sampleRate: Int32(sampleRate),
+        let shift = kernelShift()
+        records[index % Self.capacity] = Record(hostNanoseconds: hostNanoseconds &+ shift, smoothedNanoseconds: smoothedNanoseconds &+ shift,
+                                                position: position, frames: Int32(frames), sampleRate: Int32(sampleRate),
                                                 serial: Int32(truncatingIfNeeded: serial))
         written.store(index + 1, ordering: .releasing)
+    }
+
+    /// A process clock further than this from the kernel's (ns) is a moved clock, not the
+    /// sub-microsecond gap between two reads of the same one.
+    static let movedClockThreshold: Int64 = 1_000_000
+
+    /// Kernel CLOCK_MONOTONIC minus host time now (ns): 0 unless the process's clock is moved.
+    private func kernelShift() -> Int64 {
+        let host = HostTime.now()
+        guard let kernel = KernelClock.nanoseconds(CLOCK_MONOTONIC) else { return 0 }
+        let shift = Int64(clamping: kernel - Int128(host.nanoseconds))
+        return abs(shift) > Self.movedClockThreshold ? shift : 0
     }
 
     private func drain() {
@@ -81,7 +101,7 @@ public final class RenderCapture: @unchecked Sendable {
         let end = written.load(ordering: .acquiring)
         while index < end {
             let r = records[index % Self.capacity]
-            text += "\(r.hostNanoseconds) \(String(format: "%.4f", r.position)) \(r.frames) \(r.sampleRate) \(r.serial)\n"
+            text += "\(r.hostNanoseconds) \(String(format: "%.4f", r.position)) \(r.frames) \(r.sampleRate) \(r.serial) \(r.smoothedNanoseconds)\n"
             index += 1
         }
         read.store(index, ordering: .releasing)

@@ -22,7 +22,7 @@ struct RenderCaptureFile {
         }
         periods = text.split(separator: "\n").compactMap { line in
             let f = line.split(separator: " ")
-            guard f.count == 5, let host = Int64(f[0]), let position = Double(f[1]), let frames = Int(f[2]),
+            guard f.count == 5 || f.count == 6, let host = Int64(f[0]), let position = Double(f[1]), let frames = Int(f[2]),
                   let rate = Int(f[3]), let serial = Int(f[4]), frames > 0, rate > 0 else { return nil }
             return Period(host: host, position: position, frames: frames, sampleRate: rate, serial: serial)
         }

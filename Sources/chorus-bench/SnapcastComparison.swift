@@ -9,11 +9,16 @@ import Synchronization
 /// click's first loud sample with the host time it came out of the sink. The offset between
 /// two clients is the difference of their host times for the same click.
 ///
-/// All clients share this machine's clock, so Snapcast's own clock sync has nothing to do
-/// here; what is measured is how exactly each client places audio on a shared clock through
-/// ALSA and PulseAudio, plus the noise of the capture path itself. Chorus's followers are
-/// measured through that same path, and their render captures of the same run are printed
-/// next to it, which shows how much of the figure is the capture path's noise.
+/// Every client's clock is put off by an outside tool, as separate machines' clocks would
+/// be: each snapclient and each Chorus follower runs under libfaketime (`FAKETIME="+3.25
+/// x1.0002"`: seconds off, and running ppm fast or slow), which moves every clock the
+/// process reads, CLOCK_MONOTONIC included, while the sound server and the kernel keep the
+/// real time. So both systems must sync their clocks to their server and play to a sound
+/// card whose rate, seen from their own clock, is off by the skew. Without libfaketime the
+/// snapclients run on the real clock and Chorus's followers on `--clock-offset` and
+/// `--clock-skew`, as the notes say. Chorus's followers' render captures of the same run
+/// are printed next to the sink captures, which shows how much of the figure is the
+/// capture path's noise.
 struct SnapcastComparison {
     static let sinkPrefix = "chorus_bench_sync"
     static let format = AudioFormat(sampleRate: SyncMedia.sampleRate, channels: SyncMedia.channels)
@@ -34,11 +39,25 @@ struct SnapcastComparison {
     let port: UInt16
     let leaderNode: SyncBenchmark.SimulatedNode
     let followerNodes: [SyncBenchmark.SimulatedNode]
+    /// Whether clients run on clocks libfaketime moves (else on --clock-offset/--clock-skew).
+    let fakeTime: Bool
     let summary: SummaryFile
     /// The sinks' configured latencies (seconds), read at the end of the phase being measured.
     var latencyCorrections: [Double?] = []
 
     private var sinks: [String] { (1...clients).map { "\(Self.sinkPrefix)\($0)" } }
+
+    /// libfaketime's thread-safe build, as Debian's `faketime` package installs it.
+    static let fakeTimeLibrary = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
+    static var fakeTimeInstalled: Bool { FileManager.default.fileExists(atPath: fakeTimeLibrary) }
+
+    /// The environment that runs a process on `node`'s clock through libfaketime: its
+    /// offset in seconds and its skew as a speed factor.
+    static func fakeTimeEnvironment(_ node: SyncBenchmark.SimulatedNode) -> [String: String] {
+        let offset = node.clockOffset >= 0 ? "+\(node.clockOffset)" : "\(node.clockOffset)"
+        let speed = String(format: "%.6f", 1 + Double(node.skewPPM) / 1e6)
+        return ["LD_PRELOAD": fakeTimeLibrary, "FAKETIME": "\(offset) x\(speed)"]
+    }
 
     mutating func run() {
         var table = Table(
@@ -112,8 +131,19 @@ struct SnapcastComparison {
         }
         let overruns = collectors.map(\.capture.overruns).reduce(0, +)
         notes.append("capture: ALSA `pulse` with PULSE_SOURCE=<sink>.monitor per sink, \(Self.format), period \(Int(Self.capturePeriod.milliseconds)) ms, \(overruns) overrun(s); each click placed by ALSACapture (first sample above -40 dBFS after 100 ms of silence; host time = median of the status-timestamp estimates within 250 ms) plus that sink's configured latency (its monitor hears audio that much early); clicks from \(Int(Self.warmUp.seconds)) s after the last client started")
-        notes.append("one machine: every client shares CLOCK_MONOTONIC, so Snapcast's clock sync (and Chorus's) is trivial here; these figures are each system's placement of audio through ALSA and PulseAudio on a shared clock, plus the capture path's own noise")
+        if fakeTime {
+            notes.append("clocks: every snapclient and Chorus follower runs under libfaketime (\(followerNodes.map { "\($0.name): FAKETIME=\"\(Self.fakeTimeEnvironment($0)["FAKETIME"] ?? "")\"" }.joined(separator: ", "))), so each syncs its own clock to its server's and plays to a sink that, seen from that clock, runs off by its skew; the sinks, the capture and snapserver are on the real clock")
+        } else {
+            notes.append("clocks: libfaketime is not used (not installed, or --no-fake-time), so the snapclients share this machine's clock and their clock sync has nothing to do; Chorus's followers run on --clock-offset/--clock-skew")
+        }
         notes.append("like for like: both systems play the same click train through ALSA's pulse device into identical null sinks recorded the same way; the Chorus render-capture rows are the same Chorus run seen from inside (device timestamps + delay), for calibrating the capture path. The Chorus-only scenarios above use render captures on null devices: a different method")
+    }
+
+    /// A client's environment: its sink, and its clock when libfaketime is there.
+    private func clientEnvironment(_ index: Int, sink: String) -> [String: String] {
+        var environment = ["PULSE_SINK": sink]
+        if fakeTime { environment.merge(Self.fakeTimeEnvironment(followerNodes[index])) { $1 } }
+        return environment
     }
 
     private func notMeasured(_ table: inout Table, _ reason: String) {
@@ -158,7 +188,7 @@ struct SnapcastComparison {
             let client = NodeProcess(name: "snapclient\(index + 1)",
                                      arguments: ["snapclient", "-h", "127.0.0.1", "-p", "\(streamPort)", "--hostID", "chorus-bench-\(index + 1)",
                                                  "-i", "\(index + 1)", "--player", "alsa", "-s", "pulse", "--logsink", "stderr"],
-                                     environment: ["PULSE_SINK": sink], logPath: "\(dir)/snapclient\(index + 1).log")
+                                     environment: clientEnvironment(index, sink: sink), logPath: "\(dir)/snapclient\(index + 1).log")
             try client.start()
             processes.append(client)
             last = client.launchedAt
@@ -200,16 +230,16 @@ struct SnapcastComparison {
         var last = HostTime.now()
         for (index, sink) in sinks.enumerated() {
             let node = followerNodes[index]
+            let clock = fakeTime ? [] : ["--clock-offset=\(node.clockOffset)", "--clock-skew=\(node.skewPPM)"]
             let follower = NodeProcess(name: node.name,
-                                       arguments: [chorus, "follow", address, "--name", node.name, "--stats", "--output", "alsa:pulse",
-                                                   "--clock-offset=\(node.clockOffset)", "--clock-skew=\(node.skewPPM)",
-                                                   "--capture", "\(dir)/\(node.name).cap"],
-                                       environment: ["PULSE_SINK": sink], logPath: "\(dir)/\(node.name).log")
+                                       arguments: [chorus, "follow", address, "--name", node.name, "--stats", "--output", "alsa:pulse"]
+                                           + clock + ["--capture", "\(dir)/\(node.name).cap"],
+                                       environment: clientEnvironment(index, sink: sink), logPath: "\(dir)/\(node.name).log")
             try follower.start()
             followers.append(follower)
             last = follower.launchedAt
         }
-        notes.append("chorus: \(leader.commandLine); followers like: \(followers.last?.commandLine ?? "-") (simulated clock offsets and skews as in the scenarios above; no device drift: the sinks run on the real clock)")
+        notes.append("chorus: \(leader.commandLine); followers like: \(followers.last?.commandLine ?? "-") (clock offsets and skews as in the scenarios above; the sinks run on the real clock)")
         let end = last + .seconds(seconds)
         Thread.sleep(forTimeInterval: (end - HostTime.now()).seconds)
         latencyCorrections = sinks.map { PulseControl.configuredLatency(of: $0) }

@@ -82,6 +82,9 @@ struct SyncBenchmark: ParsableCommand {
     @Option(name: .long, help: "Snapcast clients (and Chorus followers through ALSA) in the comparison.")
     var clients = 3
 
+    @Flag(name: .customLong("no-fake-time"), help: "In the comparison, run clients on this machine's clock, not on clocks libfaketime puts off.")
+    var noFakeTime = false
+
     @Option(name: .long, help: "Append headline figures to this file (for scripts/bench.sh).")
     var summary: String?
 
@@ -132,6 +135,7 @@ struct SyncBenchmark: ParsableCommand {
                 var comparison = SnapcastComparison(chorus: chorusPath, media: media, raw: raw ?? "", workDir: "\(workDir)/snapcast",
                                                     seconds: captureSeconds, clients: clients, port: port,
                                                     leaderNode: Self.leaderNode, followerNodes: Array(Self.followerNodes.prefix(clients)),
+                                                    fakeTime: !noFakeTime && SnapcastComparison.fakeTimeInstalled,
                                                     summary: SummaryFile(path: summary))
                 comparison.run()
                 continue

@@ -7,7 +7,7 @@ import GroupSync
 /// over HTTP, and plays it on that clock so the same sample is heard everywhere at once.
 final class GroupFollowerNode: @unchecked Sendable {
     /// How often the core is ticked: clock polls, keepalives, silence detection.
-    static let tickInterval: DispatchTimeInterval = .milliseconds(5)
+    static let tickInterval: Duration = .milliseconds(5)
     /// How long the fade-out lasts when the leader is gone: long enough not to click, short
     /// enough to be clearly deliberate.
     static let fadeDuration: Duration = .milliseconds(1000)
@@ -21,13 +21,18 @@ final class GroupFollowerNode: @unchecked Sendable {
     private let leaderEndpoint: UDPEndpoint
     private let queue = DispatchQueue(label: "chorus.follow")
     private var core: FollowerCore
-    private var timer: DispatchSourceTimer?
+    private var timer: RepeatingTimer?
     private var baseURL: URL?
     private var currentURL: URL?
     private var appliedSequence: UInt64?
     private var itemWatch: NSKeyValueObservation?
     private let volume: Float
-    private var statsTimer: DispatchSourceTimer?
+    private var statsTimer: RepeatingTimer?
+    /// Steps the fade-out while the leader is gone.
+    private var fadeTimer: RepeatingTimer?
+    /// Steps of the fade-out taken, and the volume it started from.
+    private var fadeStep = 0
+    private var fadeStart: Float = 1
     private let done = DispatchSemaphore(value: 0)
 
     init(leader: UDPEndpoint, name: String, latencyOffset: Duration, volume: Float, options: NodeOptions) throws {
@@ -63,17 +68,14 @@ final class GroupFollowerNode: @unchecked Sendable {
             queue.async { self.handle(.received(datagram.bytes, from: datagram.source, receivedAt: receivedAt)) }
         }
         queue.sync { handle(.start) }
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + Self.tickInterval, repeating: Self.tickInterval)
-        timer.setEventHandler { [weak self] in self?.handle(.tick) }
-        timer.resume()
+        let timer = RepeatingTimer(label: "chorus.follow.tick", interval: Self.tickInterval, queue: queue) { [weak self] in
+            self?.handle(.tick)
+        }
         self.timer = timer
         if stats {
-            let statsTimer = DispatchSource.makeTimerSource(queue: queue)
-            statsTimer.schedule(deadline: .now() + .seconds(1), repeating: .seconds(1))
-            statsTimer.setEventHandler { [weak self] in self?.printStats() }
-            statsTimer.resume()
-            self.statsTimer = statsTimer
+            statsTimer = RepeatingTimer(label: "chorus.follow.stats", interval: .seconds(1), queue: queue) { [weak self] in
+                self?.printStats()
+            }
         }
         for sig in [SIGINT, SIGTERM] { signal(sig, SIG_IGN) }
         let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
@@ -87,6 +89,7 @@ final class GroupFollowerNode: @unchecked Sendable {
         queue.sync { handle(.stop) }
         timer.cancel()
         statsTimer?.cancel()
+        queue.sync { fadeTimer?.cancel() }
         socket.close()
         player.close()
     }
@@ -170,13 +173,20 @@ final class GroupFollowerNode: @unchecked Sendable {
     }
 
     private func fadeOut() {
-        let start = player.volume
-        let step = Self.fadeDuration / Self.fadeSteps
-        for index in 1...Self.fadeSteps {
-            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(step.components.attoseconds / 1_000_000_000) * index)) { [weak self] in
-                guard let self, core.phase == .waiting else { return }
-                player.volume = start * Float(Self.fadeSteps - index) / Float(Self.fadeSteps)
-                if index == Self.fadeSteps { player.pause() }
+        fadeStart = player.volume
+        fadeStep = 0
+        fadeTimer?.cancel()
+        fadeTimer = RepeatingTimer(label: "chorus.follow.fade", interval: Self.fadeDuration / Self.fadeSteps, queue: queue) { [weak self] in
+            guard let self else { return }
+            fadeStep += 1
+            guard core.phase == .waiting, fadeStep <= Self.fadeSteps else {
+                fadeTimer?.cancel()
+                return
+            }
+            player.volume = fadeStart * Float(Self.fadeSteps - fadeStep) / Float(Self.fadeSteps)
+            if fadeStep == Self.fadeSteps {
+                player.pause()
+                fadeTimer?.cancel()
             }
         }
     }

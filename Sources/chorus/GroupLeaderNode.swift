@@ -9,7 +9,7 @@ import MediaServer
 /// follower (its player's master clock is its own host clock).
 final class GroupLeaderNode: @unchecked Sendable {
     /// How often the core is ticked: its state period and follower timeouts are multiples.
-    static let tickInterval: DispatchTimeInterval = .milliseconds(10)
+    static let tickInterval: Duration = .milliseconds(10)
 
     let clock: NodeClock
     let player: AVPlayer
@@ -18,7 +18,7 @@ final class GroupLeaderNode: @unchecked Sendable {
     private let queue = DispatchQueue(label: "chorus.lead")
     private let lock = NSLock()
     private var core: LeaderCore
-    private var timer: DispatchSourceTimer?
+    private var timer: RepeatingTimer?
     private var published: [Int: String] = [:]
     private let verbose: Bool
 
@@ -53,11 +53,9 @@ final class GroupLeaderNode: @unchecked Sendable {
             let receivedAt = mapping(datagram.receivedAt)
             queue.async { self.handle(.received(datagram.bytes, from: datagram.source, receivedAt: receivedAt)) }
         }
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + Self.tickInterval, repeating: Self.tickInterval)
-        timer.setEventHandler { [weak self] in self?.handle(.tick) }
-        timer.resume()
-        self.timer = timer
+        timer = RepeatingTimer(label: "chorus.lead.tick", interval: Self.tickInterval, queue: queue) { [weak self] in
+            self?.handle(.tick)
+        }
     }
 
     /// Serves `url` (a local file) to followers; returns the path they fetch it by.

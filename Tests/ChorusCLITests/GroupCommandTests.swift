@@ -12,11 +12,20 @@ import MediaPipeline
         let process = Process()
         let input = Pipe()
         let log: URL
-        init(_ arguments: [String], name: String) throws {
+        init(_ arguments: [String], name: String, environment: [String: String] = [:]) throws {
             log = TestMedia.folder.appendingPathComponent("\(name).log")
             FileManager.default.createFile(atPath: log.path, contents: nil)
-            process.executableURL = TestEnvironment.chorusExecutable
-            process.arguments = arguments
+            if environment.isEmpty {
+                process.executableURL = TestEnvironment.chorusExecutable
+                process.arguments = arguments
+            } else {
+                // Through env(1), started with the variables already set, which then execs
+                // chorus. (Spawned directly with libfaketime preloaded, or by env(1) given the
+                // variables as arguments, chorus was seen to lose its arguments.)
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+                process.arguments = [TestEnvironment.chorusExecutable.path] + arguments
+            }
             process.standardInput = input
             process.standardOutput = FileHandle.nullDevice
             process.standardError = try FileHandle(forWritingTo: log)
@@ -32,13 +41,20 @@ import MediaPipeline
 
     func capture(_ name: String) -> String { TestMedia.folder.appendingPathComponent("\(name).cap").path }
 
+    /// A leader on the null device playing `media` on `port`, captured as `name`, given time
+    /// to start.
+    func startLeader(_ name: String, port: UInt16, media: URL) throws -> Node {
+        let leader = try Node(["lead", "--listen", "127.0.0.1:\(port)", "--output", "null", "--quiet", "--commands",
+                               "--capture", capture(name), media.path], name: name)
+        usleep(300_000)
+        return leader
+    }
+
     @Test func followersOnSkewedClocksPlayTheSameSampleAtTheSameTime() throws {
         let media = try TestMedia.tone(.flac, seconds: 30, rate: 48_000, channels: 2)
         let port = Self.freePort()
-        let leader = try Node(["lead", "--listen", "127.0.0.1:\(port)", "--output", "null", "--quiet", "--commands",
-                               "--capture", capture("lead"), media.path], name: "lead")
+        let leader = try startLeader("lead", port: port, media: media)
         defer { leader.stop() }
-        usleep(300_000)
         let fast = try Node(["follow", "127.0.0.1:\(port)", "--name", "fast", "--output", "null:drift=90",
                              "--clock-offset=4.2", "--clock-skew=180", "--capture", capture("fast")], name: "fast")
         defer { fast.stop() }
@@ -58,6 +74,30 @@ import MediaPipeline
             // benchmark measures how far within).
             #expect(worst < 1e-3, "\(name) worst offset \(worst * 1e6) µs")
         }
+    }
+
+    @Test(.enabled(if: TestEnvironment.hasFakeTime))
+    func aFollowerOnAClockMovedByAnOutsideToolPlaysInSync() throws {
+        // libfaketime moves every clock the follower reads, CLOCK_MONOTONIC included, 6.5 s
+        // ahead and 300 ppm fast, while the kernel (its socket stamps, its timers) keeps the
+        // real time: the follower must still poll, convert its receive stamps, and play
+        // with the leader. Captures are written on the kernel's clock, so they compare.
+        let media = try TestMedia.tone(.flac, seconds: 30, rate: 48_000, channels: 2)
+        let port = Self.freePort()
+        let leader = try startLeader("lead-faked", port: port, media: media)
+        defer { leader.stop() }
+        let follower = try Node(["follow", "127.0.0.1:\(port)", "--name", "faked", "--output", "null:drift=40", "--stats",
+                                 "--capture", capture("faked")], name: "faked",
+                                environment: ["LD_PRELOAD": TestEnvironment.fakeTimeLibrary, "FAKETIME": "+6.5 x1.0003"])
+        defer { follower.stop() }
+        usleep(7_000_000)
+        follower.stop()
+        leader.stop()
+        let reference = try RenderCaptureLog(path: capture("lead-faked"))
+        let offsets = try RenderCaptureLog(path: capture("faked")).offsets(against: reference, skip: 48_000 * 3)
+        #expect(offsets.count > 100, "\(offsets.count) comparable positions; log: \(follower.output.suffix(600))")
+        let worst = offsets.map(abs).max() ?? 1
+        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs; log: \(follower.output.suffix(600))")
     }
 
     @Test func pauseAndSeekReachFollowers() throws {

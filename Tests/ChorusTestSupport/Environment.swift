@@ -9,6 +9,11 @@ public enum TestEnvironment {
         return (try? Run.command("pactl", ["info"], timeout: 5).status) == 0
     }
 
+    /// libfaketime's thread-safe build, as Debian's `faketime` package installs it: runs a
+    /// process on a clock moved by an outside tool.
+    public static let fakeTimeLibrary = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
+    public static var hasFakeTime: Bool { FileManager.default.fileExists(atPath: fakeTimeLibrary) }
+
     /// The `chorus` executable built next to the test bundle.
     public static var chorusExecutable: URL {
         let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()

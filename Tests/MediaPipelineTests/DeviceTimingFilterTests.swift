@@ -32,6 +32,22 @@ import MediaClock
         return errors
     }
 
+    @Test func hostTimesNearTheEpochKeepNanosecondResolution() {
+        // A clock moved by libfaketime counts from 1970: about 1.8e18 ns, where a double
+        // holds only every 256th nanosecond. Exact reports must come back exact.
+        var filter = DeviceTimingFilter(sampleRate: Self.sampleRate)
+        let origin: Int64 = 1_795_348_508_123_456_789
+        let periodNanoseconds = 10_000_000.0
+        var worst: Int64 = 0
+        for period in 0..<3_000 {
+            let reported = HostTime(nanoseconds: origin + Int64((Double(period) * periodNanoseconds).rounded()) + Int64(period % 7))
+            let smoothed = filter.filter(reported, frames: Self.periodFrames)
+            if period > 1_000 { worst = max(worst, abs(smoothed.nanoseconds - reported.nanoseconds)) }
+        }
+        // The reports carry a few nanoseconds of pattern; the line sits within them.
+        #expect(worst <= 8, "worst \(worst) ns")
+    }
+
     @Test func noisyReportsAverageOutAndTheRateIsLearned() {
         // 100 µs of white noise per report, a device 150 ppm slow: after half a minute the
         // line is within a few microseconds of the truth and the rate within a ppm.

@@ -1,0 +1,224 @@
+import Foundation
+import MediaClock
+import Synchronization
+internal import CPulse
+
+/// Reads a PulseAudio server's own latency figures for the stream ALSA's `pulse` plugin
+/// plays for this process, and turns them into timing points: frame N of what was written
+/// is heard at host time T.
+///
+/// Through the plugin, ALSA's delay is `pa_stream_get_latency` with interpolated timing:
+/// libpulse extrapolates the stream's position between timing updates that come every
+/// 1.5 s once a stream is older than a few seconds, through a smoother that fits a line to
+/// the last 5 s of updates. A stream's first updates are taken while the server is still
+/// starting it, so that fit starts off by up to milliseconds (11 ms has been measured) and
+/// takes ten seconds or more to forget them; later updates move it by hundreds of µs at a
+/// time. Following such reports, a follower plays milliseconds from where the sink really
+/// plays it, measured at the sink's monitor.
+///
+/// The server knows exactly: asked for a sink input's latency, it reads, in the sink's own
+/// thread, how much of the stream is queued and how far ahead the sink renders. So this
+/// probe asks, on a connection of its own, every `interval`: the queued time plus the
+/// sink's latency, from the moment of the answer, is when the next frame to be written will
+/// be heard. The moment of the answer is only known to lie between asking and hearing back,
+/// so answers are used only when that round trip is short (`maximumRoundTrip`), taking its
+/// midpoint. Because the plugin writes on a connection of its own, a question asked right
+/// after a write may overtake it at the server; questions are held back `writeSettling`
+/// after a write and dropped when a write happened while one was out.
+///
+/// The stream is this process's only playing sink input (matched by process id); with none
+/// or several (two outputs in one process), no points are made and ALSA's own reports stand.
+final class PulseLatencyProbe: @unchecked Sendable {
+    /// One answer: the frame with index `frames` (counted from the first written) is heard at
+    /// `host`; `roundTrip` is how long the question took.
+    struct Point: Sendable {
+        var frames: Int64
+        var host: HostTime
+        var roundTrip: Duration
+        /// When the answer came.
+        var answeredAt: HostTime
+    }
+
+    /// How often the server is asked: twenty times a second keeps the point used a few
+    /// periods old, and costs the server a list of its sink inputs each time.
+    static let interval: Duration = .milliseconds(50)
+    /// Answers slower than this are not used: the moment they describe is uncertain by half
+    /// of it. A local server answers in 50 to 300 µs on a loaded two-core machine.
+    static let maximumRoundTrip: Duration = .microseconds(600)
+    /// How long after a write to wait before asking, so the written data reaches the server
+    /// before the question does.
+    static let writeSettling: Duration = .milliseconds(2)
+    /// How long to wait for the server to accept the connection.
+    static let connectTimeout: Duration = .seconds(2)
+
+    /// Frames written to the device so far, and the host time of the last write, kept by
+    /// the output's render thread.
+    final class WriteCounter: Sendable {
+        let frames = Atomic<Int64>(0)
+        let lastWriteNanoseconds = Atomic<Int64>(0)
+    }
+
+    private let counter: WriteCounter
+    private let sampleRate: Int
+    private let processID = String(getpid())
+    private let latest = Mutex<Point?>(nil)
+    private let running = Atomic<Bool>(true)
+    private let finished = DispatchSemaphore(value: 0)
+    /// Answers made into points, and questions dropped (slow, or crossed by a write).
+    let pointsMade = Atomic<Int>(0)
+    let answersDropped = Atomic<Int>(0)
+
+    // Mainloop-thread state of the question in flight.
+    private var mainloop: OpaquePointer?
+    private var context: OpaquePointer?
+    private var answeredAt: HostTime?
+    private var candidates: [(bufferMicroseconds: UInt64, sinkMicroseconds: UInt64)] = []
+    private var listed = false
+
+    /// Starts asking the server that ALSA's pulse plugin would use (`PULSE_SERVER`, else the
+    /// default) on a thread of its own.
+    init(counter: WriteCounter, sampleRate: Int) {
+        self.counter = counter
+        self.sampleRate = sampleRate
+        let thread = Thread { [self] in
+            run()
+            finished.signal()
+        }
+        thread.name = "chorus.pulse-probe"
+        thread.start()
+    }
+
+    /// The newest point. Never blocks: nil when the probe is busy publishing one.
+    var point: Point? { latest.withLockIfAvailable { $0 } ?? nil }
+
+    /// Stops asking and disconnects; waits for the probe's thread.
+    func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        finished.wait()
+    }
+
+    deinit { stop() }
+
+    // MARK: - The probe's thread
+
+    private func run() {
+        guard connect() else {
+            disconnect()
+            return
+        }
+        while running.load(ordering: .acquiring) {
+            Thread.sleep(forTimeInterval: Double(Self.interval.roundedNanosecondsForProbe) / 1e9)
+            let lastWrite = HostTime(nanoseconds: counter.lastWriteNanoseconds.load(ordering: .acquiring))
+            let now = HostTime.now()
+            if now - lastWrite < Self.writeSettling {
+                Thread.sleep(forTimeInterval: Double((Self.writeSettling - (now - lastWrite)).roundedNanosecondsForProbe) / 1e9)
+            }
+            ask()
+        }
+        disconnect()
+    }
+
+    private func connect() -> Bool {
+        guard let loop = pa_threaded_mainloop_new() else { return false }
+        mainloop = loop
+        guard let api = pa_threaded_mainloop_get_api(loop),
+              let ctx = pa_context_new(api, "chorus latency probe") else { return false }
+        context = ctx
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        pa_context_set_state_callback(ctx, { _, userdata in
+            guard let userdata else { return }
+            let probe = Unmanaged<PulseLatencyProbe>.fromOpaque(userdata).takeUnretainedValue()
+            if let loop = probe.mainloop { pa_threaded_mainloop_signal(loop, 0) }
+        }, me)
+        guard pa_context_connect(ctx, nil, PA_CONTEXT_NOAUTOSPAWN, nil) >= 0,
+              pa_threaded_mainloop_start(loop) >= 0 else { return false }
+        let deadline = HostTime.now() + Self.connectTimeout
+        pa_threaded_mainloop_lock(loop)
+        defer { pa_threaded_mainloop_unlock(loop) }
+        while true {
+            let state = pa_context_get_state(ctx)
+            if state == PA_CONTEXT_READY { return true }
+            if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED || HostTime.now() > deadline { return false }
+            // Woken by the state callback; the deadline is checked on each wake.
+            pa_threaded_mainloop_wait(loop)
+        }
+    }
+
+    private func disconnect() {
+        if let loop = mainloop { pa_threaded_mainloop_stop(loop) }
+        if let ctx = context {
+            pa_context_set_state_callback(ctx, nil, nil)
+            pa_context_disconnect(ctx)
+            pa_context_unref(ctx)
+        }
+        context = nil
+        if let loop = mainloop { pa_threaded_mainloop_free(loop) }
+        mainloop = nil
+    }
+
+    /// Asks for every sink input once and makes a point of the answer when it is usable.
+    private func ask() {
+        guard let loop = mainloop, let ctx = context else { return }
+        pa_threaded_mainloop_lock(loop)
+        guard pa_context_get_state(ctx) == PA_CONTEXT_READY else {
+            pa_threaded_mainloop_unlock(loop)
+            running.store(false, ordering: .releasing)
+            return
+        }
+        candidates.removeAll(keepingCapacity: true)
+        answeredAt = nil
+        listed = false
+        let framesBefore = counter.frames.load(ordering: .acquiring)
+        let askedAt = HostTime.now()
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        let operation = pa_context_get_sink_input_info_list(ctx, { _, info, eol, userdata in
+            guard let userdata else { return }
+            let probe = Unmanaged<PulseLatencyProbe>.fromOpaque(userdata).takeUnretainedValue()
+            probe.receive(info, end: eol != 0)
+        }, me)
+        if let operation {
+            while !listed && pa_operation_get_state(operation) == PA_OPERATION_RUNNING {
+                pa_threaded_mainloop_wait(loop)
+            }
+            pa_operation_unref(operation)
+        }
+        pa_threaded_mainloop_unlock(loop)
+        let framesAfter = counter.frames.load(ordering: .acquiring)
+        guard let answeredAt, listed, candidates.count == 1, framesAfter == framesBefore else {
+            if listed && candidates.count == 1 { answersDropped.add(1, ordering: .relaxed) }
+            return
+        }
+        let roundTrip = answeredAt - askedAt
+        guard roundTrip <= Self.maximumRoundTrip else {
+            answersDropped.add(1, ordering: .relaxed)
+            return
+        }
+        let answer = candidates[0]
+        let midpoint = askedAt + roundTrip / 2
+        let host = midpoint + .microseconds(Int64(clamping: answer.bufferMicroseconds) + Int64(clamping: answer.sinkMicroseconds))
+        let point = Point(frames: framesBefore, host: host, roundTrip: roundTrip, answeredAt: answeredAt)
+        latest.withLock { $0 = point }
+        pointsMade.add(1, ordering: .relaxed)
+    }
+
+    /// On the mainloop's thread: one sink input of the answer, or its end.
+    private func receive(_ info: UnsafePointer<pa_sink_input_info>?, end: Bool) {
+        if answeredAt == nil { answeredAt = HostTime.now() }
+        if end {
+            listed = true
+            if let loop = mainloop { pa_threaded_mainloop_signal(loop, 0) }
+            return
+        }
+        guard let info = info?.pointee, info.corked == 0,
+              let pid = pa_proplist_gets(info.proplist, PA_PROP_APPLICATION_PROCESS_ID),
+              String(cString: pid) == processID else { return }
+        candidates.append((info.buffer_usec, info.sink_usec))
+    }
+}
+
+private extension Duration {
+    /// Whole nanoseconds (the probe's sleeps are milliseconds long; never negative).
+    var roundedNanosecondsForProbe: Int64 {
+        max(0, components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000)
+    }
+}

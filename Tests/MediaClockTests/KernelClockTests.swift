@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+import MediaClock
+
+/// Kernel stamps converted to host time by their age, and the timer that keeps its ticks
+/// on the host clock.
+@Suite struct KernelClockTests {
+    @Test func aKernelStampBecomesTheHostTimeItsAgeAgo() throws {
+        let stamp = try #require(KernelClock.nanoseconds(CLOCK_MONOTONIC))
+        let stampedAfter = HostTime.now()
+        usleep(3_000)
+        let converted = try #require(KernelClock.hostTime(ofStamp: stamp, on: CLOCK_MONOTONIC, maximumAge: .seconds(1)))
+        let now = HostTime.now()
+        // The stamp was taken just before `stampedAfter`, and three milliseconds ago.
+        #expect(converted <= stampedAfter)
+        #expect(stampedAfter - converted < .microseconds(200))
+        #expect(now - converted >= .milliseconds(3))
+    }
+
+    @Test func implausibleStampsAreRefused() throws {
+        let now = try #require(KernelClock.nanoseconds(CLOCK_REALTIME))
+        // From the future (the clock was stepped back), or older than allowed.
+        #expect(KernelClock.hostTime(ofStamp: now + 50_000_000, on: CLOCK_REALTIME, maximumAge: .seconds(1)) == nil)
+        #expect(KernelClock.hostTime(ofStamp: now - 2_000_000_000, on: CLOCK_REALTIME, maximumAge: .seconds(1)) == nil)
+        #expect(KernelClock.hostTime(ofStamp: now, on: CLOCK_REALTIME, maximumAge: .seconds(1)) != nil)
+    }
+}
+
+@Suite struct RepeatingTimerTests {
+    final class Counter: @unchecked Sendable {
+        let lock = NSLock()
+        var ticks: [HostTime] = []
+        func tick() { lock.withLock { ticks.append(.now()) } }
+        var count: Int { lock.withLock { ticks.count } }
+    }
+
+    @Test func ticksEveryIntervalUntilCancelled() {
+        let counter = Counter()
+        let queue = DispatchQueue(label: "timer-test")
+        let timer = RepeatingTimer(label: "test", interval: .milliseconds(20), queue: queue) { counter.tick() }
+        usleep(500_000)
+        timer.cancel()
+        queue.sync {}
+        let ticks = counter.count
+        // About 25 ticks in half a second; a loaded machine may merge a few.
+        #expect(ticks >= 15 && ticks <= 27, "\(ticks) ticks")
+        usleep(100_000)
+        queue.sync {}
+        #expect(counter.count == ticks, "no tick after cancel")
+    }
+
+    @Test func theFirstTickComesAfterTheDelayAsked() {
+        let counter = Counter()
+        let queue = DispatchQueue(label: "timer-test-delay")
+        let start = HostTime.now()
+        let timer = RepeatingTimer(label: "test", interval: .seconds(10), delay: .milliseconds(30), queue: queue) { counter.tick() }
+        defer { timer.cancel() }
+        usleep(300_000)
+        let first = queue.sync { counter.lock.withLock { counter.ticks.first } }
+        guard let first else { Issue.record("no tick"); return }
+        #expect(first - start >= .milliseconds(30))
+        #expect(counter.count == 1)
+    }
+}
