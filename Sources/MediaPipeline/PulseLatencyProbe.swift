@@ -50,6 +50,11 @@ final class PulseLatencyProbe: @unchecked Sendable {
     static let writeSettling: Duration = .milliseconds(2)
     /// How long to wait for the server to accept the connection.
     static let connectTimeout: Duration = .seconds(2)
+    /// How long to wait for an answer before giving the question up.
+    static let answerTimeout: Duration = .milliseconds(500)
+    /// Step (µs) of the polls for the connection and for an answer: short against the
+    /// interval, and the answer's time is stamped when it arrives, not when a poll sees it.
+    static let pollMicroseconds: UInt32 = 500
 
     /// Frames written to the device so far, and the host time of the last write, kept by
     /// the output's render thread.
@@ -124,30 +129,25 @@ final class PulseLatencyProbe: @unchecked Sendable {
         guard let api = pa_threaded_mainloop_get_api(loop),
               let ctx = pa_context_new(api, "chorus latency probe") else { return false }
         context = ctx
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        pa_context_set_state_callback(ctx, { _, userdata in
-            guard let userdata else { return }
-            let probe = Unmanaged<PulseLatencyProbe>.fromOpaque(userdata).takeUnretainedValue()
-            if let loop = probe.mainloop { pa_threaded_mainloop_signal(loop, 0) }
-        }, me)
         guard pa_context_connect(ctx, nil, PA_CONTEXT_NOAUTOSPAWN, nil) >= 0,
               pa_threaded_mainloop_start(loop) >= 0 else { return false }
         let deadline = HostTime.now() + Self.connectTimeout
-        pa_threaded_mainloop_lock(loop)
-        defer { pa_threaded_mainloop_unlock(loop) }
-        while true {
+        while HostTime.now() < deadline && running.load(ordering: .acquiring) {
+            pa_threaded_mainloop_lock(loop)
             let state = pa_context_get_state(ctx)
+            pa_threaded_mainloop_unlock(loop)
             if state == PA_CONTEXT_READY { return true }
-            if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED || HostTime.now() > deadline { return false }
-            // Woken by the state callback; the deadline is checked on each wake.
-            pa_threaded_mainloop_wait(loop)
+            if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED { return false }
+            // Polled, not waited on, so that a server that never answers cannot hold the
+            // thread (and the output's close) past the deadline.
+            usleep(Self.pollMicroseconds)
         }
+        return false
     }
 
     private func disconnect() {
         if let loop = mainloop { pa_threaded_mainloop_stop(loop) }
         if let ctx = context {
-            pa_context_set_state_callback(ctx, nil, nil)
             pa_context_disconnect(ctx)
             pa_context_unref(ctx)
         }
@@ -176,13 +176,25 @@ final class PulseLatencyProbe: @unchecked Sendable {
             let probe = Unmanaged<PulseLatencyProbe>.fromOpaque(userdata).takeUnretainedValue()
             probe.receive(info, end: eol != 0)
         }, me)
-        if let operation {
-            while !listed && pa_operation_get_state(operation) == PA_OPERATION_RUNNING {
-                pa_threaded_mainloop_wait(loop)
-            }
-            pa_operation_unref(operation)
-        }
         pa_threaded_mainloop_unlock(loop)
+        if let operation {
+            // Polled with a deadline: a server that stops answering gives up the question,
+            // never the thread. The answer's time is stamped on arrival, not here.
+            let deadline = askedAt + Self.answerTimeout
+            while true {
+                pa_threaded_mainloop_lock(loop)
+                let state = pa_operation_get_state(operation)
+                let done = listed || state != PA_OPERATION_RUNNING
+                if done || HostTime.now() > deadline {
+                    if !done { pa_operation_cancel(operation) }
+                    pa_operation_unref(operation)
+                    pa_threaded_mainloop_unlock(loop)
+                    break
+                }
+                pa_threaded_mainloop_unlock(loop)
+                usleep(Self.pollMicroseconds)
+            }
+        }
         let framesAfter = counter.frames.load(ordering: .acquiring)
         guard let answeredAt, listed, candidates.count == 1, framesAfter == framesBefore else {
             if listed && candidates.count == 1 { answersDropped.add(1, ordering: .relaxed) }
@@ -206,7 +218,6 @@ final class PulseLatencyProbe: @unchecked Sendable {
         if answeredAt == nil { answeredAt = HostTime.now() }
         if end {
             listed = true
-            if let loop = mainloop { pa_threaded_mainloop_signal(loop, 0) }
             return
         }
         guard let info = info?.pointee, info.corked == 0,
