@@ -99,7 +99,7 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
         guard code >= 0 else { close(); throw failure("cannot prepare", code) }
         // A plugin (PulseAudio's, in practice) has a server behind it to ask; a card does not.
         if snd_pcm_type(handle) == SND_PCM_TYPE_IOPLUG {
-            probe = PulseLatencyProbe(counter: written, sampleRate: Int(rate))
+            probe = PulseLatencyProbe(counter: written)
         }
     }
 

@@ -30,11 +30,10 @@ internal import CPulse
 /// or several (two outputs in one process), no points are made and ALSA's own reports stand.
 final class PulseLatencyProbe: @unchecked Sendable {
     /// One answer: the frame with index `frames` (counted from the first written) is heard at
-    /// `host`; `roundTrip` is how long the question took.
+    /// `host`.
     struct Point: Sendable {
         var frames: Int64
         var host: HostTime
-        var roundTrip: Duration
         /// When the answer came.
         var answeredAt: HostTime
     }
@@ -64,14 +63,10 @@ final class PulseLatencyProbe: @unchecked Sendable {
     }
 
     private let counter: WriteCounter
-    private let sampleRate: Int
     private let processID = String(getpid())
     private let latest = Mutex<Point?>(nil)
     private let running = Atomic<Bool>(true)
     private let finished = DispatchSemaphore(value: 0)
-    /// Answers made into points, and questions dropped (slow, or crossed by a write).
-    let pointsMade = Atomic<Int>(0)
-    let answersDropped = Atomic<Int>(0)
 
     // Mainloop-thread state of the question in flight.
     private var mainloop: OpaquePointer?
@@ -82,9 +77,8 @@ final class PulseLatencyProbe: @unchecked Sendable {
 
     /// Starts asking the server that ALSA's pulse plugin would use (`PULSE_SERVER`, else the
     /// default) on a thread of its own.
-    init(counter: WriteCounter, sampleRate: Int) {
+    init(counter: WriteCounter) {
         self.counter = counter
-        self.sampleRate = sampleRate
         let thread = Thread { [self] in
             run()
             finished.signal()
@@ -112,12 +106,10 @@ final class PulseLatencyProbe: @unchecked Sendable {
             return
         }
         while running.load(ordering: .acquiring) {
-            Thread.sleep(forTimeInterval: Double(Self.interval.roundedNanosecondsForProbe) / 1e9)
+            sleep(Self.interval)
             let lastWrite = HostTime(nanoseconds: counter.lastWriteNanoseconds.load(ordering: .acquiring))
-            let now = HostTime.now()
-            if now - lastWrite < Self.writeSettling {
-                Thread.sleep(forTimeInterval: Double((Self.writeSettling - (now - lastWrite)).roundedNanosecondsForProbe) / 1e9)
-            }
+            let sinceWrite = HostTime.now() - lastWrite
+            if sinceWrite < Self.writeSettling { sleep(Self.writeSettling - sinceWrite) }
             ask()
         }
         disconnect()
@@ -196,21 +188,14 @@ final class PulseLatencyProbe: @unchecked Sendable {
             }
         }
         let framesAfter = counter.frames.load(ordering: .acquiring)
-        guard let answeredAt, listed, candidates.count == 1, framesAfter == framesBefore else {
-            if listed && candidates.count == 1 { answersDropped.add(1, ordering: .relaxed) }
-            return
-        }
+        guard let answeredAt, listed, candidates.count == 1, framesAfter == framesBefore else { return }
         let roundTrip = answeredAt - askedAt
-        guard roundTrip <= Self.maximumRoundTrip else {
-            answersDropped.add(1, ordering: .relaxed)
-            return
-        }
+        guard roundTrip <= Self.maximumRoundTrip else { return }
         let answer = candidates[0]
         let midpoint = askedAt + roundTrip / 2
         let host = midpoint + .microseconds(Int64(clamping: answer.bufferMicroseconds) + Int64(clamping: answer.sinkMicroseconds))
-        let point = Point(frames: framesBefore, host: host, roundTrip: roundTrip, answeredAt: answeredAt)
+        let point = Point(frames: framesBefore, host: host, answeredAt: answeredAt)
         latest.withLock { $0 = point }
-        pointsMade.add(1, ordering: .relaxed)
     }
 
     /// On the mainloop's thread: one sink input of the answer, or its end.
@@ -227,9 +212,9 @@ final class PulseLatencyProbe: @unchecked Sendable {
     }
 }
 
-private extension Duration {
-    /// Whole nanoseconds (the probe's sleeps are milliseconds long; never negative).
-    var roundedNanosecondsForProbe: Int64 {
-        max(0, components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000)
-    }
+/// Sleeps the probe's thread for `duration` (never negative).
+private func sleep(_ duration: Duration) {
+    let (seconds, attoseconds) = duration.components
+    let microseconds = max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
+    usleep(UInt32(clamping: microseconds))
 }
