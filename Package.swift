@@ -49,10 +49,13 @@ let package = Package(
         // The HTTP/1.1 range server a leader uses to hand its items to followers.
         .target(name: "MediaServer"),
 
+        // The argument vector as the C library hands it to the program (see its header).
+        .target(name: "CProcessArguments"),
+
         .executableTarget(
             name: "chorus",
             dependencies: [
-                "AVPlayback", "MediaClock", "GroupSync", "MediaServer",
+                "AVPlayback", "MediaClock", "GroupSync", "MediaServer", "CProcessArguments",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -95,7 +95,7 @@ public final class ImpairmentRelay: Sendable {
     private let state: Mutex<State>
     private let finished = DispatchSemaphore(value: 0)
     /// Signalled on every enqueue, so the delivery thread recomputes its next wake-up.
-    private let arrivals = DispatchSemaphore(value: 0)
+    private let arrivals = WakeSignal()
 
     /// Where clients send.
     public var listenEndpoint: UDPEndpoint { front.localEndpoint }
@@ -212,7 +212,7 @@ public final class ImpairmentRelay: Sendable {
             // Sleep until the next datagram is due, or a new one arrives.
             let wait = min(next.map { $0 - now } ?? Self.idleWait, Self.idleWait)
             if wait > .zero {
-                _ = arrivals.wait(timeout: .now() + .nanoseconds(Int(wait.nanosecondCount)))
+                arrivals.wait(timeout: wait)
             }
         }
     }

@@ -10,8 +10,8 @@ import Synchronization
 /// (libfaketime, which runs a node on a clock seconds off and hundreds of ppm fast), that
 /// deadline is in another time than the kernel's, and such a timer never fires: a follower's
 /// clock polls, a leader's announcements and a player's time observers would all stop. A
-/// relative sleep needs no agreement between the two clocks, and the deadlines themselves
-/// are kept on host time, so ticks do not drift.
+/// relative sleep (`WakeSignal`) needs no agreement between the two clocks, and the
+/// deadlines themselves are kept on host time, so ticks do not drift.
 ///
 /// Ticks that find the previous handler still queued are merged into it, as a dispatch
 /// timer's are, so a busy queue is never flooded. `cancel()` (or releasing the timer) stops
@@ -20,7 +20,7 @@ public final class RepeatingTimer: Sendable {
     private final class Shared: Sendable {
         let cancelled = Atomic<Bool>(false)
         let pending = Atomic<Bool>(false)
-        let wake = DispatchSemaphore(value: 0)
+        let wake = WakeSignal()
     }
 
     private let shared = Shared()
@@ -37,7 +37,7 @@ public final class RepeatingTimer: Sendable {
             while !shared.cancelled.load(ordering: .acquiring) {
                 let now = HostTime.now()
                 if now < next {
-                    _ = shared.wake.wait(timeout: .now() + .nanoseconds(Int((next - now).roundedNanoseconds)))
+                    shared.wake.wait(timeout: next - now)
                     continue
                 }
                 if !shared.pending.exchange(true, ordering: .acquiringAndReleasing) {

@@ -30,7 +30,7 @@ public final class AudioReader: @unchecked Sendable {
     static let maximumConsecutiveReadErrors = 32
     /// How long the reader sleeps when the ring is full or it has nothing to do; it is also
     /// woken at once by every command.
-    static let idlePoll: DispatchTimeInterval = .milliseconds(5)
+    static let idlePoll: Duration = .milliseconds(5)
     /// A file that ends more than this short of its declared duration is reported as
     /// truncated. Generous, because durations of VBR files without an index are estimates.
     static let truncationSlack: Duration = .seconds(1)
@@ -43,7 +43,7 @@ public final class AudioReader: @unchecked Sendable {
     private let onEvent: @Sendable (AudioReaderEvent) -> Void
     private let pendingSeek = Mutex<(frame: Int64, serial: Int)?>(nil)
     private let stopRequested = Atomic<Bool>(false)
-    private let wake = DispatchSemaphore(value: 0)
+    private let wake = WakeSignal()
     private let finished = DispatchSemaphore(value: 0)
     private let started = Atomic<Bool>(false)
 
@@ -118,7 +118,7 @@ public final class AudioReader: @unchecked Sendable {
                 consecutiveErrors = 0
             }
             if atEnd {
-                _ = wake.wait(timeout: .now() + Self.idlePoll)
+                wake.wait(timeout: Self.idlePoll)
                 continue
             }
             let status = av_read_frame(source.formatContext, packet)
@@ -240,7 +240,7 @@ public final class AudioReader: @unchecked Sendable {
         while true {
             if stopping || !pendingSeekIsEmpty { return nil }
             if let block = ring.nextWritableBlock() { return block }
-            _ = wake.wait(timeout: .now() + Self.idlePoll)
+            wake.wait(timeout: Self.idlePoll)
         }
     }
 

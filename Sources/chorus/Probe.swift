@@ -1,6 +1,7 @@
 import ArgumentParser
 import AVPlayback
 import Foundation
+import MediaClock
 
 /// `chorus probe URL`: what the player sees in a piece of media, as one JSON object.
 struct Probe: ParsableCommand {
@@ -11,13 +12,13 @@ struct Probe: ParsableCommand {
     var url: String
 
     /// How long probing may take before the input is declared unreachable.
-    static let timeout: DispatchTimeInterval = .seconds(20)
+    static let timeout: Duration = .seconds(20)
 
     func run() throws {
         let asset = AVURLAsset(url: makeURL(url))
-        let done = DispatchSemaphore(value: 0)
+        let done = WakeSignal()
         asset.loadValuesAsynchronously(forKeys: ["duration", "tracks", "playable"]) { done.signal() }
-        guard done.wait(timeout: .now() + Self.timeout) == .success else {
+        guard done.wait(timeout: Self.timeout) else {
             asset.cancelLoading()
             warn("\(url): timed out")
             throw ExitCode(1)

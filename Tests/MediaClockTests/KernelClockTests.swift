@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import MediaClock
+import Synchronization
 
 /// Kernel stamps converted to host time by their age, and the timer that keeps its ticks
 /// on the host clock.
@@ -60,5 +61,46 @@ import MediaClock
         guard let first else { Issue.record("no tick"); return }
         #expect(first - start >= .milliseconds(30))
         #expect(counter.count == 1)
+    }
+}
+
+@Suite struct WakeSignalTests {
+    @Test func aSignalGivenBeforeTheWaitIsTakenAtOnceAndOnlyOnce() {
+        let signal = WakeSignal()
+        signal.signal()
+        signal.signal()
+        // Signals do not count: two before the wait wake it once.
+        #expect(signal.wait(timeout: .seconds(5)))
+        #expect(!signal.wait(timeout: .milliseconds(1)))
+    }
+
+    @Test func anUnsignalledWaitLastsItsTimeout() {
+        let signal = WakeSignal()
+        let start = HostTime.now()
+        #expect(!signal.wait(timeout: .milliseconds(20)))
+        #expect(HostTime.now() - start >= .milliseconds(19))
+        // A timeout of zero or less is a poll.
+        #expect(!signal.wait(timeout: .zero))
+        #expect(!signal.wait(timeout: .milliseconds(-5)))
+    }
+
+    final class Flag: Sendable {
+        let value = Atomic<Bool>(false)
+        var isSet: Bool { value.load(ordering: .acquiring) }
+    }
+
+    @Test func anotherThreadsSignalWakesAWaitWithoutATimeout() {
+        let signal = WakeSignal()
+        let woke = Flag()
+        let thread = Thread {
+            signal.wait()
+            woke.value.store(true, ordering: .releasing)
+        }
+        thread.start()
+        usleep(20_000)
+        #expect(!woke.isSet)
+        signal.signal()
+        for _ in 0..<500 where !woke.isSet { usleep(2_000) }
+        #expect(woke.isSet)
     }
 }
