@@ -3,7 +3,8 @@ import MediaClock
 /// The follower's protocol logic, with no I/O: feed it events with the current host time
 /// and perform the actions it returns.
 ///
-/// It says Hello at start and every `helloInterval`, polls the leader's clock on the
+/// It says Hello at start, every `unwelcomedHelloInterval` until the leader's Welcome
+/// arrives and every `helloInterval` after, polls the leader's clock on the
 /// estimator's schedule, and tells the player what to play (`apply`) when a newer State
 /// arrives or the clock estimate moves materially. When the leader goes quiet it reports
 /// `holdover` (keep playing on the last estimate) after `holdoverTimeout`, then
@@ -19,6 +20,10 @@ public struct FollowerCore: Sendable {
 
     /// Hello keepalive period; the leader forgets a follower after five missed ones.
     public static let helloInterval: Duration = .seconds(1)
+    /// Hello period until the leader has answered with a Welcome, which carries the base
+    /// URL relative item URLs need: a lost Hello or Welcome (one in ten each way on a bad
+    /// Wi-Fi path) then costs a tenth of a second of the join instead of a second.
+    public static let unwelcomedHelloInterval: Duration = .milliseconds(100)
     /// Silence from the leader after which the follower is in holdover: eight State periods,
     /// so bursts of loss on Wi-Fi do not flap. Playback continues on the last estimate,
     /// which drifts by at most the residual rate error (a few ppm: microseconds per second).
@@ -108,6 +113,8 @@ public struct FollowerCore: Sendable {
     private var gate: MessageGate
     private var lastHeard: HostTime?
     private var nextHelloAt: HostTime?
+    /// Whether the current leader has answered a Hello with a Welcome.
+    private var welcomed = false
     private var nextPollAt: HostTime?
     private var requestsSent = 0
     private var nextRequestID: UInt32 = 0
@@ -149,6 +156,7 @@ public struct FollowerCore: Sendable {
             guard phase == .idle else { break }
             phase = .joining
             lastHeard = nil
+            welcomed = false
             sendHello(now: now, into: &actions)
             restartBurst(now: now)
             poll(now: now, into: &actions)
@@ -182,6 +190,8 @@ public struct FollowerCore: Sendable {
         heardFrom(message.senderID, now: now, into: &actions)
         switch message.payload {
         case let .welcome(welcome):
+            if !welcomed, nextHelloAt != nil { nextHelloAt = now + Self.helloInterval }
+            welcomed = true
             actions.append(.joined(welcome))
         case let .clockReply(reply):
             guard let index = pending.firstIndex(where: { $0.id == reply.requestID && $0.t1.nanoseconds == reply.t1 }) else {
@@ -227,6 +237,7 @@ public struct FollowerCore: Sendable {
         let wasAway = phase == .holdover || phase == .waiting
         if let current = leaderID, current != sender {
             leaderID = sender
+            welcomed = false
             estimator.reset()
             state = nil
             appliedSequence = nil
@@ -282,7 +293,7 @@ public struct FollowerCore: Sendable {
 
     private mutating func sendHello(now: HostTime, into actions: inout [Action]) {
         append(.hello(hello), into: &actions)
-        nextHelloAt = now + Self.helloInterval
+        nextHelloAt = now + (welcomed ? Self.helloInterval : Self.unwelcomedHelloInterval)
     }
 
     private mutating func poll(now: HostTime, into actions: inout [Action]) {

@@ -100,7 +100,11 @@ final class GroupFollowerNode: @unchecked Sendable {
             case .send(let datagram):
                 try? socket.send(datagram.bytes, to: datagram.destination)
             case .joined(let welcome):
+                let first = baseURL == nil
                 baseURL = resolveBase(welcome.baseURL)
+                // A State that came (with a clock estimate) before the Welcome waited for its
+                // base URL: play it now rather than at the State's next repeat.
+                if first, baseURL != nil, core.estimator.estimate != nil, let state = core.state { apply(state) }
             case .updateClock(let estimate):
                 leaderClock.update(estimate)
             case .apply(let state, let estimate):
@@ -146,7 +150,8 @@ final class GroupFollowerNode: @unchecked Sendable {
             url = URL(string: state.itemURL)
         }
         guard let url else {
-            warn("cannot resolve the item \(state.itemURL) against \(baseURL?.absoluteString ?? "no base URL yet")")
+            // Before the Welcome there is no base yet, and it is on its way: wait quietly.
+            if let baseURL { warn("cannot resolve the item \(state.itemURL) against \(baseURL.absoluteString)") }
             appliedSequence = nil
             return
         }

@@ -111,6 +111,24 @@ struct FollowerCoreTests {
         #expect(session.follower.leaderID == 111)
     }
 
+    @Test func aLostWelcomeIsAskedForAgainWithinATenthOfASecondThenHelloSlowsDown() throws {
+        var session = try Self.session()
+        session.leaderStateChanged(Self.playing(at: LeaderTime(session.now)))
+        session.welcomesToLose = 2
+        session.startFollower()
+        func hellos(_ actions: [FollowerCore.Action]) -> Int {
+            actions.filter { if case let .send(d) = $0 { d.message.type == .hello } else { false } }.count
+        }
+        // Hellos at 0, 100 and 200 ms; the third one's Welcome arrives.
+        session.run(for: .milliseconds(450))
+        let joining = session.takeFollowerActions()
+        #expect(hellos(joining) == 3)
+        #expect(joining.contains { if case .joined = $0 { true } else { false } })
+        // Welcomed: the keepalive's once a second.
+        session.run(for: .seconds(2))
+        #expect(hellos(session.takeFollowerActions()) == 2)
+    }
+
     @Test func aNewLeaderResetsTheEstimatorAndReapplies() throws {
         var session = try Self.session()
         session.leaderStateChanged(Self.playing(at: LeaderTime(session.now)))

@@ -15,6 +15,8 @@ struct SimulatedSession {
     var now = HostTime(nanoseconds: 50_000_000_000)
     var inFlight: [(at: HostTime, toLeader: Bool, bytes: [UInt8])] = []
     var leaderReachable = true
+    /// Welcomes from the leader still to be lost on the way.
+    var welcomesToLose = 0
     var followerActions: [FollowerCore.Action] = []
     var leaderActions: [LeaderCore.Action] = []
     private var nextTick: HostTime
@@ -80,6 +82,10 @@ struct SimulatedSession {
     mutating func route(_ actions: [LeaderCore.Action]) {
         leaderActions += actions
         for case let .send(datagram) in actions where leaderReachable {
+            if datagram.message.type == .welcome, welcomesToLose > 0 {
+                welcomesToLose -= 1
+                continue
+            }
             inFlight.append((now + Self.oneWayDelay, false, datagram.bytes))
         }
     }
