@@ -83,17 +83,13 @@ struct SnapcastComparison {
             notMeasured(&table, "no PulseAudio server (run through `make bench`, or start one with scripts/pulse.sh)")
             return
         }
-        var modules: [String] = []
-        defer { for module in modules { _ = PulseControl.pactl(["unload-module", module]) } }
-        for sink in sinks {
-            guard let module = PulseControl.pactl(["load-module", "module-null-sink", "sink_name=\(sink)", "rate=48000", "channels=2",
-                                           "sink_properties=device.description=\(sink)"])?
-                .trimmingCharacters(in: .whitespacesAndNewlines), !module.isEmpty else {
-                notMeasured(&table, "cannot load a null sink with pactl")
-                return
-            }
-            modules.append(module)
+        // Each client's sink is a remap of one null sink, so that one recording of it holds
+        // every client (see MixRecording); each remap also has a monitor of its own.
+        guard let modules = mix.loadSinks(sinks) else {
+            notMeasured(&table, "cannot load the null and remap sinks with pactl")
+            return
         }
+        defer { for module in modules { _ = PulseControl.pactl(["unload-module", module]) } }
         var collectors: [OnsetCollector] = []
         defer { collectors.forEach { $0.stop() } }
         for sink in sinks {
@@ -110,13 +106,19 @@ struct SnapcastComparison {
         if let missing = ["snapserver", "snapclient"].first(where: { Self.which($0) == nil }) {
             notMeasured(&table, "\(missing) is not installed (apt-get install snapserver snapclient)")
         } else {
+            let recording = try startRecording("snapcast")
             let window = try runSnapcast(&notes)
+            recording.recorder.stop()
+            addMixRows(&table, system: "snapcast", recording: recording, window: window)
             addCaptureRows(&table, system: "snapcast", collectors: collectors, window: window, notes: &notes)
         }
         Thread.sleep(forTimeInterval: 0.5)
 
         // Chorus through the same path.
+        let recording = try startRecording("chorus")
         let (window, analysis, from) = try runChorus(&notes)
+        recording.recorder.stop()
+        addMixRows(&table, system: "chorus", recording: recording, window: window)
         addCaptureRows(&table, system: "chorus", collectors: collectors, window: window, notes: &notes)
         if let analysis {
             var pooled: [Double] = []
@@ -130,6 +132,7 @@ struct SnapcastComparison {
             addRow(&table, "chorus", "render captures (same run)", "all pairs", pooled)
         }
         let overruns = collectors.map(\.capture.overruns).reduce(0, +)
+        notes.append("one recording: every client's sink is a remap onto two channels of one \(2 * clients)-channel null sink (\(MixRecording.masterSink)), whose monitor parec records as float; a click is found on client 1's left channel, matched on each other client's by its first sample above -40 dBFS, and refined to a fraction of a sample by cross-correlating 5 ms of it: offsets between clients in samples of one stream, with no capture timing in them")
         notes.append("capture: ALSA `pulse` with PULSE_SOURCE=<sink>.monitor per sink, \(Self.format), period \(Int(Self.capturePeriod.milliseconds)) ms, \(overruns) overrun(s); each click placed by ALSACapture (first sample above -40 dBFS after 100 ms of silence; host time = median of the status-timestamp estimates within 250 ms) plus that sink's configured latency (its monitor hears audio that much early); clicks from \(Int(Self.warmUp.seconds)) s after the last client started")
         if fakeTime {
             notes.append("clocks: every snapclient and Chorus follower runs under libfaketime (\(followerNodes.map { "\($0.name): FAKETIME=\"\(Self.fakeTimeEnvironment($0)["FAKETIME"] ?? "")\"" }.joined(separator: ", "))), so each syncs its own clock to its server's and plays to a sink that, seen from that clock, runs off by its skew; the sinks, the capture and snapserver are on the real clock")
@@ -137,6 +140,37 @@ struct SnapcastComparison {
             notes.append("clocks: libfaketime is not used (not installed, or --no-fake-time), so the snapclients share this machine's clock and their clock sync has nothing to do; Chorus's followers run on --clock-offset/--clock-skew")
         }
         notes.append("like for like: both systems play the same click train through ALSA's pulse device into identical null sinks recorded the same way; the Chorus render-capture rows are the same Chorus run seen from inside (device timestamps + delay), for calibrating the capture path. The Chorus-only scenarios above use render captures on null devices: a different method")
+    }
+
+    private var mix: MixRecording { MixRecording(clients: clients, sampleRate: SyncMedia.sampleRate) }
+
+    /// Starts recording every sink in one stream, for the phase `name`.
+    private func startRecording(_ name: String) throws -> (recorder: NodeProcess, path: String) {
+        let path = "\(workDir)/\(name)-all-sinks.f32"
+        let recorder = mix.recorder(to: path, logPath: "\(workDir)/\(name)-parec.log")
+        try recorder.start()
+        return (recorder, path)
+    }
+
+    /// Rows from one recording of every sink: the clicks from the window's start on.
+    private func addMixRows(_ table: inout Table, system: String, recording: (recorder: NodeProcess, path: String),
+                            window: ClosedRange<Int64>) {
+        let sinceStart = Double(window.lowerBound - recording.recorder.launchedAt.nanoseconds) / 1e9
+        let pairs = mix.pairOffsets(path: recording.path, from: max(0, Int(sinceStart * Double(mix.sampleRate))))
+        var pooled: [Double] = []
+        var index = 0
+        for f in 0..<clients {
+            for g in (f + 1)..<max(f + 1, clients) {
+                let values = index < pairs.count ? pairs[index] : []
+                index += 1
+                pooled += values
+                addRow(&table, system, "one recording of all sinks", "client \(f + 1) − client \(g + 1)", values)
+            }
+        }
+        addRow(&table, system, "one recording of all sinks", "all pairs", pooled)
+        let p99 = Statistics(pooled.map { abs($0) * 1e6 }).percentile(99)
+        summary.record("sync", "\(system) through ALSA, one recording of all sinks: all pairs p99 |offset| µs",
+                       pooled.isEmpty ? "not measured" : Format.fixed(p99, 1))
     }
 
     /// A client's environment: its sink, and its clock when libfaketime is there.
