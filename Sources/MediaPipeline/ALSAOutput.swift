@@ -36,6 +36,9 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     /// Asks PulseAudio for this stream's latency when the device is a plugin (see
     /// `PulseLatencyProbe`); nil for a sound card.
     private var probe: PulseLatencyProbe?
+    /// The probe's newest point as last read: the probe never takes a point back, so this
+    /// stands in when its lock is busy (the render thread does not wait for it).
+    private var probePoint: PulseLatencyProbe.Point?
     /// Points of the probe about frames before this index describe a stream since dropped
     /// (a flush or an underrun makes the plugin start a new one).
     private let pointsValidFrom = Atomic<Int64>(0)
@@ -158,7 +161,8 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     /// When the next frame will be heard by the PulseAudio server's own figures: the newest
     /// probe point, carried forward by the frames written since at the nominal rate.
     private func probeReport(now: HostTime) -> HostTime? {
-        guard let point = probe?.point, point.frames >= pointsValidFrom.load(ordering: .relaxed),
+        if let point = probe?.point { probePoint = point }
+        guard let point = probePoint, point.frames >= pointsValidFrom.load(ordering: .relaxed),
               now - point.answeredAt < Self.probePointLifetime else { return nil }
         let frames = written.frames.load(ordering: .relaxed) - point.frames
         return point.host + format.duration(ofFrames: frames)
@@ -200,6 +204,7 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     public func close() {
         probe?.stop()
         probe = nil
+        probePoint = nil
         if let pcm { snd_pcm_close(pcm) }
         pcm = nil
         if let status { snd_pcm_status_free(status) }

@@ -87,7 +87,8 @@ final class PulseLatencyProbe: @unchecked Sendable {
         thread.start()
     }
 
-    /// The newest point. Never blocks: nil when the probe is busy publishing one.
+    /// The newest point. Never blocks: nil when the probe is busy publishing one (the
+    /// caller keeps the last it read) or has none yet; once made, points are only replaced.
     var point: Point? { latest.withLockIfAvailable { $0 } ?? nil }
 
     /// Stops asking and disconnects; waits for the probe's thread.

@@ -12,10 +12,6 @@ import MediaClock
 /// to a fraction of a sample by cross-correlating the click's waveform.
 struct MixRecording {
     static let masterSink = "chorus_bench_mix"
-    /// A click starts at the first sample louder than this (-40 dBFS) after silence.
-    static let loudness: Float = 0.01
-    /// Silence before a click, in frames: 100 ms (clicks are 125 ms apart).
-    static let silenceFrames = 4_800
     /// Frames searched either side of a click for another client's copy of it: 50 ms, far
     /// beyond any offset worth pairing, short of the next click.
     static let searchFrames = 2_400
@@ -29,6 +25,8 @@ struct MixRecording {
     let sampleRate: Int
 
     var channels: Int { 2 * clients }
+    /// A click starts at its first loud sample after silence, as `ALSACapture` finds onsets.
+    private var silenceFrames: Int { Int(ALSACapture.minimumSilenceBeforeOnset.seconds * Double(sampleRate)) }
 
     /// The master's channel map: aux0 … aux(2n-1).
     var channelMap: String { (0..<channels).map { "aux\($0)" }.joined(separator: ",") }
@@ -64,30 +62,30 @@ struct MixRecording {
         ], logPath: logPath)
     }
 
-    /// For each pair of clients (f < g, in order), the offset `f − g` in seconds of every
-    /// click from frame `from` of the recording at `path` that both played.
-    func pairOffsets(path: String, from: Int) -> [[Double]] {
+    /// For each pair of clients (f < g), the offset `f − g` in seconds of every click from
+    /// frame `from` of the recording at `path` that both played.
+    func pairOffsets(path: String, from: Int) -> [(f: Int, g: Int, offsets: [Double])] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }
         let samples: [Float] = data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
         let frames = samples.count / channels
         func sample(_ client: Int, _ frame: Int) -> Float { samples[frame * channels + 2 * client] }
         func firstLoud(_ client: Int, in range: Range<Int>) -> Int? {
-            range.first { abs(sample(client, $0)) > Self.loudness }
+            range.first { abs(sample(client, $0)) > ALSACapture.silenceThreshold }
         }
         // Clicks on the first client's left channel.
         var clicks: [Int] = []
         var quiet = 0
         for frame in 0..<frames {
-            if abs(sample(0, frame)) > Self.loudness {
-                if quiet >= Self.silenceFrames, frame >= from { clicks.append(frame) }
+            if abs(sample(0, frame)) > ALSACapture.silenceThreshold {
+                if quiet >= silenceFrames, frame >= from { clicks.append(frame) }
                 quiet = 0
             } else {
                 quiet += 1
             }
         }
-        var result: [[Double]] = []
+        var result: [(f: Int, g: Int, offsets: [Double])] = []
         for f in 0..<clients {
-            for g in (f + 1)..<max(f + 1, clients) {
+            for g in 0..<clients where g > f {
                 var offsets: [Double] = []
                 for click in clicks {
                     let low = max(0, click - Self.searchFrames), high = min(frames, click + Self.searchFrames)
@@ -115,7 +113,7 @@ struct MixRecording {
                     let lag = Double(peak - Self.refineLags) + fraction
                     offsets.append((Double(a) - (Double(b) + lag)) / Double(sampleRate))
                 }
-                result.append(offsets)
+                result.append((f, g, offsets))
             }
         }
         return result

@@ -156,16 +156,10 @@ struct SnapcastComparison {
     private func addMixRows(_ table: inout Table, system: String, recording: (recorder: NodeProcess, path: String),
                             window: ClosedRange<Int64>) {
         let sinceStart = Double(window.lowerBound - recording.recorder.launchedAt.nanoseconds) / 1e9
-        let pairs = mix.pairOffsets(path: recording.path, from: max(0, Int(sinceStart * Double(mix.sampleRate))))
         var pooled: [Double] = []
-        var index = 0
-        for f in 0..<clients {
-            for g in (f + 1)..<max(f + 1, clients) {
-                let values = index < pairs.count ? pairs[index] : []
-                index += 1
-                pooled += values
-                addRow(&table, system, "one recording of all sinks", "client \(f + 1) − client \(g + 1)", values)
-            }
+        for pair in mix.pairOffsets(path: recording.path, from: max(0, Int(sinceStart * Double(mix.sampleRate)))) {
+            pooled += pair.offsets
+            addRow(&table, system, "one recording of all sinks", "client \(pair.f + 1) − client \(pair.g + 1)", pair.offsets)
         }
         addRow(&table, system, "one recording of all sinks", "all pairs", pooled)
         let p99 = Statistics(pooled.map { abs($0) * 1e6 }).percentile(99)
