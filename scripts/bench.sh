@@ -3,6 +3,8 @@
 #   decode    CPU per audio second to decode + convert to the device format, vs ffmpeg
 #   playback  CPU and peak memory of `chorus play` vs `ffplay` through ALSA
 #   start     accuracy of setRate(_:time:atHostTime:) on the null device and through ALSA
+#   clock     the clock estimator alone on simulated paths: error against the true leader
+#             time from the first exchange on (deterministic, seconds)
 #   sync      offsets between a leader and followers (clean, impaired, join, pause/seek), and
 #             Snapcast side by side through ALSA into PulseAudio null sinks
 #
@@ -96,6 +98,11 @@ started=$SECONDS
 (cd "$media" && "$bench" start --output null --output alsa:default --api player --api engine \
     --runs "$start_runs" --summary "$summary" onset.wav)
 echo "(start: $((SECONDS - started)) s)"
+echo
+
+started=$SECONDS
+"$bench" clock --summary "$summary"
+echo "(clock: $((SECONDS - started)) s)"
 echo
 
 started=$SECONDS

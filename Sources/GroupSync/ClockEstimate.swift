@@ -27,8 +27,13 @@ public struct ClockEstimate: Sendable, Equatable {
     public var sampleCount: Int
     /// Samples that passed the round-trip filter and were fitted.
     public var usedSampleCount: Int
-    /// Enough samples with a residual small enough to trust (see `ClockEstimator`).
+    /// Enough samples with an uncertainty small enough to trust (see `ClockEstimator`).
     public var converged: Bool
+    /// How far the offset may be off: one standard deviation of its posterior at
+    /// `referenceHostTime`.
+    public var uncertainty: Duration
+    /// How far the rate may be off, in ppm (one standard deviation).
+    public var rateUncertaintyPPM: Double
 
     /// An estimate from its parts; statistics default to "one perfect sample".
     public init(
@@ -40,7 +45,9 @@ public struct ClockEstimate: Sendable, Equatable {
         residualRMS: Duration = .zero,
         sampleCount: Int = 1,
         usedSampleCount: Int = 1,
-        converged: Bool = false
+        converged: Bool = false,
+        uncertainty: Duration = .zero,
+        rateUncertaintyPPM: Double = 0
     ) {
         self.referenceHostTime = referenceHostTime
         self.offset = offset
@@ -51,6 +58,8 @@ public struct ClockEstimate: Sendable, Equatable {
         self.sampleCount = sampleCount
         self.usedSampleCount = usedSampleCount
         self.converged = converged
+        self.uncertainty = uncertainty
+        self.rateUncertaintyPPM = rateUncertaintyPPM
     }
 
     /// The leader's rate relative to the follower's host clock, in parts per million.

@@ -1,117 +1,137 @@
+import Foundation
 import MediaClock
 
 /// Estimates the leader's clock from two-way exchanges: a pure value type with no I/O.
 ///
-/// Like GStreamer's network client clock it keeps a window of recent samples, keeps only
-/// those whose round trip is near the window's best (a long round trip means queueing,
-/// which is rarely symmetric), and fits offset and rate together over what remains by
-/// weighted least squares; until that rate is certain it is shrunk toward 0 by a prior on
-/// crystals' spread. Then the bounds each exchange puts on the offset take over, which on a
-/// jittery path are far tighter than any average: the rate that fits them best
-/// (`boundedRate`), and the offset midway between the tightest of them (`envelopeOffset`).
-/// Published estimates are clamped: a converged estimate slews by at most `slewLimit` per
-/// update, and jumps only when the evidence says the leader's clock really moved by more
-/// than `stepThreshold`.
+/// No one-way delay is negative, so every exchange bounds the offset θ (leader minus
+/// follower) from both sides: `t3 − t4 ≤ θ ≤ t2 − t1`. Over a window of exchanges the
+/// estimator asks which lines (offset and rate) fit inside all those bounds, and how
+/// well: it models each one-way delay as a common floor plus an exponential queueing
+/// delay, whose mean it reads from the spread of the round trips, and takes the posterior
+/// mean of the line under that model and a prior on crystals' rates. That posterior
+/// depends only on the tightest bounds along each rate, so the fastest request and the
+/// fastest reply (which need not be the same exchange) decide the offset, and on a jittery
+/// path its error shrinks as one over the number of exchanges where an average of whole
+/// exchanges shrinks as one over its square root. The posterior's spread is published as
+/// the estimate's uncertainty and drives the poll schedule: fast while it is large, slow
+/// once offset and rate are known to a few µs and a ppm. Published estimates are clamped: a converged
+/// estimate slews by at most `slewLimit` per update, and jumps only when the evidence says
+/// the leader's clock really moved by more than `stepThreshold`.
 public struct ClockEstimator: Sendable {
     // MARK: Tuning constants
 
-    /// Samples kept: at the steady 100 ms poll, 51 s of history, long enough to see a 1 ppm
-    /// rate as 51 µs of drift, short enough to follow thermal drift of the crystals; and
-    /// enough samples that on a jittery path the fastest crossings each way come close to
-    /// the path's floor.
-    public static let windowSize = 512
-    /// Samples whose round trip exceeds both the window's median and the best times this
-    /// factor (plus the margin below) are not fitted: their queueing delay, and so their
-    /// possible asymmetry, is large. (GStreamer drops samples far above the median; the
-    /// best-based bound keeps more of a quiet LAN's samples.)
+    /// Most samples kept: at the settling poll, 41 s of history; a bound on the fit's cost.
+    public static let windowSize = 2048
+    /// Oldest sample kept, by age against the newest: a minute is long enough to see a
+    /// rate to a fraction of a ppm from the fastest crossings at its two ends, and short
+    /// enough that the crystals' thermal wander (a fraction of a ppm per minute) stays
+    /// below what the line can bend to.
+    public static let windowSpan: Duration = .seconds(60)
+    /// Samples whose round trip exceeds both the window's lower quartile and the best
+    /// times this factor (plus the margin below) are left out of the residual that
+    /// reports the fit's quality: their queueing delay, and so their possible asymmetry,
+    /// is large.
     public static let roundTripFilterFactor = 1.5
     /// Added to the filter threshold so that on a quiet LAN (round trips of tens of µs)
-    /// scheduling noise does not reject nearly every sample.
+    /// scheduling noise does not leave out nearly every sample.
     public static let roundTripFilterMargin: Duration = .microseconds(100)
-    /// Least floor of the round-trip excess in the fit weights `1 / (excess² + floor²)`:
-    /// about the timestamping noise of a loaded host. The floor used is the larger of this
-    /// and the excess of the `minimumSamplesForFit`-th best sample, so that on a jittery
-    /// path the single best sample cannot dominate.
-    public static let weightFloor: Duration = .microseconds(30)
-    /// Fewest filtered samples fitted; until the window holds this many the best single
-    /// sample is used with rate 0. Four leave two degrees of freedom beyond offset and rate.
+    /// Least mean queueing delay assumed per direction: the timestamping noise of a loaded
+    /// host. Below it, a path whose round trips barely vary would make the posterior
+    /// sharper than the timestamps are exact.
+    public static let minimumQueueing: Duration = .microseconds(5)
+    /// The quantile of the round trips whose excess over the best gives the density of
+    /// fast crossings (see `ExchangeBounds`): low enough that the near-floor shape
+    /// dominates, high enough that a few dozen exchanges estimate it.
+    static let queueingQuantile = 0.1
+    /// The exchanges' likelihood is raised to the power 1 / this (tempered): the delay
+    /// model is an idealization, and real delays (uniform jitter, bursts of queueing,
+    /// exchanges that share a queue) are less informative than independent exponential
+    /// ones. Halving its sharpness keeps the published uncertainty honest on such paths (in
+    /// simulation of ±2 ms uniform jitter, errors beyond three deviations went from 4 % of
+    /// estimates to none) and averages over more of the fastest crossings.
+    static let likelihoodTemper = 2.0
+    /// The least rank (0 = best) whose round trip is compared with the best's: the fifth
+    /// best of a join burst is seldom as close to the best as the second may be by chance.
+    static let minimumQueueingRank = 4
+    /// Samples in a window that count as a fit for statistics: fewer leave nothing to judge
+    /// its residual by.
     public static let minimumSamplesForFit = 4
-    /// A rate is taken as determined once its uncertainty is below this (ppm): the standard
-    /// error of the fit, or the half-width of the rates the exchanges' bounds allow. 20 ppm
-    /// costs 2 µs over a 100 ms poll, while holding a rate of 0 against a 200 ppm crystal
-    /// would cost 50 µs. Until then the fitted rate is shrunk toward 0
-    /// (`priorRateSpreadPPM`).
-    public static let maximumRateStandardErrorPPM = 20.0
     /// The spread of rates (ppm, one standard deviation) expected between two nodes' clocks
-    /// before any evidence: crystals are specified to ±100 ppm each. Until the rate is
-    /// determined, the fitted slope is shrunk toward 0 by this prior (ridge regression):
-    /// a clean path's join burst already pins the rate within a few ppm and is barely
-    /// shrunk, while a jittery path's burst says almost nothing and is held near 0. Holding
-    /// exactly 0 instead would leave the offset, a mean over the burst, lagging a 200 ppm
-    /// skew by 50 µs within half a second.
+    /// before any evidence: crystals are specified to ±100 ppm each. It keeps the rate near
+    /// 0 while a jittery path's first exchanges say almost nothing about it, and barely
+    /// moves a quiet path's join burst, which pins the rate within a few ppm.
     public static let priorRateSpreadPPM = 200.0
-    /// Pseudo-residuals pooled into the fit's noise estimate (`varianceScale`), each the
-    /// size the spread of round trips suggests: with the four to eight samples of a join on
-    /// a jittery path, two residuals that happen to be tiny would otherwise make a noisy
-    /// slope look exact, while on a path whose round trips do not vary the exchanges agree
-    /// and the prior adds nothing.
-    public static let priorNoiseDegreesOfFreedom = 2.0
-    /// How finely the bounded rate is searched for (a fraction): 0.01 ppm, half a µs over
-    /// the window's 51 s.
-    static let boundedRateResolution = 1e-8
     /// Largest rate accepted, in ppm: crystals are specified to ±100 ppm and real ones stay
     /// well inside; a fit beyond ±500 ppm is noise and would extrapolate badly.
     public static let maximumRatePPM: Int64 = 500
+    /// How finely the most probable rate is searched for (a fraction): 0.01 ppm, half a µs
+    /// over the window's minute.
+    static let rateResolution = 1e-8
+    /// Rates whose posterior log-density is this far below the peak's are left out of the
+    /// posterior means: e^−12 is six millionths of the peak.
+    static let negligibleLogDensity = 12.0
+    /// Rates at which the posterior is summed between the ends of its non-negligible part:
+    /// the density is log-concave, so 64 steps put its mean within a small fraction of its
+    /// spread.
+    static let rateSteps = 64
+    /// The bounds may cross by this much (timestamping noise) and still describe a line;
+    /// crossing by more means the window holds two different lines (the leader's clock
+    /// moved, or a clock's rate changed), and the oldest samples are let go.
+    public static let boundsCrossingTolerance: Duration = .microseconds(50)
     /// Samples needed before the estimate can count as converged: the join burst.
     public static let convergenceSamples = 8
-    /// Residual RMS below which the fit is trusted (converged): 1 ms, far below audible
-    /// echo between rooms, above the residual of a busy Wi-Fi link.
-    public static let convergedResidualLimit: Duration = .milliseconds(1)
+    /// Uncertainty (one standard deviation of the offset) below which the estimate is
+    /// trusted (converged): 1 ms, far below audible echo between rooms, above what a busy
+    /// Wi-Fi link leaves after its first second.
+    public static let convergedUncertaintyLimit: Duration = .milliseconds(1)
+    /// Offset uncertainty (one standard deviation) below which the join's fast polling
+    /// stops: 20 µs is a sample at 48 kHz, and, being one deviation, leaves the true offset
+    /// within 100 µs with room to spare.
+    public static let joinedUncertainty: Duration = .microseconds(20)
+    /// Rate uncertainty (ppm, one standard deviation) below which the join's fast polling
+    /// stops: over a steady poll interval 20 ppm moves the prediction by 2 µs.
+    public static let joinedRateUncertaintyPPM = 20.0
+    /// Rate uncertainty (ppm) below which the poll slows to `steadyInterval`: a follower
+    /// whose leader goes quiet plays on its last estimate for up to ten seconds
+    /// (`FollowerCore.defaultHoldoverLimit`), and 1 ppm is 10 µs over that.
+    public static let settledRateUncertaintyPPM = 1.0
+    /// Offset uncertainty below which the poll slows to `steadyInterval`: a few µs is a
+    /// fraction of a sample, and the window then holds enough fast crossings that slower
+    /// polling keeps it there.
+    public static let settledUncertainty: Duration = .microseconds(5)
     /// Largest change a converged estimate may make to the predicted leader time at the
-    /// moment of an update: 200 µs per update (per second in steady state) is 200 ppm of
-    /// soft correction, inside what fractional resampling can follow without a click.
+    /// moment of an update: 200 µs per update is inside what fractional resampling can
+    /// follow without a click, and more than an honest estimate moves between two updates.
     public static let slewLimit: Duration = .microseconds(200)
     /// A change beyond this is a real clock jump (leader restart, stepped clock) and is
-    /// applied at once: 5 ms is beyond any filtered sample's asymmetry error.
+    /// applied at once: 5 ms is beyond any estimate's uncertainty once converged.
     public static let stepThreshold: Duration = .milliseconds(5)
-    /// How far back the offset bounds are taken from (see `envelopeOffset`): twenty
-    /// seconds hold two hundred exchanges at the steady poll, enough that on a jittery path some
-    /// crossed quickly each way, and a 1 ppm error in the fitted rate tilts them by only
-    /// ±10 µs.
-    public static let envelopeSpan: Duration = .seconds(20)
-    /// The bounds may cross by this much (timestamping noise, a fitted rate slightly off)
-    /// and still be used; crossing by more means they describe no single line, and the
-    /// least-squares fit is used instead. Also the least slack within which a rate counts
-    /// as fitting the bounds about as well as the best (`boundedRate`).
-    public static let envelopeCrossingTolerance: Duration = .microseconds(50)
     /// Samples with a round trip above this are discarded outright: no LAN or Wi-Fi path
     /// takes a second, so the reply is stale or forged.
     public static let maximumRoundTrip: Duration = .seconds(1)
 
-    /// Requests sent back to back at join, so that a first estimate exists within 200 ms.
+    /// Requests sent back to back at join, so that a first estimate exists within 50 ms.
     public static let burstCount = 8
-    /// Spacing of the join burst: wide enough not to queue behind each other.
-    public static let burstInterval: Duration = .milliseconds(25)
-    /// Poll interval after the burst until converged with a determined rate (also retries
-    /// lost burst requests): twenty a second (about 3 kB/s, for seconds) gather the fast
-    /// crossings a jittery path needs twice as soon as ten would; a quiet path determines
-    /// its rate within half a second and slows down at once.
-    public static let convergingInterval: Duration = .milliseconds(50)
-    /// Steady poll interval once converged with a determined rate: ten exchanges a second
-    /// (about 1.5 kB/s). The offset comes from the bounds of the fastest crossings each way,
-    /// and ten a second find them two and a half times as often as four: on a quiet LAN the
-    /// early steps of a few tens of µs, as faster crossings turn up, settle in seconds; on
-    /// a jittery path the bounds close that much tighter.
+    /// Spacing of the join burst: wide enough that the requests do not queue behind each
+    /// other on any LAN (a request is about 100 bytes on the wire).
+    public static let burstInterval: Duration = .milliseconds(5)
+    /// Poll interval after the burst until the offset is known to `joinedUncertainty` (it
+    /// also retries lost requests): two hundred a second (about 40 kB/s, for about a second
+    /// on a path with milliseconds of jitter), because the offset's error falls as one over
+    /// the exchanges seen and a user expects a joining room in step at once. A quiet path
+    /// is there within the burst.
+    public static let convergingInterval: Duration = .milliseconds(5)
+    /// Poll interval from `joinedUncertainty` to `settledUncertainty`: fifty a second
+    /// (about 10 kB/s) close the bounds the last few µs within seconds on a jittery path,
+    /// where a path with milliseconds of jitter may stay at this rate.
+    public static let settlingInterval: Duration = .milliseconds(20)
+    /// Steady poll interval once settled: ten exchanges a second (about 2 kB/s) keep a
+    /// minute's window full of fast crossings at both ends.
     public static let steadyInterval: Duration = .milliseconds(100)
 
     // MARK: State
 
-    private var window: [ClockSample] = []
-    private var heldRatePPT: Int64 = 0
-    /// Whether a fitted rate has been used since the last reset.
-    private var rateKnown = false
-    /// Whether the exchanges' bounds have given the rate (`boundedRate`) since the last reset.
-    private var ratePinnedByBounds = false
+    private var window = SampleWindow()
     /// Set at the first converged estimate since the last reset: from then on changes
     /// are clamped, even while a disturbed window is temporarily not converged.
     private var hasConverged = false
@@ -123,6 +143,8 @@ public struct ClockEstimator: Sendable {
     public private(set) var slewLimitedCount = 0
     /// Samples discarded as impossible (time going backwards, round trip over a second).
     public private(set) var rejectedSampleCount = 0
+    /// Samples let go early because their bounds contradicted newer ones.
+    public private(set) var contradictedSampleCount = 0
 
     /// An estimator with no samples.
     public init() {}
@@ -139,11 +161,19 @@ public struct ClockEstimator: Sendable {
     }
 
     /// How long to wait before the next clock request, given how many were sent since
-    /// joining: burst, then `convergingInterval` until converged with a determined rate,
-    /// then `steadyInterval`.
+    /// joining: burst, then `convergingInterval` until offset and rate are known to
+    /// `joinedUncertainty` and `joinedRateUncertaintyPPM`, `settlingInterval` until they
+    /// are known to `settledUncertainty` and `settledRateUncertaintyPPM`, then
+    /// `steadyInterval`.
     public func nextPollInterval(requestsSent: Int) -> Duration {
         if requestsSent < Self.burstCount { return Self.burstInterval }
-        return isConverged && rateKnown ? Self.steadyInterval : Self.convergingInterval
+        guard let estimate, estimate.converged, estimate.uncertainty <= Self.joinedUncertainty,
+              estimate.rateUncertaintyPPM <= Self.joinedRateUncertaintyPPM else {
+            return Self.convergingInterval
+        }
+        guard estimate.uncertainty <= Self.settledUncertainty,
+              estimate.rateUncertaintyPPM <= Self.settledRateUncertaintyPPM else { return Self.settlingInterval }
+        return Self.steadyInterval
     }
 
     /// Adds a sample and returns the new published estimate, or `nil` if the sample was
@@ -157,12 +187,12 @@ public struct ClockEstimator: Sendable {
         if let previous = estimate, hasConverged, revealsClockJump(sample, previous) {
             // The leader's clock moved: history describes another clock.
             window.removeAll()
-            heldRatePPT = 0
-            rateKnown = false
-            ratePinnedByBounds = false
         }
-        window.append(sample)
-        if window.count > Self.windowSize { window.removeFirst(window.count - Self.windowSize) }
+        window.insert(sample)
+        window.removeOldest(window.count - Self.windowSize)
+        if let newest = window.samples.last?.midpoint {
+            window.removeOlder(than: newest - Self.windowSpan)
+        }
 
         let raw = fit()
         let published = clamp(raw, previous: estimate, now: sample.t4)
@@ -196,257 +226,248 @@ public struct ClockEstimator: Sendable {
         return adjusted
     }
 
-    /// Weighted least squares of offset against host time over the filtered window.
+    /// The posterior line over the window, its uncertainty, and the residual of the
+    /// near-best exchanges about it.
     private mutating func fit() -> ClockEstimate {
-        let roundTrips = window.map(\.roundTripNanoseconds).sorted()
-        let best = roundTrips.first ?? 0
-        let median = roundTrips.isEmpty ? 0 : roundTrips[roundTrips.count / 2]
-        let bestSample = window.min { $0.roundTripNanoseconds < $1.roundTripNanoseconds }
-        guard window.count >= Self.minimumSamplesForFit, let bestSample else {
-            let only = bestSample ?? window[window.count - 1]
-            return ClockEstimate(
-                referenceHostTime: only.midpoint, offset: only.offset, ratePPT: 0,
-                bestRoundTrip: .nanoseconds(best.clampedToInt64), medianRoundTrip: .nanoseconds(median.clampedToInt64),
-                residualRMS: .zero, sampleCount: window.count, usedSampleCount: 1, converged: false
-            )
+        var bounds = ExchangeBounds(window)
+        var line = bounds.posteriorLine()
+        // Bounds that cross by more than timestamping noise describe two lines: the older
+        // part of the window no longer describes this clock. Let it go, a half at a time.
+        while line.crossing > Double(Self.boundsCrossingTolerance.nanosecondCount.clampedToInt64), window.count >= 2 * Self.minimumSamplesForFit {
+            let dropped = window.count / 2
+            window.removeOldest(dropped)
+            contradictedSampleCount += dropped
+            bounds = ExchangeBounds(window)
+            line = bounds.posteriorLine()
         }
 
-        // Near the best round trip, or in the best quarter: on a path whose jitter is wide
-        // compared with its floor, the best few samples alone are too few to average, while
-        // the rest carry queueing whose asymmetry would bias the fit.
-        let nearBest = Int128((Double(best) * Self.roundTripFilterFactor).rounded()) + Self.roundTripFilterMargin.nanosecondCount
-        let quartile = roundTrips.isEmpty ? 0 : roundTrips[roundTrips.count / 4]
-        let threshold = max(nearBest, quartile)
-        var used = window.filter { $0.roundTripNanoseconds <= threshold }
-        if used.count < Self.minimumSamplesForFit {
-            used = Array(window.sorted { $0.roundTripNanoseconds < $1.roundTripNanoseconds }.prefix(Self.minimumSamplesForFit))
-        }
-
-        // Relative coordinates keep the doubles small: nanoseconds from the newest sample
-        // and from the best sample's offset.
-        let reference = used.map(\.midpoint).max() ?? bestSample.midpoint
-        let baseOffset = bestSample.offsetTimesTwo / 2
-        // The best sample's own queueing is unknown; the excess of the few next best says
-        // how large it plausibly is, so no single sample dominates the fit.
-        let rankedExcess = roundTrips.prefix(Self.minimumSamplesForFit).last.map { Double($0 - best) } ?? 0
-        let floor = max(Double(Self.weightFloor.nanosecondCount), rankedExcess)
-        var points: [(x: Double, y: Double, weight: Double)] = []
-        points.reserveCapacity(used.count)
-        for sample in used {
-            let x = Double(Int128(sample.midpoint.nanoseconds) - Int128(reference.nanoseconds))
-            let y = Double(sample.offsetTimesTwo / 2 - baseOffset)
-            let excess = Double(sample.roundTripNanoseconds - best)
-            points.append((x, y, 1 / (excess * excess + floor * floor)))
-        }
-        var sumW = 0.0, sumX = 0.0, sumY = 0.0
-        for point in points {
-            sumW += point.weight
-            sumX += point.weight * point.x
-            sumY += point.weight * point.y
-        }
-        let meanX = sumX / sumW
-        let meanY = sumY / sumW
-        var sxx = 0.0, sxy = 0.0
-        for point in points {
-            sxx += point.weight * (point.x - meanX) * (point.x - meanX)
-            sxy += point.weight * (point.x - meanX) * (point.y - meanY)
-        }
-        let limit = Double(Self.maximumRatePPM * 1_000_000)
-        func hold(_ slope: Double) {
-            let ppt = slope * 1e12
-            heldRatePPT = ppt.isFinite ? Int64(max(-limit, min(limit, ppt.rounded()))) : 0
-        }
-        let bounded = boundedRate(baseOffset: baseOffset, queueing: Double(median - best))
-        if let bounded, ratePinnedByBounds || bounded.halfWidth * 1e6 < Self.maximumRateStandardErrorPPM {
-            // Once the bounds have pinned the rate down they keep it: their uncertainty
-            // swings as fast crossings enter and leave the window, while a fit of whole
-            // exchanges is tilted by their asymmetry on a jittery path.
-            hold(bounded.slope)
-            rateKnown = true
-            ratePinnedByBounds = true
-        } else if sxx > 0, points.count > 2 {
-            let fittedSlope = sxy / sxx
-            // Half the median round trip's queueing, relative to the weights' floor.
-            let spread = Double(median - best) / 2 / floor
-            let noise = varianceScale(points, slope: fittedSlope, meanX: meanX, meanY: meanY, priorNoise: spread * spread)
-            let fitError = (noise / sxx).squareRoot()
-            if fitError * 1e6 < Self.maximumRateStandardErrorPPM {
-                hold(fittedSlope)
-                rateKnown = true
-            } else if !rateKnown {
-                // Not yet certain: the three things known about the rate, each weighed by
-                // its certainty. The prior spread of crystals (centred on 0), the fit (for
-                // the prior alone with it, this is the fit shrunk toward 0), and the rate
-                // the bounds fit best, within their half width.
-                let prior = Self.priorRateSpreadPPM / 1e6
-                var precision = 1 / (prior * prior) + 1 / (fitError * fitError)
-                var sum = fittedSlope / (fitError * fitError)
-                if let bounded, bounded.halfWidth > 0 {
-                    precision += 1 / (bounded.halfWidth * bounded.halfWidth)
-                    sum += bounded.slope / (bounded.halfWidth * bounded.halfWidth)
-                }
-                hold(sum / precision)
-            }
-        }
-        let slope = Double(heldRatePPT) / 1e12
-        var intercept = meanY - slope * meanX
-        // Until the rate is known, bounds from exchanges a second apart are tilted by the
-        // whole skew between the clocks: the fit of the nearly symmetric few is better.
-        if rateKnown, let bounded = envelopeOffset(slope: slope, reference: reference, baseOffset: baseOffset) {
-            intercept = bounded
-        }
+        let best = window.roundTrip(atFraction: 0)
+        let median = window.roundTrip(atFraction: 0.5)
+        // Near the best round trip, or in the best quarter: the exchanges whose own offset
+        // is worth comparing with the line.
+        let nearBest = Int128((Double(best.clampedToInt64) * Self.roundTripFilterFactor).rounded()) + Self.roundTripFilterMargin.nanosecondCount
+        let threshold = max(nearBest, window.roundTrip(atFraction: 0.25))
         var squares = 0.0
-        for point in points {
-            let residual = point.y - intercept - slope * point.x
+        var used = 0
+        // Wrapping 64-bit arithmetic as in `ExchangeBounds`: round trips in the window are
+        // at most `maximumRoundTrip`, offsets within it small against the base.
+        let limit64 = threshold.clampedToInt64
+        let origin = Int64(truncatingIfNeeded: bounds.reference)
+        let base = Int64(truncatingIfNeeded: bounds.baseOffset)
+        for sample in window.samples {
+            let t1 = sample.t1.nanoseconds, t2 = sample.t2.nanoseconds, t3 = sample.t3.nanoseconds, t4 = sample.t4.nanoseconds
+            guard (t4 &- t1) &- (t3 &- t2) <= limit64 else { continue }
+            let x = Double((t1 &+ (t4 &- t1) / 2) &- origin)
+            // The exchange's own offset, ((t2 − t1) + (t3 − t4)) / 2, from the base.
+            let offset = Double((t2 &- t1) &- base) / 2 + Double((t3 &- t4) &- base) / 2
+            let residual = offset - line.offset - line.slope * x
             squares += residual * residual
+            used += 1
         }
-        let rms = (squares / Double(points.count)).squareRoot()
-        let offset = baseOffset + (intercept.isFinite && abs(intercept) < 1e30 ? Int128(intercept.rounded()) : 0)
-        let residualRMS = Duration.nanoseconds(rms.isFinite ? Int64(min(rms, 1e18).rounded()) : Int64.max)
+        let rms = used > 0 ? (squares / Double(used)).squareRoot() : 0
+        let rateLimit = Double(Self.maximumRatePPM * 1_000_000)
+        let ppt = line.slope * 1e12
+        let ratePPT = ppt.isFinite ? Int64(max(-rateLimit, min(rateLimit, ppt.rounded()))) : 0
+        let offset = bounds.baseOffset + (line.offset.isFinite && abs(line.offset) < 1e18 ? Int128(line.offset.rounded()) : 0)
+        let uncertainty = Duration.nanoseconds(line.offsetDeviation.isFinite ? Int64(min(line.offsetDeviation, 1e18).rounded()) : Int64.max)
         return ClockEstimate(
-            referenceHostTime: reference,
+            referenceHostTime: HostTime(nanoseconds: bounds.reference.clampedToInt64),
             offset: .nanoseconds(offset.clampedToInt64),
-            ratePPT: heldRatePPT,
+            ratePPT: ratePPT,
             bestRoundTrip: .nanoseconds(best.clampedToInt64),
             medianRoundTrip: .nanoseconds(median.clampedToInt64),
-            residualRMS: residualRMS,
+            residualRMS: .nanoseconds(rms.isFinite ? Int64(min(rms, 1e18).rounded()) : Int64.max),
             sampleCount: window.count,
-            usedSampleCount: used.count,
-            converged: window.count >= Self.convergenceSamples && residualRMS <= Self.convergedResidualLimit
+            usedSampleCount: used,
+            converged: window.count >= Self.convergenceSamples && uncertainty <= Self.convergedUncertaintyLimit,
+            uncertainty: uncertainty,
+            rateUncertaintyPPM: line.slopeDeviation * 1e6
         )
     }
 }
 
-extension ClockEstimator {
-    /// The offset at `reference` (nanoseconds from `baseOffset`) as the middle of the bounds
-    /// every exchange puts on it, or nil when the bounds cross.
-    ///
-    /// No one-way delay is negative, so each exchange bounds the offset θ (leader minus
-    /// follower) from both sides: `t3 - t4 ≤ θ ≤ t2 - t1`. Along the fitted rate, the
-    /// tightest upper bound comes from the request that crossed fastest and the tightest
-    /// lower bound from the reply that crossed fastest, which need not be the same exchange:
-    /// on a path with independent jitter each way, a few dozen exchanges pin θ down to tens
-    /// of microseconds where averaging whole exchanges leaves their asymmetry, hundreds.
-    /// Every timestamping error (a send stamped before the packet left) only loosens a
-    /// bound, so a late or duplicated packet cannot pull the estimate.
-    fileprivate func envelopeOffset(slope: Double, reference: HostTime, baseOffset: Int128) -> Double? {
-        let at = Int128(reference.nanoseconds)
-        return boundedOffset(from: at - Self.envelopeSpan.nanosecondCount, to: .max, at: at,
-                             slope: slope, baseOffset: baseOffset)
+/// The bounds a window of exchanges puts on the offset, reduced to those that can matter,
+/// and the posterior line they give.
+///
+/// In coordinates relative to the newest exchange (x: nanoseconds from its midpoint;
+/// bounds: nanoseconds from `baseOffset`), each exchange gives an upper bound
+/// `u = t2 − t1` and a lower bound `l = t3 − t4` on the offset at its x. Along a rate r
+/// the tightest bounds are `U(r) = min(u − r·x)` and `L(r) = max(l − r·x)`, and only the
+/// exchanges on the lower convex hull of the (x, u) points and the upper hull of the
+/// (x, l) points can ever be the tightest: a few dozen of a window's thousands.
+///
+/// Under the model (one-way delay = a floor common to both directions + an exponential
+/// queueing delay of mean m, independent per crossing), the likelihood of a line
+/// `a + r·x` is proportional to `exp(2n/m · s)`, where s is the line's least distance to
+/// any bound, and nothing else about the line matters: the crossings' total delay is
+/// fixed by the timestamps. For a rate r, s peaks midway between `L(r)` and `U(r)`, at half
+/// the gap `W(r) = U(r) − L(r)`, and falls off linearly either side: so the rate's
+/// posterior density is `exp(n/m · W(r))` times the crystals' prior, and given the rate
+/// the offset is Laplace-distributed about the midpoint with scale `m / 2n`.
+struct ExchangeBounds {
+    /// The newest exchange's midpoint (follower host nanoseconds): x = 0.
+    let reference: Int128
+    /// The offset the bounds are measured from: the best exchange's (nanoseconds).
+    let baseOffset: Int128
+    /// Exchanges in the window.
+    let count: Int
+    /// The mean queueing delay per direction (ns) of the exponential with the path's density
+    /// of fast crossings, at least `minimumQueueing`.
+    let queueing: Double
+    /// Hull vertices of the upper bounds (x, u) and of the lower bounds (x, l).
+    private let uppers: [(x: Double, y: Double)]
+    private let lowers: [(x: Double, y: Double)]
+
+    init(_ window: SampleWindow) {
+        count = window.count
+        reference = Int128(window.samples.last?.midpoint.nanoseconds ?? 0)
+        // Any exchange's offset keeps the bounds small enough for doubles; the newest's is
+        // at hand.
+        baseOffset = window.samples.last.map { $0.offsetTimesTwo / 2 } ?? 0
+        let roundTrips = window.roundTrips
+        // What matters is how often a crossing comes within a given time of the floor: for
+        // a one-way density ρ there, a fraction q of round trips exceed the best by less
+        // than √(2q)/ρ. That holds for every delay distribution with a floor, where the
+        // median's excess would read a uniform jitter's density at half its true value.
+        // With fewer exchanges than the quantile needs, a higher rank stands in (at its own
+        // fraction): the second best alone may sit by chance next to the best and claim a
+        // path far quieter than it is. A single exchange says only that neither crossing
+        // took longer than its round trip.
+        let excess: Double
+        if roundTrips.count >= 2 {
+            let quantileRank = Int((ClockEstimator.queueingQuantile * Double(roundTrips.count)).rounded(.down))
+            let rank = max(quantileRank, min(roundTrips.count - 1, ClockEstimator.minimumQueueingRank))
+            let fraction = Double(rank) / Double(roundTrips.count)
+            excess = Double((roundTrips[rank] - roundTrips[0]).clampedToInt64) / (2 * fraction).squareRoot()
+        } else {
+            excess = Double((roundTrips.first ?? 0).clampedToInt64) / 2
+        }
+        queueing = max(Double(ClockEstimator.minimumQueueing.nanosecondCount.clampedToInt64), excess)
+        // Wrapping 64-bit arithmetic: every result here is small (nanoseconds within the
+        // window, bounds within milliseconds of the base) and modular arithmetic gets a
+        // small result exactly whatever the operands; a forged exchange with absurd
+        // timestamps gives a wrong bound, never a trap. (128-bit arithmetic here cost more
+        // than the rest of the fit.)
+        let origin = Int64(truncatingIfNeeded: reference)
+        let base = Int64(truncatingIfNeeded: baseOffset)
+        var upperHull = Hull(lower: true), lowerHull = Hull(lower: false)
+        for sample in window.samples {
+            let t1 = sample.t1.nanoseconds, t4 = sample.t4.nanoseconds
+            let x = Double((t1 &+ (t4 &- t1) / 2) &- origin)
+            upperHull.add(x: x, y: Double((sample.t2.nanoseconds &- t1) &- base))
+            lowerHull.add(x: x, y: Double((sample.t3.nanoseconds &- t4) &- base))
+        }
+        uppers = upperHull.points
+        lowers = lowerHull.points
     }
 
-    /// The middle of the tightest bounds that the samples with midpoints in `start..<end`
-    /// put on the offset at host time `center` (nanoseconds from `baseOffset`), carried
-    /// there along `slope`; nil with too few samples or bounds that cross.
-    fileprivate func boundedOffset(from start: Int128, to end: Int128, at center: Int128,
-                                   slope: Double, baseOffset: Int128) -> Double? {
-        var lower = -Double.infinity
-        var upper = Double.infinity
-        var count = 0
-        for sample in window {
-            let mid = Int128(sample.midpoint.nanoseconds)
-            guard mid >= start && mid < end else { continue }
-            let x = Double(mid - center)
-            let forward = Double((Int128(sample.t2.nanoseconds) - Int128(sample.t1.nanoseconds)) - baseOffset)
-            let backward = Double((Int128(sample.t3.nanoseconds) - Int128(sample.t4.nanoseconds)) - baseOffset)
-            upper = min(upper, forward - slope * x)
-            lower = max(lower, backward - slope * x)
-            count += 1
-        }
-        guard count >= Self.minimumSamplesForFit, upper.isFinite, lower.isFinite,
-              lower - upper <= Double(Self.envelopeCrossingTolerance.nanosecondCount) else { return nil }
-        return (lower + upper) / 2
-    }
+    /// The lower (or upper) convex hull of points added in order of x, by Andrew's
+    /// monotone chain: the only points that minimize `y − r·x` (or maximize it) for some r.
+    private struct Hull {
+        let lower: Bool
+        var points: [(x: Double, y: Double)] = []
 
-    /// The rate that the exchanges' bounds fit best, and how far from it they still fit.
-    ///
-    /// Each exchange bounds the offset θ from above (`t2 − t1`: θ plus the request's delay)
-    /// and from below (`t3 − t4`: θ minus the reply's). Along a trial rate r the tightest
-    /// bounds leave an interval of width `W(r) = min(upper − r·x) − max(lower − r·x)`: the
-    /// fastest request's delay plus the fastest reply's, as seen along r. Along a wrong rate
-    /// the bounds from the two ends of the window tilt into each other and W shrinks, so the
-    /// rate is the one that maximizes W (a linear program in one variable: W is concave,
-    /// found by golden-section search). The rates whose W is within a tolerance of the best
-    /// fit the bounds about as well: half their range is the rate's uncertainty, which
-    /// narrows as the window lengthens and fast crossings turn up at both ends. The
-    /// tolerance is how far the fastest crossings each way may still be from the path's
-    /// floor: with n exchanges whose round trips spread over `queueing` (the median's
-    /// excess over the best), about `2·queueing/n`, and at least
-    /// `envelopeCrossingTolerance` for timestamping noise. Nil with too few samples, or
-    /// when the best fit is at the end of the accepted rates.
-    fileprivate func boundedRate(baseOffset: Int128, queueing: Double) -> (slope: Double, halfWidth: Double)? {
-        guard window.count >= Self.minimumSamplesForFit,
-              let reference = window.map({ Int128($0.midpoint.nanoseconds) }).max() else { return nil }
-        var xs: [Double] = [], uppers: [Double] = [], lowers: [Double] = []
-        xs.reserveCapacity(window.count)
-        uppers.reserveCapacity(window.count)
-        lowers.reserveCapacity(window.count)
-        for sample in window {
-            xs.append(Double(Int128(sample.midpoint.nanoseconds) - reference))
-            uppers.append(Double((Int128(sample.t2.nanoseconds) - Int128(sample.t1.nanoseconds)) - baseOffset))
-            lowers.append(Double((Int128(sample.t3.nanoseconds) - Int128(sample.t4.nanoseconds)) - baseOffset))
+        init(lower: Bool) {
+            self.lower = lower
+            points.reserveCapacity(64)
         }
-        func width(_ slope: Double) -> Double {
-            var upper = Double.infinity, lower = -Double.infinity
-            for index in xs.indices {
-                upper = min(upper, uppers[index] - slope * xs[index])
-                lower = max(lower, lowers[index] - slope * xs[index])
+
+        mutating func add(x: Double, y: Double) {
+            // Of points at the same x only the tightest can matter.
+            if let last = points.last, last.x == x {
+                guard lower ? y < last.y : y > last.y else { return }
+                points.removeLast()
             }
-            return upper - lower
+            while points.count >= 2 {
+                let a = points[points.count - 2], b = points[points.count - 1]
+                let cross = (b.x - a.x) * (y - a.y) - (b.y - a.y) * (x - a.x)
+                // Lower hull: keep only left turns; upper hull: only right turns.
+                if lower ? cross <= 0 : cross >= 0 { points.removeLast() } else { break }
+            }
+            points.append((x, y))
         }
-        let limit = Double(Self.maximumRatePPM) / 1e6
+    }
+
+    /// The tightest bounds along `slope`: `L(r)` and `U(r)`.
+    func interval(_ slope: Double) -> (lower: Double, upper: Double) {
+        var upper = Double.infinity, lower = -Double.infinity
+        for point in uppers { upper = min(upper, point.y - slope * point.x) }
+        for point in lowers { lower = max(lower, point.y - slope * point.x) }
+        return (lower, upper)
+    }
+
+    /// The posterior mean rate and offset at x = 0, their standard deviations, and how far
+    /// the bounds cross at the most probable rate (ns; 0 when they leave room for a line).
+    func posteriorLine() -> (slope: Double, offset: Double, slopeDeviation: Double, offsetDeviation: Double, crossing: Double) {
+        let sharpness = Double(count) / queueing / ClockEstimator.likelihoodTemper
+        let prior = ClockEstimator.priorRateSpreadPPM / 1e6
+        func logDensity(_ slope: Double) -> Double {
+            let bounds = interval(slope)
+            return sharpness * (bounds.upper - bounds.lower) - slope * slope / (2 * prior * prior)
+        }
+        // The most probable rate: the log-density is concave (W is a minimum of linear
+        // functions of r, the prior a parabola), so golden-section search finds it.
+        let limit = Double(ClockEstimator.maximumRatePPM) / 1e6
         var low = -limit, high = limit
         let golden = (5.0.squareRoot() - 1) / 2
         var left = high - golden * (high - low), right = low + golden * (high - low)
-        var leftWidth = width(left), rightWidth = width(right)
-        while high - low > Self.boundedRateResolution {
-            if leftWidth < rightWidth {
+        var leftValue = logDensity(left), rightValue = logDensity(right)
+        while high - low > ClockEstimator.rateResolution {
+            if leftValue < rightValue {
                 low = left
                 left = right
-                leftWidth = rightWidth
+                leftValue = rightValue
                 right = low + golden * (high - low)
-                rightWidth = width(right)
+                rightValue = logDensity(right)
             } else {
                 high = right
                 right = left
-                rightWidth = leftWidth
+                rightValue = leftValue
                 left = high - golden * (high - low)
-                leftWidth = width(left)
+                leftValue = logDensity(left)
             }
         }
-        let best = (low + high) / 2
-        // A best fit at the end of the accepted rates only says the bounds lean that way:
-        // they fit rates beyond it no worse, so they fix nothing yet.
-        guard abs(best) < limit - Self.boundedRateResolution * 10 else { return nil }
-        let tolerance = max(Double(Self.envelopeCrossingTolerance.nanosecondCount), 2 * queueing / Double(window.count))
-        let floor = width(best) - tolerance
-        // The ends of the rates that fit within the tolerance, by bisection on each side.
+        let peak = (low + high) / 2
+        let peakValue = logDensity(peak)
+        let peakBounds = interval(peak)
+        let crossing = max(0, peakBounds.lower - peakBounds.upper)
+        // The ends of the rates with non-negligible density, by bisection on each side.
+        let floor = peakValue - ClockEstimator.negligibleLogDensity
         func edge(toward outside: Double) -> Double {
-            guard width(outside) < floor else { return outside }
-            var inner = best, outer = outside
-            while abs(outer - inner) > Self.boundedRateResolution {
+            guard logDensity(outside) < floor else { return outside }
+            var inner = peak, outer = outside
+            while abs(outer - inner) > ClockEstimator.rateResolution {
                 let middle = (inner + outer) / 2
-                if width(middle) >= floor { inner = middle } else { outer = middle }
+                if logDensity(middle) >= floor { inner = middle } else { outer = middle }
             }
-            return inner
+            return outer
         }
-        return (best, (edge(toward: limit) - edge(toward: -limit)) / 2)
-    }
-
-    /// The slope's noise: the weighted residual variance of the fit, in units of the
-    /// weights' own variance, pooled with `priorNoiseDegreesOfFreedom` pseudo-residuals of
-    /// `priorNoise` (the round trips' median excess over the best, in the same units), so
-    /// that a few samples that happen to lie on a line cannot claim a rate to a fraction of
-    /// a ppm when the round trips say the path is noisy.
-    fileprivate func varianceScale(_ points: [(x: Double, y: Double, weight: Double)],
-                                   slope: Double, meanX: Double, meanY: Double, priorNoise: Double) -> Double {
-        var weightedSquares = 0.0
-        for point in points {
-            let residual = point.y - meanY - slope * (point.x - meanX)
-            weightedSquares += point.weight * residual * residual
+        let from = edge(toward: -limit), to = edge(toward: limit)
+        var total = 0.0, sumSlope = 0.0, sumSlopeSquares = 0.0, sumOffset = 0.0, sumOffsetSquares = 0.0
+        let steps = ClockEstimator.rateSteps
+        for step in 0...steps {
+            let slope = from + (to - from) * Double(step) / Double(steps)
+            let bounds = interval(slope)
+            let weight = exp(sharpness * (bounds.upper - bounds.lower) - slope * slope / (2 * prior * prior) - peakValue)
+            let middle = (bounds.upper + bounds.lower) / 2
+            total += weight
+            sumSlope += weight * slope
+            sumSlopeSquares += weight * slope * slope
+            sumOffset += weight * middle
+            sumOffsetSquares += weight * middle * middle
         }
-        let degrees = Double(points.count - 2)
-        return (Self.priorNoiseDegreesOfFreedom * priorNoise + weightedSquares) / (Self.priorNoiseDegreesOfFreedom + degrees)
+        guard total > 0, total.isFinite else {
+            return (peak, (peakBounds.upper + peakBounds.lower) / 2, .infinity, .infinity, crossing)
+        }
+        let slope = sumSlope / total
+        let offset = sumOffset / total
+        let slopeVariance = max(0, sumSlopeSquares / total - slope * slope)
+        // Across rates, plus the Laplace spread (scale m / 2n) about each rate's midpoint,
+        // plus half of any crossing: bounds that contradict each other say the offset is
+        // uncertain by at least that much whatever their number.
+        let scale = queueing / (2 * Double(count))
+        let offsetVariance = max(0, sumOffsetSquares / total - offset * offset) + 2 * scale * scale + (crossing / 2) * (crossing / 2)
+        return (slope, offset, slopeVariance.squareRoot(), offsetVariance.squareRoot(), crossing)
     }
 }
 

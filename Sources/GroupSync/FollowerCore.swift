@@ -31,6 +31,10 @@ public struct FollowerCore: Sendable {
     /// Silence after which the follower fades out and waits: ten seconds of free-running at
     /// a few ppm is still inaudible, beyond it rooms may audibly part.
     public static let defaultHoldoverLimit: Duration = .seconds(10)
+    /// Exchanges after which a state is played even on an estimate not yet converged: a
+    /// path so disturbed that its estimate is still unsure after a fifth of a second of
+    /// the join's fast polling plays roughly in step rather than not at all.
+    public static let unconvergedPlayAfterSamples = 40
     /// A new estimate that moves the predicted leader time by more than this re-applies the
     /// state: smaller moves are left to the player's soft correction (dead band).
     public static let materialEstimateChange: Duration = .microseconds(100)
@@ -205,9 +209,10 @@ public struct FollowerCore: Sendable {
             )
             guard let estimate = estimator.add(sample) else { return }
             actions.append(.updateClock(estimate))
-            if let state, let applied = appliedEstimate, Self.differsMaterially(estimate, applied, now: now, anchor: state.anchorLeaderTime) {
+            guard let state, playableEstimate != nil else { return }
+            if let applied = appliedEstimate, Self.differsMaterially(estimate, applied, now: now, anchor: state.anchorLeaderTime) {
                 apply(state, estimate, into: &actions)
-            } else if let state, appliedSequence != state.sequence {
+            } else if appliedSequence != state.sequence {
                 apply(state, estimate, into: &actions)
             }
         case let .state(newState):
@@ -217,7 +222,7 @@ public struct FollowerCore: Sendable {
                 return
             }
             state = newState
-            if appliedSequence != newState.sequence, let estimate = estimator.estimate {
+            if appliedSequence != newState.sequence, let estimate = playableEstimate {
                 apply(newState, estimate, into: &actions)
             }
         case .goodbye:
@@ -278,6 +283,16 @@ public struct FollowerCore: Sendable {
         let atNow = (new.leaderTime(atHost: now) - old.leaderTime(atHost: now)).magnitude
         let atAnchor = (new.hostTime(atLeader: anchor) - old.hostTime(atLeader: anchor)).magnitude
         return max(atNow, atAnchor) > materialEstimateChange
+    }
+
+    /// The estimate to play a state by: the latest once it has converged (on a quiet path,
+    /// within the join burst), so the first alignment is already sample-accurate rather than
+    /// a guess corrected moments later, or once `unconvergedPlayAfterSamples` exchanges
+    /// have come in; nil before.
+    public var playableEstimate: ClockEstimate? {
+        guard let estimate = estimator.estimate,
+              estimate.converged || estimator.sampleCount >= Self.unconvergedPlayAfterSamples else { return nil }
+        return estimate
     }
 
     private mutating func apply(_ state: GroupState, _ estimate: ClockEstimate, into actions: inout [Action]) {

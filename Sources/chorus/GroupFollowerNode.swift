@@ -102,9 +102,9 @@ final class GroupFollowerNode: @unchecked Sendable {
             case .joined(let welcome):
                 let first = baseURL == nil
                 baseURL = resolveBase(welcome.baseURL)
-                // A State that came (with a clock estimate) before the Welcome waited for its
-                // base URL: play it now rather than at the State's next repeat.
-                if first, baseURL != nil, core.estimator.estimate != nil, let state = core.state { apply(state) }
+                // A State that came (with a playable clock estimate) before the Welcome waited
+                // for its base URL: play it now rather than at the State's next repeat.
+                if first, baseURL != nil, core.playableEstimate != nil, let state = core.state { apply(state) }
             case .updateClock(let estimate):
                 leaderClock.update(estimate)
             case .apply(let state, let estimate):
@@ -200,10 +200,11 @@ final class GroupFollowerNode: @unchecked Sendable {
         let estimate = core.estimator.estimate
         let render = player.renderStatus
         let offset = estimate.map { String(format: "%+.6f s", Double($0.offset.components.seconds) + Double($0.offset.components.attoseconds) / 1e18) } ?? "-"
-        let rate = estimate.map { String(format: "%+.2f ppm", $0.ratePPM) } ?? "-"
+        let uncertainty = estimate.map { String(format: "±%.1f µs", Double($0.uncertainty.components.attoseconds) / 1e12 + Double($0.uncertainty.components.seconds) * 1e6) } ?? ""
+        let rate = estimate.map { String(format: "%+.2f ppm ±%.2f", $0.ratePPM, $0.rateUncertaintyPPM) } ?? "-"
         let rtt = estimate.map { String(format: "%.3f ms", Double($0.bestRoundTrip.components.attoseconds) / 1e15 + Double($0.bestRoundTrip.components.seconds) * 1e3) } ?? "-"
         let drops = core.dropCounters.total
         let figures = String(format: "error %+.1f µs correction %+.1f ppm", render.timelineError * 1e6, render.correctionPPM)
-        warn("offset \(offset) rate \(rate) rtt \(rtt) \(figures) resyncs \(render.hardResyncs) phase \(core.phase) drops \(drops)")
+        warn("offset \(offset) \(uncertainty) rate \(rate) rtt \(rtt) \(figures) resyncs \(render.hardResyncs) phase \(core.phase) drops \(drops)")
     }
 }

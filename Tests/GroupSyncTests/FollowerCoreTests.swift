@@ -30,10 +30,12 @@ struct FollowerCoreTests {
         #expect(session.follower.phase == .following)
         #expect(session.follower.leaderID == 111)
         let applied = actions.compactMap(\.applied)
-        // The first apply comes with the first sample (rate unknown); a re-apply follows as
-        // soon as the fitted rate moves the anchor's host time materially.
+        // The state is played once the estimate has converged (within the join burst on
+        // this quiet path), and that first estimate is already good enough that later ones
+        // never move the anchor materially: one apply.
         let (state, estimate) = try #require(applied.last)
-        #expect(applied.count >= 2)
+        #expect(applied.count == 1)
+        #expect(estimate.converged)
         #expect(applied.allSatisfy { $0.0.sequence == 2 })
         #expect(state.itemURL == "items/0")
         // The applied estimate places the anchor within 20 µs of the truth.
@@ -133,7 +135,7 @@ struct FollowerCoreTests {
         var session = try Self.session()
         session.leaderStateChanged(Self.playing(at: LeaderTime(session.now)))
         session.startFollower()
-        session.run(for: .seconds(5))
+        session.run(for: .seconds(30))
         let before = session.follower.estimator.sampleCount
         #expect(before > ClockEstimator.burstCount)
         _ = session.takeFollowerActions()

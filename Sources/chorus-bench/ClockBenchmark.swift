@@ -1,0 +1,216 @@
+import ArgumentParser
+import Foundation
+import GroupSync
+import MediaClock
+
+/// `chorus-bench clock`: how far the follower's clock estimate is from the leader's true
+/// time, on simulated paths, from the first exchange on.
+///
+/// This isolates the estimator from everything else in the chain (decoding, the device,
+/// the renderer's correction loop): each run drives a `ClockEstimator` with exchanges on
+/// the poll schedule it asks for, over a path whose one-way delays are drawn from a seeded
+/// generator, between a leader and a follower whose clocks differ by seconds and up to
+/// ±200 ppm. Every `probeInterval` it compares the published estimate's leader time with
+/// the truth. The error is what every follower would play off by if the rest of the chain
+/// were perfect; two followers' errors are independent, so the pair figures pair run i
+/// with run i + 1. Deterministic: the same seed prints the same table.
+struct ClockBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clock",
+        abstract: "Clock-estimate error against the truth on simulated paths (no processes, deterministic).")
+
+    /// How often the estimate is compared with the truth: the period the leader's capture
+    /// is compared at in `sync`.
+    static let probeInterval: Duration = .milliseconds(10)
+    /// Within this of the truth counts as joined (the join criterion) ...
+    static let joinTolerance = 100e-6
+    /// ... when it holds this long.
+    static let joinHold: Duration = .seconds(1)
+    /// Errors before this are left out of the steady figures: the join is reported apart.
+    static let steadyAfter: Duration = .seconds(2)
+    /// The leader's time to turn a request round: a loaded host's scheduling.
+    static let leaderTurnaround: Duration = .microseconds(30)
+
+    /// A path: one-way delay floor, jitter each way, loss each way, plus the host's own
+    /// timestamping noise.
+    struct Path {
+        var name: String
+        var description: String
+        /// Least one-way delay.
+        var floor: Duration
+        /// Extra delay each way, uniform in [0, 2·jitter] (a `±jitter` around floor + jitter).
+        var uniformJitter: Duration
+        /// Extra delay each way, exponential with this mean (queueing on a busy link).
+        var exponentialJitter: Duration
+        /// Probability that a datagram is lost, each way.
+        var loss: Double
+    }
+
+    static let paths: [Path] = [
+        Path(name: "loopback", description: "40 µs floor, 15 µs mean exponential queueing each way, no loss",
+             floor: .microseconds(40), uniformJitter: .zero, exponentialJitter: .microseconds(15), loss: 0),
+        Path(name: "impaired", description: "5 ms ± 2 ms (uniform) each way, 10% loss each way: the sync benchmark's relay",
+             floor: .milliseconds(3), uniformJitter: .milliseconds(2), exponentialJitter: .microseconds(15), loss: 0.1),
+        Path(name: "wifi", description: "2 ms floor, 1.5 ms mean exponential queueing each way, 5% loss each way",
+             floor: .milliseconds(2), uniformJitter: .zero, exponentialJitter: .microseconds(1500), loss: 0.05),
+    ]
+
+    @Option(name: .long, help: "Simulated runs per path (each a follower with its own clock and seed).")
+    var runs = 40
+
+    @Option(name: .long, help: "Seconds simulated per run.")
+    var seconds = 60
+
+    @Option(name: .long, help: "Paths (repeatable): loopback, impaired, wifi. Default: all.")
+    var path: [String] = []
+
+    @Option(name: .long, help: "Seed of the first run.")
+    var seed: UInt64 = 1
+
+    @Option(name: .long, help: "Append headline figures to this file (for scripts/bench.sh).")
+    var summary: String?
+
+    func validate() throws {
+        guard runs >= 2 else { throw ValidationError("--runs must be at least 2 (pairs need two)") }
+        guard seconds >= 5 else { throw ValidationError("--seconds must be at least 5") }
+        let known = Set(Self.paths.map(\.name))
+        for name in path where !known.contains(name) {
+            throw ValidationError("unknown path \(name); known: \(Self.paths.map(\.name).joined(separator: ", "))")
+        }
+    }
+
+    func run() throws {
+        let chosen = path.isEmpty ? Self.paths : Self.paths.filter { path.contains($0.name) }
+        let sink = SummaryFile(path: summary)
+        var table = Table(
+            title: "clock: estimate error against the leader's true time, \(runs) simulated followers × \(seconds) s per path (µs)",
+            command: "chorus-bench clock --runs \(runs) --seconds \(seconds) --seed \(seed)",
+            header: ["path", "exchanges/s", "join s median", "join s max", "never", "p99 1–2 s", "p99 2–10 s", "p99 10 s on",
+                     "median 2 s on", "max 2 s on", "pair p99 2 s on", "pair max"])
+        let probesPerSecond = Int(1_000_000_000 / Self.probeInterval.nanosecondCount)
+        for path in chosen {
+            var errors: [[Double]] = []
+            var joins: [Double] = []
+            var never = 0
+            var exchanges = 0
+            for index in 0..<runs {
+                let result = simulate(path, seed: seed &+ UInt64(index))
+                errors.append(result.errors)
+                exchanges += result.exchanges
+                if let join = result.join { joins.append(join) } else { never += 1 }
+            }
+            /// |error| over every run's probes from `from` to `to` seconds.
+            func magnitudes(from: Int, to: Int? = nil) -> Statistics {
+                Statistics(errors.flatMap { run in
+                    let end = min(to.map { $0 * probesPerSecond } ?? run.count, run.count)
+                    return run[min(from * probesPerSecond, end)..<end].map(abs)
+                })
+            }
+            let steadyFrom = Int(Self.steadyAfter.nanosecondCount / 1_000_000_000)
+            let steady = magnitudes(from: steadyFrom)
+            var pairs: [Double] = []
+            for index in errors.indices {
+                let a = errors[index], b = errors[(index + 1) % errors.count]
+                for k in (steadyFrom * probesPerSecond)..<min(a.count, b.count) { pairs.append(abs(a[k] - b[k])) }
+            }
+            let pair = Statistics(pairs)
+            let joinStats = Statistics(joins)
+            let perSecond = Double(exchanges) / Double(runs * seconds)
+            func µs(_ value: Double) -> String { Format.fixed(value * 1e6, 1) }
+            table.add([path.name, Format.fixed(perSecond, 1), Format.fixed(joinStats.median, 2), Format.fixed(joinStats.maximum, 2), "\(never)",
+                       µs(magnitudes(from: 1, to: 2).percentile(99)), µs(magnitudes(from: 2, to: 10).percentile(99)),
+                       µs(magnitudes(from: 10).percentile(99)), µs(steady.median), µs(steady.maximum),
+                       µs(pair.percentile(99)), µs(pair.maximum)])
+            sink.record("clock", "\(path.name): pair p99 µs", µs(pair.percentile(99)))
+            sink.record("clock", "\(path.name): slowest join s", never > 0 ? "never (\(never))" : Format.fixed(joinStats.maximum, 2))
+        }
+        for path in chosen { table.notes.append("\(path.name): \(path.description)") }
+        table.notes.append("followers' clocks: offsets of seconds, skews uniform in ±200 ppm; error = estimated − true leader time every \(Self.probeInterval.formattedMilliseconds) ms from the first exchange")
+        table.notes.append("join = first exchange to the first moment within \(Int(Self.joinTolerance * 1e6)) µs that holds for \(Self.joinHold.formattedSeconds) s; times from the first exchange; pair = run i against run i + 1 at the same time since joining")
+        table.print()
+    }
+
+    /// One follower's run: the error at every probe, the join time, and exchanges sent.
+    private func simulate(_ path: Path, seed: UInt64) -> (errors: [Double], join: Double?, exchanges: Int) {
+        var random = SeededGenerator(seed: seed)
+        // The leader's clock against the follower's: leader = offset + host · (1 + skew).
+        let skew = Double.random(in: -200e-6...200e-6, using: &random)
+        let offset = Int64.random(in: -10_000_000_000...10_000_000_000, using: &random)
+        let hostStart: Int64 = 1_000_000_000_000
+        func leader(_ host: Int64) -> LeaderTime {
+            LeaderTime(nanoseconds: offset + host + Int64((Double(host - hostStart) * skew).rounded()))
+        }
+        func oneWay() -> Int64? {
+            if Double.random(in: 0..<1, using: &random) < path.loss { return nil }
+            var delay = Double(path.floor.nanosecondCount)
+            if path.uniformJitter > .zero {
+                delay += Double.random(in: 0...(2 * Double(path.uniformJitter.nanosecondCount)), using: &random)
+            }
+            if path.exponentialJitter > .zero {
+                delay += -Double(path.exponentialJitter.nanosecondCount) * log(1 - Double.random(in: 0..<1, using: &random))
+            }
+            return Int64(delay.rounded())
+        }
+
+        var estimator = ClockEstimator()
+        let end = hostStart + Int64(seconds) * 1_000_000_000
+        let probeStep = Int64(Self.probeInterval.nanosecondCount)
+        let turnaround = Int64(Self.leaderTurnaround.nanosecondCount)
+        // Replies in flight: (arrival host time, sample).
+        var inFlight: [(arrival: Int64, sample: ClockSample)] = []
+        var nextRequest = hostStart
+        var nextProbe = hostStart
+        var sent = 0
+        var errors: [Double] = []
+        errors.reserveCapacity(Int((end - hostStart) / probeStep) + 1)
+        while true {
+            let nextArrival = inFlight.map(\.arrival).min() ?? .max
+            let now = min(nextRequest, nextProbe, nextArrival)
+            guard now <= end else { break }
+            if now == nextArrival, let index = inFlight.firstIndex(where: { $0.arrival == now }) {
+                estimator.add(inFlight.remove(at: index).sample)
+            } else if now == nextRequest {
+                sent += 1
+                if let forward = oneWay(), let backward = oneWay() {
+                    let t2 = leader(now + forward)
+                    let t3 = t2 + .nanoseconds(turnaround)
+                    // The reply leaves at host time now + forward + turnaround (near enough:
+                    // the turnaround is µs and the skew ppm).
+                    let arrival = now + forward + turnaround + backward
+                    inFlight.append((arrival, ClockSample(t1: HostTime(nanoseconds: now), t2: t2, t3: t3,
+                                                          t4: HostTime(nanoseconds: arrival))))
+                }
+                nextRequest = now + Int64(estimator.nextPollInterval(requestsSent: sent).nanosecondCount)
+            } else {
+                if let estimate = estimator.estimate {
+                    let estimated = estimate.leaderTime(atHost: HostTime(nanoseconds: now))
+                    errors.append(Double(estimated.nanoseconds - leader(now).nanoseconds) / 1e9)
+                } else {
+                    errors.append(.infinity)
+                }
+                nextProbe = now + probeStep
+            }
+        }
+        // Join: the first probe from which the error stays within tolerance for the hold.
+        let hold = Int(Self.joinHold.nanosecondCount / Self.probeInterval.nanosecondCount)
+        var join: Double?
+        var run = 0
+        for (index, error) in errors.enumerated() {
+            run = abs(error) <= Self.joinTolerance ? run + 1 : 0
+            if run > hold {
+                join = Double(index - hold) * Double(probeStep) / 1e9
+                break
+            }
+        }
+        return (errors, join, sent)
+    }
+}
+
+private extension Duration {
+    var formattedMilliseconds: String { Format.fixed(Double(nanosecondCount) / 1e6, 0) }
+    var formattedSeconds: String { Format.fixed(Double(nanosecondCount) / 1e9, 0) }
+    var nanosecondCount: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
