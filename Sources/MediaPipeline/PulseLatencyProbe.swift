@@ -28,6 +28,10 @@ internal import CPulse
 ///
 /// The stream is this process's only playing sink input (matched by process id); with none
 /// or several (two outputs in one process), no points are made and ALSA's own reports stand.
+/// Once found, it is asked about by its index alone: in an answer listing every sink
+/// input, the server reads each one's latency in turn, so a stream's place in the list
+/// (its age among the server's streams) would move the moment its figures describe away
+/// from the round trip's midpoint, by tens of µs, differently for every stream.
 final class PulseLatencyProbe: @unchecked Sendable {
     /// One answer: the frame with index `frames` (counted from the first written) is heard at
     /// `host`.
@@ -72,8 +76,10 @@ final class PulseLatencyProbe: @unchecked Sendable {
     private var mainloop: OpaquePointer?
     private var context: OpaquePointer?
     private var answeredAt: HostTime?
-    private var candidates: [(bufferMicroseconds: UInt64, sinkMicroseconds: UInt64)] = []
+    private var candidates: [(index: UInt32, bufferMicroseconds: UInt64, sinkMicroseconds: UInt64)] = []
     private var listed = false
+    /// The stream's sink input, once a list has found it; nil to list again.
+    private var streamIndex: UInt32?
 
     /// Starts asking the server that ALSA's pulse plugin would use (`PULSE_SERVER`, else the
     /// default) on a thread of its own.
@@ -164,11 +170,14 @@ final class PulseLatencyProbe: @unchecked Sendable {
         let framesBefore = counter.frames.load(ordering: .acquiring)
         let askedAt = HostTime.now()
         let me = Unmanaged.passUnretained(self).toOpaque()
-        let operation = pa_context_get_sink_input_info_list(ctx, { _, info, eol, userdata in
+        let callback: pa_sink_input_info_cb_t = { _, info, eol, userdata in
             guard let userdata else { return }
             let probe = Unmanaged<PulseLatencyProbe>.fromOpaque(userdata).takeUnretainedValue()
             probe.receive(info, end: eol != 0)
-        }, me)
+        }
+        let byIndex = streamIndex
+        let operation = byIndex.map { pa_context_get_sink_input_info(ctx, $0, callback, me) }
+            ?? pa_context_get_sink_input_info_list(ctx, callback, me)
         pa_threaded_mainloop_unlock(loop)
         if let operation {
             // Polled with a deadline: a server that stops answering gives up the question,
@@ -189,7 +198,19 @@ final class PulseLatencyProbe: @unchecked Sendable {
             }
         }
         let framesAfter = counter.frames.load(ordering: .acquiring)
-        guard let answeredAt, listed, candidates.count == 1, framesAfter == framesBefore else { return }
+        guard listed, candidates.count == 1 else {
+            // Gone (a reopened stream has a new index), corked, or not one of ours: list
+            // again next time.
+            if listed { streamIndex = nil }
+            return
+        }
+        if byIndex == nil {
+            // Found: from now on asked about alone. This answer listed every stream, so its
+            // moment is not the midpoint's; it is not used.
+            streamIndex = candidates[0].index
+            return
+        }
+        guard let answeredAt, framesAfter == framesBefore else { return }
         let roundTrip = answeredAt - askedAt
         guard roundTrip <= Self.maximumRoundTrip else { return }
         let answer = candidates[0]
@@ -209,7 +230,7 @@ final class PulseLatencyProbe: @unchecked Sendable {
         guard let info = info?.pointee, info.corked == 0,
               let pid = pa_proplist_gets(info.proplist, PA_PROP_APPLICATION_PROCESS_ID),
               String(cString: pid) == processID else { return }
-        candidates.append((info.buffer_usec, info.sink_usec))
+        candidates.append((info.index, info.buffer_usec, info.sink_usec))
     }
 }
 
