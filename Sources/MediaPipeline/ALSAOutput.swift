@@ -7,9 +7,10 @@ internal import CALSA
 /// PipeWire server).
 ///
 /// Opened for interleaved float with monotonic timestamps. Timing comes from
-/// `snd_pcm_status` each period: the status timestamp (CLOCK_MONOTONIC) plus the reported
-/// delay, at the device's rate, is when the next written frame will be heard. Underruns are
-/// recovered with `snd_pcm_recover` and counted.
+/// `snd_pcm_status` each period: the status timestamp (CLOCK_MONOTONIC) and the reported
+/// delay in frames, which the renderer plays out at the device's learned rate to find when
+/// the next written frame will be heard. Underruns are recovered with `snd_pcm_recover` and
+/// counted.
 public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     /// The buffer asked of the device: 100 ms rides out a render thread scheduled late on a
     /// loaded two-core machine, and is still a small share of a sound server's own latency.
@@ -102,7 +103,7 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
         guard code >= 0 else { close(); throw failure("cannot prepare", code) }
         // A plugin (PulseAudio's, in practice) has a server behind it to ask; a card does not.
         if snd_pcm_type(handle) == SND_PCM_TYPE_IOPLUG {
-            probe = PulseLatencyProbe(counter: written)
+            probe = PulseLatencyProbe(counter: written, sampleRate: format.sampleRate)
         }
     }
 
@@ -126,8 +127,8 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
         return Int(available)
     }
 
-    public func nextFramePresentationTime() -> HostTime {
-        guard let pcm, let status, snd_pcm_status(pcm, status) >= 0 else { return .now() }
+    public func presentationTimestamp() -> PresentationTimestamp {
+        guard let pcm, let status, snd_pcm_status(pcm, status) >= 0 else { return PresentationTimestamp(host: .now()) }
         let now = HostTime.now()
         let state = snd_pcm_status_get_state(status)
         let running = state == SND_PCM_STATE_RUNNING || state == SND_PCM_STATE_DRAINING
@@ -155,35 +156,35 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
             // Not started yet: what is queued plays once the start threshold is reached.
             delay = Int64(bufferFrames) - Int64(snd_pcm_status_get_avail(status))
         }
-        return base + format.duration(ofFrames: max(0, delay))
+        return PresentationTimestamp(host: base, queuedFrames: Double(max(0, delay)), isRunning: running)
     }
 
     /// When the next frame will be heard by the PulseAudio server's own figures: the newest
-    /// probe point, carried forward by the frames written since at the nominal rate.
-    private func probeReport(now: HostTime) -> HostTime? {
+    /// probe point, with the frames written since it queued behind its own.
+    private func probeReport(now: HostTime) -> PresentationTimestamp? {
         if let point = probe?.point { probePoint = point }
         guard let point = probePoint, point.frames >= pointsValidFrom.load(ordering: .relaxed),
               now - point.answeredAt < Self.probePointLifetime else { return nil }
         let frames = written.frames.load(ordering: .relaxed) - point.frames
-        return point.host + format.duration(ofFrames: frames)
+        return PresentationTimestamp(host: point.host, queuedFrames: point.queuedFrames + Double(frames))
     }
 
     public func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int {
         guard let pcm else { return frames }
-        var done = 0
-        var attempts = 0
-        while done < frames && attempts < 4 {
-            let written = snd_pcm_writei(pcm, samples + done * format.channels, snd_pcm_uframes_t(frames - done))
-            if written < 0 {
-                attempts += 1
-                recover(Int32(written))
-                continue
+        return written.write {
+            var done = 0
+            var attempts = 0
+            while done < frames && attempts < 4 {
+                let count = snd_pcm_writei(pcm, samples + done * format.channels, snd_pcm_uframes_t(frames - done))
+                if count < 0 {
+                    attempts += 1
+                    recover(Int32(count))
+                    continue
+                }
+                done += Int(count)
             }
-            done += Int(written)
+            return done
         }
-        self.written.frames.add(Int64(done), ordering: .releasing)
-        self.written.lastWriteNanoseconds.store(HostTime.now().nanoseconds, ordering: .releasing)
-        return done
     }
 
     private func recover(_ code: Int32) {

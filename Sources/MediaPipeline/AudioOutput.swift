@@ -8,10 +8,13 @@ import MediaClock
 ///   real-time: implementations must not allocate, log, or wait on a lock another thread
 ///   may hold.
 /// - `write` must not start playback early or late: the device starts consuming when its
-///   buffer first holds data, and `nextFramePresentationTime()` accounts for that.
-/// - `nextFramePresentationTime()` is the host time at which the next frame handed to
-///   `write` will leave the device: now plus the device's delay (every frame queued in the
-///   driver, the sound server and the hardware) converted at the device's actual rate.
+///   buffer first holds data, and `presentationTimestamp()` accounts for that.
+/// - `presentationTimestamp()` says when the next frame handed to `write` will leave the
+///   device as a device says it: a moment on the host clock and the frames the device holds
+///   ahead of that frame then (every frame queued in the driver, the sound server and the
+///   hardware). It does not turn those frames into time: they play at the device's actual
+///   rate, which only the caller learns (`DeviceTimingFilter`), and a sound server's 100 ms
+///   converted at the nominal rate instead is 10 µs off for every 100 ppm the device is off.
 /// - An underrun is recovered inside `write` and counted; it never surfaces as an error.
 public protocol AudioOutput: AnyObject, Sendable {
     /// A short name for status lines: "alsa:default", "null", "wav:out.wav".
@@ -25,7 +28,7 @@ public protocol AudioOutput: AnyObject, Sendable {
     var isRealtime: Bool { get }
     /// Underruns recovered so far.
     var underrunCount: Int { get }
-    /// How often the source of `nextFramePresentationTime` changed (a sound server's own
+    /// How often the source of `presentationTimestamp()` changed (a sound server's own
     /// figures in place of the device's reports, or back): each change may move the
     /// reported timeline, as an underrun does, so the smoothed line restarts.
     var timingSourceChanges: Int { get }
@@ -35,14 +38,43 @@ public protocol AudioOutput: AnyObject, Sendable {
     /// Blocks until at least one period can be written, or `timeout` passes.
     /// Returns the frames writable now.
     func waitUntilWritable(timeout: Duration) -> Int
-    /// The host time at which the next written frame will be presented.
-    func nextFramePresentationTime() -> HostTime
+    /// When the next written frame will be presented: a moment and the frames queued ahead
+    /// of it then.
+    func presentationTimestamp() -> PresentationTimestamp
     /// Writes `frames` interleaved frames; returns how many were taken.
     func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int
     /// Discards every frame queued and not yet presented, so new data is heard at once.
     func flush()
     /// Releases the device. Frames still queued are dropped.
     func close()
+}
+
+/// A device's timing report: at host time `host`, `queuedFrames` frames (at the device's
+/// own rate, possibly fractional) stand before the next frame to be written, so that frame
+/// is heard `queuedFrames` device frames after `host`.
+public struct PresentationTimestamp: Sendable, Equatable {
+    /// When the device's state was read (or, for a device that knows its timing exactly,
+    /// the presentation time itself with nothing queued).
+    public var host: HostTime
+    /// Frames queued ahead of the next written frame at `host`.
+    public var queuedFrames: Double
+    /// False while the device is stopped: the report is then a promise (the device starts
+    /// when written to), not a reading of a running clock, and fits no line.
+    public var isRunning: Bool
+
+    public init(host: HostTime, queuedFrames: Double = 0, isRunning: Bool = true) {
+        self.host = host
+        self.queuedFrames = queuedFrames
+        self.isRunning = isRunning
+    }
+
+    /// The presentation time, with the queued frames played at `frameNanoseconds` each.
+    public func presentation(frameNanoseconds: Double) -> HostTime {
+        let nanoseconds = queuedFrames * frameNanoseconds
+        // A device's count is finite and small; anything else counts as nothing queued.
+        guard nanoseconds.isFinite, abs(nanoseconds) < 1e15 else { return host }
+        return host + .nanoseconds(Int64(nanoseconds.rounded()))
+    }
 }
 
 /// Which output to use, parsed from `--output SPEC`.

@@ -64,6 +64,11 @@ public final class AudioRenderer: @unchecked Sendable {
     /// Maps the device's real host times to the host clock the player runs on (identity
     /// unless the node simulates another machine's clock).
     private let hostMapping: @Sendable (HostTime) -> HostTime
+    /// Host-clock seconds per device-clock second of `hostMapping` (it is linear): a device's
+    /// queued frames, learned in the player's time, last this much less in the device's.
+    private let hostMappingSlope: Double
+    /// A frame's nominal duration (ns) at the ring's rate.
+    private let nominalFrameNanoseconds: Double
     /// Where every period's presentation time goes, when capturing.
     private let capture: RenderCapture?
     private let control = Mutex(RenderControl())
@@ -109,6 +114,11 @@ public final class AudioRenderer: @unchecked Sendable {
         self.output = output
         self.ring = ring
         self.hostMapping = hostMapping
+        let probe = HostTime.now()
+        let span: Int64 = 1_000_000_000
+        let mapped = Double((hostMapping(probe + .nanoseconds(span)) - hostMapping(probe)).nanosecondsClamped) / Double(span)
+        hostMappingSlope = mapped.isFinite && mapped > 0.5 && mapped < 2 ? mapped : 1
+        nominalFrameNanoseconds = 1e9 / Double(max(1, ring.format.sampleRate))
         self.capture = capture
         bufferFrames = max(output.periodFrames, 1)
         buffer = .allocate(capacity: bufferFrames * ring.format.channels)
@@ -178,11 +188,20 @@ public final class AudioRenderer: @unchecked Sendable {
                 seenSourceChanges = sourceChanges
                 timing.reset()
             }
-            let deviceHost = output.nextFramePresentationTime()
-            let reported = hostMapping(deviceHost)
+            // The device says when it read its state and how many frames it then held ahead
+            // of the next one; those play at its own rate, learned on the player's clock by
+            // the timing filter (nominal for a file). Counted at the nominal rate, a sound
+            // server's 100 ms would misplace every period by 10 µs per 100 ppm of the device's.
+            let timestamp = output.presentationTimestamp()
+            let mapped = PresentationTimestamp(host: hostMapping(timestamp.host), queuedFrames: timestamp.queuedFrames,
+                                               isRunning: timestamp.isRunning)
+            let frameNanoseconds = nominalFrameNanoseconds * (output.isRealtime ? timing.frameDurationRatio : 1)
+            let reported = mapped.presentation(frameNanoseconds: frameNanoseconds)
+            // The same moment on the device's own clock, for the capture.
+            let deviceHost = timestamp.presentation(frameNanoseconds: frameNanoseconds / hostMappingSlope)
             noticeTimelineBreak(at: reported)
             // A file's clock is exact already; a device's reports jitter.
-            let host = output.isRealtime ? timing.filter(reported, frames: frames) : reported
+            let host = output.isRealtime ? timing.filter(mapped, frames: frames) : reported
             let filled = render(into: buffer, frames: frames, channels: channels, host: host)
             if let capture, status.phase == .playing || status.phase == .ended || status.phase == .failed {
                 // The content position of this period's first frame: the anchor projected
@@ -489,15 +508,21 @@ public final class AudioRenderer: @unchecked Sendable {
         filteredError += (error - filteredError) * smoothing
         let excess = abs(filteredError) <= Self.deadBand ? 0 : filteredError - (filteredError > 0 ? Self.deadBand : -Self.deadBand)
         let proportional = Self.proportionalGain * excess
-        // The integral also sees only the excess: inside the band the learned drift is held
-        // still, so the loop rests instead of cycling around the band.
-        integralPPM = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM,
-                                                              integralPPM + Self.integralGain * excess * elapsed))
-        let correction = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM, proportional + integralPPM))
         // The device's own rate, learned by the timing filter, is fed forward: the loop then
         // corrects only what the line's estimate leaves, instead of learning a crystal's
         // offset through its integral while the error builds.
         let deviceRatio = output.isRealtime ? timing.trustedFrameDurationRatio : 1
+        // The bound is on the loop's correction beyond the device's own rate: while that
+        // rate is learned but not yet trusted enough to feed forward, the loop may carry the
+        // untrusted part too (a sound server's sink has been measured 700 ppm off the host
+        // clock, which a loop bounded at ±500 ppm around nominal could never catch).
+        let untrustedPPM = output.isRealtime ? (timing.frameDurationRatio / deviceRatio - 1) * 1e6 : 0
+        let lowest = untrustedPPM - Self.maximumSoftCorrectionPPM
+        let highest = untrustedPPM + Self.maximumSoftCorrectionPPM
+        // The integral also sees only the excess: inside the band the learned drift is held
+        // still, so the loop rests instead of cycling around the band.
+        integralPPM = min(highest, max(lowest, integralPPM + Self.integralGain * excess * elapsed))
+        let correction = min(highest, max(lowest, proportional + integralPPM))
         let ratio = timeline.rate * deviceRatio * (1 + correction / 1e6)
         status.correctionPPM = (deviceRatio * (1 + correction / 1e6) - 1) * 1e6
 
@@ -535,6 +560,14 @@ public final class AudioRenderer: @unchecked Sendable {
         status.endFrame = frame
         status.endHost = host
         status.writtenEndFrame = max(status.writtenEndFrame, frame)
+    }
+}
+
+extension Int64 {
+    /// `value` rounded, 0 if it is not finite, saturating at the type's range.
+    init(clampingFinite value: Double) {
+        guard value.isFinite else { self = 0; return }
+        self = value >= 9.2e18 ? .max : value <= -9.2e18 ? .min : Int64(value.rounded())
     }
 }
 

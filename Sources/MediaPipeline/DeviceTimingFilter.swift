@@ -1,19 +1,21 @@
 import Foundation
 import MediaClock
 
-/// Smooths a sound device's presentation-time reports into a straight line.
+/// Fits a straight line to a sound device's timing reports: when each frame of its stream
+/// is heard.
 ///
-/// A device's reports jitter and wander: a card's timestamp is taken when the driver gets
-/// round to it, and a sound server's latency figure comes from its client library's own
-/// interpolation, which PulseAudio's ALSA plugin lets drift by a few hundred microseconds
-/// over seconds, most of all in the first seconds of a stream. The frames themselves leave at
-/// the device's steady rate, so the true presentation times of successive periods lie on a
-/// straight line. This filter estimates that line, offset and slope, with a second-order loop
-/// (a delay-locked loop, after Fons Adriaensen's "Using a DLL to filter time") whose
-/// bandwidth narrows as the stream ages: `growingWindowBandwidth / age`, which makes it a
-/// least-squares fit over everything reported since the start, until the settled bandwidth
-/// is reached. The line then averages the reports over tens of seconds, so playback that
-/// follows it moves only with the device, not with its reports' noise.
+/// A device reports a moment and how many frames it then held ahead of the next one to be
+/// written: a point of the line "frame n is heard at host time t". Points jitter and wander
+/// (a card's timestamp is taken when the driver gets round to it; a sound server's latency is
+/// read at a moment known only to within a round trip), while the frames themselves leave at
+/// the device's steady rate, so the truth is a straight line. This filter is the
+/// least-squares line through every report since the stream (re)started, computed
+/// recursively in centred form; once the line is `settledWindow` old, older reports are
+/// forgotten exponentially at that time constant, so it follows a crystal's thermal drift.
+/// The fit is exact from the second report of an exact device, and on noisy reports its
+/// error falls as fast as any estimate can. The slope is the device's rate on the host
+/// clock. No rate is assumed in reading a report: the rate only carries the line from the
+/// frame a report describes to the frame about to be written.
 ///
 /// The reports are not always honest: under load, PulseAudio's ALSA plugin has been seen to
 /// report a timeline milliseconds off, ramping and jumping for seconds, while the sink kept
@@ -26,21 +28,15 @@ import MediaClock
 /// playback that follows it drifts from the device by as much. The line then restarts on
 /// the reports, its rate corrected by how fast the run drifted. It also restarts on an
 /// underrun or a flush, which the render thread reports with `reset()`, and on a report
-/// further off than `jumpThreshold`.
+/// further off than `jumpThreshold`; a restart keeps the learned rate and its certainty,
+/// since the crystal did not change.
 ///
 /// Real-time safe: plain arithmetic on a few doubles. Render thread only.
 struct DeviceTimingFilter {
-    /// Bandwidth (Hz) times the seconds since the start while the loop is narrowing: a
-    /// second-order loop of bandwidth 0.45/t behaves like a least-squares line fitted to the
-    /// last t seconds of reports, which is the best estimate of a straight line in noise.
-    static let growingWindowBandwidth = 0.45
-    /// Bandwidth (Hz) right after a (re)start: a device's first reports can be off by
-    /// milliseconds, and a wide loop catches up within a few periods.
-    static let startingBandwidth = 8.0
-    /// Bandwidth (Hz) once narrowed, after about 45 s: passes a tenth of a sound server's
-    /// report wander (seconds long), and still follows a crystal's thermal drift (under a
-    /// ppm a minute) with a few microseconds of lag.
-    static let settledBandwidth = 0.01
+    /// Once the line is this old (seconds), reports are forgotten at this time constant: a
+    /// window long against a sound server's report wander (seconds long), short against a
+    /// crystal's thermal drift (under a ppm a minute, a few µs of lag).
+    static let settledWindow = 45.0
     /// A report this far from the line (seconds) is a restart: an underrun of a 100 ms
     /// buffer moves the timeline by about the buffer, far beyond any report's error.
     static let jumpThreshold = 20e-3
@@ -55,6 +51,12 @@ struct DeviceTimingFilter {
     static let untrustedRateError = 20.0
     /// A learned rate beyond ±0.1 % is not a crystal: keep within reason.
     static let maximumRateDeviation = 1e-3
+    /// The prior on a new device's rate: nominal, give or take this much (ppm), the most any
+    /// device has been seen off (PulseAudio's null sink, 700 ppm fast against the host
+    /// clock), so that it only decides the slope until the first two reports do.
+    static let priorRateSpreadPPM = 1000.0
+    /// The report noise (seconds) the prior is weighed against: a sound server's.
+    static let priorReportNoise = 20e-6
     /// For this long after a (re)start (seconds) the line is not yet established, and a
     /// report beyond `outlierThreshold` restarts it at once: a device's first reports,
     /// taken before it runs, can be milliseconds off.
@@ -63,23 +65,34 @@ struct DeviceTimingFilter {
     /// them: twice the second-long excursions of a starved server's reports seen in
     /// practice, which the line must ride out.
     static let shiftConfirmationTime = 2.0
-    /// Reports over which the spread of the reports around the line is averaged.
-    static let spreadPeriods = 100.0
 
-    /// Predicted presentation time (ns after `origin`) of the next period's first frame.
-    private var next: Double?
-    /// The host time the line's times are counted from: a host clock's nanoseconds can be
+    /// The fit since the last restart, in frames since `frameOrigin` (x) and nanoseconds
+    /// since `origin` (y): the weight of the reports, their means, and the centred sums of
+    /// squares and products. Empty (weight 0) until the first report after a restart.
+    private var weight = 0.0
+    private var meanFrame = 0.0
+    private var meanTime = 0.0
+    private var frameSquares = 0.0
+    private var frameTimeProducts = 0.0
+    private var timeSquares = 0.0
+    /// The slope the fit is drawn toward (ns per frame), and the evidence behind it from
+    /// fits before a restart (in frames², as `frameSquares`): nominal and none for a new
+    /// device, the learned rate with all its certainty after a restart of the stream. On top
+    /// of that evidence the slope is held within `priorRateSpreadPPM` of it, a prior weighed
+    /// against the reports' own noise.
+    private var priorSlope: Double
+    private var priorWeight = 0.0
+    /// Whether a restart is due at the next report.
+    private var restartPending = true
+    /// Frames written so far: the index of the next one.
+    private var writtenFrames = 0.0
+    /// The frame index and host time the fit counts from: a host clock's nanoseconds can be
     /// near 2e18 (a clock moved by libfaketime counts from the epoch), where a double
     /// resolves only 256 ns; times a few hours from the origin resolve to under a nanosecond.
+    private var frameOrigin = 0.0
     private var origin: Int64 = 0
-    /// Seconds of device time since the loop (re)started: how wide its offset tracking is.
-    private var age = 0.0
-    /// Seconds of device time since the rate began to be learned: a restart of the stream
-    /// (a flush, an underrun) moves the timeline but does not change the crystal, so the
-    /// rate keeps learning narrowly across it.
-    private var rateAge = 0.0
-    /// Predicted duration of one frame (ns), learned.
-    private var frameNanoseconds: Double
+    /// Seconds of device time since the line (re)started.
+    private(set) var age = 0.0
     private let nominalFrameNanoseconds: Double
     /// Reports not used since the line (re)started.
     private(set) var outliers = 0
@@ -89,24 +102,53 @@ struct DeviceTimingFilter {
     /// the run has lasted (s).
     private var shiftError: Double?
     private var shiftElapsed = 0.0
-    /// Mean square distance of the used reports from the line (ns²), and how many.
-    private var spread = 0.0
-    private var used = 0.0
+    /// Reports used in fits so far.
+    private(set) var used = 0
 
     init(sampleRate: Int) {
         nominalFrameNanoseconds = 1e9 / Double(sampleRate)
-        frameNanoseconds = nominalFrameNanoseconds
+        priorSlope = nominalFrameNanoseconds
+    }
+
+    /// The weight (frames²) of the prior that the rate is within `priorRateSpreadPPM` of
+    /// `priorSlope`: the reports' noise variance over the prior's, so that the prior yields
+    /// to two reports of an exact device and to a second or so of a sound server's. Before
+    /// the noise is seen, a sound server's is assumed.
+    private var rangePriorWeight: Double {
+        let noise = noiseVariance
+        let spread = Self.priorRateSpreadPPM * 1e-6 * nominalFrameNanoseconds
+        return noise / (spread * spread)
+    }
+
+    /// The least report noise (ns) the fit assumes: a timestamp's resolution.
+    static let noiseFloor = 1.0
+
+    /// The reports' variance around the fitted line (ns²): their residuals' sum of squares
+    /// over the degrees of freedom a line leaves. Until three reports are in, a sound
+    /// server's noise is assumed.
+    private var noiseVariance: Double {
+        guard weight >= 3, frameSquares > 0 else { return Self.priorReportNoise * 1e9 * Self.priorReportNoise * 1e9 }
+        let residual = timeSquares - frameTimeProducts * frameTimeProducts / frameSquares
+        return max(residual / (weight - 2), Self.noiseFloor * Self.noiseFloor)
+    }
+
+    /// The learned duration of one device frame on the host clock (ns).
+    private var frameNanoseconds: Double {
+        let prior = priorWeight + rangePriorWeight
+        let slope = (frameTimeProducts + prior * priorSlope) / (frameSquares + prior)
+        return min(max(slope, nominalFrameNanoseconds * (1 - Self.maximumRateDeviation)),
+                   nominalFrameNanoseconds * (1 + Self.maximumRateDeviation))
     }
 
     /// The device's learned rate against the host clock: host time per device frame over
     /// its nominal value (above 1: the device runs slow, each frame lasts longer).
     var frameDurationRatio: Double { frameNanoseconds / nominalFrameNanoseconds }
 
-    /// The standard error of the learned rate (ppm), as for a straight line fitted to
-    /// reports of the spread seen over the seconds the rate has been learned.
+    /// The standard error of the learned rate (ppm): the reports' noise around the line over
+    /// the spread of the frames they describe, as for any least-squares slope.
     var rateStandardErrorPPM: Double {
-        guard used >= 3, rateAge > 0 else { return .infinity }
-        return spread.squareRoot() / 1e9 * 12.0.squareRoot() / (rateAge * used.squareRoot()) * 1e6
+        guard weight >= 3 || priorWeight > 0 else { return .infinity }
+        return (noiseVariance / (frameSquares + priorWeight + rangePriorWeight)).squareRoot() / nominalFrameNanoseconds * 1e6
     }
 
     /// The learned rate as far as it can be trusted yet: nominal (1) while its standard
@@ -120,27 +162,49 @@ struct DeviceTimingFilter {
     /// Forgets the line; the next report starts it again. The learned rate is kept: the
     /// crystal did not change because the stream restarted.
     mutating func reset() {
-        next = nil
-    }
-
-    /// The loop bandwidth (Hz) at `age` seconds after a (re)start.
-    static func bandwidth(atAge age: Double) -> Double {
-        min(startingBandwidth, max(settledBandwidth, growingWindowBandwidth / max(age, 1e-3)))
+        restartPending = true
     }
 
     /// Takes the report `reported` for the frame about to be written and returns the
     /// smoothed presentation time of that frame; `frames` frames will then be written.
     mutating func filter(_ reported: HostTime, frames: Int) -> HostTime {
-        let (difference, overflow) = reported.nanoseconds.subtractingReportingOverflow(origin)
-        guard !overflow else { return restart(at: reported, frames: frames) }
-        let measured = Double(difference)
-        let periodSeconds = Double(frames) * frameNanoseconds / 1e9
-        guard let predicted = next, abs(measured - predicted) < Self.jumpThreshold * 1e9 else {
-            return restart(at: reported, frames: frames)
+        filter(PresentationTimestamp(host: reported), frames: frames)
+    }
+
+    /// Takes a device's report for the frame about to be written (a moment on the host clock
+    /// and the frames queued ahead of that frame then) and returns the smoothed presentation
+    /// time of that frame; `frames` frames will then be written.
+    ///
+    /// The report is a point of the line itself: at `timestamp.host` the device plays the
+    /// frame `queuedFrames` before the next one. (Read at the nominal rate instead, a sound
+    /// server's 100 ms queue would put the line 10 µs off for every 100 ppm the device is
+    /// off.)
+    mutating func filter(_ timestamp: PresentationTimestamp, frames: Int) -> HostTime {
+        let nextFrame = writtenFrames
+        writtenFrames += Double(frames)
+        // The frame playing at `timestamp.host`.
+        let playing = nextFrame - (timestamp.queuedFrames.isFinite ? timestamp.queuedFrames : 0)
+        let periodSeconds = Double(frames) * nominalFrameNanoseconds / 1e9
+        guard timestamp.isRunning else {
+            // A stopped device's promise: the line starts once it runs.
+            restartPending = true
+            return timestamp.presentation(frameNanoseconds: frameNanoseconds)
         }
+        let (difference, overflow) = timestamp.host.nanoseconds.subtractingReportingOverflow(origin)
+        guard !restartPending, !overflow, weight > 0 else {
+            return restart(at: timestamp.host, playing: playing, next: nextFrame)
+        }
+        let measured = Double(difference)
+        let predicted = time(ofFrame: playing)
         let error = measured - predicted
+        guard abs(error) < Self.jumpThreshold * 1e9 else {
+            return restart(at: timestamp.host, playing: playing, next: nextFrame)
+        }
         if abs(error) > Self.outlierThreshold * 1e9 {
-            if age < Self.establishingTime { return restart(at: reported, frames: frames) }
+            if age < Self.establishingTime {
+                // The reports the fit had are as suspect as this one: their rate is not kept.
+                return restart(at: timestamp.host, playing: playing, next: nextFrame, keepingEvidence: false)
+            }
             outliers += 1
             if let first = shiftError, (first > 0) == (error > 0) {
                 shiftElapsed += periodSeconds
@@ -150,36 +214,46 @@ struct DeviceTimingFilter {
             }
             if let first = shiftError, shiftElapsed >= Self.shiftConfirmationTime {
                 // How fast the reports drifted from the line over the run is how far its
-                // rate is off (0 for a plain move of the timeline).
+                // rate is off (0 for a plain move of the timeline); the rate learned before
+                // is wrong by that much, so it keeps none of its certainty.
                 let drift = (error - first) / (shiftElapsed * 1e9)
-                frameNanoseconds = min(max(frameNanoseconds * (1 + drift), nominalFrameNanoseconds * (1 - Self.maximumRateDeviation)),
-                                       nominalFrameNanoseconds * (1 + Self.maximumRateDeviation))
+                let corrected = frameNanoseconds * (1 + drift)
                 shifts += 1
-                return restart(at: reported, frames: frames)
+                priorSlope = min(max(corrected, nominalFrameNanoseconds * (1 - Self.maximumRateDeviation)),
+                                 nominalFrameNanoseconds * (1 + Self.maximumRateDeviation))
+                priorWeight = 0
+                return restart(at: timestamp.host, playing: playing, next: nextFrame, keepingEvidence: false)
             }
-            // Not used: the line carries on as predicted.
-            next = predicted + Double(frames) * frameNanoseconds
-            return host(predicted)
+            // Not used: the line carries on as it was.
+            return host(time(ofFrame: nextFrame))
         }
         shiftError = nil
         shiftElapsed = 0
         used += 1
-        spread += (error * error - spread) / min(used, Self.spreadPeriods)
         age += periodSeconds
-        rateAge += periodSeconds
-        // The offset follows at the bandwidth of its own age, the rate at that of the rate's:
-        // after a restart the offset is caught quickly while the rate stays as narrow as it
-        // was (a smaller rate gain only damps the loop more).
-        let omega = 2 * Double.pi * Self.bandwidth(atAge: age) * periodSeconds
-        let rateOmega = 2 * Double.pi * Self.bandwidth(atAge: max(age, rateAge)) * periodSeconds
-        let b = 2.0.squareRoot() * omega
-        let c = rateOmega * rateOmega
-        let current = predicted + b * error
-        frameNanoseconds += c * error / Double(frames)
-        frameNanoseconds = min(max(frameNanoseconds, nominalFrameNanoseconds * (1 - Self.maximumRateDeviation)),
-                               nominalFrameNanoseconds * (1 + Self.maximumRateDeviation))
-        next = current + Double(frames) * frameNanoseconds
-        return host(current)
+        add(frame: playing - frameOrigin, time: measured, periodSeconds: periodSeconds)
+        return host(time(ofFrame: nextFrame))
+    }
+
+    /// The line's time (ns after `origin`) of frame `frame` (counted from the first written).
+    private func time(ofFrame frame: Double) -> Double {
+        meanTime + (frame - frameOrigin - meanFrame) * frameNanoseconds
+    }
+
+    /// Adds a point to the fit, forgetting old ones once the line is settled.
+    private mutating func add(frame: Double, time: Double, periodSeconds: Double) {
+        let forgetting = age > Self.settledWindow ? exp(-periodSeconds / Self.settledWindow) : 1
+        weight = weight * forgetting + 1
+        frameSquares *= forgetting
+        frameTimeProducts *= forgetting
+        timeSquares *= forgetting
+        let frameDeviation = frame - meanFrame
+        meanFrame += frameDeviation / weight
+        let timeDeviation = time - meanTime
+        meanTime += timeDeviation / weight
+        frameSquares += frameDeviation * (frame - meanFrame)
+        frameTimeProducts += frameDeviation * (time - meanTime)
+        timeSquares += timeDeviation * (time - meanTime)
     }
 
     /// The host time `time` nanoseconds after the origin.
@@ -187,13 +261,27 @@ struct DeviceTimingFilter {
         HostTime(nanoseconds: origin &+ Int64(time.rounded()))
     }
 
-    private mutating func restart(at reported: HostTime, frames: Int) -> HostTime {
+    /// Starts a new fit at this report. The rate learned so far stays, with the certainty of
+    /// the reports behind it when `keepingEvidence` (else the prior stands as it was).
+    private mutating func restart(at reported: HostTime, playing: Double, next: Double,
+                                  keepingEvidence: Bool = true) -> HostTime {
+        if keepingEvidence && weight > 0 {
+            priorSlope = frameNanoseconds
+            priorWeight += frameSquares
+        }
         origin = reported.nanoseconds
-        next = Double(frames) * frameNanoseconds
+        frameOrigin = playing
+        weight = 1
+        meanFrame = 0
+        meanTime = 0
+        frameSquares = 0
+        frameTimeProducts = 0
+        timeSquares = 0
+        restartPending = false
         age = 0
         outliers = 0
         shiftError = nil
         shiftElapsed = 0
-        return reported
+        return host((next - playing) * frameNanoseconds)
     }
 }

@@ -3,7 +3,8 @@ import MediaClock
 import Synchronization
 
 /// A sound device with no sound: it consumes frames at its own clock's pace and says exactly
-/// when each frame would have been heard.
+/// how many frames are queued ahead of the next one, as a card with a perfect timestamp
+/// would.
 ///
 /// Its clock runs `driftPPM` parts per million fast or slow against the host clock, the way
 /// a real DAC's crystal does, so clock recovery can be tested on a machine with no card. The
@@ -13,15 +14,17 @@ import Synchronization
 public final class NullOutput: AudioOutput, @unchecked Sendable {
     /// One period: 10 ms, the common low-latency period of real cards.
     public static let periodDuration: Duration = .milliseconds(10)
-    /// Periods in the device buffer: four gives 40 ms of latency, about what a USB DAC adds,
-    /// and room for the render thread to be scheduled late without underrunning.
-    public static let periodsPerBuffer = 4
+    /// Periods in the device buffer by default: four gives 40 ms of latency, about what a
+    /// USB DAC adds, and room for the render thread to be scheduled late without underrunning.
+    public static let defaultPeriodsPerBuffer = 4
 
     public let driftPPM: Double
     private let hostClock: any HostClock
     public private(set) var format = AudioFormat.fallback
     public private(set) var periodFrames = 480
-    public var bufferFrames: Int { periodFrames * Self.periodsPerBuffer }
+    /// Periods the device buffers (a sound server queues ten or more).
+    public let periodsPerBuffer: Int
+    public var bufferFrames: Int { periodFrames * periodsPerBuffer }
     public let isRealtime = true
     public var name: String { driftPPM == 0 ? "null" : "null:drift=\(driftPPM)" }
     private let underruns = Atomic<Int>(0)
@@ -31,12 +34,14 @@ public final class NullOutput: AudioOutput, @unchecked Sendable {
     private var startHost: HostTime?
     /// Frames written since the last (re)start.
     private var writtenFrames: Int64 = 0
-    /// The start time promised by `nextFramePresentationTime()` while stopped: the next
+    /// The start time promised by `presentationTimestamp()` while stopped: the next
     /// write starts the device exactly then, so the promise holds to the nanosecond.
     private var promisedStart: HostTime?
 
-    public init(driftPPM: Double = 0, hostClock: any HostClock = MonotonicHostClock()) {
+    public init(driftPPM: Double = 0, periodsPerBuffer: Int = NullOutput.defaultPeriodsPerBuffer,
+                hostClock: any HostClock = MonotonicHostClock()) {
         self.driftPPM = driftPPM
+        self.periodsPerBuffer = max(2, periodsPerBuffer)
         self.hostClock = hostClock
     }
 
@@ -78,15 +83,17 @@ public final class NullOutput: AudioOutput, @unchecked Sendable {
         return max(0, Int(Int64(bufferFrames) - queued(at: hostClock.now())))
     }
 
-    public func nextFramePresentationTime() -> HostTime {
+    public func presentationTimestamp() -> PresentationTimestamp {
         let now = hostClock.now()
         _ = queued(at: now)  // notices an underrun before answering
         guard let startHost else {
             promisedStart = now
-            return now
+            return PresentationTimestamp(host: now, isRunning: false)
         }
-        // Frame `writtenFrames` leaves when everything written before it has been consumed.
-        return startHost + .nanoseconds(Int64((Double(writtenFrames) / actualRate * 1e9).rounded()))
+        // As a card reports it: what is still queued now, in the device's own frames, exact
+        // to a fraction of one. Frame `writtenFrames` leaves when all of them have.
+        let elapsed = Double((now - startHost).nanosecondsClamped) / 1e9
+        return PresentationTimestamp(host: now, queuedFrames: max(0, Double(writtenFrames) - elapsed * actualRate))
     }
 
     public func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int {

@@ -4,8 +4,8 @@ import Synchronization
 internal import CPulse
 
 /// Reads a PulseAudio server's own latency figures for the stream ALSA's `pulse` plugin
-/// plays for this process, and turns them into timing points: frame N of what was written
-/// is heard at host time T.
+/// plays for this process, and turns them into timing points: at host time T, Q frames of
+/// the stream stood before frame N of what was written.
 ///
 /// Through the plugin, ALSA's delay is `pa_stream_get_latency` with interpolated timing:
 /// libpulse extrapolates the stream's position between timing updates that come every
@@ -19,12 +19,13 @@ internal import CPulse
 /// The server knows exactly: asked for a sink input's latency, it reads, in the sink's own
 /// thread, how much of the stream is queued and how far ahead the sink renders. So this
 /// probe asks, on a connection of its own, every `interval`: the queued time plus the
-/// sink's latency, from the moment of the answer, is when the next frame to be written will
-/// be heard. The moment of the answer is only known to lie between asking and hearing back,
+/// sink's latency, from the moment of the answer, is how much plays before the next frame to
+/// be written. That is audio time, counted by the sink's clock: it is left in frames for the
+/// caller to turn into host time at the rate it learns. The moment of the answer is only known to lie between asking and hearing back,
 /// so answers are used only when that round trip is short (`maximumRoundTrip`), taking its
 /// midpoint. Because the plugin writes on a connection of its own, a question asked right
 /// after a write may overtake it at the server; questions are held back `writeSettling`
-/// after a write and dropped when a write happened while one was out.
+/// after a write, and answers are dropped when a write began or ended while one was out.
 ///
 /// The stream is this process's only playing sink input (matched by process id); with none
 /// or several (two outputs in one process), no points are made and ALSA's own reports stand.
@@ -33,11 +34,13 @@ internal import CPulse
 /// (its age among the server's streams) would move the moment its figures describe away
 /// from the round trip's midpoint, by tens of µs, differently for every stream.
 final class PulseLatencyProbe: @unchecked Sendable {
-    /// One answer: the frame with index `frames` (counted from the first written) is heard at
-    /// `host`.
+    /// One answer: at host time `host`, `queuedFrames` of the stream (in the sink's frames:
+    /// the server counts its latency in audio, not in host time) stood before the frame
+    /// with index `frames` (counted from the first written).
     struct Point: Sendable {
         var frames: Int64
         var host: HostTime
+        var queuedFrames: Double
         /// When the answer came.
         var answeredAt: HostTime
     }
@@ -64,9 +67,25 @@ final class PulseLatencyProbe: @unchecked Sendable {
     final class WriteCounter: Sendable {
         let frames = Atomic<Int64>(0)
         let lastWriteNanoseconds = Atomic<Int64>(0)
+        /// Bumped as a write begins and again as it ends: odd while one is under way. The
+        /// frame count moves only when a write returns, but its data may reach the server
+        /// before that, so an answer is used only if no write began or ended around it.
+        let writes = Atomic<Int64>(0)
+
+        /// Wraps one write to the device (render thread).
+        func write(_ body: () -> Int) -> Int {
+            writes.add(1, ordering: .acquiringAndReleasing)
+            let done = body()
+            frames.add(Int64(done), ordering: .releasing)
+            lastWriteNanoseconds.store(HostTime.now().nanoseconds, ordering: .releasing)
+            writes.add(1, ordering: .acquiringAndReleasing)
+            return done
+        }
     }
 
     private let counter: WriteCounter
+    /// The stream's rate: the server's microseconds of latency are this many frames a second.
+    private let sampleRate: Int
     private let processID = String(getpid())
     private let latest = Mutex<Point?>(nil)
     private let running = Atomic<Bool>(true)
@@ -83,8 +102,9 @@ final class PulseLatencyProbe: @unchecked Sendable {
 
     /// Starts asking the server that ALSA's pulse plugin would use (`PULSE_SERVER`, else the
     /// default) on a thread of its own.
-    init(counter: WriteCounter) {
+    init(counter: WriteCounter, sampleRate: Int) {
         self.counter = counter
+        self.sampleRate = sampleRate
         let thread = Thread { [self] in
             run()
             finished.signal()
@@ -164,6 +184,12 @@ final class PulseLatencyProbe: @unchecked Sendable {
             running.store(false, ordering: .releasing)
             return
         }
+        let writesBefore = counter.writes.load(ordering: .acquiring)
+        guard writesBefore % 2 == 0 else {
+            // A write is under way: ask next time.
+            pa_threaded_mainloop_unlock(loop)
+            return
+        }
         candidates.removeAll(keepingCapacity: true)
         answeredAt = nil
         listed = false
@@ -197,7 +223,7 @@ final class PulseLatencyProbe: @unchecked Sendable {
                 usleep(Self.pollMicroseconds)
             }
         }
-        let framesAfter = counter.frames.load(ordering: .acquiring)
+        let writesAfter = counter.writes.load(ordering: .acquiring)
         guard listed, candidates.count == 1 else {
             // Gone (a reopened stream has a new index), corked, or not one of ours: list
             // again next time.
@@ -210,13 +236,14 @@ final class PulseLatencyProbe: @unchecked Sendable {
             streamIndex = candidates[0].index
             return
         }
-        guard let answeredAt, framesAfter == framesBefore else { return }
+        guard let answeredAt, writesAfter == writesBefore else { return }
         let roundTrip = answeredAt - askedAt
         guard roundTrip <= Self.maximumRoundTrip else { return }
         let answer = candidates[0]
         let midpoint = askedAt + roundTrip / 2
-        let host = midpoint + .microseconds(Int64(clamping: answer.bufferMicroseconds) + Int64(clamping: answer.sinkMicroseconds))
-        let point = Point(frames: framesBefore, host: host, answeredAt: answeredAt)
+        let latencyMicroseconds = Double(answer.bufferMicroseconds) + Double(answer.sinkMicroseconds)
+        let point = Point(frames: framesBefore, host: midpoint, queuedFrames: latencyMicroseconds * Double(sampleRate) / 1e6,
+                          answeredAt: answeredAt)
         latest.withLock { $0 = point }
     }
 

@@ -42,8 +42,10 @@ public final class WAVFileOutput: AudioOutput, @unchecked Sendable {
 
     public func waitUntilWritable(timeout: Duration) -> Int { periodFrames }
 
-    public func nextFramePresentationTime() -> HostTime {
-        openedAt + format.duration(ofFrames: framesWritten)
+    /// The file's virtual clock: every frame written so far lasted its nominal time since
+    /// `open`, and nothing is queued.
+    public func presentationTimestamp() -> PresentationTimestamp {
+        PresentationTimestamp(host: openedAt + format.duration(ofFrames: framesWritten))
     }
 
     public func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int {

@@ -18,7 +18,7 @@ import ChorusTestSupport
         let end = HostTime.now() + .seconds(2)
         while HostTime.now() < end {
             guard output.waitUntilWritable(timeout: .milliseconds(100)) >= output.periodFrames else { continue }
-            reports.append((output.nextFramePresentationTime(), output.isTimedByServer))
+            reports.append((output.presentationTimestamp().presentation(frameNanoseconds: 1e9 / Double(output.format.sampleRate)), output.isTimedByServer))
             let written = silence.withUnsafeBufferPointer { buffer in
                 buffer.baseAddress.map { output.write($0, frames: output.periodFrames) } ?? 0
             }

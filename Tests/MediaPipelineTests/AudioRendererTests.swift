@@ -166,6 +166,68 @@ import MediaClock
         #expect(abs(status.correctionPPM + 100) < 30, "\(status.correctionPPM)")
     }
 
+    /// Passes everything to a null device and notes, for every period written, when the
+    /// device really plays its first frame and what that frame holds: the truth the
+    /// renderer's own figures are checked against.
+    final class HeardRecorder: AudioOutput, @unchecked Sendable {
+        let device: NullOutput
+        private let lock = NSLock()
+        private var heard: [(host: HostTime, value: Float)] = []
+        init(device: NullOutput) {
+            self.device = device
+            heard.reserveCapacity(4_000)
+        }
+        var name: String { device.name }
+        var format: AudioFormat { device.format }
+        var periodFrames: Int { device.periodFrames }
+        var isRealtime: Bool { true }
+        var underrunCount: Int { device.underrunCount }
+        var timingSourceChanges: Int { 0 }
+        var periods: [(host: HostTime, value: Float)] { lock.withLock { heard } }
+        func open(preferred: AudioFormat) throws(MediaError) { try device.open(preferred: preferred) }
+        func waitUntilWritable(timeout: Duration) -> Int { device.waitUntilWritable(timeout: timeout) }
+        func presentationTimestamp() -> PresentationTimestamp { device.presentationTimestamp() }
+        func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int {
+            let taken = device.write(samples, frames: frames)
+            // The device's frames really last 1/(1 + drift) of their nominal duration; asked
+            // once it runs, the device says when the frame after these is heard.
+            let frameNanoseconds = 1e9 / Double(device.format.sampleRate) / (1 + device.driftPPM / 1e6)
+            let after = device.presentationTimestamp().presentation(frameNanoseconds: frameNanoseconds)
+            let heardAt = after - .nanoseconds(Int64((Double(taken) * frameNanoseconds).rounded()))
+            lock.withLock { heard.append((heardAt, samples[0])) }
+            return taken
+        }
+        func flush() { device.flush() }
+        func close() { device.close() }
+    }
+
+    @Test func aDeepQueueOnAnOffCrystalIsPlayedOutAtTheDevicesRate() throws {
+        // A device 600 ppm fast (PulseAudio's null sink has been measured 700 ppm fast) with
+        // 240 ms queued, as a sound server holds: counted at the nominal rate, that queue
+        // would put every period 144 µs late of where the device really plays it.
+        let recorder = HeardRecorder(device: NullOutput(driftPPM: 600, periodsPerBuffer: 24))
+        try recorder.open(preferred: format)
+        let ring = AudioRing(format: format, capacity: .milliseconds(500))
+        let feeder = Feeder(ring: ring, serial: 1)
+        defer { feeder.stop() }
+        let renderer = AudioRenderer(output: recorder, ring: ring)
+        let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(300), rate: 1)
+        renderer.update { $0.mode = .follow(serial: 1, timeline: timeline) }
+        renderer.start()
+        Thread.sleep(forTimeInterval: 8)
+        renderer.stop()
+        #expect(renderer.currentStatus.hardResyncs <= 2)
+        // From the sixth second on: how far from the timeline each period's first frame was
+        // really heard (the ramp's value is its item frame over a million).
+        let start = timeline.host + .seconds(6)
+        let errors = recorder.periods.filter { $0.host > start && $0.value > 0 }.map { period in
+            (timeline.due(at: period.host, sampleRate: 48_000) - Double(period.value) * 1e6) / 48_000
+        }
+        #expect(errors.count > 100)
+        let worst = errors.map(abs).max() ?? 1
+        #expect(worst < 10e-6, "worst \(worst * 1e6) µs, median \(errors.sorted()[errors.count / 2] * 1e6) µs")
+    }
+
     @Test func aSmallTimelineMoveIsCorrectedWithoutASkip() throws {
         let (status, errors) = try follow(driftPPM: 0, timelineRate: 1, seconds: 6) { renderer, timeline in
             var moved = timeline

@@ -125,9 +125,63 @@ import MediaClock
         #expect(abs((noisy.trustedFrameDurationRatio - 1) * 1e6 - 200) < 10)
     }
 
-    @Test func theBandwidthNarrowsAsTheStreamAges() {
-        #expect(DeviceTimingFilter.bandwidth(atAge: 0) == DeviceTimingFilter.startingBandwidth)
-        #expect(abs(DeviceTimingFilter.bandwidth(atAge: 1) - 0.45) < 1e-9)
-        #expect(DeviceTimingFilter.bandwidth(atAge: 600) == DeviceTimingFilter.settledBandwidth)
+    @Test func aDeepQueueIsReadAtTheLearnedRateNotTheNominalOne() {
+        // A sound server reports 100 to 130 ms queued (its fill rises and falls as the
+        // client writes) on a device running 700 ppm fast, with 30 µs of noise. Each report
+        // is a point of the line: the frame playing at its moment. Read at the nominal rate
+        // the queue would put the line 70 to 91 µs late; read as a point, the line is the
+        // device's own within a few µs once settled.
+        var filter = DeviceTimingFilter(sampleRate: Self.sampleRate)
+        var generator = SeededGenerator(seed: 11)
+        let frameSeconds = (1 - 700e-6) / Double(Self.sampleRate)
+        let start = 2_000.0
+        var errors: [Double] = []
+        for period in 0..<(30 * 100) {
+            let next = Double(period * Self.periodFrames)
+            let queued = 4_800 + 1_440 * (0.5 + 0.5 * sin(Double(period) / 7))
+            let playingAt = start + (next - queued) * frameSeconds + Double.random(in: -30e-6...30e-6, using: &generator)
+            let timestamp = PresentationTimestamp(host: HostTime(nanoseconds: Int64((playingAt * 1e9).rounded())), queuedFrames: queued)
+            let smoothed = filter.filter(timestamp, frames: Self.periodFrames)
+            errors.append(Double(smoothed.nanoseconds) / 1e9 - (start + next * frameSeconds))
+        }
+        let settled = errors.suffix(1_000)
+        #expect((settled.map(abs).max() ?? 1) < 5e-6, "worst settled error \((settled.map(abs).max() ?? 1) * 1e6) µs")
+        #expect(abs((filter.frameDurationRatio - 1) * 1e6 + 700) < 2, "rate \((filter.frameDurationRatio - 1) * 1e6) ppm")
+    }
+
+    @Test func anExactDevicesLineIsExactFromItsFirstReports() {
+        // Exact reports of a device 600 ppm fast with 100 ms queued: two points fix a line,
+        // so by the third period the line is the device's to a few nanoseconds.
+        var filter = DeviceTimingFilter(sampleRate: Self.sampleRate)
+        let frameSeconds = (1 - 600e-6) / Double(Self.sampleRate)
+        var errors: [Double] = []
+        for period in 0..<20 {
+            let next = Double(period * Self.periodFrames)
+            let queued = 4_800.0
+            let at = 500 + (next - queued) * frameSeconds
+            let smoothed = filter.filter(PresentationTimestamp(host: HostTime(nanoseconds: Int64((at * 1e9).rounded())), queuedFrames: queued),
+                                         frames: Self.periodFrames)
+            errors.append(Double(smoothed.nanoseconds) / 1e9 - (500 + next * frameSeconds))
+        }
+        let worst = errors.dropFirst(2).map(abs).max() ?? 1
+        #expect(worst < 5e-9, "worst \(worst * 1e9) ns")
+    }
+
+    @Test func aSettledLineForgetsAndFollowsACrystalsDrift() {
+        // A minute at 100 ppm, then the crystal warms to 105 ppm for four minutes: the
+        // settled line forgets the old rate and follows within a few µs (a fit of every
+        // report since the start stays half a ppm off, and 50 µs).
+        var filter = DeviceTimingFilter(sampleRate: Self.sampleRate)
+        var errors: [Double] = []
+        let periodsPerSecond = Self.sampleRate / Self.periodFrames
+        var truth = 100.0
+        for period in 0..<(300 * periodsPerSecond) {
+            let ppm = period < 60 * periodsPerSecond ? 100.0 : 105.0
+            let smoothed = filter.filter(HostTime(nanoseconds: Int64((truth * 1e9).rounded())), frames: Self.periodFrames)
+            errors.append(Double(smoothed.nanoseconds) / 1e9 - truth)
+            truth += Double(Self.periodFrames) * (1 + ppm / 1e6) / Double(Self.sampleRate)
+        }
+        #expect(abs((filter.frameDurationRatio - 1) * 1e6 - 105) < 0.1, "rate \((filter.frameDurationRatio - 1) * 1e6) ppm")
+        #expect((errors.suffix(1_000).map(abs).max() ?? 1) < 5e-6)
     }
 }

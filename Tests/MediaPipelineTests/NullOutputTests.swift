@@ -11,12 +11,13 @@ import MediaClock
         try output.open(preferred: format)
         var silence = [Float](repeating: 0, count: output.periodFrames * 2)
         let start = clock.now()
-        #expect(output.nextFramePresentationTime() == start)
+        #expect(output.presentationTimestamp() == PresentationTimestamp(host: start, isRunning: false))
         _ = output.write(&silence, frames: output.periodFrames)
-        // The next frame follows one period (10 ms) after the first.
-        #expect(output.nextFramePresentationTime() == start + .milliseconds(10))
+        // The next frame follows one period (10 ms) after the first: a period is queued.
+        #expect(output.presentationTimestamp() == PresentationTimestamp(host: start, queuedFrames: 480))
         clock.advance(by: .milliseconds(5))
-        #expect(output.nextFramePresentationTime() == start + .milliseconds(10))
+        #expect(output.presentationTimestamp() == PresentationTimestamp(host: start + .milliseconds(5), queuedFrames: 240))
+        #expect(output.presentationTimestamp().presentation(frameNanoseconds: 1e9 / 48_000) == start + .milliseconds(10))
     }
 
     @Test func aFastDeviceConsumesFramesSooner() throws {
@@ -26,9 +27,14 @@ import MediaClock
         var silence = [Float](repeating: 0, count: output.periodFrames * 2)
         let start = clock.now()
         for _ in 0..<4 { _ = output.write(&silence, frames: output.periodFrames) }
-        // 1920 frames at 48 kHz * (1 + 100e-6): 40 ms / 1.0001.
+        clock.advance(by: .milliseconds(10))
+        // 1920 frames at 48 kHz * (1 + 100e-6): 40 ms / 1.0001 after the start, counted in
+        // the device's frames, which last 1/1.0001 of their nominal 20.83 µs.
+        let timestamp = output.presentationTimestamp()
+        #expect(timestamp.host == start + .milliseconds(10))
+        #expect(abs(timestamp.queuedFrames - (1920 - 480 * 1.0001)) < 1e-6, "\(timestamp.queuedFrames)")
         let expected = 40_000_000.0 / 1.0001
-        let got = Double((output.nextFramePresentationTime() - start).components.attoseconds) / 1e9
+        let got = Double((timestamp.presentation(frameNanoseconds: 1e9 / 48_000 / 1.0001) - start).nanosecondsClamped)
         #expect(abs(got - expected) < 1)
     }
 
@@ -39,7 +45,7 @@ import MediaClock
         var silence = [Float](repeating: 0, count: output.periodFrames * 2)
         _ = output.write(&silence, frames: output.periodFrames)
         clock.advance(by: .milliseconds(50))
-        #expect(output.nextFramePresentationTime() == clock.now())
+        #expect(output.presentationTimestamp() == PresentationTimestamp(host: clock.now(), isRunning: false))
         #expect(output.underrunCount == 1)
     }
 }
