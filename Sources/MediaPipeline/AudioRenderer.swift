@@ -184,9 +184,11 @@ public final class AudioRenderer: @unchecked Sendable {
             let underruns = output.underrunCount
             let sourceChanges = output.timingSourceChanges
             if underruns != seenUnderruns || sourceChanges != seenSourceChanges {
+                // Reports from another source measured something else (the pulse plugin's
+                // interpolation, not the server's figures): the rate they gave is not kept.
+                timing.reset(keepingRate: sourceChanges == seenSourceChanges)
                 seenUnderruns = underruns
                 seenSourceChanges = sourceChanges
-                timing.reset()
             }
             // The device says when it read its state and how many frames it then held ahead
             // of the next one; those play at its own rate, learned on the player's clock by

@@ -159,10 +159,16 @@ struct DeviceTimingFilter {
         return 1 + (frameDurationRatio - 1) * weight
     }
 
-    /// Forgets the line; the next report starts it again. The learned rate is kept: the
-    /// crystal did not change because the stream restarted.
-    mutating func reset() {
+    /// Forgets the line; the next report starts it again. The learned rate is kept when
+    /// `keepingRate` (the crystal did not change because the stream restarted); else the
+    /// reports it came from are disowned and the rate is learned again from the prior.
+    mutating func reset(keepingRate: Bool = true) {
         restartPending = true
+        if !keepingRate {
+            weight = 0
+            priorWeight = 0
+            priorSlope = nominalFrameNanoseconds
+        }
     }
 
     /// Takes the report `reported` for the frame about to be written and returns the

@@ -101,6 +101,19 @@ import MediaClock
         #expect((settled.map(abs).max() ?? 1) < 50e-6, "worst settled error \((settled.map(abs).max() ?? 1) * 1e6) µs")
     }
 
+    @Test func aNewTimingSourceRelearnsTheRateAtOnce() {
+        // A rate learned from another source's reports (600 ppm, say from the pulse plugin's
+        // interpolation) is disowned when the source changes: the server's honest reports of
+        // a nominal device set the rate within a second, with no two-second shift.
+        var filter = DeviceTimingFilter(sampleRate: Self.sampleRate)
+        _ = run(seconds: 20, ratePPM: 600, noise: 10e-6, filter: &filter)
+        filter.reset(keepingRate: false)
+        let errors = run(seconds: 1, ratePPM: 0, noise: 10e-6, seed: 7, filter: &filter)
+        #expect(filter.shifts == 0)
+        #expect(abs((filter.frameDurationRatio - 1) * 1e6) < 20, "rate \((filter.frameDurationRatio - 1) * 1e6) ppm")
+        #expect((errors.suffix(20).map(abs).max() ?? 1) < 20e-6)
+    }
+
     @Test func reportsThatWanderOffForASecondAreIgnored() {
         // Reports that ramp 3 ms away and back over a second (a starved sound server's
         // client library) while the device plays on steadily: the line does not move.
