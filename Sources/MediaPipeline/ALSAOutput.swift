@@ -49,6 +49,19 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     public var timingSourceChanges: Int { sourceChanges.load(ordering: .relaxed) }
     /// A probe point older than this is not used: the server stopped answering quickly.
     static let probePointLifetime: Duration = .milliseconds(500)
+    /// How long after opening a scheduled start may wait for the probe's first point: it
+    /// comes within a few hundred ms of the stream starting when the server answers at all;
+    /// past this the plugin's own reports stand (a server too slow to answer, or a stream it
+    /// cannot tell apart).
+    static let probeSettlingLimit: Duration = .seconds(1)
+    /// When the device was opened (render thread reads it).
+    private var openedAt = HostTime(nanoseconds: 0)
+
+    /// Settled once the server's figures time the stream, or when there is no server to ask,
+    /// or when it has not answered within `probeSettlingLimit`.
+    public var isTimingSettled: Bool {
+        probe == nil || isTimedByServer || HostTime.now() - openedAt > Self.probeSettlingLimit
+    }
 
     public init(device: String = "default") { self.device = device }
 
@@ -102,6 +115,7 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
         code = snd_pcm_prepare(handle)
         guard code >= 0 else { close(); throw failure("cannot prepare", code) }
         // A plugin (PulseAudio's, in practice) has a server behind it to ask; a card does not.
+        openedAt = .now()
         if snd_pcm_type(handle) == SND_PCM_TYPE_IOPLUG {
             probe = PulseLatencyProbe(counter: written, sampleRate: format.sampleRate)
         }

@@ -32,6 +32,10 @@ public protocol AudioOutput: AnyObject, Sendable {
     /// figures in place of the device's reports, or back): each change may move the
     /// reported timeline, as an underrun does, so the smoothed line restarts.
     var timingSourceChanges: Int { get }
+    /// False while the device's timing is about to come from a better source than now (a
+    /// sound server's own figures, not yet read): a start placed by a schedule waits for it
+    /// rather than start on timing that is about to move by milliseconds.
+    var isTimingSettled: Bool { get }
 
     /// Opens the device, as close to `preferred` as it allows.
     func open(preferred: AudioFormat) throws(MediaError)
@@ -142,4 +146,6 @@ public enum OutputSpec: Sendable, Equatable, CustomStringConvertible {
 extension AudioOutput {
     /// Most outputs time themselves one way only.
     public var timingSourceChanges: Int { 0 }
+    /// Most outputs' timing is what it will be from the first report.
+    public var isTimingSettled: Bool { true }
 }

@@ -29,8 +29,8 @@ public final class AudioRenderer: @unchecked Sendable {
     /// so the band is also the standing error: 3 µs, a seventh of a frame at 48 kHz.
     static let deadBand = 3e-6
     /// The most the soft tier's loop moves the playback rate, in ppm, beyond the device's own
-    /// rate (which is fed forward): above the clock estimate's residual and a new device's
-    /// unlearned ±100 ppm, and at 0.05 % a pitch change (under a cent) nobody hears.
+    /// rate (which is fed forward): above the clock estimate's residual and the device rate's
+    /// error at a start, and at 0.05 % a pitch change (under a cent) nobody hears.
     static let maximumSoftCorrectionPPM = 500.0
     /// Past this error (seconds) the content is skipped or padded at once instead: at the
     /// soft tier's full rate 3 ms would take six seconds to remove.
@@ -47,6 +47,16 @@ public final class AudioRenderer: @unchecked Sendable {
     /// Settling resyncs allowed per start: two catch a device's start-up error and its
     /// first correction; more would mean the error is not a start-up effect.
     static let maximumSettlingResyncs = 2
+    /// A start kept to a schedule waits until the device's rate is known within this (ppm,
+    /// one standard error), since the rate is fed forward into the resampling from the start:
+    /// 10 ppm is 1 µs over a sound server's 100 ms queue and 10 µs a second of drift for the
+    /// loop to take up, where learning a 700 ppm device through the loop's integral instead
+    /// rang by ±100 µs for two seconds. An exact device's rate is known within a few periods;
+    /// a sound server's in about a second.
+    static let startingRateError = 10.0
+    /// The longest a start waits for that (seconds of the device's line): reports too noisy
+    /// to pin the rate sooner are left to the soft tier.
+    static let startingRateWaitLimit = 3.0
     /// Proportional gain, ppm per second of error: 3 ppm per µs. With the integral gain below
     /// the loop is critically damped with a natural frequency of 1.5 rad/s: a step of the
     /// timeline or a device's drift is absorbed in two or three seconds, while the device
@@ -346,6 +356,19 @@ public final class AudioRenderer: @unchecked Sendable {
         let scheduled: Bool
         var timeline: RenderTimeline?
         switch applied.mode {
+        case .play(_, _, .some), .follow:
+            // A start kept to a schedule waits (in silence) for the device's settled timing:
+            // a sound server's own figures can move the timeline by milliseconds from the
+            // plugin's, and a move after the start is a skip or seconds of pull. It also waits
+            // for the device's rate to be known (a sound server's reports take a second or so
+            // to pin it), since until then the loop follows a line that still turns.
+            guard output.isTimingSettled else { return 0 }
+            if output.isRealtime && timing.rateStandardErrorPPM > Self.startingRateError
+                && timing.age < Self.startingRateWaitLimit { return 0 }
+        case .idle, .play(_, _, nil):
+            break
+        }
+        switch applied.mode {
         case .idle:
             return 0
         case .play(_, let target, let scheduledHost?):
@@ -512,19 +535,15 @@ public final class AudioRenderer: @unchecked Sendable {
         let proportional = Self.proportionalGain * excess
         // The device's own rate, learned by the timing filter, is fed forward: the loop then
         // corrects only what the line's estimate leaves, instead of learning a crystal's
-        // offset through its integral while the error builds.
-        let deviceRatio = output.isRealtime ? timing.trustedFrameDurationRatio : 1
-        // The bound is on the loop's correction beyond the device's own rate: while that
-        // rate is learned but not yet trusted enough to feed forward, the loop may carry the
-        // untrusted part too (a sound server's sink has been measured 700 ppm off the host
-        // clock, which a loop bounded at ±500 ppm around nominal could never catch).
-        let untrustedPPM = output.isRealtime ? (timing.frameDurationRatio / deviceRatio - 1) * 1e6 : 0
-        let lowest = untrustedPPM - Self.maximumSoftCorrectionPPM
-        let highest = untrustedPPM + Self.maximumSoftCorrectionPPM
+        // offset through its integral while the error builds (and then counting it twice as
+        // the estimate firms up). A start waited until the rate was known within
+        // `startingRateError`, and the estimate only firms up from there.
+        let deviceRatio = output.isRealtime ? timing.frameDurationRatio : 1
         // The integral also sees only the excess: inside the band the learned drift is held
         // still, so the loop rests instead of cycling around the band.
-        integralPPM = min(highest, max(lowest, integralPPM + Self.integralGain * excess * elapsed))
-        let correction = min(highest, max(lowest, proportional + integralPPM))
+        integralPPM = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM,
+                                                              integralPPM + Self.integralGain * excess * elapsed))
+        let correction = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM, proportional + integralPPM))
         let ratio = timeline.rate * deviceRatio * (1 + correction / 1e6)
         status.correctionPPM = (deviceRatio * (1 + correction / 1e6) - 1) * 1e6
 

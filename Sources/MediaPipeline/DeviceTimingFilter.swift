@@ -43,12 +43,6 @@ struct DeviceTimingFilter {
     /// A report further than this from the line (seconds) is not used: four times the
     /// wander of an honest sound server's reports.
     static let outlierThreshold = 1e-3
-    /// The learned rate is fed forward once its standard error is below the lower of these
-    /// (ppm), not at all above the higher, in proportion between (`trustedFrameDurationRatio`):
-    /// an exact device's rate is known within a few periods, a sound server's wandering
-    /// reports take seconds to average.
-    static let trustedRateError = 2.0
-    static let untrustedRateError = 20.0
     /// A learned rate beyond ±0.1 % is not a crystal: keep within reason.
     static let maximumRateDeviation = 1e-3
     /// The prior on a new device's rate: nominal, give or take this much (ppm), the most any
@@ -149,14 +143,6 @@ struct DeviceTimingFilter {
     var rateStandardErrorPPM: Double {
         guard weight >= 3 || priorWeight > 0 else { return .infinity }
         return (noiseVariance / (frameSquares + priorWeight + rangePriorWeight)).squareRoot() / nominalFrameNanoseconds * 1e6
-    }
-
-    /// The learned rate as far as it can be trusted yet: nominal (1) while its standard
-    /// error is large, the learned rate once it is small, a blend between, so that what is
-    /// fed forward changes no faster than the correction loop can follow.
-    var trustedFrameDurationRatio: Double {
-        let weight = min(1, max(0, (Self.untrustedRateError - rateStandardErrorPPM) / (Self.untrustedRateError - Self.trustedRateError)))
-        return 1 + (frameDurationRatio - 1) * weight
     }
 
     /// Forgets the line; the next report starts it again. The learned rate is kept when

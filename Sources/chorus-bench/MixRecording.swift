@@ -63,8 +63,9 @@ struct MixRecording {
     }
 
     /// For each pair of clients (f < g), the offset `f − g` in seconds of every click from
-    /// frame `from` of the recording at `path` that both played.
-    func pairOffsets(path: String, from: Int) -> [(f: Int, g: Int, offsets: [Double])] {
+    /// frame `from` of the recording at `path` that both played, and the frame of each click
+    /// on the first client's channel.
+    func pairOffsets(path: String, from: Int) -> [(f: Int, g: Int, offsets: [Double], frames: [Int])] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }
         let samples: [Float] = data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
         let frames = samples.count / channels
@@ -83,10 +84,11 @@ struct MixRecording {
                 quiet += 1
             }
         }
-        var result: [(f: Int, g: Int, offsets: [Double])] = []
+        var result: [(f: Int, g: Int, offsets: [Double], frames: [Int])] = []
         for f in 0..<clients {
             for g in 0..<clients where g > f {
                 var offsets: [Double] = []
+                var clickFrames: [Int] = []
                 for click in clicks {
                     let low = max(0, click - Self.searchFrames), high = min(frames, click + Self.searchFrames)
                     guard let a = firstLoud(f, in: low..<high), let b = firstLoud(g, in: low..<high),
@@ -112,10 +114,35 @@ struct MixRecording {
                     // g's copy sits at b + lag: f − g in time is (a − (b + lag)) / rate.
                     let lag = Double(peak - Self.refineLags) + fraction
                     offsets.append((Double(a) - (Double(b) + lag)) / Double(sampleRate))
+                    clickFrames.append(click)
                 }
-                result.append((f, g, offsets))
+                result.append((f, g, offsets, clickFrames))
             }
         }
         return result
+    }
+
+    /// Seconds from recording frame `from` until every pair of clients stays within
+    /// `tolerance` seconds of each other for `hold` seconds (the sync benchmark's join, taken
+    /// between clients): nil if that never happens in the recording.
+    static func joinTime(_ pairs: [(f: Int, g: Int, offsets: [Double], frames: [Int])], from: Int, sampleRate: Int,
+                         tolerance: Double, hold: Double) -> Double? {
+        var latest = 0.0
+        for pair in pairs {
+            let clicks = zip(pair.frames, pair.offsets).filter { $0.0 >= from }
+            guard let lastFrame = clicks.last?.0 else { return nil }
+            let holdFrames = Int(hold * Double(sampleRate))
+            // The first click from which every click for `hold` is within tolerance.
+            var joined: Int?
+            for (index, click) in clicks.enumerated() where click.0 + holdFrames <= lastFrame {
+                if clicks[index...].prefix(while: { $0.0 <= click.0 + holdFrames }).allSatisfy({ abs($0.1) <= tolerance }) {
+                    joined = click.0
+                    break
+                }
+            }
+            guard let joined else { return nil }
+            latest = max(latest, Double(joined - from) / Double(sampleRate))
+        }
+        return latest
     }
 }

@@ -27,6 +27,10 @@ struct SnapcastComparison {
     static let capturePeriod: Duration = .milliseconds(2)
     /// Clicks heard before this long after the last client started are not counted.
     static let warmUp: Duration = .seconds(5)
+    /// The join through the sinks: every pair of clients within this (seconds) of each other
+    /// for `joinHold` seconds, as the sync benchmark's join is against the leader.
+    static let joinTolerance = 100e-6
+    static let joinHold = 1.0
     /// Two clients' onsets are the same click when closer than this (clicks are 125 ms apart).
     static let pairingWindow = 0.05
 
@@ -109,7 +113,7 @@ struct SnapcastComparison {
             let recording = try startRecording("snapcast")
             let window = try runSnapcast(&notes)
             recording.recorder.stop()
-            addMixRows(&table, system: "snapcast", recording: recording, window: window)
+            addMixRows(&table, &notes, system: "snapcast", recording: recording, window: window)
             addCaptureRows(&table, system: "snapcast", collectors: collectors, window: window, notes: &notes)
         }
         Thread.sleep(forTimeInterval: 0.5)
@@ -118,7 +122,7 @@ struct SnapcastComparison {
         let recording = try startRecording("chorus")
         let (window, analysis, from) = try runChorus(&notes)
         recording.recorder.stop()
-        addMixRows(&table, system: "chorus", recording: recording, window: window)
+        addMixRows(&table, &notes, system: "chorus", recording: recording, window: window)
         addCaptureRows(&table, system: "chorus", collectors: collectors, window: window, notes: &notes)
         if let analysis {
             var pooled: [Double] = []
@@ -152,19 +156,31 @@ struct SnapcastComparison {
         return (recorder, path)
     }
 
-    /// Rows from one recording of every sink: the clicks from the window's start on.
-    private func addMixRows(_ table: inout Table, system: String, recording: (recorder: NodeProcess, path: String),
-                            window: ClosedRange<Int64>) {
+    /// Rows from one recording of every sink: the clicks from the window's start on; and the
+    /// join, from the last client's launch (`warmUp` before the window) until every pair
+    /// stays within 100 µs for a second.
+    private func addMixRows(_ table: inout Table, _ notes: inout [String], system: String,
+                            recording: (recorder: NodeProcess, path: String), window: ClosedRange<Int64>) {
+        let rate = Double(mix.sampleRate)
         let sinceStart = Double(window.lowerBound - recording.recorder.launchedAt.nanoseconds) / 1e9
+        let windowFrame = max(0, Int(sinceStart * rate))
+        let launchFrame = max(0, Int((sinceStart - Self.warmUp.seconds) * rate))
+        let pairs = mix.pairOffsets(path: recording.path, from: launchFrame)
         var pooled: [Double] = []
-        for pair in mix.pairOffsets(path: recording.path, from: max(0, Int(sinceStart * Double(mix.sampleRate)))) {
-            pooled += pair.offsets
-            addRow(&table, system, "one recording of all sinks", "client \(pair.f + 1) − client \(pair.g + 1)", pair.offsets)
+        for pair in pairs {
+            let offsets = zip(pair.frames, pair.offsets).filter { $0.0 >= windowFrame }.map(\.1)
+            pooled += offsets
+            addRow(&table, system, "one recording of all sinks", "client \(pair.f + 1) − client \(pair.g + 1)", offsets)
         }
         addRow(&table, system, "one recording of all sinks", "all pairs", pooled)
         let p99 = Statistics(pooled.map { abs($0) * 1e6 }).percentile(99)
         summary.record("sync", "\(system) through ALSA, one recording of all sinks: all pairs p99 |offset| µs",
                        pooled.isEmpty ? "not measured" : Format.fixed(p99, 1))
+        let join = MixRecording.joinTime(pairs, from: launchFrame, sampleRate: mix.sampleRate,
+                                         tolerance: Self.joinTolerance, hold: Self.joinHold)
+        let joinText = join.map { "\(Format.fixed($0, 2)) s" } ?? "never"
+        notes.append("\(system): join through ALSA (one recording): every pair of clients within \(Int(Self.joinTolerance * 1e6)) µs for \(Int(Self.joinHold)) s from \(joinText) after the last client was launched (the recorder's own start-up, tens of ms, counts against it)")
+        summary.record("sync", "\(system) through ALSA, one recording of all sinks: join s (pairs within 100 µs)", join.map { Format.fixed($0, 2) } ?? "never")
     }
 
     /// A client's environment: its sink, and its clock when libfaketime is there.

@@ -183,6 +183,9 @@ import MediaClock
         var isRealtime: Bool { true }
         var underrunCount: Int { device.underrunCount }
         var timingSourceChanges: Int { 0 }
+        /// When the device's timing counts as settled (nil: from the start).
+        var settlesAt: HostTime?
+        var isTimingSettled: Bool { settlesAt.map { HostTime.now() >= $0 } ?? true }
         var periods: [(host: HostTime, value: Float)] { lock.withLock { heard } }
         func open(preferred: AudioFormat) throws(MediaError) { try device.open(preferred: preferred) }
         func waitUntilWritable(timeout: Duration) -> Int { device.waitUntilWritable(timeout: timeout) }
@@ -226,6 +229,31 @@ import MediaClock
         #expect(errors.count > 100)
         let worst = errors.map(abs).max() ?? 1
         #expect(worst < 10e-6, "worst \(worst * 1e6) µs, median \(errors.sorted()[errors.count / 2] * 1e6) µs")
+    }
+
+    @Test func aStartWaitsForSettledTimingAndKeepsToTheTimeline() throws {
+        // The device's timing settles (a sound server's figures arrive) 400 ms after the
+        // timeline's start: nothing is played before, and what is played after is where the
+        // timeline says, the first 400 ms skipped rather than played late.
+        let recorder = HeardRecorder(device: NullOutput(driftPPM: 0))
+        try recorder.open(preferred: format)
+        let ring = AudioRing(format: format, capacity: .milliseconds(500))
+        let feeder = Feeder(ring: ring, serial: 1)
+        defer { feeder.stop() }
+        let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(100), rate: 1)
+        let settled = timeline.host + .milliseconds(400)
+        recorder.settlesAt = settled
+        let renderer = AudioRenderer(output: recorder, ring: ring)
+        renderer.update { $0.mode = .follow(serial: 1, timeline: timeline) }
+        renderer.start()
+        Thread.sleep(forTimeInterval: 1.5)
+        renderer.stop()
+        let content = recorder.periods.filter { $0.value > 0 }
+        let first = try #require(content.first)
+        #expect(first.host >= settled, "content heard \((settled - first.host).nanosecondsClamped / 1000) µs before the timing settled")
+        let errors = content.map { (timeline.due(at: $0.host, sampleRate: 48_000) - Double($0.value) * 1e6) / 48_000 }
+        #expect((errors.map(abs).max() ?? 1) < 30e-6, "worst \((errors.map(abs).max() ?? 1) * 1e6) µs")
+        #expect(renderer.currentStatus.hardResyncs == 0)
     }
 
     @Test func aSmallTimelineMoveIsCorrectedWithoutASkip() throws {

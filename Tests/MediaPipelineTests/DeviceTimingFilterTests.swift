@@ -127,15 +127,22 @@ import MediaClock
         #expect(abs((filter.frameDurationRatio - 1) * 1e6 - 120) < 3)
     }
 
-    @Test func anExactDevicesRateIsTrustedAtOnceAndANoisyOnesLater() {
+    @Test func theRatesStandardErrorSaysHowWellItIsKnown() {
+        // An exact device's rate is pinned within half a second and says so; a device with
+        // 100 µs of report noise says its rate is not yet known (a start waits on this), and
+        // within 20 s it is, each time with the error inside three standard errors.
         var exact = DeviceTimingFilter(sampleRate: Self.sampleRate)
         _ = run(seconds: 0.5, ratePPM: 200, noise: 0, filter: &exact)
-        #expect(abs((exact.trustedFrameDurationRatio - 1) * 1e6 - 200) < 5)
+        #expect(abs((exact.frameDurationRatio - 1) * 1e6 - 200) < 0.1)
+        #expect(exact.rateStandardErrorPPM < 0.1)
         var noisy = DeviceTimingFilter(sampleRate: Self.sampleRate)
         _ = run(seconds: 0.5, ratePPM: 200, noise: 100e-6, filter: &noisy)
-        #expect(abs(noisy.trustedFrameDurationRatio - 1) * 1e6 < 100)
+        #expect(noisy.rateStandardErrorPPM > AudioRenderer.startingRateError)
+        #expect(abs((noisy.frameDurationRatio - 1) * 1e6 - 200) < 3 * noisy.rateStandardErrorPPM)
         _ = run(seconds: 20, ratePPM: 200, noise: 100e-6, seed: 2, filter: &noisy)
-        #expect(abs((noisy.trustedFrameDurationRatio - 1) * 1e6 - 200) < 10)
+        #expect(noisy.rateStandardErrorPPM < 2)
+        #expect(abs((noisy.frameDurationRatio - 1) * 1e6 - 200) < 3 * noisy.rateStandardErrorPPM + 0.5,
+                "rate \((noisy.frameDurationRatio - 1) * 1e6) ppm, standard error \(noisy.rateStandardErrorPPM)")
     }
 
     @Test func aDeepQueueIsReadAtTheLearnedRateNotTheNominalOne() {
