@@ -359,12 +359,14 @@ public final class AudioRenderer: @unchecked Sendable {
         case .play(_, _, .some), .follow:
             // A start kept to a schedule waits (in silence) for the device's settled timing:
             // a sound server's own figures can move the timeline by milliseconds from the
-            // plugin's, and a move after the start is a skip or seconds of pull. It also waits
-            // for the device's rate to be known (a sound server's reports take a second or so
-            // to pin it), since until then the loop follows a line that still turns.
+            // plugin's, and a move after the start is a skip or seconds of pull.
             guard output.isTimingSettled else { return 0 }
-            if output.isRealtime && timing.rateStandardErrorPPM > Self.startingRateError
-                && timing.age < Self.startingRateWaitLimit { return 0 }
+            // Following a timeline also waits for the device's rate to be known (a sound
+            // server's reports take a second or so to pin it): it is fed forward into the
+            // resampling from the first frame. A plain scheduled start copies frames as they
+            // are and needs no rate.
+            if case .follow = applied.mode, output.isRealtime, timing.rateStandardErrorPPM > Self.startingRateError,
+               timing.age < Self.startingRateWaitLimit { return 0 }
         case .idle, .play(_, _, nil):
             break
         }
