@@ -207,7 +207,12 @@ public struct FollowerCore: Sendable {
                 t1: request.t1, t2: LeaderTime(nanoseconds: reply.t2),
                 t3: LeaderTime(nanoseconds: reply.t3), t4: receivedAt
             )
-            guard let estimate = estimator.add(sample) else { return }
+            let added = estimator.add(sample)
+            // A reply is also a moment to send the next request when one is due: while the
+            // clock converges the poll interval is shorter than the tick, and replies, which
+            // come as often as requests go, keep it.
+            if let due = nextPollAt, now >= due { poll(now: now, into: &actions) }
+            guard let estimate = added else { return }
             actions.append(.updateClock(estimate))
             guard let state, playableEstimate != nil else { return }
             if let applied = appliedEstimate, Self.differsMaterially(estimate, applied, now: now, anchor: state.anchorLeaderTime) {
