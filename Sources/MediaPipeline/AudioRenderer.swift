@@ -586,14 +586,6 @@ public final class AudioRenderer: @unchecked Sendable {
     }
 }
 
-extension Int64 {
-    /// `value` rounded, 0 if it is not finite, saturating at the type's range.
-    init(clampingFinite value: Double) {
-        guard value.isFinite else { self = 0; return }
-        self = value >= 9.2e18 ? .max : value <= -9.2e18 ? .min : Int64(value.rounded())
-    }
-}
-
 extension Duration {
     /// Whole nanoseconds, saturating at Int64's range.
     public var nanosecondsClamped: Int64 {

@@ -51,6 +51,8 @@ struct DeviceTimingFilter {
     static let priorRateSpreadPPM = 1000.0
     /// The report noise (seconds) the prior is weighed against: a sound server's.
     static let priorReportNoise = 20e-6
+    /// The least report noise (ns) the fit assumes: a timestamp's resolution.
+    static let noiseFloor = 1.0
     /// For this long after a (re)start (seconds) the line is not yet established, and a
     /// report beyond `outlierThreshold` restarts it at once: a device's first reports,
     /// taken before it runs, can be milliseconds off.
@@ -96,8 +98,6 @@ struct DeviceTimingFilter {
     /// the run has lasted (s).
     private var shiftError: Double?
     private var shiftElapsed = 0.0
-    /// Reports used in fits so far.
-    private(set) var used = 0
 
     init(sampleRate: Int) {
         nominalFrameNanoseconds = 1e9 / Double(sampleRate)
@@ -109,13 +109,9 @@ struct DeviceTimingFilter {
     /// to two reports of an exact device and to a second or so of a sound server's. Before
     /// the noise is seen, a sound server's is assumed.
     private var rangePriorWeight: Double {
-        let noise = noiseVariance
         let spread = Self.priorRateSpreadPPM * 1e-6 * nominalFrameNanoseconds
-        return noise / (spread * spread)
+        return noiseVariance / (spread * spread)
     }
-
-    /// The least report noise (ns) the fit assumes: a timestamp's resolution.
-    static let noiseFloor = 1.0
 
     /// The reports' variance around the fitted line (ns²): their residuals' sum of squares
     /// over the degrees of freedom a line leaves. Until three reports are in, a sound
@@ -221,7 +217,6 @@ struct DeviceTimingFilter {
         }
         shiftError = nil
         shiftElapsed = 0
-        used += 1
         age += periodSeconds
         add(frame: playing - frameOrigin, time: measured, periodSeconds: periodSeconds)
         return host(time(ofFrame: nextFrame))

@@ -21,8 +21,9 @@ internal import CPulse
 /// probe asks, on a connection of its own, every `interval`: the queued time plus the
 /// sink's latency, from the moment of the answer, is how much plays before the next frame to
 /// be written. That is audio time, counted by the sink's clock: it is left in frames for the
-/// caller to turn into host time at the rate it learns. The moment of the answer is only known to lie between asking and hearing back,
-/// so answers are used only when that round trip is short (`maximumRoundTrip`), taking its
+/// caller to turn into host time at the rate it learns. The moment of the answer is only
+/// known to lie between asking and hearing back, so answers are used only when that round
+/// trip is short (`maximumRoundTrip`), taking its
 /// midpoint. Because the plugin writes on a connection of its own, a question asked right
 /// after a write may overtake it at the server; questions are held back `writeSettling`
 /// after a write, and answers are dropped when a write began or ended while one was out.

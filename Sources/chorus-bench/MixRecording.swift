@@ -11,6 +11,9 @@ import MediaClock
 /// channel, matched on every other client's by its first loud sample, and the match refined
 /// to a fraction of a sample by cross-correlating the click's waveform.
 struct MixRecording {
+    /// Two clients' offsets `f − g` (seconds) for every click both played, with each click's
+    /// frame on the first client's channel.
+    typealias PairOffsets = (f: Int, g: Int, offsets: [Double], frames: [Int])
     static let masterSink = "chorus_bench_mix"
     /// Frames searched either side of a click for another client's copy of it: 50 ms, far
     /// beyond any offset worth pairing, short of the next click.
@@ -65,7 +68,7 @@ struct MixRecording {
     /// For each pair of clients (f < g), the offset `f − g` in seconds of every click from
     /// frame `from` of the recording at `path` that both played, and the frame of each click
     /// on the first client's channel.
-    func pairOffsets(path: String, from: Int) -> [(f: Int, g: Int, offsets: [Double], frames: [Int])] {
+    func pairOffsets(path: String, from: Int) -> [PairOffsets] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }
         let samples: [Float] = data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
         let frames = samples.count / channels
@@ -84,7 +87,7 @@ struct MixRecording {
                 quiet += 1
             }
         }
-        var result: [(f: Int, g: Int, offsets: [Double], frames: [Int])] = []
+        var result: [PairOffsets] = []
         for f in 0..<clients {
             for g in 0..<clients where g > f {
                 var offsets: [Double] = []
@@ -125,13 +128,12 @@ struct MixRecording {
     /// Seconds from recording frame `from` until every pair of clients stays within
     /// `tolerance` seconds of each other for `hold` seconds (the sync benchmark's join, taken
     /// between clients): nil if that never happens in the recording.
-    static func joinTime(_ pairs: [(f: Int, g: Int, offsets: [Double], frames: [Int])], from: Int, sampleRate: Int,
-                         tolerance: Double, hold: Double) -> Double? {
+    static func joinTime(_ pairs: [PairOffsets], from: Int, sampleRate: Int, tolerance: Double, hold: Double) -> Double? {
+        let holdFrames = Int(hold * Double(sampleRate))
         var latest = 0.0
         for pair in pairs {
             let clicks = zip(pair.frames, pair.offsets).filter { $0.0 >= from }
             guard let lastFrame = clicks.last?.0 else { return nil }
-            let holdFrames = Int(hold * Double(sampleRate))
             // The first click from which every click for `hold` is within tolerance.
             var joined: Int?
             for (index, click) in clicks.enumerated() where click.0 + holdFrames <= lastFrame {
