@@ -13,7 +13,8 @@ import MediaClock
 ///
 /// Driving it: `handle(.start, at:)` once; `handle(.received(bytes, from:, receivedAt:),
 /// at:)` for every datagram from `UDPSocket` (`receivedAt` is t4 of a clock exchange);
-/// `handle(.tick, at:)` every `tickInterval` or so; `handle(.stop, at:)` on exit.
+/// `handle(.tick, at:)` every `tickInterval` or so and again at `nextPollAt`;
+/// `handle(.stop, at:)` on exit.
 /// Not thread-safe: drive it from one serial context.
 public struct FollowerCore: Sendable {
     // MARK: Tuning constants
@@ -31,17 +32,26 @@ public struct FollowerCore: Sendable {
     /// Silence after which the follower fades out and waits: ten seconds of free-running at
     /// a few ppm is still inaudible, beyond it rooms may audibly part.
     public static let defaultHoldoverLimit: Duration = .seconds(10)
-    /// Exchanges after which a state is played even on an estimate not yet converged: a
-    /// path so disturbed that its estimate is still unsure after a fifth of a second of
-    /// the join's fast polling plays roughly in step rather than not at all.
-    public static let unconvergedPlayAfterSamples = 40
+    /// Offset uncertainty (one standard deviation) an estimate must reach before a state is
+    /// played on it: a follower that starts on a looser estimate starts off by as much and
+    /// spends seconds slewing toward the leader at the soft tier's bounded rate (a start
+    /// 600 µs off took 2.4 s to stay within 100 µs), where waiting for this costs tens of
+    /// milliseconds of the join's fast polling on a jittery path and nothing on a quiet
+    /// one. Three deviations of it are inside the 100 µs a joined follower is held to.
+    public static let startingUncertainty: Duration = .microseconds(30)
+    /// Exchanges after which a state is played even on an estimate not yet that sure: a
+    /// path so disturbed that its estimate is still unsure after about a second of the
+    /// join's fast polling plays roughly in step rather than not at all.
+    public static let unconvergedPlayAfterSamples = 400
     /// A new estimate that moves the predicted leader time by more than this re-applies the
     /// state: smaller moves are left to the player's soft correction (dead band).
     public static let materialEstimateChange: Duration = .microseconds(100)
     /// Outstanding clock requests remembered; older ones are forgotten (replies then count
-    /// as unexpected). At the burst rate this covers 800 ms.
+    /// as unexpected). At the converging poll (2 ms) this covers 64 ms: six times the
+    /// slowest round trip of a 5 ms ± 2 ms path.
     public static let maximumPendingRequests = 32
-    /// A suggested tick period for the adapter: finer than the 25 ms burst spacing.
+    /// A suggested tick period for the adapter: keepalives, silence detection and the
+    /// slower polls; the converging poll is faster still and is woken for (`nextPollAt`).
     public static let tickInterval: Duration = .milliseconds(5)
 
     /// Where the follower stands.
@@ -119,7 +129,11 @@ public struct FollowerCore: Sendable {
     private var nextHelloAt: HostTime?
     /// Whether the current leader has answered a Hello with a Welcome.
     private var welcomed = false
-    private var nextPollAt: HostTime?
+    /// When the next clock request is due (follower host time), or `nil` when none will be
+    /// sent. While the clock converges this is sooner than the next tick: an adapter wakes
+    /// for it (a `DeadlineTimer`) and delivers a `.tick`, so that the poll keeps the pace
+    /// `ClockEstimator.nextPollInterval` asks for.
+    public private(set) var nextPollAt: HostTime?
     private var requestsSent = 0
     private var nextRequestID: UInt32 = 0
     private var pending: [(id: UInt32, t1: HostTime)] = []
@@ -207,11 +221,10 @@ public struct FollowerCore: Sendable {
                 t1: request.t1, t2: LeaderTime(nanoseconds: reply.t2),
                 t3: LeaderTime(nanoseconds: reply.t3), t4: receivedAt
             )
+            // No request is sent from here even when one is due: its t1 would be read
+            // before the fit below and the datagram sent after it, and tens of µs of fit
+            // would count as forward delay. The adapter wakes for `nextPollAt` instead.
             let added = estimator.add(sample)
-            // A reply is also a moment to send the next request when one is due: while the
-            // clock converges the poll interval is shorter than the tick, and replies, which
-            // come as often as requests go, keep it.
-            if let due = nextPollAt, now >= due { poll(now: now, into: &actions) }
             guard let estimate = added else { return }
             actions.append(.updateClock(estimate))
             guard let state, playableEstimate != nil else { return }
@@ -290,13 +303,14 @@ public struct FollowerCore: Sendable {
         return max(atNow, atAnchor) > materialEstimateChange
     }
 
-    /// The estimate to play a state by: the latest once it has converged (on a quiet path,
-    /// within the join burst), so the first alignment is already sample-accurate rather than
-    /// a guess corrected moments later, or once `unconvergedPlayAfterSamples` exchanges
-    /// have come in; nil before.
+    /// The estimate to play a state by: the latest once it has converged to
+    /// `startingUncertainty` (on a quiet path, within the join burst), so the first
+    /// alignment is already close rather than a guess corrected over seconds, or once
+    /// `unconvergedPlayAfterSamples` exchanges have come in; nil before.
     public var playableEstimate: ClockEstimate? {
         guard let estimate = estimator.estimate,
-              estimate.converged || estimator.sampleCount >= Self.unconvergedPlayAfterSamples else { return nil }
+              estimate.converged && estimate.uncertainty <= Self.startingUncertainty
+                || estimator.sampleCount >= Self.unconvergedPlayAfterSamples else { return nil }
         return estimate
     }
 

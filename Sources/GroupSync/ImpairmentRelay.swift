@@ -126,6 +126,8 @@ public final class ImpairmentRelay: Sendable {
             enqueue(datagram.bytes, arrivedAt: datagram.receivedAt, towardTarget: false)
         }
         let thread = Thread { [self] in
+            // A delivery's lateness is delay the path was not asked for: wake on time.
+            WakeupPrecision.requestForCurrentThread()
             deliveryLoop()
             finished.signal()
         }

@@ -27,15 +27,34 @@ public enum KernelClock {
         return Int128(spec.tv_sec) * 1_000_000_000 + Int128(spec.tv_nsec)
     }
 
+    /// Reads of host, kernel, host clock tried when converting a stamp, keeping the pair of
+    /// host reads closest together: five cover a preemption or two on a loaded machine.
+    static let bracketAttempts = 5
+    /// A bracket this narrow is taken at once: a read of each clock costs tens of ns (a few
+    /// hundred through libfaketime), so an unpreempted bracket is well within it.
+    static let tightBracket: Duration = .microseconds(2)
+
+    private static func bracketedRead(_ clock: Int32) -> (before: HostTime, kernel: Int128, after: HostTime)? {
+        let before = HostTime.now()
+        guard let kernelNow = nanoseconds(clock) else { return nil }
+        return (before, kernelNow, HostTime.now())
+    }
+
     /// The host time of a stamp the kernel took on `clock` (`stamp` nanoseconds), given as
     /// its age on that clock subtracted from host time now. Nil when the age is negative
     /// beyond `slack` or older than `maximumAge`: the clock was stepped in between, or the
     /// stamp is not from the kernel's `clock`. Never later than host time now.
     public static func hostTime(ofStamp stamp: Int128, on clock: Int32, maximumAge: Duration,
                                 slack: Duration = .microseconds(10)) -> HostTime? {
-        let before = HostTime.now()
-        guard let kernelNow = nanoseconds(clock) else { return nil }
-        let after = HostTime.now()
+        // The kernel read lies between two host reads. A thread preempted between them
+        // would place it anywhere in a bracket of many µs, and a stamp misplaced by half of
+        // that makes an exchange look faster than the path allows: the one bound a clock
+        // estimate trusts most. So the reads are retried, keeping the tightest bracket.
+        guard var (before, kernelNow, after) = bracketedRead(clock) else { return nil }
+        for _ in 1..<bracketAttempts where after - before > tightBracket {
+            guard let retry = bracketedRead(clock) else { return nil }
+            if retry.after - retry.before < after - before { (before, kernelNow, after) = retry }
+        }
         let age = kernelNow - stamp
         guard age >= -slack.roundedNanoseconds, age <= maximumAge.roundedNanoseconds else { return nil }
         // The kernel read lies between the two host reads; take their midpoint as its time.

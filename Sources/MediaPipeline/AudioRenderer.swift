@@ -542,9 +542,18 @@ public final class AudioRenderer: @unchecked Sendable {
         // `startingRateError`, and the estimate only firms up from there.
         let deviceRatio = output.isRealtime ? timing.frameDurationRatio : 1
         // The integral also sees only the excess: inside the band the learned drift is held
-        // still, so the loop rests instead of cycling around the band.
-        integralPPM = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM,
-                                                              integralPPM + Self.integralGain * excess * elapsed))
+        // still, so the loop rests instead of cycling around the band. Nor does it grow
+        // while the output is already at the soft tier's limit in the direction the error
+        // pushes (conditional integration): a large step of the timeline (a clock estimate
+        // firming up by hundreds of µs) is then slewed out at the limit and met without the
+        // overshoot a wound-up integral would carry past it (a 600 µs step overshot by
+        // 230 µs).
+        let saturated = abs(proportional + integralPPM) >= Self.maximumSoftCorrectionPPM
+            && (proportional + integralPPM > 0) == (excess > 0)
+        if !saturated {
+            integralPPM = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM,
+                                                                  integralPPM + Self.integralGain * excess * elapsed))
+        }
         let correction = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM, proportional + integralPPM))
         let ratio = timeline.rate * deviceRatio * (1 + correction / 1e6)
         status.correctionPPM = (deviceRatio * (1 + correction / 1e6) - 1) * 1e6

@@ -121,6 +121,26 @@ struct SyncAnalysis {
         return nil
     }
 
+    /// Writes every follower's offset to the leader as CSV, a row per leader reference point:
+    /// seconds since the first follower's launch, then one column of µs per follower (empty
+    /// where it played nothing), so that an excursion can be found and plotted.
+    func writeSeries(to path: String, names: [String], launches: [Int64]) throws {
+        let origin = launches.min() ?? hosts.first ?? 0
+        var text = "seconds," + names.map { "\($0) µs" }.joined(separator: ",") + "\n"
+        for (k, host) in hosts.enumerated() {
+            text += Format.fixed(Double(host - origin) / 1e9, 3)
+            for series in offsets {
+                text += "," + (series[k].map { Format.fixed($0 * 1e6, 1) } ?? "")
+            }
+            text += "\n"
+        }
+        do {
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            throw BenchError("cannot write \(path): \(error)")
+        }
+    }
+
     /// Follower f's offsets (seconds) at samples from host `from` on.
     func offsets(of f: Int, from: Int64) -> [Double] {
         zip(hosts, offsets[f]).compactMap { host, value in host >= from ? value : nil }

@@ -259,6 +259,7 @@ struct SyncBenchmark: ParsableCommand {
         let leaderFile = try RenderCaptureFile(path: leaderCapture)
         let files = try followers.map { try RenderCaptureFile(path: "\(dir)/\($0.name).cap") }
         let analysis = SyncAnalysis(leader: leaderFile, followers: files)
+        try analysis.writeSeries(to: "\(dir)/offsets.csv", names: followers.map(\.name), launches: followers.map(\.launchedAt.nanoseconds))
         var table = Table(
             title: "sync/\(which.rawValue): presentation offsets from render captures, \(seconds) s, leader + \(followers.count) followers on null devices",
             command: reproduceCommand(which),

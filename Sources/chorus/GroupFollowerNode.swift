@@ -22,6 +22,10 @@ final class GroupFollowerNode: @unchecked Sendable {
     private let queue = DispatchQueue(label: "chorus.follow")
     private var core: FollowerCore
     private var timer: RepeatingTimer?
+    /// Wakes the core when a clock request is due between ticks (the join's fast poll).
+    private var pollTimer: DeadlineTimer?
+    /// The poll deadline `pollTimer` is set for, so it is re-armed only when it moves.
+    private var armedPoll: HostTime?
     private var baseURL: URL?
     private var currentURL: URL?
     private var appliedSequence: UInt64?
@@ -67,6 +71,9 @@ final class GroupFollowerNode: @unchecked Sendable {
             let receivedAt = mapping(datagram.receivedAt)
             queue.async { self.handle(.received(datagram.bytes, from: datagram.source, receivedAt: receivedAt)) }
         }
+        pollTimer = DeadlineTimer(label: "chorus.follow.poll", queue: queue) { [weak self] in
+            self?.handle(.tick)
+        }
         queue.sync { handle(.start) }
         let timer = RepeatingTimer(label: "chorus.follow.tick", interval: Self.tickInterval, queue: queue) { [weak self] in
             self?.handle(.tick)
@@ -88,6 +95,7 @@ final class GroupFollowerNode: @unchecked Sendable {
         sources.forEach { $0.cancel() }
         queue.sync { handle(.stop) }
         timer.cancel()
+        pollTimer?.cancel()
         statsTimer?.cancel()
         queue.sync { fadeTimer?.cancel() }
         socket.close()
@@ -95,6 +103,7 @@ final class GroupFollowerNode: @unchecked Sendable {
     }
 
     private func handle(_ event: FollowerCore.Event) {
+        defer { armPollTimer() }
         for action in core.handle(event, at: clock.now()) {
             switch action {
             case .send(let datagram):
@@ -122,6 +131,15 @@ final class GroupFollowerNode: @unchecked Sendable {
                 if let state = core.state { apply(state) }
             }
         }
+    }
+
+    /// Sets the poll timer for the core's next clock request when that moved. The delay is
+    /// taken on this node's clock; a simulated clock's skew (ppm) makes no difference to
+    /// a wait of milliseconds.
+    private func armPollTimer() {
+        guard let due = core.nextPollAt, due != armedPoll else { return }
+        armedPoll = due
+        pollTimer?.schedule(after: due - clock.now())
     }
 
     /// The leader's base URL, with an unspecified host replaced by the leader's address.

@@ -61,6 +61,33 @@ struct FollowerCoreTests {
         #expect(session.leader.dropCounters.total == 0)
     }
 
+    @Test func clockRequestsGoOutOnWakeUpsNeverStraightAfterAFit() throws {
+        // A reply is fitted before anything after it is sent: a request stamped on arrival
+        // would count the fit as forward delay. Requests go out on ticks, and an adapter
+        // that wakes at `nextPollAt` keeps the converging pace between its 5 ms ticks.
+        var session = try Self.session()
+        session.startFollower()
+        var requestsFromReplies = 0
+        var requestsFromWakeUps = 0
+        let end = session.now + .milliseconds(300)
+        while session.now < end {
+            let before = session.followerActions.count
+            session.run(for: .microseconds(100))
+            let new = session.followerActions[before...]
+            let requests = new.filter { if case let .send(datagram) = $0 { datagram.message.type == .clockRequest } else { false } }.count
+            let replies = new.filter { if case .updateClock = $0 { true } else { false } }.count
+            if replies > 0 { requestsFromReplies += requests } else { requestsFromWakeUps += requests }
+        }
+        // Replies arrive 600 µs after their request here; a tenth-of-a-millisecond step
+        // holds a reply and a wake-up together only if they fall within it.
+        #expect(requestsFromReplies <= 2, "\(requestsFromReplies) requests went out with replies")
+        // 300 ms: the 8-request burst, then a request every 2 ms until the estimate joins
+        // (within the burst on this quiet path) and every 20 ms after: more than the 5 ms
+        // tick alone would send before joining, and at least the settling pace after.
+        #expect(requestsFromWakeUps >= ClockEstimator.burstCount + 10, "\(requestsFromWakeUps) requests")
+        #expect(session.follower.estimator.sampleCount >= requestsFromWakeUps - 2)
+    }
+
     @Test func staleStatesAreIgnored() throws {
         var session = try Self.session()
         session.leaderStateChanged(Self.playing(at: LeaderTime(session.now)))

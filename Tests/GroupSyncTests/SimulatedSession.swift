@@ -48,7 +48,11 @@ struct SimulatedSession {
         let end = now + duration
         while true {
             let nextDelivery = inFlight.map(\.at).min()
-            let next = min(nextDelivery ?? nextTick, nextTick)
+            // The follower is also woken when its next clock request is due, as its adapter
+            // is (on its own clock: the skew is ppm of a few ms).
+            let nextPoll = follower.nextPollAt.map { now + ($0 - followerNow) }
+            let wake = min(nextTick, nextPoll.map { max($0, now) } ?? nextTick)
+            let next = min(nextDelivery ?? wake, wake)
             guard next <= end else { break }
             now = next
             if let index = inFlight.firstIndex(where: { $0.at == next }) {
@@ -58,9 +62,11 @@ struct SimulatedSession {
                 } else {
                     route(follower.handle(.received(packet.bytes, from: Self.leaderEndpoint, receivedAt: followerNow), at: followerNow))
                 }
-            } else {
+            } else if next == nextTick {
                 nextTick = now + Self.tick
                 route(leader.handle(.tick, at: now))
+                route(follower.handle(.tick, at: followerNow))
+            } else {
                 route(follower.handle(.tick, at: followerNow))
             }
         }

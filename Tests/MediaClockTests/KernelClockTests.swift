@@ -64,6 +64,57 @@ import Synchronization
     }
 }
 
+@Suite struct DeadlineTimerTests {
+    @Test func firesOnceAfterItsDeadlineAndANewDeadlineReplacesTheOld() {
+        let counter = RepeatingTimerTests.Counter()
+        let queue = DispatchQueue(label: "deadline-test")
+        let timer = DeadlineTimer(label: "test", queue: queue) { counter.tick() }
+        defer { timer.cancel() }
+        let start = HostTime.now()
+        timer.schedule(after: .milliseconds(200))
+        // Moved sooner before it fired: only the new deadline fires.
+        timer.schedule(after: .milliseconds(30))
+        usleep(400_000)
+        let ticks = queue.sync { counter.lock.withLock { counter.ticks } }
+        #expect(ticks.count == 1, "\(ticks.count) firings")
+        if let first = ticks.first { #expect(first - start >= .milliseconds(30)) }
+        // A deadline already passed fires at once, and again only once.
+        timer.schedule(after: .zero)
+        usleep(100_000)
+        #expect(queue.sync { counter.count } == 2)
+    }
+
+    @Test func aCancelledTimerNeverFires() {
+        let counter = RepeatingTimerTests.Counter()
+        let queue = DispatchQueue(label: "deadline-test-cancel")
+        let timer = DeadlineTimer(label: "test", queue: queue) { counter.tick() }
+        timer.schedule(after: .milliseconds(30))
+        timer.cancel()
+        usleep(150_000)
+        #expect(queue.sync { counter.count } == 0)
+    }
+}
+
+@Suite struct WakeupPrecisionTests {
+    @Test func theKernelTakesAPreciseTimerSlackForTheCallingThreadOnly() {
+        let outcome = Mutex<(took: Bool, own: Duration?, other: Duration?)>((false, nil, nil))
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            let took = WakeupPrecision.requestForCurrentThread()
+            outcome.withLock { $0.took = took; $0.own = WakeupPrecision.currentThreadSlack }
+            done.signal()
+        }
+        thread.start()
+        done.wait()
+        let other = WakeupPrecision.currentThreadSlack
+        let (took, own, _) = outcome.withLock { $0 }
+        #expect(took)
+        #expect(own == WakeupPrecision.preciseSlack)
+        // Another thread keeps its own (the default 50 µs unless something set it).
+        #expect(other != nil && other != WakeupPrecision.preciseSlack)
+    }
+}
+
 @Suite struct WakeSignalTests {
     @Test func aSignalGivenBeforeTheWaitIsTakenAtOnceAndOnlyOnce() {
         let signal = WakeSignal()

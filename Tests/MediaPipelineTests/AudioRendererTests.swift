@@ -256,12 +256,15 @@ import MediaClock
         #expect(renderer.currentStatus.hardResyncs == 0)
     }
 
+    /// Moves the followed timeline later by `delta`, as a clock estimate's update does.
+    static func move(_ renderer: AudioRenderer, _ timeline: RenderTimeline, by delta: Duration) {
+        var moved = timeline
+        moved.host = moved.host + delta
+        renderer.update { $0.mode = .follow(serial: 1, timeline: moved) }
+    }
+
     @Test func aSmallTimelineMoveIsCorrectedWithoutASkip() throws {
-        let (status, errors) = try follow(driftPPM: 0, timelineRate: 1, seconds: 6) { renderer, timeline in
-            var moved = timeline
-            moved.host = moved.host + .microseconds(400)
-            renderer.update { $0.mode = .follow(serial: 1, timeline: moved) }
-        }
+        let (status, errors) = try follow(driftPPM: 0, timelineRate: 1, seconds: 6) { Self.move($0, $1, by: .microseconds(400)) }
         #expect(status.hardResyncs == 0)
         #expect(abs(errors.last ?? 1) < 50e-6, "\(errors.suffix(10))")
     }
@@ -270,21 +273,32 @@ import MediaClock
         // Half a second into play (inside the settling time) the clock estimate moves the
         // timeline by 400 µs, past the settling tier's 250 µs: the device did not err, so
         // the soft tier absorbs it as it would later.
-        let (status, errors) = try follow(driftPPM: 0, timelineRate: 1, seconds: 6, changeAfter: 0.6) { renderer, timeline in
-            var moved = timeline
-            moved.host = moved.host + .microseconds(400)
-            renderer.update { $0.mode = .follow(serial: 1, timeline: moved) }
-        }
+        let (status, errors) = try follow(driftPPM: 0, timelineRate: 1, seconds: 6, changeAfter: 0.6) { Self.move($0, $1, by: .microseconds(400)) }
         #expect(status.hardResyncs == 0)
         #expect(abs(errors.last ?? 1) < 50e-6, "\(errors.suffix(10))")
     }
 
-    @Test func aLargeTimelineMoveResyncsAtOnce() throws {
-        let (status, errors) = try follow(driftPPM: 0, timelineRate: 1, seconds: 3) { renderer, timeline in
-            var moved = timeline
-            moved.host = moved.host + .milliseconds(20)
-            renderer.update { $0.mode = .follow(serial: 1, timeline: moved) }
+    @Test func aMoveSlewedAtTheSoftLimitIsMetWithoutOvershoot() throws {
+        // Past the settling time, the clock estimate moves the timeline by 1.5 ms: under the
+        // hard tier's threshold, so it is slewed out at the soft tier's 500 ppm for three
+        // seconds. An integral that kept growing meanwhile carries the error far past zero
+        // (186 µs when tried); a conditional one meets the timeline, but for what the error
+        // filter's 0.2 s lag carries on at the slew rate (about 50 µs).
+        let (status, errors) = try follow(driftPPM: 0, timelineRate: 1, seconds: 8, changeAfter: 1.8) { Self.move($0, $1, by: .microseconds(1_500)) }
+        #expect(status.hardResyncs == 0)
+        guard let deepest = errors.indices.min(by: { errors[$0] < errors[$1] }) else {
+            Issue.record("no errors recorded")
+            return
         }
+        #expect(errors[deepest] < -1e-3, "the move was not seen: \(errors[deepest] * 1e6) µs")
+        let after = errors[deepest...]
+        let overshoot = after.max() ?? 1
+        #expect(overshoot < 100e-6, "overshot by \(overshoot * 1e6) µs")
+        #expect(abs(errors.last ?? 1) < 20e-6, "\(errors.suffix(10))")
+    }
+
+    @Test func aLargeTimelineMoveResyncsAtOnce() throws {
+        let (status, errors) = try follow(driftPPM: 0, timelineRate: 1, seconds: 3) { Self.move($0, $1, by: .milliseconds(20)) }
         #expect(status.hardResyncs == 1)
         #expect(abs(errors.last ?? 1) < 50e-6)
     }
