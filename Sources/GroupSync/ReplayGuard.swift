@@ -28,6 +28,22 @@ public struct ReplayGuard: Sendable {
         /// Bit i of word i / 64 set: sequence `highest − i` was accepted.
         var seen: [UInt64]
         var lastUsed: UInt64
+
+        /// Whether `sequence` is fresh; if so it is marked as seen.
+        mutating func accept(_ sequence: UInt64) -> Bool {
+            if sequence > highest {
+                ReplayGuard.shift(&seen, by: sequence - highest)
+                seen[0] |= 1
+                highest = sequence
+                return true
+            }
+            let age = highest - sequence
+            guard age < UInt64(ReplayGuard.windowSize) else { return false }
+            let word = Int(age / 64), bit = UInt64(1) << (age % 64)
+            guard seen[word] & bit == 0 else { return false }
+            seen[word] |= bit
+            return true
+        }
     }
 
     /// Most senders remembered at once.
@@ -46,28 +62,17 @@ public struct ReplayGuard: Sendable {
     /// Whether `sequence` from `sender` is fresh; if so it is marked as seen.
     public mutating func accept(sender: UInt64, sequence: UInt64) -> Bool {
         clock &+= 1
-        guard var mark = marks[sender] else {
-            if marks.count >= capacity, let oldest = marks.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key {
-                marks[oldest] = nil
-            }
-            var seen = [UInt64](repeating: 0, count: Self.words)
-            seen[0] = 1
-            marks[sender] = Mark(highest: sequence, seen: seen, lastUsed: clock)
-            return true
+        // Through optional chaining the mark is changed in place: its bitmap is not copied.
+        if let accepted = marks[sender]?.accept(sequence) {
+            if accepted { marks[sender]?.lastUsed = clock }
+            return accepted
         }
-        if sequence > mark.highest {
-            Self.shift(&mark.seen, by: sequence - mark.highest)
-            mark.seen[0] |= 1
-            mark.highest = sequence
-        } else {
-            let age = mark.highest - sequence
-            guard age < UInt64(Self.windowSize) else { return false }
-            let word = Int(age / 64), bit = UInt64(1) << (age % 64)
-            guard mark.seen[word] & bit == 0 else { return false }
-            mark.seen[word] |= bit
+        if marks.count >= capacity, let oldest = marks.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key {
+            marks[oldest] = nil
         }
-        mark.lastUsed = clock
-        marks[sender] = mark
+        var seen = [UInt64](repeating: 0, count: Self.words)
+        seen[0] = 1
+        marks[sender] = Mark(highest: sequence, seen: seen, lastUsed: clock)
         return true
     }
 
