@@ -34,6 +34,9 @@ public struct ClockEstimate: Sendable, Equatable {
     public var uncertainty: Duration
     /// How far the rate may be off, in ppm (one standard deviation).
     public var rateUncertaintyPPM: Double
+    /// How blurred the path's floor is (one deviation of the fastest crossings' delay about
+    /// it), as learned from the window; zero while the estimate rests on a sharp floor.
+    public var floorSpread: Duration
 
     /// An estimate from its parts; statistics default to "one perfect sample".
     public init(
@@ -47,7 +50,8 @@ public struct ClockEstimate: Sendable, Equatable {
         usedSampleCount: Int = 1,
         converged: Bool = false,
         uncertainty: Duration = .zero,
-        rateUncertaintyPPM: Double = 0
+        rateUncertaintyPPM: Double = 0,
+        floorSpread: Duration = .zero
     ) {
         self.referenceHostTime = referenceHostTime
         self.offset = offset
@@ -60,6 +64,7 @@ public struct ClockEstimate: Sendable, Equatable {
         self.converged = converged
         self.uncertainty = uncertainty
         self.rateUncertaintyPPM = rateUncertaintyPPM
+        self.floorSpread = floorSpread
     }
 
     /// The leader's rate relative to the follower's host clock, in parts per million.

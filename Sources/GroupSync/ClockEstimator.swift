@@ -12,7 +12,10 @@ import MediaClock
 /// depends only on the tightest bounds along each rate, so the fastest request and the
 /// fastest reply (which need not be the same exchange) decide the offset, and on a jittery
 /// path its error shrinks as one over the number of exchanges where an average of whole
-/// exchanges shrinks as one over its square root. The posterior's spread is published as
+/// exchanges shrinks as one over its square root. Where the path's floor is blurred (its
+/// fastest crossings spread over tens of µs by wake-ups), the floor's spread is learned from
+/// the window and the line is fitted to every crossing near the floor (`SoftFloorFit`)
+/// instead. The posterior's spread is published as
 /// the estimate's uncertainty and drives the poll schedule: fast while it is large, slow
 /// once offset and rate are known to a few µs and a ppm. Published estimates are clamped: a converged
 /// estimate slews by at most `slewLimit` per update, and jumps only when the evidence says
@@ -53,6 +56,17 @@ public struct ClockEstimator: Sendable {
     /// The least rank (0 = best) whose round trip is compared with the best's: the fifth
     /// best of a join burst is seldom as close to the best as the second may be by chance.
     static let minimumQueueingRank = 4
+    /// Exchanges needed before the floor's spread is learned (`SoftFloorFit`): fewer put
+    /// hardly a crossing within tens of µs of a jittery path's floor, where a spread would
+    /// show.
+    public static let spreadLearningSamples = 64
+    /// Exchanges between two learnings of the floor's spread: it is the path's and the
+    /// hosts' (their wake-ups), and changes slowly; learning costs a few dozen fits.
+    public static let spreadRefitInterval = 64
+    /// The soft floor is fitted when this many crossings each way are expected within one
+    /// spread of the floor (n·σ/m): below one, the crossings are spaced wider than the
+    /// floor is blurred, and the sharp model, its limit, is as good and cheaper.
+    static let softFloorCrossings = 1.0
     /// Samples in a window that count as a fit for statistics: fewer leave nothing to judge
     /// its residual by.
     public static let minimumSamplesForFit = 4
@@ -139,6 +153,15 @@ public struct ClockEstimator: Sendable {
     /// Set at the first converged estimate since the last reset: from then on changes
     /// are clamped, even while a disturbed window is temporarily not converged.
     private var hasConverged = false
+    /// The floor's spread (ns, one deviation) last learned from the window, or `nil`
+    /// before `spreadLearningSamples`.
+    private var floorSpread: Double?
+    /// Exchanges added since the spread was last learned.
+    private var samplesSinceSpread = 0
+    /// The last soft-floor peak, to start the next fit from: slope (dimensionless) and the
+    /// two floor lines at follower host ns `reference`, as ns from leader-minus-follower
+    /// offset `base`.
+    private var softPeak: (slope: Double, upper: Double, lower: Double, reference: Int128, base: Int128)?
     /// The latest published estimate, or `nil` before the first sample.
     public private(set) var estimate: ClockEstimate?
     /// Times the published estimate jumped (change beyond `stepThreshold`).
@@ -171,10 +194,9 @@ public struct ClockEstimator: Sendable {
     /// `steadyInterval`.
     public func nextPollInterval(requestsSent: Int) -> Duration {
         if requestsSent < Self.burstCount { return Self.burstInterval }
-        guard let estimate, estimate.converged, estimate.uncertainty <= Self.joinedUncertainty,
-              estimate.rateUncertaintyPPM <= Self.joinedRateUncertaintyPPM else {
-            return Self.convergingInterval
-        }
+        guard let estimate, estimate.converged else { return Self.convergingInterval }
+        let joined = estimate.uncertainty <= Self.joinedUncertainty && estimate.rateUncertaintyPPM <= Self.joinedRateUncertaintyPPM
+        if !joined { return Self.convergingInterval }
         guard estimate.uncertainty <= Self.settledUncertainty,
               estimate.rateUncertaintyPPM <= Self.settledRateUncertaintyPPM else { return Self.settlingInterval }
         return Self.steadyInterval
@@ -193,6 +215,7 @@ public struct ClockEstimator: Sendable {
             window.removeAll()
         }
         window.insert(sample)
+        samplesSinceSpread += 1
         window.removeOldest(window.count - Self.windowSize)
         if let newest = window.samples.last?.midpoint {
             window.removeOlder(than: newest - Self.windowSpan)
@@ -245,6 +268,33 @@ public struct ClockEstimator: Sendable {
             line = bounds.posteriorLine()
         }
 
+        var spread = 0.0
+        if window.count >= Self.spreadLearningSamples {
+            if floorSpread == nil || samplesSinceSpread >= Self.spreadRefitInterval {
+                floorSpread = SoftFloorFit(bounds).learnSpread(slope: line.slope)
+                samplesSinceSpread = 0
+            }
+            // The previous peak in this window's coordinates: its lines read at the new
+            // reference, less the new base.
+            let start = softPeak.map { peak -> (slope: Double, upper: Double, lower: Double) in
+                let moved = peak.slope * Double((bounds.reference - peak.reference).clampedToInt64)
+                    + Double((peak.base - bounds.baseOffset).clampedToInt64)
+                return (peak.slope, peak.upper + moved, peak.lower + moved)
+            }
+            softPeak = nil
+            if let learned = floorSpread, Double(window.count) * learned / bounds.queueing >= Self.softFloorCrossings,
+               let soft = SoftFloorFit(bounds).posteriorLine(spread: learned, slope: line.slope, temper: Self.likelihoodTemper,
+                                                             priorRateSpread: Self.priorRateSpreadPPM / 1e6, from: start) {
+                softPeak = (soft.slope, soft.upperFloor, soft.lowerFloor, bounds.reference, bounds.baseOffset)
+                // The sharp model's Laplace spread about the floor stays as a least
+                // deviation, so the two models agree where they meet.
+                let scale = bounds.queueing / (2 * Double(window.count))
+                line = (soft.slope, soft.offset, soft.slopeDeviation,
+                        (soft.offsetDeviation * soft.offsetDeviation + 2 * scale * scale).squareRoot(), line.crossing)
+                spread = learned
+            }
+        }
+
         let best = window.roundTrip(atFraction: 0)
         let median = window.roundTrip(atFraction: 0.5)
         // Near the best round trip, or in the best quarter: the exchanges whose own offset
@@ -285,7 +335,8 @@ public struct ClockEstimator: Sendable {
             usedSampleCount: used,
             converged: window.count >= Self.convergenceSamples && uncertainty <= Self.convergedUncertaintyLimit,
             uncertainty: uncertainty,
-            rateUncertaintyPPM: line.slopeDeviation * 1e6
+            rateUncertaintyPPM: line.slopeDeviation * 1e6,
+            floorSpread: .nanoseconds(Int64(min(spread, 1e18).rounded()))
         )
     }
 }
@@ -309,6 +360,29 @@ public struct ClockEstimator: Sendable {
 /// posterior density is `exp(n/m · W(r))` times the crystals' prior, and given the rate
 /// the offset is Laplace-distributed about the midpoint with scale `m / 2n`.
 struct ExchangeBounds {
+    /// The exchanges' coordinates: x (ns from the newest midpoint), and the upper and
+    /// lower bounds (ns from `baseOffset`).
+    static func coordinates(_ window: SampleWindow, reference: Int128, baseOffset: Int128) -> (x: [Double], upper: [Double], lower: [Double]) {
+        // Wrapping 64-bit arithmetic: every result here is small (nanoseconds within the
+        // window, bounds within milliseconds of the base) and modular arithmetic gets a
+        // small result exactly whatever the operands; a forged exchange with absurd
+        // timestamps gives a wrong bound, never a trap. (128-bit arithmetic here cost more
+        // than the rest of the fit.)
+        let origin = Int64(truncatingIfNeeded: reference)
+        let base = Int64(truncatingIfNeeded: baseOffset)
+        var x: [Double] = [], upper: [Double] = [], lower: [Double] = []
+        x.reserveCapacity(window.count)
+        upper.reserveCapacity(window.count)
+        lower.reserveCapacity(window.count)
+        for sample in window.samples {
+            let t1 = sample.t1.nanoseconds, t4 = sample.t4.nanoseconds
+            x.append(Double((t1 &+ (t4 &- t1) / 2) &- origin))
+            upper.append(Double((sample.t2.nanoseconds &- t1) &- base))
+            lower.append(Double((sample.t3.nanoseconds &- t4) &- base))
+        }
+        return (x, upper, lower)
+    }
+
     /// The newest exchange's midpoint (follower host nanoseconds): x = 0.
     let reference: Int128
     /// The offset the bounds are measured from: the best exchange's (nanoseconds).
@@ -318,6 +392,8 @@ struct ExchangeBounds {
     /// The mean queueing delay per direction (ns) of the exponential with the path's density
     /// of fast crossings, at least `minimumQueueing`.
     let queueing: Double
+    /// Every exchange's coordinates (see `coordinates`).
+    let points: (x: [Double], upper: [Double], lower: [Double])
     /// Hull vertices of the upper bounds (x, u) and of the lower bounds (x, l).
     private let uppers: [(x: Double, y: Double)]
     private let lowers: [(x: Double, y: Double)]
@@ -347,19 +423,11 @@ struct ExchangeBounds {
             excess = Double((roundTrips.first ?? 0).clampedToInt64) / 2
         }
         queueing = max(Double(ClockEstimator.minimumQueueing.nanosecondCount.clampedToInt64), excess)
-        // Wrapping 64-bit arithmetic: every result here is small (nanoseconds within the
-        // window, bounds within milliseconds of the base) and modular arithmetic gets a
-        // small result exactly whatever the operands; a forged exchange with absurd
-        // timestamps gives a wrong bound, never a trap. (128-bit arithmetic here cost more
-        // than the rest of the fit.)
-        let origin = Int64(truncatingIfNeeded: reference)
-        let base = Int64(truncatingIfNeeded: baseOffset)
+        points = Self.coordinates(window, reference: reference, baseOffset: baseOffset)
         var upperHull = Hull(lower: true), lowerHull = Hull(lower: false)
-        for sample in window.samples {
-            let t1 = sample.t1.nanoseconds, t4 = sample.t4.nanoseconds
-            let x = Double((t1 &+ (t4 &- t1) / 2) &- origin)
-            upperHull.add(x: x, y: Double((sample.t2.nanoseconds &- t1) &- base))
-            lowerHull.add(x: x, y: Double((sample.t3.nanoseconds &- t4) &- base))
+        for index in points.x.indices {
+            upperHull.add(x: points.x[index], y: points.upper[index])
+            lowerHull.add(x: points.x[index], y: points.lower[index])
         }
         uppers = upperHull.points
         lowers = lowerHull.points
@@ -472,6 +540,13 @@ struct ExchangeBounds {
         let scale = queueing / (2 * Double(count))
         let offsetVariance = max(0, sumOffsetSquares / total - offset * offset) + 2 * scale * scale + (crossing / 2) * (crossing / 2)
         return (slope, offset, slopeVariance.squareRoot(), offsetVariance.squareRoot(), crossing)
+    }
+}
+
+extension SoftFloorFit {
+    /// The window's exchanges in the sharp model's coordinates and with its queueing.
+    init(_ bounds: ExchangeBounds) {
+        self.init(x: bounds.points.x, upper: bounds.points.upper, lower: bounds.points.lower, queueing: bounds.queueing)
     }
 }
 

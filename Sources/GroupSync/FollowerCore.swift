@@ -35,10 +35,11 @@ public struct FollowerCore: Sendable {
     /// Offset uncertainty (one standard deviation) an estimate must reach before a state is
     /// played on it: a follower that starts on a looser estimate starts off by as much and
     /// spends seconds slewing toward the leader at the soft tier's bounded rate (a start
-    /// 600 µs off took 2.4 s to stay within 100 µs), where waiting for this costs tens of
-    /// milliseconds of the join's fast polling on a jittery path and nothing on a quiet
-    /// one. Three deviations of it are inside the 100 µs a joined follower is held to.
-    public static let startingUncertainty: Duration = .microseconds(30)
+    /// 600 µs off took 2.4 s to stay within 100 µs). Two deviations of it are inside the
+    /// 100 µs a joined follower is held to. A quiet path is there within its burst; on one
+    /// with milliseconds of jitter and a blurred floor an honest estimate gets there in
+    /// half a second to a second, where 30 µs took a second and a half.
+    public static let startingUncertainty: Duration = .microseconds(50)
     /// Exchanges after which a state is played even on an estimate not yet that sure: a
     /// path so disturbed that its estimate is still unsure after about a second of the
     /// join's fast polling plays roughly in step rather than not at all.
@@ -115,6 +116,8 @@ public struct FollowerCore: Sendable {
     public private(set) var leaderID: UInt64?
     /// The clock estimator (for statistics: `estimate`, `stepCount`...).
     public private(set) var estimator = ClockEstimator()
+    /// The newest clock exchange completed (for logging beside the estimate it gave).
+    public private(set) var lastSample: ClockSample?
     /// The newest state received.
     public private(set) var state: GroupState?
     /// States ignored as older than one already received.
@@ -224,6 +227,7 @@ public struct FollowerCore: Sendable {
             // No request is sent from here even when one is due: its t1 would be read
             // before the fit below and the datagram sent after it, and tens of µs of fit
             // would count as forward delay. The adapter wakes for `nextPollAt` instead.
+            lastSample = sample
             let added = estimator.add(sample)
             guard let estimate = added else { return }
             actions.append(.updateClock(estimate))

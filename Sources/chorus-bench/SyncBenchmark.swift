@@ -236,7 +236,8 @@ struct SyncBenchmark: ParsableCommand {
                 let node = entry.node
                 let follower = NodeProcess(name: node.name,
                                            arguments: [chorus, "follow", target, "--name", node.name, "--stats",
-                                                       "--capture", "\(dir)/\(node.name).cap"] + node.arguments,
+                                                       "--capture", "\(dir)/\(node.name).cap",
+                                                       "--clock-log", "\(dir)/\(node.name).clock.csv"] + node.arguments,
                                            logPath: "\(dir)/\(node.name).log")
                 try follower.start()
                 followers.append(follower)
@@ -320,6 +321,7 @@ struct SyncBenchmark: ParsableCommand {
         }
         table.notes = notes
         table.print()
+        clockTable(which, followers: followers, leader: leader, dir: dir, from: from).print()
 
         let sink = SummaryFile(path: summary)
         let aim = which == .impaired ? Self.impairedP99Aim : Self.cleanP99Aim
@@ -329,6 +331,36 @@ struct SyncBenchmark: ParsableCommand {
         sink.record("sync", "\(which.rawValue): hard resyncs after convergence", "\(resyncTotal)", aim: "0")
         return Headline(scenario: which.rawValue, worstP99: worstP99, p99Aim: aim, worstJoin: joins.max(),
                         joinsMissing: joinsMissing, resyncs: resyncTotal)
+    }
+
+    /// Each follower's clock estimate against the leader's true time, from its
+    /// `--clock-log` and the nodes' announced simulated clocks: how much of the offsets
+    /// above the estimate explains, apart from how the follower plays on it.
+    private func clockTable(_ which: Scenario, followers: [NodeProcess], leader: NodeProcess, dir: String, from: [Int64]) -> Table {
+        var table = Table(
+            title: "sync/\(which.rawValue): clock estimates against the leader's true time (each follower's --clock-log)",
+            command: reproduceCommand(which),
+            header: ["follower", "exchanges", "clock join s", "median µs", "p99 µs", "max µs", "median deviation µs", "beyond 3σ %"])
+        let leaderClock = AnnouncedClock(lines: leader.errorLines) ?? .machine
+        for (f, follower) in followers.enumerated() {
+            let path = "\(dir)/\(follower.name).clock.csv"
+            guard let analysis = try? ClockLogAnalysis(path: path, follower: AnnouncedClock(lines: follower.errorLines) ?? .machine,
+                                                       leader: leaderClock), !analysis.rows.isEmpty else {
+                table.add([follower.name, "0", "-", "-", "-", "-", "-", "-"])
+                continue
+            }
+            let join = analysis.join(tolerance: SyncAnalysis.tolerance, hold: SyncAnalysis.holdTime)
+                .map { Format.fixed(($0 - Double(follower.launchedAt.nanoseconds)) / 1e9, 2) } ?? "never"
+            let steady = analysis.rows.filter { $0.machine >= Double(from[f]) }
+            let errors = Statistics(steady.map { abs($0.error) * 1e6 })
+            let deviations = Statistics(steady.map { $0.deviation * 1e6 })
+            let beyond = steady.filter { abs($0.error) > 3 * $0.deviation }.count
+            table.add([follower.name, "\(analysis.rows.count)", join, Format.fixed(errors.median, 1), Format.fixed(errors.percentile(99), 1),
+                       Format.fixed(errors.maximum, 1), Format.fixed(deviations.median, 1),
+                       Format.fixed(100 * Double(beyond) / Double(max(1, steady.count)), 1)])
+        }
+        table.notes = ["error = the estimate's leader time at each reply minus the leader's true time then (the nodes' simulated clocks are exact maps of the machine's); statistics from the follower's convergence on, as above; clock join = launch to within \(Int(SyncAnalysis.tolerance * 1e6)) µs for \(SyncAnalysis.holdTime) s; deviation = the estimate's own published one"]
+        return table
     }
 
     /// Adds a row of |offset| statistics; returns its p99 in µs.

@@ -23,6 +23,9 @@ struct Follow: ParsableCommand {
     @Flag(name: .long, help: "Print a line a second: clock offset, rate, round trip, output error, corrections.")
     var stats = false
 
+    @Option(name: .long, help: "Record every clock exchange and the estimate it gave to this file (CSV, for measurements).")
+    var clockLog: String?
+
     @OptionGroup var node: NodeOptions
 
     func validate() throws {
@@ -35,7 +38,7 @@ struct Follow: ParsableCommand {
         guard let endpoint = UDPEndpoint(parsing: leader) else { throw ValidationError("the leader must be ADDR:PORT") }
         let follower = try GroupFollowerNode(leader: endpoint, name: String(name.prefix(64)),
                                              latencyOffset: .nanoseconds(Int64(latencyOffset * 1e6)),
-                                             volume: volume, options: node)
+                                             volume: volume, clockLog: clockLog, options: node)
         follower.run(stats: stats)
     }
 }

@@ -38,9 +38,17 @@ final class GroupFollowerNode: @unchecked Sendable {
     private var fadeStep = 0
     private var fadeStart: Float = 1
     private let done = DispatchSemaphore(value: 0)
+    /// Where every clock exchange and its estimate are written (`--clock-log`).
+    private let clockLog: ClockLog?
 
-    init(leader: UDPEndpoint, name: String, latencyOffset: Duration, volume: Float, options: NodeOptions) throws {
+    init(leader: UDPEndpoint, name: String, latencyOffset: Duration, volume: Float, clockLog: String?, options: NodeOptions) throws {
         clock = options.nodeClock()
+        clock.announce()
+        do {
+            self.clockLog = try clockLog.map { try ClockLog(path: $0) }
+        } catch {
+            throw ValidationError("cannot write the clock log: \(error)")
+        }
         let authenticator = try options.authenticator()
         leaderEndpoint = leader
         let local: UDPEndpoint = leader.isIPv6 ? .anyIPv6(port: 0) : .anyIPv4(port: 0)
@@ -100,6 +108,7 @@ final class GroupFollowerNode: @unchecked Sendable {
         queue.sync { fadeTimer?.cancel() }
         socket.close()
         player.close()
+        clockLog?.close()
     }
 
     private func handle(_ event: FollowerCore.Event) {
@@ -116,6 +125,7 @@ final class GroupFollowerNode: @unchecked Sendable {
                 if first, baseURL != nil, core.playableEstimate != nil, let state = core.state { apply(state) }
             case .updateClock(let estimate):
                 leaderClock.update(estimate)
+                if let clockLog, let sample = core.lastSample { clockLog.write(sample, estimate) }
             case .apply(let state, let estimate):
                 leaderClock.update(estimate)
                 apply(state)

@@ -24,6 +24,7 @@ final class GroupLeaderNode: @unchecked Sendable {
 
     init(listen: UDPEndpoint, httpPort: UInt16, options: NodeOptions, verbose: Bool) throws {
         clock = options.nodeClock()
+        clock.announce()
         let authenticator = try options.authenticator()
         let host: String
         switch listen.address {

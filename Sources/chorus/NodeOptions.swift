@@ -72,6 +72,15 @@ struct NodeClock: Sendable {
         cmClock = CMClock(hostClock: clock)
     }
 
+    /// Says on standard error how a simulated clock maps the machine's, so that a
+    /// measurement can compare what this node believes with the truth; silent on the
+    /// machine's own clock.
+    func announce() {
+        guard clock.offset != .zero || clock.skewPPM != 0 else { return }
+        let offset = clock.offset.components.seconds * 1_000_000_000 + clock.offset.components.attoseconds / 1_000_000_000
+        warn("simulated clock: offset \(offset) ns, skew \(clock.skewPPM) ppm, pivot \(clock.base.nanoseconds) ns of CLOCK_MONOTONIC")
+    }
+
     /// Now, on this node's clock.
     func now() -> HostTime { clock.now() }
 

@@ -14,7 +14,7 @@ import MediaPipeline
         let log: URL
         init(_ arguments: [String], name: String, environment: [String: String] = [:]) throws {
             log = TestMedia.folder.appendingPathComponent("\(name).log")
-            FileManager.default.createFile(atPath: log.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
             // Spawned directly, as a shell runs `LD_PRELOAD=... FAKETIME=... chorus follow ...`:
             // with libfaketime preloaded so, /proc/self/cmdline reads back empty, and chorus
             // must take its arguments from the vector the C library hands it.
@@ -62,8 +62,10 @@ import MediaPipeline
         let port = Self.freePort()
         let leader = try startLeader("lead", port: port, media: media)
         defer { leader.stop() }
+        let clockLog = TestMedia.folder.appendingPathComponent("fast.clock.csv").path
         let fast = try Node(["follow", "127.0.0.1:\(port)", "--name", "fast", "--output", "null:drift=90",
-                             "--clock-offset=4.2", "--clock-skew=180", "--capture", capture("fast")], name: "fast")
+                             "--clock-offset=4.2", "--clock-skew=180", "--capture", capture("fast"),
+                             "--clock-log", clockLog], name: "fast")
         defer { fast.stop() }
         let slow = try Node(["follow", "127.0.0.1:\(port)", "--name", "slow", "--output", "null:drift=-70",
                              "--clock-offset=-9", "--clock-skew=-150", "--capture", capture("slow")], name: "slow")
@@ -81,6 +83,28 @@ import MediaPipeline
             // benchmark measures how far within).
             #expect(worst < 1e-3, "\(name) worst offset \(worst * 1e6) µs")
         }
+        try checkClockLog(clockLog, offsetSeconds: 4.2, skewPPM: 180)
+    }
+
+    /// The `--clock-log` of a follower whose clock runs `offsetSeconds` ahead and `skewPPM`
+    /// fast of its leader's (the leader on the machine's clock): one row per exchange, whose
+    /// timestamps and estimates describe that clock.
+    func checkClockLog(_ path: String, offsetSeconds: Double, skewPPM: Double) throws {
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        #expect(lines.first == "t1,t2,t3,t4,estimate_at_t4,uncertainty,rate_ppm,rate_uncertainty_ppm,floor_spread")
+        let rows = lines.dropFirst().map { $0.split(separator: ",").compactMap { Double($0) } }
+        // Seven seconds at ten or more exchanges a second.
+        #expect(rows.count > 70, "\(rows.count) exchanges logged")
+        let last = try #require(rows.last)
+        try #require(last.count == 9, "\(lines.last ?? "")")
+        // The follower's stamps (t1, t4) run the offset ahead of the leader's (t2, t3).
+        #expect(abs((last[0] - last[1]) / 1e9 - offsetSeconds) < 0.01)
+        #expect(last[0] <= last[3] && last[1] <= last[2])
+        // The estimate of the leader's time at t4 lies between its reply and the round trip.
+        #expect(last[4] >= last[2] && last[4] <= last[2] + (last[3] - last[0]))
+        // The leader's clock runs slow of this one by the skew.
+        #expect(abs(last[6] + skewPPM) < 5, "rate \(last[6]) ppm")
+        #expect(last[5] > 0 && last[5] < 100_000, "uncertainty \(last[5]) ns")
     }
 
     @Test(.enabled(if: TestEnvironment.hasFakeTime), arguments: ["+6.5 x1.0003", "-7.5 x0.9997"])

@@ -1,3 +1,4 @@
+import Foundation
 import GroupSync
 import MediaClock
 
@@ -13,6 +14,9 @@ struct SimulatedPath {
     var spikeProbability = 0.0
     var spike: Duration = .milliseconds(20)
     var leaderProcessing: Duration = .microseconds(20)
+    /// Mean of a wake-up latency added to each crossing (gamma, shape 2): a forwarding
+    /// thread's, which blurs the floor.
+    var wakeup: Duration = .zero
     var rng: SplitMix64
 
     init(seed: UInt64) {
@@ -25,6 +29,11 @@ struct SimulatedPath {
             delay += jitter * Double.random(in: -1...1, using: &rng)
         }
         if Double.random(in: 0..<1, using: &rng) < spikeProbability { delay += spike }
+        if wakeup > .zero {
+            // Shape 2: two exponentials of half the mean.
+            let half = wakeup / 2
+            delay += half * -log(1 - Double.random(in: 0..<1, using: &rng)) + half * -log(1 - Double.random(in: 0..<1, using: &rng))
+        }
         return max(delay, .microseconds(1))
     }
 
