@@ -68,6 +68,19 @@ public final class AudioRenderer: @unchecked Sendable {
     /// Time constant of the low-pass filter on the measured error (seconds): smooths the
     /// sub-millisecond jitter of a sound server's latency reports.
     static let errorFilterTime = 0.2
+    /// For this long after a start (seconds of playing), the loop acquires: it runs
+    /// `acquisitionSpeedup` times faster. A follower starts on a clock estimate still
+    /// firming up (on a jittery path its line moves by 100 µs in the first second while the
+    /// rate is learned) and the steady loop, tuned to ignore a sound server's report noise,
+    /// lags such a moving target by as much again. Three seconds covers the estimate's
+    /// settling on a path with milliseconds of jitter.
+    static let acquisitionTime = 3.0
+    /// How much faster the acquiring loop is: natural frequency 4 × 1.5 = 6 rad/s, still
+    /// critically damped (proportional gain × 4, integral × 16, error filter ÷ 4), so a
+    /// timeline moving at 150 ppm is followed within 12 µs instead of 50. The device's rate
+    /// is known within `startingRateError` before a start, so its reports move the faster
+    /// loop by tens of ppm at most, far below what is heard.
+    static let acquisitionSpeedup = 4.0
 
     public let output: any AudioOutput
     public let ring: AudioRing
@@ -531,10 +544,14 @@ public final class AudioRenderer: @unchecked Sendable {
         }
         let elapsed = lastControlHost.map { max(0, Double((host - $0).nanosecondsClamped) / 1e9) } ?? 0
         lastControlHost = host
-        let smoothing = elapsed > 0 ? min(1, elapsed / Self.errorFilterTime) : 1
+        // The gear changes only the loop's speed: the integral (the drift learned so far)
+        // carries over, so leaving acquisition moves the rate by the proportional term's
+        // share of a few µs of error, a few ppm.
+        let speed = sinceStart < Self.acquisitionTime ? Self.acquisitionSpeedup : 1
+        let smoothing = elapsed > 0 ? min(1, elapsed * speed / Self.errorFilterTime) : 1
         filteredError += (error - filteredError) * smoothing
         let excess = abs(filteredError) <= Self.deadBand ? 0 : filteredError - (filteredError > 0 ? Self.deadBand : -Self.deadBand)
-        let proportional = Self.proportionalGain * excess
+        let proportional = Self.proportionalGain * speed * excess
         // The device's own rate, learned by the timing filter, is fed forward: the loop then
         // corrects only what the line's estimate leaves, instead of learning a crystal's
         // offset through its integral while the error builds (and then counting it twice as
@@ -552,7 +569,7 @@ public final class AudioRenderer: @unchecked Sendable {
             && (proportional + integralPPM > 0) == (excess > 0)
         if !saturated {
             integralPPM = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM,
-                                                                  integralPPM + Self.integralGain * excess * elapsed))
+                                                                  integralPPM + Self.integralGain * speed * speed * excess * elapsed))
         }
         let correction = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM, proportional + integralPPM))
         let ratio = timeline.rate * deviceRatio * (1 + correction / 1e6)

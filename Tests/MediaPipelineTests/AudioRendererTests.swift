@@ -126,18 +126,31 @@ import MediaClock
         func stop() { lock.withLock { running = false } }
     }
 
+    /// A renderer following `timeline` on `output` (opened here), its ring kept full by a
+    /// feeder, until stopped.
+    final class Following {
+        let renderer: AudioRenderer
+        let feeder: Feeder
+        init(output: any AudioOutput, format: AudioFormat, timeline: RenderTimeline) throws {
+            try output.open(preferred: format)
+            let ring = AudioRing(format: format, capacity: .milliseconds(500))
+            feeder = Feeder(ring: ring, serial: 1)
+            renderer = AudioRenderer(output: output, ring: ring)
+            renderer.update { $0.mode = .follow(serial: 1, timeline: timeline) }
+            renderer.start()
+        }
+        func stop() {
+            renderer.stop()
+            feeder.stop()
+        }
+    }
+
     func follow(driftPPM: Double, timelineRate: Double, seconds: Double, changeAfter: Double? = nil,
                 then change: ((AudioRenderer, RenderTimeline) -> Void)? = nil) throws -> (RenderStatus, [Double]) {
-        let output = NullOutput(driftPPM: driftPPM)
-        try output.open(preferred: format)
-        let ring = AudioRing(format: format, capacity: .milliseconds(500))
-        let feeder = Feeder(ring: ring, serial: 1)
-        defer { feeder.stop() }
-        let renderer = AudioRenderer(output: output, ring: ring)
         let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(100), rate: timelineRate)
-        renderer.update { $0.mode = .follow(serial: 1, timeline: timeline) }
-        renderer.start()
-        defer { renderer.stop() }
+        let following = try Following(output: NullOutput(driftPPM: driftPPM), format: format, timeline: timeline)
+        defer { following.stop() }
+        let renderer = following.renderer
         var errors: [Double] = []
         let end = Date().addingTimeInterval(seconds)
         let changeAt = Date().addingTimeInterval(changeAfter ?? seconds / 2)
@@ -209,16 +222,11 @@ import MediaClock
         // 240 ms queued, as a sound server holds: counted at the nominal rate, that queue
         // would put every period 144 µs late of where the device really plays it.
         let recorder = HeardRecorder(device: NullOutput(driftPPM: 600, periodsPerBuffer: 24))
-        try recorder.open(preferred: format)
-        let ring = AudioRing(format: format, capacity: .milliseconds(500))
-        let feeder = Feeder(ring: ring, serial: 1)
-        defer { feeder.stop() }
-        let renderer = AudioRenderer(output: recorder, ring: ring)
         let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(300), rate: 1)
-        renderer.update { $0.mode = .follow(serial: 1, timeline: timeline) }
-        renderer.start()
+        let following = try Following(output: recorder, format: format, timeline: timeline)
+        let renderer = following.renderer
         Thread.sleep(forTimeInterval: 8)
-        renderer.stop()
+        following.stop()
         #expect(renderer.currentStatus.hardResyncs <= 2)
         // From the sixth second on: how far from the timeline each period's first frame was
         // really heard (the ramp's value is its item frame over a million).
@@ -236,18 +244,13 @@ import MediaClock
         // timeline's start: nothing is played before, and what is played after is where the
         // timeline says, the first 400 ms skipped rather than played late.
         let recorder = HeardRecorder(device: NullOutput(driftPPM: 0))
-        try recorder.open(preferred: format)
-        let ring = AudioRing(format: format, capacity: .milliseconds(500))
-        let feeder = Feeder(ring: ring, serial: 1)
-        defer { feeder.stop() }
         let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(100), rate: 1)
         let settled = timeline.host + .milliseconds(400)
         recorder.settlesAt = settled
-        let renderer = AudioRenderer(output: recorder, ring: ring)
-        renderer.update { $0.mode = .follow(serial: 1, timeline: timeline) }
-        renderer.start()
+        let following = try Following(output: recorder, format: format, timeline: timeline)
+        let renderer = following.renderer
         Thread.sleep(forTimeInterval: 1.5)
-        renderer.stop()
+        following.stop()
         let content = recorder.periods.filter { $0.value > 0 }
         let first = try #require(content.first)
         #expect(first.host >= settled, "content heard \((settled - first.host).nanosecondsClamped / 1000) µs before the timing settled")
@@ -295,6 +298,33 @@ import MediaClock
         let overshoot = after.max() ?? 1
         #expect(overshoot < 100e-6, "overshot by \(overshoot * 1e6) µs")
         #expect(abs(errors.last ?? 1) < 20e-6, "\(errors.suffix(10))")
+    }
+
+    @Test func aTimelineStillFirmingUpIsFollowedClosely() throws {
+        // For its first 1.5 s of play the followed timeline moves 3 µs later every 20 ms
+        // (150 ppm beyond its stated rate), as a clock estimate whose rate is still being
+        // learned does on a jittery path. The steady loop (1.5 rad/s) would lag such a ramp
+        // by about 40 µs, plus the error filter's 30 µs; while a start acquires, the loop
+        // is four times faster and keeps within a quarter of that.
+        var timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(100), rate: 1)
+        let following = try Following(output: NullOutput(driftPPM: 0), format: format, timeline: timeline)
+        defer { following.stop() }
+        let renderer = following.renderer
+        let start = timeline.host
+        var errors: [Double] = []
+        while HostTime.now() < start + .milliseconds(1_500) {
+            usleep(20_000)
+            timeline.host = timeline.host + .microseconds(3)
+            let moved = timeline
+            renderer.update { $0.mode = .follow(serial: 1, timeline: moved) }
+            let status = renderer.currentStatus
+            // From 0.3 s, once the ramp has had time to build a lag.
+            if status.phase == .playing, HostTime.now() > start + .milliseconds(300) { errors.append(status.timelineError) }
+        }
+        #expect(renderer.currentStatus.hardResyncs == 0)
+        #expect(errors.count > 40)
+        let worst = errors.map(abs).max() ?? 1
+        #expect(worst < 20e-6, "worst \(worst * 1e6) µs behind the moving timeline")
     }
 
     @Test func aLargeTimelineMoveResyncsAtOnce() throws {
