@@ -16,7 +16,8 @@ let package = Package(
     targets: [
         // C libraries, found by pkg-config; each module map also carries `static inline`
         // shims for the macros Swift cannot import. Nothing outside MediaPipeline imports them,
-        // but for CKernelClock, which MediaClock wraps.
+        // but for CKernelClock, which MediaClock wraps and GroupSync's UDP adapter asks for
+        // transmit stamps through.
         .systemLibrary(
             name: "CFFmpeg",
             pkgConfig: "libavformat libavcodec libavutil libswresample",
@@ -26,7 +27,8 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         // (No pkg-config for libpulse: its flags carry -pthread, which SwiftPM refuses.)
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
-        // The clock_gettime system call itself, bypassing the C library (see KernelClock).
+        // The clock_gettime system call itself, bypassing the C library (see KernelClock), and
+        // the kernel's per-datagram transmit stamps (see UDPSocket).
         .systemLibrary(name: "CKernelClock"),
 
         // Pure time core: CMTime, CMTimeRange, CMClock, CMTimebase, HostTime, and a timer
@@ -43,7 +45,7 @@ let package = Package(
         // (pure, no I/O), and thin UDP adapters. Knows nothing of FFmpeg or ALSA.
         .target(
             name: "GroupSync",
-            dependencies: ["MediaClock", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["MediaClock", "CKernelClock", .product(name: "Crypto", package: "swift-crypto")]
         ),
 
         // The HTTP/1.1 range server a leader uses to hand its items to followers.

@@ -51,6 +51,10 @@ public struct FollowerCore: Sendable {
     /// as unexpected). At the converging poll (2 ms) this covers 64 ms: six times the
     /// slowest round trip of a 5 ms ± 2 ms path.
     public static let maximumPendingRequests = 32
+    /// The latest a transmit stamp may fall after its request's clock read (the encoding,
+    /// the send call, a driver's queue): a millisecond covers a preempted sender; a later
+    /// stamp is taken for another datagram's and ignored.
+    public static let maximumTransmitDelay: Duration = .milliseconds(1)
     /// A suggested tick period for the adapter: keepalives, silence detection and the
     /// slower polls; the converging poll is faster still and is woken for (`nextPollAt`).
     public static let tickInterval: Duration = .milliseconds(5)
@@ -80,6 +84,10 @@ public struct FollowerCore: Sendable {
         case tick
         /// Leaving: Goodbye to the leader.
         case stop
+        /// The clock request `requestID` left at `at` by the kernel's transmit stamp: a
+        /// truer t1 than the clock read the request carries, which is kept for matching
+        /// the reply's echo.
+        case transmitted(requestID: UInt32, at: HostTime)
     }
 
     /// What to do.
@@ -139,7 +147,9 @@ public struct FollowerCore: Sendable {
     public private(set) var nextPollAt: HostTime?
     private var requestsSent = 0
     private var nextRequestID: UInt32 = 0
-    private var pending: [(id: UInt32, t1: HostTime)] = []
+    /// Requests awaiting replies: the t1 each carries (a reply must echo it) and when it
+    /// left, which is t1 until a transmit stamp says otherwise.
+    private var pending: [(id: UInt32, t1: HostTime, sentAt: HostTime)] = []
     private var appliedEstimate: ClockEstimate?
     private var appliedSequence: UInt64?
 
@@ -189,6 +199,12 @@ public struct FollowerCore: Sendable {
             if let due = nextHelloAt, now >= due { sendHello(now: now, into: &actions) }
             if let due = nextPollAt, now >= due { poll(now: now, into: &actions) }
             checkSilence(now: now, into: &actions)
+        case let .transmitted(requestID, at):
+            // A stamp that cannot be this request's (before its clock read, or later than
+            // any send takes) is ignored: the clock read stands.
+            guard let index = pending.firstIndex(where: { $0.id == requestID }),
+                  at >= pending[index].t1, at - pending[index].t1 <= Self.maximumTransmitDelay else { break }
+            pending[index].sentAt = at
         case .stop:
             guard phase != .idle else { break }
             append(.goodbye, into: &actions)
@@ -221,7 +237,7 @@ public struct FollowerCore: Sendable {
             }
             let request = pending.remove(at: index)
             let sample = ClockSample(
-                t1: request.t1, t2: LeaderTime(nanoseconds: reply.t2),
+                t1: request.sentAt, t2: LeaderTime(nanoseconds: reply.t2),
                 t3: LeaderTime(nanoseconds: reply.t3), t4: receivedAt
             )
             // No request is sent from here even when one is due: its t1 would be read
@@ -336,7 +352,7 @@ public struct FollowerCore: Sendable {
 
     private mutating func poll(now: HostTime, into actions: inout [Action]) {
         nextRequestID &+= 1
-        pending.append((nextRequestID, now))
+        pending.append((nextRequestID, now, now))
         if pending.count > Self.maximumPendingRequests { pending.removeFirst(pending.count - Self.maximumPendingRequests) }
         append(.clockRequest(.init(requestID: nextRequestID, t1: now.nanoseconds)), into: &actions)
         requestsSent += 1

@@ -190,6 +190,20 @@ public struct LeaderCore: Sendable {
         nextStateAt = now + statePeriod
     }
 
+    /// `datagram` again with t3 moved to `t3` if it is a clock reply (unchanged otherwise,
+    /// or if `t3` would come before the request's arrival): the adapter reads its clock
+    /// again just before sending, so that t3 leaves out the time spent on the request
+    /// (checking, deciding, encoding: tens of µs on a cold path) that would otherwise
+    /// count as reply delay, and half of it as offset.
+    public func restamped(_ datagram: OutgoingDatagram, t3: HostTime) -> OutgoingDatagram {
+        guard case .clockReply(var reply) = datagram.message.payload, t3.nanoseconds >= reply.t2 else { return datagram }
+        reply.t3 = t3.nanoseconds
+        var message = datagram.message
+        message.payload = .clockReply(reply)
+        guard let bytes = try? sender.codec.encode(message) else { return datagram }
+        return OutgoingDatagram(bytes: bytes, destination: datagram.destination, message: message)
+    }
+
     private mutating func append(_ payload: GroupMessage.Payload, to destination: UDPEndpoint, into actions: inout [Action]) {
         switch sender.datagram(payload, to: destination) {
         case let .success(datagram): actions.append(.send(datagram))

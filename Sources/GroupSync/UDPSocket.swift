@@ -1,3 +1,4 @@
+import CKernelClock
 import Foundation
 import MediaClock
 import Synchronization
@@ -13,7 +14,8 @@ import Musl
 /// Receive times are the kernel's `SO_TIMESTAMPNS` stamps (taken when the packet reached
 /// the socket, so they exclude this process's scheduling delay), converted from the
 /// kernel's CLOCK_REALTIME to host time by their age (`KernelClock`); without a stamp, the
-/// host clock right after `recvmsg`.
+/// host clock right after `recvmsg`. `sendStamped` also asks the kernel when a datagram
+/// left: its software transmit stamp, taken as the driver takes the datagram.
 ///
 /// Thread-safety: `send` may be called from any thread; the handler runs on the socket's
 /// receive thread, one datagram at a time. `close` stops the loop and waits for it.
@@ -50,6 +52,12 @@ public final class UDPSocket: Sendable {
     static let maximumTimestampAge: Duration = .seconds(1)
 
     private let descriptor: Int32
+    /// Whether the socket reports transmit stamps (`sendStamped` returns nil otherwise).
+    private let reportsTransmitStamps: Bool
+    /// Held while the error queue is read: `sendStamped` takes its own datagram's stamp
+    /// straight after sending it, and the receive loop drains whatever is left (a stamp
+    /// that came late), since an entry left in the queue would keep `poll` waking.
+    private let errorQueue = Mutex<Void>(())
     private let wakePipe: (read: Int32, write: Int32)
     private let state = Mutex<(closed: Bool, started: Bool, loopThread: pthread_t?)>((false, false, nil))
     private let finishedSignal = DispatchSemaphore(value: 0)
@@ -90,6 +98,7 @@ public final class UDPSocket: Sendable {
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
         }
         descriptor = fd
+        reportsTransmitStamps = chorus_enable_transmit_stamps(fd) == 0
         wakePipe = (pipeEnds[0], pipeEnds[1])
         localEndpoint = local
     }
@@ -104,6 +113,53 @@ public final class UDPSocket: Sendable {
             destination.withSocketAddress { sendto(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), $0, $1) }
         }
         guard sent >= 0 else { throw SocketError(operation: "sendto \(destination)", code: errno) }
+    }
+
+    /// Sends one datagram and returns when it left: the kernel's software transmit stamp,
+    /// on this host's monotonic clock. Nil when the kernel gave none by the time `sendmsg`
+    /// returned (a driver that stamps later, or a kernel without the option); the caller
+    /// then has only its own clock read from before the call.
+    ///
+    /// Clock requests are sent this way: a request sent after a sleep leaves through cold
+    /// code, several µs slower between the clock read and the wire than a reply sent
+    /// straight after receiving, and a two-way exchange reads half that as offset.
+    public func sendStamped(_ bytes: [UInt8], to destination: UDPEndpoint) throws(SocketError) -> HostTime? {
+        let outcome: (sent: Int, code: Int32, stamp: HostTime?) = errorQueue.withLock { _ in
+            let before = HostTime.now()
+            let sent = bytes.withUnsafeBytes { buffer in
+                destination.withSocketAddress { chorus_send_stamped(descriptor, buffer.baseAddress, buffer.count, $0, $1) }
+            }
+            guard sent >= 0 else { return (sent, errno, nil) }
+            guard reportsTransmitStamps else { return (sent, 0, nil) }
+            var stamp: HostTime?
+            var realtime: Int64 = 0
+            while true {
+                let taken = chorus_take_transmit_stamp(descriptor, &realtime)
+                if taken <= 0 { break }
+                // An older datagram's late stamp can still be queued: only one taken after
+                // this call began can be this datagram's.
+                if taken == 1, let converted = Self.monotonic(fromRealtime: Int128(realtime), now: HostTime.now()),
+                   converted >= before {
+                    stamp = converted
+                }
+            }
+            return (sent, 0, stamp)
+        }
+        guard outcome.sent >= 0 else { throw SocketError(operation: "sendmsg \(destination)", code: outcome.code) }
+        return outcome.stamp
+    }
+
+    /// Empties the error queue (stamps no `sendStamped` was waiting for any more) and
+    /// clears a pending socket error: either keeps `poll` reporting an error, and the loop
+    /// would spin.
+    private func drainErrorQueue() {
+        errorQueue.withLock { _ in
+            var realtime: Int64 = 0
+            while chorus_take_transmit_stamp(descriptor, &realtime) > 0 {}
+            var pending: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            _ = getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &pending, &length)
+        }
     }
 
     /// Starts the receive thread, calling `handler` for every datagram until `close`.
@@ -153,6 +209,7 @@ public final class UDPSocket: Sendable {
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else { continue }
             if fds[1].revents != 0 { break }
+            if fds[0].revents & Int16(POLLERR) != 0 { drainErrorQueue() }
             guard fds[0].revents & Int16(POLLIN) != 0 else { continue }
             if let datagram = receiveOne(buffer: &buffer, control: &control) {
                 handler(datagram)

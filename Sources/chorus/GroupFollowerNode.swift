@@ -113,10 +113,21 @@ final class GroupFollowerNode: @unchecked Sendable {
 
     private func handle(_ event: FollowerCore.Event) {
         defer { armPollTimer() }
+        var transmitted: [(requestID: UInt32, at: HostTime)] = []
+        defer {
+            // After the actions: the core is told when each clock request really left.
+            for stamp in transmitted { _ = core.handle(.transmitted(requestID: stamp.requestID, at: stamp.at), at: clock.now()) }
+        }
         for action in core.handle(event, at: clock.now()) {
             switch action {
             case .send(let datagram):
-                try? socket.send(datagram.bytes, to: datagram.destination)
+                if case .clockRequest(let request) = datagram.message.payload {
+                    if let left = try? socket.sendStamped(datagram.bytes, to: datagram.destination) {
+                        transmitted.append((request.requestID, clock.mapping(left)))
+                    }
+                } else {
+                    try? socket.send(datagram.bytes, to: datagram.destination)
+                }
             case .joined(let welcome):
                 let first = baseURL == nil
                 baseURL = resolveBase(welcome.baseURL)

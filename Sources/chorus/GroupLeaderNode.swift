@@ -90,7 +90,8 @@ final class GroupLeaderNode: @unchecked Sendable {
         for action in actions {
             switch action {
             case .send(let datagram):
-                try? socket.send(datagram.bytes, to: datagram.destination)
+                // A clock reply's t3 is read again here, just before it leaves.
+                try? socket.send(core.restamped(datagram, t3: clock.now()).bytes, to: datagram.destination)
             case .followerJoined(let follower):
                 if verbose { warn("follower \(follower.name) joined from \(follower.endpoint)") }
             case .followerLeft(let follower):

@@ -42,6 +42,31 @@ struct UDPSocketTests {
         }
     }
 
+    @Test func aStampedSendSaysWhenTheDatagramLeft() throws {
+        let a = try UDPSocket(bindingTo: .loopbackIPv4(port: 0))
+        let b = try UDPSocket(bindingTo: .loopbackIPv4(port: 0))
+        defer { a.close(); b.close() }
+        let inbox = Inbox(), echoes = Inbox()
+        b.startReceiving { inbox.put($0) }
+        // The sender receives too: its loop must get past the error queue's wake-ups.
+        a.startReceiving { echoes.put($0) }
+        for index in 0..<20 {
+            let before = HostTime.now()
+            let left = try #require(try a.sendStamped([UInt8(index)], to: b.localEndpoint))
+            #expect(left >= before && left <= HostTime.now())
+            let datagram = try #require(inbox.next())
+            #expect(datagram.bytes == [UInt8(index)])
+            // Looped back as it left: received no earlier than that.
+            #expect(datagram.receivedAt >= left)
+            try b.send([UInt8(index), 9], to: a.localEndpoint)
+            #expect(echoes.next()?.bytes == [UInt8(index), 9])
+        }
+        // Plain sends ask for no stamp, and stamped ones still get theirs after them.
+        try a.send([1], to: b.localEndpoint)
+        #expect(inbox.next()?.bytes == [1])
+        #expect(try a.sendStamped([2], to: b.localEndpoint) != nil)
+    }
+
     @Test func leaderAndFollowerCoresTalkOverRealSockets() throws {
         let leaderSocket = try UDPSocket(bindingTo: .loopbackIPv4(port: 0))
         let followerSocket = try UDPSocket(bindingTo: .loopbackIPv4(port: 0))
