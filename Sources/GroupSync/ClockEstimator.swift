@@ -277,8 +277,9 @@ public struct ClockEstimator: Sendable {
 
         var spread = 0.0
         if window.count >= Self.spreadLearningSamples {
+            let fit = SoftFloorFit(bounds)
             if floorSpread == nil || samplesSinceSpread >= Self.spreadRefitInterval {
-                floorSpread = SoftFloorFit(bounds).learnSpread(slope: line.slope)
+                floorSpread = fit.learnSpread(slope: line.slope)
                 samplesSinceSpread = 0
             }
             // The previous peak in this window's coordinates: its lines read at the new
@@ -290,8 +291,8 @@ public struct ClockEstimator: Sendable {
             }
             softPeak = nil
             if let learned = floorSpread, Double(window.count) * learned / bounds.queueing >= Self.softFloorCrossings,
-               let soft = SoftFloorFit(bounds).posteriorLine(spread: learned, slope: line.slope, temper: Self.likelihoodTemper,
-                                                             priorRateSpread: Self.priorRateSpreadPPM / 1e6, from: start) {
+               let soft = fit.posteriorLine(spread: learned, slope: line.slope, temper: Self.likelihoodTemper,
+                                            priorRateSpread: Self.priorRateSpreadPPM / 1e6, from: start) {
                 softPeak = (soft.slope, soft.upperFloor, soft.lowerFloor, bounds.reference, bounds.baseOffset)
                 // The sharp model's Laplace spread about the floor stays as a least
                 // deviation, so the two models agree where they meet.
@@ -310,18 +311,14 @@ public struct ClockEstimator: Sendable {
         let threshold = max(nearBest, window.roundTrip(atFraction: 0.25))
         var squares = 0.0
         var used = 0
-        // Wrapping 64-bit arithmetic as in `ExchangeBounds`: round trips in the window are
-        // at most `maximumRoundTrip`, offsets within it small against the base.
-        let limit64 = threshold.clampedToInt64
-        let origin = Int64(truncatingIfNeeded: bounds.reference)
-        let base = Int64(truncatingIfNeeded: bounds.baseOffset)
-        for sample in window.samples {
-            let t1 = sample.t1.nanoseconds, t2 = sample.t2.nanoseconds, t3 = sample.t3.nanoseconds, t4 = sample.t4.nanoseconds
-            guard (t4 &- t1) &- (t3 &- t2) <= limit64 else { continue }
-            let x = Double((t1 &+ (t4 &- t1) / 2) &- origin)
-            // The exchange's own offset, ((t2 − t1) + (t3 − t4)) / 2, from the base.
-            let offset = Double((t2 &- t1) &- base) / 2 + Double((t3 &- t4) &- base) / 2
-            let residual = offset - line.offset - line.slope * x
+        let limit = Double(threshold.clampedToInt64)
+        let points = bounds.points
+        for index in points.x.indices {
+            // An exchange's round trip is its upper bound less its lower, and its own
+            // offset, ((t2 − t1) + (t3 − t4)) / 2, their midpoint.
+            let upper = points.upper[index], lower = points.lower[index]
+            guard upper - lower <= limit else { continue }
+            let residual = (upper + lower) / 2 - line.offset - line.slope * points.x[index]
             squares += residual * residual
             used += 1
         }

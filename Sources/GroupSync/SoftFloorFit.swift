@@ -124,13 +124,10 @@ struct SoftFloorFit {
             // Newton in depth: d(excess)/d(depth) = curvature / σ.
             var next = state.derivative > 0 ? depth - state.excess * spread / state.derivative : (low + high) / 2
             if !(next > low && next < high) { next = (low + high) / 2 }
-            if abs(next - depth) < 1e-3 * spread {
-                depth = next
-                state = balance(edge + sign * depth)
-                break
-            }
+            let settled = abs(next - depth) < 1e-3 * spread
             depth = next
             state = balance(edge + sign * depth)
+            if settled { break }
         }
         return (edge + sign * depth, state.logLikelihood)
     }
@@ -169,14 +166,14 @@ struct SoftFloorFit {
         return spreads[widest] * pow(2, fraction)
     }
 
-    /// The peak of the tempered log-posterior for spread `spread` (ns), from the line
-    /// `slope` (dimensionless) with offset `offset` (ns at x = 0): slope, offset at x = 0,
-    /// and their standard deviations from the curvature there. `nil` when the peak is not
-    /// found (the caller keeps the sharp model's line).
+    /// The peak of the tempered log-posterior for spread `spread` (ns), searched from the
+    /// line of slope `slope` (dimensionless): slope, offset at x = 0, their standard
+    /// deviations from the curvature there, and the two floor lines (P and Q, ns at x = 0).
+    /// `nil` when the peak is not found (the caller keeps the sharp model's line).
     ///
-    /// `floors`, when given, are the previous peak's floor lines (P and Q, ns at x = 0) and
-    /// its slope (dimensionless), moved into this window's coordinates: a new exchange moves
-    /// the peak little, and from there it is met in a step or two.
+    /// `from`, when given, is the previous peak (its slope, P and Q) moved into this
+    /// window's coordinates: a new exchange moves the peak little, and from there it is met
+    /// in a step or two.
     func posteriorLine(spread: Double, slope: Double, temper: Double, priorRateSpread: Double,
                        from floors: (slope: Double, upper: Double, lower: Double)? = nil)
         -> (slope: Double, offset: Double, slopeDeviation: Double, offsetDeviation: Double, upperFloor: Double, lowerFloor: Double)? {

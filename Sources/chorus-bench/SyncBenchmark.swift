@@ -354,7 +354,7 @@ struct SyncBenchmark: ParsableCommand {
             let steady = analysis.rows.filter { $0.machine >= Double(from[f]) }
             let errors = Statistics(steady.map { abs($0.error) * 1e6 })
             let deviations = Statistics(steady.map { $0.deviation * 1e6 })
-            let beyond = steady.filter { abs($0.error) > 3 * $0.deviation }.count
+            let beyond = steady.filter { abs($0.error) > ClockBenchmark.honestDeviations * $0.deviation }.count
             table.add([follower.name, "\(analysis.rows.count)", join, Format.fixed(errors.median, 1), Format.fixed(errors.percentile(99), 1),
                        Format.fixed(errors.maximum, 1), Format.fixed(deviations.median, 1),
                        Format.fixed(100 * Double(beyond) / Double(max(1, steady.count)), 1)])

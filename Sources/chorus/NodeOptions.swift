@@ -77,8 +77,7 @@ struct NodeClock: Sendable {
     /// machine's own clock.
     func announce() {
         guard clock.offset != .zero || clock.skewPPM != 0 else { return }
-        let offset = clock.offset.components.seconds * 1_000_000_000 + clock.offset.components.attoseconds / 1_000_000_000
-        warn("simulated clock: offset \(offset) ns, skew \(clock.skewPPM) ppm, pivot \(clock.base.nanoseconds) ns of CLOCK_MONOTONIC")
+        warn("simulated clock: offset \(clock.offset.nanosecondsClamped) ns, skew \(clock.skewPPM) ppm, pivot \(clock.base.nanoseconds) ns of CLOCK_MONOTONIC")
     }
 
     /// Now, on this node's clock.
