@@ -212,6 +212,7 @@ public final class AudioRenderer: @unchecked Sendable {
                 // Reports from another source measured something else (the pulse plugin's
                 // interpolation, not the server's figures): the rate they gave is not kept.
                 timing.reset(keepingRate: sourceChanges == seenSourceChanges)
+                if underruns != seenUnderruns { replaceAfterUnderrun() }
                 seenUnderruns = underruns
                 seenSourceChanges = sourceChanges
             }
@@ -265,6 +266,24 @@ public final class AudioRenderer: @unchecked Sendable {
         if drift > Self.timelineBreakTolerance || drift < .zero - Self.timelineBreakTolerance {
             status.phase = .stalled
             status.timelineBreaks += 1
+        }
+    }
+
+    /// The device ran dry and restarted: its silence already moved everything after it
+    /// late by the gap. Content kept to a schedule (a host-time start, a followed timeline)
+    /// is placed afresh on the restarted device, skipping what the gap swallowed, as at a
+    /// start: the soft tier would take seconds at its limit to pull in a gap of a
+    /// millisecond, and the hard tier would count a device fault as the loop losing track.
+    /// An unscheduled play just carries on.
+    private func replaceAfterUnderrun() {
+        guard status.phase == .playing else { return }
+        switch applied.mode {
+        case .follow, .play(_, _, .some):
+            status.phase = .stalled
+            status.timelineBreaks += 1
+            resampler.reset()
+        case .idle, .play(_, _, nil):
+            break
         }
     }
 

@@ -14,9 +14,10 @@ import Synchronization
 public final class NullOutput: AudioOutput, @unchecked Sendable {
     /// One period: 10 ms, the common low-latency period of real cards.
     public static let periodDuration: Duration = .milliseconds(10)
-    /// Periods in the device buffer by default: four gives 40 ms of latency, about what a
-    /// USB DAC adds, and room for the render thread to be scheduled late without underrunning.
-    public static let defaultPeriodsPerBuffer = 4
+    /// Periods in the device buffer by default: the 100 ms `ALSAOutput` asks of a card, so
+    /// a render thread held off by a loaded machine underruns here exactly when it would
+    /// there (at four periods, a 41 ms stall of the whole machine underran every node).
+    public static let defaultPeriodsPerBuffer = Int(ALSAOutput.bufferDuration / periodDuration)
 
     public let driftPPM: Double
     private let hostClock: any HostClock

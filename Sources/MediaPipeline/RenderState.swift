@@ -93,8 +93,8 @@ public struct RenderStatus: Sendable, Equatable {
     public var endHost = HostTime(nanoseconds: 0)
     /// Times the ring ran dry while playing.
     public var stalls: Int = 0
-    /// Times the device's timeline broke (an underrun) under a scheduled start, so content
-    /// was skipped to stay on schedule.
+    /// Times the device's timeline broke (an underrun, a restart) under a scheduled start or
+    /// a followed timeline, so content was placed afresh, skipping what the break swallowed.
     public var timelineBreaks: Int = 0
     /// Following a timeline: how far the content heard is from where the timeline puts it,
     /// in seconds (positive: late), measured at the last period.

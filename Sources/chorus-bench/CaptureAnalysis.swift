@@ -155,15 +155,16 @@ struct SyncAnalysis {
     }
 }
 
-/// Hard resyncs a follower reported after host time `from`, from its `--stats` lines
-/// ("... resyncs N ..."): N is cumulative, and starts again from 0 when the follower takes a
-/// new timeline (a seek, a pause and play), so a fall counts as a restart.
-func hardResyncs(in lines: [NodeProcess.Line], after from: Int64) -> (count: Int, reports: Int) {
+/// A cumulative count a follower reported after host time `from`, from its `--stats` lines
+/// ("... resyncs N ...", "... underruns N ..."; `key` is the word before the number): N
+/// starts again from 0 when the follower takes a new timeline (a seek, a pause and play), so
+/// a fall counts as a restart.
+func reportedCount(_ key: String, in lines: [NodeProcess.Line], after from: Int64) -> (count: Int, reports: Int) {
     var previous: Int?
     var count = 0
     var reports = 0
     for line in lines {
-        guard let range = line.text.range(of: "resyncs ") else { continue }
+        guard let range = line.text.range(of: " \(key) ") else { continue }
         guard let value = Int(line.text[range.upperBound...].prefix { $0.isNumber }) else { continue }
         if line.host.nanoseconds >= from {
             reports += 1

@@ -264,12 +264,13 @@ struct SyncBenchmark: ParsableCommand {
         var table = Table(
             title: "sync/\(which.rawValue): presentation offsets from render captures, \(seconds) s, leader + \(followers.count) followers on null devices",
             command: reproduceCommand(which),
-            header: ["pair", "samples", "join s", "median µs", "p99 µs", "max µs", "signed median µs", "hard resyncs"])
+            header: ["pair", "samples", "join s", "median µs", "p99 µs", "max µs", "signed median µs", "hard resyncs", "underruns"])
         var from: [Int64] = []
         var worstP99 = 0.0
         var joins: [Double] = []
         var joinsMissing = 0
         var resyncTotal = 0
+        var underrunTotal = 0
         var notes: [String] = []
         var pooledLeader: [Double] = []
         for (f, follower) in followers.enumerated() {
@@ -280,10 +281,13 @@ struct SyncBenchmark: ParsableCommand {
             pooledLeader += values
             let join = converged.map { Double($0 - follower.launchedAt.nanoseconds) / 1e9 }
             if let join { joins.append(join) } else { joinsMissing += 1 }
-            let resyncs = hardResyncs(in: follower.errorLines, after: start)
+            let resyncs = reportedCount("resyncs", in: follower.errorLines, after: start)
+            let underruns = reportedCount("underruns", in: follower.errorLines, after: start)
             resyncTotal += resyncs.count
+            underrunTotal += underruns.count
             let p99 = addRow(&table, "\(follower.name) − leader", values, join: join.map { Format.fixed($0, 2) } ?? "never",
-                             resyncs: resyncs.reports > 0 ? "\(resyncs.count)" : "no stats")
+                             resyncs: resyncs.reports > 0 ? "\(resyncs.count)" : "no stats",
+                             underruns: underruns.reports > 0 ? "\(underruns.count)" : "no stats")
             worstP99 = max(worstP99, p99.isFinite ? p99 : .infinity)
             if converged == nil {
                 notes.append("\(follower.name) never stayed within \(Int(SyncAnalysis.tolerance * 1e6)) µs of the leader for \(SyncAnalysis.holdTime) s; its figures are from \(Self.unconvergedSkip.seconds) s after launch")
@@ -294,19 +298,19 @@ struct SyncBenchmark: ParsableCommand {
             for g in followers.indices where g > f {
                 let values = analysis.offsets(of: f, minus: g, from: max(from[f], from[g]))
                 pooledPairs += values
-                let p99 = addRow(&table, "\(followers[f].name) − \(followers[g].name)", values, join: "-", resyncs: "-")
+                let p99 = addRow(&table, "\(followers[f].name) − \(followers[g].name)", values, join: "-", resyncs: "-", underruns: "-")
                 worstP99 = max(worstP99, p99.isFinite ? p99 : .infinity)
             }
         }
         _ = addRow(&table, "all followers − leader", pooledLeader, join: joins.max().map { "max \(Format.fixed($0, 2))" } ?? "-",
-                   resyncs: "\(resyncTotal)")
-        _ = addRow(&table, "all follower pairs", pooledPairs, join: "-", resyncs: "-")
+                   resyncs: "\(resyncTotal)", underruns: "\(underrunTotal)")
+        _ = addRow(&table, "all follower pairs", pooledPairs, join: "-", resyncs: "-", underruns: "-")
 
         notes.append(plan.description)
         notes.append(([Self.leaderNode] + followers.compactMap { f in Self.followerNodes.first { $0.name == f.name } })
             .map(\.summary).joined(separator: "; "))
         notes.append("offset = when a follower presented the item position the leader presented at each leader period (10 ms), interpolated between the follower's captured periods, minus when the leader did; pairs likewise; |offset| statistics from each follower's convergence on (for pairs, the later of the two)")
-        notes.append("join = process launch to the first moment within \(Int(SyncAnalysis.tolerance * 1e6)) µs of the leader that holds for \(SyncAnalysis.holdTime) s; hard resyncs = increments of the follower's cumulative 'resyncs N' (--stats, once a second) after its convergence")
+        notes.append("join = process launch to the first moment within \(Int(SyncAnalysis.tolerance * 1e6)) µs of the leader that holds for \(SyncAnalysis.holdTime) s; hard resyncs = increments of the follower's cumulative 'resyncs N' (--stats, once a second) after its convergence; underruns likewise: times its device ran dry (the machine held the render thread off longer than the device's buffer) and content was placed afresh, which is not a resync")
         if !relayCounters.isEmpty {
             let forwarded = relayCounters.map(\.forwarded).reduce(0, +)
             let lost = relayCounters.map(\.lost).reduce(0, +)
@@ -364,11 +368,11 @@ struct SyncBenchmark: ParsableCommand {
     }
 
     /// Adds a row of |offset| statistics; returns its p99 in µs.
-    private func addRow(_ table: inout Table, _ name: String, _ offsets: [Double], join: String, resyncs: String) -> Double {
+    private func addRow(_ table: inout Table, _ name: String, _ offsets: [Double], join: String, resyncs: String, underruns: String) -> Double {
         let magnitudes = Statistics(offsets.map { abs($0) * 1e6 })
         let signed = Statistics(offsets.map { $0 * 1e6 })
         table.add([name, "\(offsets.count)", join, Format.fixed(magnitudes.median, 1), Format.fixed(magnitudes.percentile(99), 1),
-                   Format.fixed(magnitudes.maximum, 1), Format.fixed(signed.median, 1), resyncs])
+                   Format.fixed(magnitudes.maximum, 1), Format.fixed(signed.median, 1), resyncs, underruns])
         return magnitudes.percentile(99)
     }
 

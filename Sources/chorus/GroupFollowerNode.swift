@@ -244,6 +244,6 @@ final class GroupFollowerNode: @unchecked Sendable {
         let rtt = estimate.map { String(format: "%.3f ms", Double($0.bestRoundTrip.components.attoseconds) / 1e15 + Double($0.bestRoundTrip.components.seconds) * 1e3) } ?? "-"
         let drops = core.dropCounters.total
         let figures = String(format: "error %+.1f µs correction %+.1f ppm", render.timelineError * 1e6, render.correctionPPM)
-        warn("offset \(offset) \(uncertainty) rate \(rate) rtt \(rtt) \(figures) resyncs \(render.hardResyncs) phase \(core.phase) drops \(drops)")
+        warn("offset \(offset) \(uncertainty) rate \(rate) rtt \(rtt) \(figures) resyncs \(render.hardResyncs) underruns \(render.timelineBreaks) phase \(core.phase) drops \(drops)")
     }
 }

@@ -200,8 +200,20 @@ import MediaClock
         var settlesAt: HostTime?
         var isTimingSettled: Bool { settlesAt.map { HostTime.now() >= $0 } ?? true }
         var periods: [(host: HostTime, value: Float)] { lock.withLock { heard } }
+        /// Once past this host time, the next wait for the device sleeps until it has run
+        /// dry and `stallBeyondQueue` more: the render thread scheduled out for too long.
+        var stallAt: HostTime?
+        var stallBeyondQueue: Duration = .zero
         func open(preferred: AudioFormat) throws(MediaError) { try device.open(preferred: preferred) }
-        func waitUntilWritable(timeout: Duration) -> Int { device.waitUntilWritable(timeout: timeout) }
+        func waitUntilWritable(timeout: Duration) -> Int {
+            if let stallAt, HostTime.now() >= stallAt {
+                self.stallAt = nil
+                let queued = device.presentationTimestamp().queuedFrames / Double(device.format.sampleRate)
+                let sleep = queued + Double(stallBeyondQueue.nanosecondsClamped) / 1e9
+                usleep(UInt32(sleep * 1e6))
+            }
+            return device.waitUntilWritable(timeout: timeout)
+        }
         func presentationTimestamp() -> PresentationTimestamp { device.presentationTimestamp() }
         func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int {
             let taken = device.write(samples, frames: frames)
@@ -237,6 +249,33 @@ import MediaClock
         #expect(errors.count > 100)
         let worst = errors.map(abs).max() ?? 1
         #expect(worst < 10e-6, "worst \(worst * 1e6) µs, median \(errors.sorted()[errors.count / 2] * 1e6) µs")
+    }
+
+    @Test func anUnderrunIsMetByPlacingContentAfresh() throws {
+        // Two seconds in, the render thread is held off until the device has run dry for
+        // 1.5 ms. Everything after the gap would be 1.5 ms late: under the hard tier's
+        // threshold, so the soft tier would need three seconds at its limit to pull it in.
+        // Placed afresh on the restarted device instead, what follows the gap is where the
+        // timeline says within a period, and no resync is counted.
+        let recorder = HeardRecorder(device: NullOutput(driftPPM: 0))
+        let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(100), rate: 1)
+        recorder.stallAt = timeline.host + .seconds(2)
+        recorder.stallBeyondQueue = .microseconds(1_500)
+        let following = try Following(output: recorder, format: format, timeline: timeline)
+        let renderer = following.renderer
+        Thread.sleep(forTimeInterval: 3)
+        following.stop()
+        let status = renderer.currentStatus
+        #expect(recorder.device.underrunCount == 1)
+        #expect(status.timelineBreaks == 1)
+        #expect(status.hardResyncs == 0)
+        let after = timeline.host + .seconds(2)
+        let errors = recorder.periods.filter { $0.host > after && $0.value > 0 }.map { period in
+            (timeline.due(at: period.host, sampleRate: 48_000) - Double(period.value) * 1e6) / 48_000
+        }
+        #expect(errors.count > 50)
+        let worst = errors.map(abs).max() ?? 1
+        #expect(worst < 30e-6, "worst \(worst * 1e6) µs after the underrun")
     }
 
     @Test func aStartWaitsForSettledTimingAndKeepsToTheTimeline() throws {
