@@ -22,9 +22,12 @@ internal import CPulse
 /// sink's latency, from the moment of the answer, is how much plays before the next frame to
 /// be written. That is audio time, counted by the sink's clock: it is left in frames for the
 /// caller to turn into host time at the rate it learns. The moment of the answer is only
-/// known to lie between asking and hearing back, so answers are used only when that round
-/// trip is short (`maximumRoundTrip`), taking its
-/// midpoint. Because the plugin writes on a connection of its own, a question asked right
+/// known to lie between asking and hearing back, and where it lies depends on why the round
+/// trip was long: measured against the sink's line, answers within 100 µs scatter by 3 µs,
+/// those of 200 to 300 µs by 23 µs and those past 300 µs by 58 µs, each band with a bias of
+/// its own, so a load that slows the server moved a follower by tens of µs for seconds. Only
+/// the quickest answers are used (`RoundTripGate`), taking the midpoint of their round trip.
+/// Because the plugin writes on a connection of its own, a question asked right
 /// after a write may overtake it at the server; questions are held back `writeSettling`
 /// after a write, and answers are dropped when a write began or ended while one was out.
 ///
@@ -46,12 +49,10 @@ final class PulseLatencyProbe: @unchecked Sendable {
         var answeredAt: HostTime
     }
 
-    /// How often the server is asked: twenty times a second keeps the point used a few
-    /// periods old, and costs the server a list of its sink inputs each time.
-    static let interval: Duration = .milliseconds(50)
-    /// Answers slower than this are not used: the moment they describe is uncertain by half
-    /// of it. A local server answers in 50 to 300 µs on a loaded two-core machine.
-    static let maximumRoundTrip: Duration = .microseconds(600)
+    /// How often the server is asked: forty times a second, so that the quickest quarter of
+    /// the answers (`RoundTripGate`) still gives a point every few periods. Each question is
+    /// one sink input's figures, a few µs of the server's time.
+    static let interval: Duration = .milliseconds(25)
     /// How long after a write to wait before asking, so the written data reaches the server
     /// before the question does.
     static let writeSettling: Duration = .milliseconds(2)
@@ -100,6 +101,8 @@ final class PulseLatencyProbe: @unchecked Sendable {
     private var listed = false
     /// The stream's sink input, once a list has found it; nil to list again.
     private var streamIndex: UInt32?
+    /// Which answers are quick enough to use.
+    private var gate = RoundTripGate()
 
     /// Starts asking the server that ALSA's pulse plugin would use (`PULSE_SERVER`, else the
     /// default) on a thread of its own.
@@ -237,9 +240,10 @@ final class PulseLatencyProbe: @unchecked Sendable {
             streamIndex = candidates[0].index
             return
         }
-        guard let answeredAt, writesAfter == writesBefore else { return }
+        guard let answeredAt else { return }
         let roundTrip = answeredAt - askedAt
-        guard roundTrip <= Self.maximumRoundTrip else { return }
+        // Every round trip counts toward what is quick now, even one a write overlapped.
+        guard gate.admits(roundTrip, at: answeredAt, usable: writesAfter == writesBefore) else { return }
         let answer = candidates[0]
         let midpoint = askedAt + roundTrip / 2
         let latencyMicroseconds = Double(answer.bufferMicroseconds) + Double(answer.sinkMicroseconds)
@@ -267,4 +271,59 @@ private func sleep(_ duration: Duration) {
     let (seconds, attoseconds) = duration.components
     let microseconds = max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
     usleep(UInt32(clamping: microseconds))
+}
+
+/// Decides which of the probe's answers are quick enough to use: those within the quickest
+/// `admittedQuantile` of the last `historyLength` round trips, and never one slower than
+/// `maximumRoundTrip`. Quickness is judged against recent answers rather than a fixed bound,
+/// since what a server manages depends on the machine and its load; and when the load rises,
+/// an answer is used after `longestGap` without one however it compares, because a stream
+/// left without points falls back to the plugin's timing.
+struct RoundTripGate {
+    /// The longest time without a used answer: well inside the 500 ms after which the
+    /// output stops trusting the last point (`ALSAOutput.probePointLifetime`); a history
+    /// of quick answers takes 0.8 s to age out after the server slows.
+    static let longestGap: Duration = .milliseconds(200)
+    /// Answers slower than this are never used: the moment they describe is uncertain by
+    /// half of it. A local server answers in 50 to 300 µs on a loaded two-core machine.
+    static let maximumRoundTrip: Duration = .microseconds(600)
+    /// Round trips remembered: 32 answers, 0.8 s at the probe's rate, so the bound follows a
+    /// change of load within a second.
+    static let historyLength = 32
+    /// The share of answers used: the quickest quarter scattered by 6 µs about the sink's
+    /// line where all of them scattered by 20.
+    static let admittedQuantile = 0.25
+    /// Until this many round trips are known, every one under the maximum is used: the
+    /// stream's first points must come within a few periods, so that a start is not held up.
+    static let minimumHistory = 8
+
+    private var history: [Duration] = []
+    private var next = 0
+    private var lastAdmitted: HostTime?
+
+    init() { history.reserveCapacity(Self.historyLength) }
+
+    /// Notes `roundTrip`, answered at `now`, and says whether its answer is to be used;
+    /// an answer that is not `usable` for other reasons only counts toward what is quick.
+    mutating func admits(_ roundTrip: Duration, at now: HostTime, usable: Bool = true) -> Bool {
+        let quick = judge(roundTrip)
+        let overdue = roundTrip <= Self.maximumRoundTrip && lastAdmitted.map { now - $0 >= Self.longestGap } == true
+        guard usable, quick || overdue else { return false }
+        lastAdmitted = now
+        return true
+    }
+
+    private mutating func judge(_ roundTrip: Duration) -> Bool {
+        if history.count < Self.historyLength {
+            history.append(roundTrip)
+        } else {
+            history[next] = roundTrip
+        }
+        next = (next + 1) % Self.historyLength
+        guard roundTrip <= Self.maximumRoundTrip else { return false }
+        guard history.count >= Self.minimumHistory else { return true }
+        let sorted = history.sorted()
+        let bound = sorted[Int(Double(sorted.count - 1) * Self.admittedQuantile)]
+        return roundTrip <= bound
+    }
 }
