@@ -49,13 +49,12 @@ public final class AudioRenderer: @unchecked Sendable {
     static let maximumSettlingResyncs = 2
     /// A start kept to a schedule waits until the device's rate is known within this (ppm,
     /// one standard error), since the rate is fed forward into the resampling from the start:
-    /// 30 ppm is 3 µs over a sound server's 100 ms queue and a drift the acquiring loop
-    /// (`acquisitionSpeedup`) follows within a few µs, where learning a 700 ppm device
+    /// 60 ppm is 6 µs over a sound server's 100 ms queue and a drift the acquiring loop
+    /// (`acquisitionSpeedup`) follows within about 10 µs, where learning a 700 ppm device
     /// through the loop's integral instead rang by ±100 µs for two seconds. An exact device's
-    /// rate is known within a few periods; a sound server's in about half a second (at
-    /// 10 ppm, about a second, which held joins through PulseAudio at 0.5 to 2.2 s; at 30,
-    /// 0.7 to 1.0 s with the same p99).
-    static let startingRateError = 30.0
+    /// rate is known within a few periods; PulseAudio's, from the probe's quick answers,
+    /// within 60 ppm 0.3 to 0.6 s after the stream starts (within 30 ppm, 0.5 to 0.9 s).
+    static let startingRateError = 60.0
     /// The longest a start waits for that (seconds of the device's line): reports too noisy
     /// to pin the rate sooner are left to the soft tier.
     static let startingRateWaitLimit = 3.0

@@ -31,6 +31,13 @@ import MediaClock
 /// further off than `jumpThreshold`; a restart keeps the learned rate and its certainty,
 /// since the crystal did not change.
 ///
+/// A report can be the same measurement again: a sound server's figures come every few
+/// periods, and in between the output carries the last one forward by the frames written
+/// since, which describes the same frame at the same moment. The fit takes each report as
+/// it comes (a measurement then weighs as long as it stood), but the rate's standard error
+/// counts only distinct measurements: counted by reports, two measurements made a line
+/// look known to 0.05 ppm, and a start went ahead on a rate still hundreds of ppm off.
+///
 /// Real-time safe: plain arithmetic on a few doubles. Render thread only.
 struct DeviceTimingFilter {
     /// Once the line is this old (seconds), reports are forgotten at this time constant: a
@@ -57,6 +64,10 @@ struct DeviceTimingFilter {
     /// report beyond `outlierThreshold` restarts it at once: a device's first reports,
     /// taken before it runs, can be milliseconds off.
     static let establishingTime = 0.5
+    /// A report placing the same frame as the last one fitted (within this many frames) at the
+    /// same moment is a repeat of it: the frames written in between count exactly, so only
+    /// rounding separates the two.
+    static let repeatTolerance = 0.01
     /// How long (seconds) reports must stay off the line on one side before the line follows
     /// them: twice the second-long excursions of a starved server's reports seen in
     /// practice, which the line must ride out.
@@ -92,6 +103,10 @@ struct DeviceTimingFilter {
     private let nominalFrameNanoseconds: Double
     /// Reports not used since the line (re)started.
     private(set) var outliers = 0
+    /// The distinct measurements in the fit (forgotten as the reports are), and the last
+    /// one fitted, to know a repeat of it: its moment and the frame it placed.
+    private var measurements = 0.0
+    private var lastFitted: (host: HostTime, frame: Double)?
     /// Times the line followed reports that stayed off it.
     private(set) var shifts = 0
     /// The first error (ns) of the run of outliers on one side of the line, and how long
@@ -117,7 +132,7 @@ struct DeviceTimingFilter {
     /// over the degrees of freedom a line leaves. Until three reports are in, a sound
     /// server's noise is assumed.
     private var noiseVariance: Double {
-        guard weight >= 3, frameSquares > 0 else { return Self.priorReportNoise * 1e9 * Self.priorReportNoise * 1e9 }
+        guard weight >= 3, frameSquares > 0 else { return Self.priorNoiseVariance }
         let residual = timeSquares - frameTimeProducts * frameTimeProducts / frameSquares
         return max(residual / (weight - 2), Self.noiseFloor * Self.noiseFloor)
     }
@@ -134,12 +149,24 @@ struct DeviceTimingFilter {
     /// its nominal value (above 1: the device runs slow, each frame lasts longer).
     var frameDurationRatio: Double { frameNanoseconds / nominalFrameNanoseconds }
 
-    /// The standard error of the learned rate (ppm): the reports' noise around the line over
-    /// the spread of the frames they describe, as for any least-squares slope.
+    /// The standard error of the learned rate (ppm): the measurements' noise around the line
+    /// over the spread of the frames they describe, as for any least-squares slope. Each
+    /// measurement counts once however many reports repeated it: the fit's sums are then
+    /// worth `measurements / weight` of what they hold, and a line through fewer than three
+    /// measurements says nothing of its noise.
     var rateStandardErrorPPM: Double {
-        guard weight >= 3 || priorWeight > 0 else { return .infinity }
-        return (noiseVariance / (frameSquares + priorWeight + rangePriorWeight)).squareRoot() / nominalFrameNanoseconds * 1e6
+        if measurements < 3 {
+            guard priorWeight > 0 else { return .infinity }
+            return (Self.priorNoiseVariance / priorWeight).squareRoot() / nominalFrameNanoseconds * 1e6
+        }
+        let share = measurements / weight
+        let residual = max(timeSquares - frameTimeProducts * frameTimeProducts / max(frameSquares, .leastNonzeroMagnitude), 0) * share
+        let variance = max(residual / (measurements - 2), Self.noiseFloor * Self.noiseFloor)
+        return (variance / (frameSquares * share + priorWeight + rangePriorWeight)).squareRoot() / nominalFrameNanoseconds * 1e6
     }
+
+    /// A sound server's report variance (ns²), assumed where none has been seen.
+    private static var priorNoiseVariance: Double { priorReportNoise * 1e9 * priorReportNoise * 1e9 }
 
     /// Forgets the line; the next report starts it again. The learned rate is kept when
     /// `keepingRate` (the crystal did not change because the stream restarted); else the
@@ -218,7 +245,9 @@ struct DeviceTimingFilter {
         shiftError = nil
         shiftElapsed = 0
         age += periodSeconds
-        add(frame: playing - frameOrigin, time: measured, periodSeconds: periodSeconds)
+        let repeated = lastFitted.map { $0.host == timestamp.host && abs($0.frame - playing) < Self.repeatTolerance } ?? false
+        add(frame: playing - frameOrigin, time: measured, periodSeconds: periodSeconds, newMeasurement: !repeated)
+        lastFitted = (timestamp.host, playing)
         return host(time(ofFrame: nextFrame))
     }
 
@@ -228,9 +257,10 @@ struct DeviceTimingFilter {
     }
 
     /// Adds a point to the fit, forgetting old ones once the line is settled.
-    private mutating func add(frame: Double, time: Double, periodSeconds: Double) {
+    private mutating func add(frame: Double, time: Double, periodSeconds: Double, newMeasurement: Bool) {
         let forgetting = age > Self.settledWindow ? exp(-periodSeconds / Self.settledWindow) : 1
         weight = weight * forgetting + 1
+        measurements = measurements * forgetting + (newMeasurement ? 1 : 0)
         frameSquares *= forgetting
         frameTimeProducts *= forgetting
         timeSquares *= forgetting
@@ -258,6 +288,8 @@ struct DeviceTimingFilter {
         }
         origin = reported.nanoseconds
         frameOrigin = playing
+        lastFitted = (reported, playing)
+        measurements = 1
         weight = 1
         meanFrame = 0
         meanTime = 0

@@ -53,6 +53,13 @@ final class PulseLatencyProbe: @unchecked Sendable {
     /// the answers (`RoundTripGate`) still gives a point every few periods. Each question is
     /// one sink input's figures, a few µs of the server's time.
     static let interval: Duration = .milliseconds(25)
+    /// How often the server is asked while the stream is new: a start waits until the
+    /// device's rate is known (`AudioRenderer.startingRateError`), which takes as many
+    /// points as it takes, so they come two and a half times as fast at first.
+    static let startingInterval: Duration = .milliseconds(10)
+    /// How long after the stream is found the probe asks at `startingInterval`: long enough
+    /// for a start and the acquiring loop after it.
+    static let startingTime: Duration = .seconds(3)
     /// How long after a write to wait before asking, so the written data reaches the server
     /// before the question does.
     static let writeSettling: Duration = .milliseconds(2)
@@ -103,6 +110,8 @@ final class PulseLatencyProbe: @unchecked Sendable {
     private var streamIndex: UInt32?
     /// Which answers are quick enough to use.
     private var gate = RoundTripGate()
+    /// When the stream was first found.
+    private var foundAt: HostTime?
 
     /// Starts asking the server that ALSA's pulse plugin would use (`PULSE_SERVER`, else the
     /// default) on a thread of its own.
@@ -137,7 +146,8 @@ final class PulseLatencyProbe: @unchecked Sendable {
             return
         }
         while running.load(ordering: .acquiring) {
-            sleep(Self.interval)
+            let starting = foundAt.map { HostTime.now() - $0 < Self.startingTime } ?? true
+            sleep(starting ? Self.startingInterval : Self.interval)
             let lastWrite = HostTime(nanoseconds: counter.lastWriteNanoseconds.load(ordering: .acquiring))
             let sinceWrite = HostTime.now() - lastWrite
             if sinceWrite < Self.writeSettling { sleep(Self.writeSettling - sinceWrite) }
@@ -238,6 +248,7 @@ final class PulseLatencyProbe: @unchecked Sendable {
             // Found: from now on asked about alone. This answer listed every stream, so its
             // moment is not the midpoint's; it is not used.
             streamIndex = candidates[0].index
+            if foundAt == nil { foundAt = HostTime.now() }
             return
         }
         guard let answeredAt else { return }

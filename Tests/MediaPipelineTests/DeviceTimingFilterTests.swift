@@ -48,6 +48,41 @@ import MediaClock
         #expect(worst <= 8, "worst \(worst) ns")
     }
 
+    @Test func aMeasurementCarriedForwardCountsOnce() {
+        // A sound server's figures every fifth period, carried forward in between by the
+        // frames written (as the PulseAudio output reports them), against the same
+        // measurements reported once each: the rate's certainty must be the same, not look
+        // √5 better, and after two measurements it must not look known at all.
+        var generator = SeededGenerator(seed: 7)
+        var repeated = DeviceTimingFilter(sampleRate: Self.sampleRate)
+        var once = DeviceTimingFilter(sampleRate: Self.sampleRate)
+        let frameSeconds = (1 + 700e-6) / Double(Self.sampleRate)
+        let queued = 4_800.0
+        var measurement: PresentationTimestamp?
+        var measuredAt = 0
+        var afterTwo = 0.0
+        for period in 0..<500 {
+            let written = period * Self.periodFrames
+            if period % 5 == 0 {
+                // The frame `queued` before the next one is heard at `truth`, give or take.
+                let truth = 1_000 + (Double(written) - queued) * frameSeconds
+                let noisy = truth + 20e-6 * Double.random(in: -1.7...1.7, using: &generator)
+                let fresh = PresentationTimestamp(host: HostTime(nanoseconds: Int64((noisy * 1e9).rounded())), queuedFrames: queued)
+                measurement = fresh
+                measuredAt = written
+                _ = once.filter(fresh, frames: 5 * Self.periodFrames)
+            }
+            guard var report = measurement else { continue }
+            report.queuedFrames += Double(written - measuredAt)
+            _ = repeated.filter(report, frames: Self.periodFrames)
+            if period == 9 { afterTwo = repeated.rateStandardErrorPPM }
+        }
+        #expect(afterTwo > 100, "two measurements gave a rate within \(afterTwo) ppm")
+        let ratio = repeated.rateStandardErrorPPM / once.rateStandardErrorPPM
+        #expect(ratio > 0.8 && ratio < 1.25, "repeated \(repeated.rateStandardErrorPPM) ppm, once \(once.rateStandardErrorPPM) ppm")
+        #expect(abs((repeated.frameDurationRatio - 1) * 1e6 - 700) < 20, "rate \((repeated.frameDurationRatio - 1) * 1e6) ppm")
+    }
+
     @Test func noisyReportsAverageOutAndTheRateIsLearned() {
         // 100 µs of white noise per report, a device 150 ppm slow: after half a minute the
         // line is within a few microseconds of the truth and the rate within a ppm.
