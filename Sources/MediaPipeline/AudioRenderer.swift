@@ -49,12 +49,14 @@ public final class AudioRenderer: @unchecked Sendable {
     static let maximumSettlingResyncs = 2
     /// A start kept to a schedule waits until the device's rate is known within this (ppm,
     /// one standard error), since the rate is fed forward into the resampling from the start:
-    /// 60 ppm is 6 µs over a sound server's 100 ms queue and a drift the acquiring loop
-    /// (`acquisitionSpeedup`) follows within about 10 µs, where learning a 700 ppm device
-    /// through the loop's integral instead rang by ±100 µs for two seconds. An exact device's
-    /// rate is known within a few periods; PulseAudio's, from the probe's quick answers,
-    /// within 60 ppm 0.3 to 0.6 s after the stream starts (within 30 ppm, 0.5 to 0.9 s).
-    static let startingRateError = 60.0
+    /// 120 ppm is 12 µs over a sound server's 100 ms queue and a drift the acquiring loop
+    /// (`acquisitionSpeedup`) pulls in within a quarter of a second (through PulseAudio the
+    /// third click after a start was within 25 µs of the other rooms), where learning a
+    /// 700 ppm device through the loop's integral instead rang by ±100 µs for two seconds.
+    /// An exact device's rate is known within a few periods; PulseAudio's, from the probe's
+    /// quick answers, within 120 ppm about 0.3 s after launch (joins 0.52 to 0.53 s; at
+    /// 60 ppm 0.64 to 0.77 s, at 30 ppm 0.77 to 1.15 s, with the same p99).
+    static let startingRateError = 120.0
     /// The longest a start waits for that (seconds of the device's line): reports too noisy
     /// to pin the rate sooner are left to the soft tier.
     static let startingRateWaitLimit = 3.0

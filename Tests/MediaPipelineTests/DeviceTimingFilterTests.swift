@@ -164,14 +164,15 @@ import MediaClock
 
     @Test func theRatesStandardErrorSaysHowWellItIsKnown() {
         // An exact device's rate is pinned within half a second and says so; a device with
-        // 100 µs of report noise says its rate is not yet known (a start waits on this), and
-        // within 20 s it is, each time with the error inside three standard errors.
+        // 100 µs of report noise says after 0.3 s that its rate is not yet known well enough
+        // to start on (a start waits on this), and within 20 s it is, each time with the
+        // error inside three standard errors.
         var exact = DeviceTimingFilter(sampleRate: Self.sampleRate)
         _ = run(seconds: 0.5, ratePPM: 200, noise: 0, filter: &exact)
         #expect(abs((exact.frameDurationRatio - 1) * 1e6 - 200) < 0.1)
         #expect(exact.rateStandardErrorPPM < 0.1)
         var noisy = DeviceTimingFilter(sampleRate: Self.sampleRate)
-        _ = run(seconds: 0.5, ratePPM: 200, noise: 100e-6, filter: &noisy)
+        _ = run(seconds: 0.3, ratePPM: 200, noise: 100e-6, filter: &noisy)
         #expect(noisy.rateStandardErrorPPM > AudioRenderer.startingRateError)
         #expect(abs((noisy.frameDurationRatio - 1) * 1e6 - 200) < 3 * noisy.rateStandardErrorPPM)
         _ = run(seconds: 20, ratePPM: 200, noise: 100e-6, seed: 2, filter: &noisy)
