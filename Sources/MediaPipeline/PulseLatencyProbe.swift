@@ -298,8 +298,8 @@ struct RoundTripGate {
     /// Answers slower than this are never used: the moment they describe is uncertain by
     /// half of it. A local server answers in 50 to 300 µs on a loaded two-core machine.
     static let maximumRoundTrip: Duration = .microseconds(600)
-    /// Round trips remembered: 32 answers, 0.8 s at the probe's rate, so the bound follows a
-    /// change of load within a second.
+    /// Round trips remembered: 32 answers, 0.8 s at the probe's steady rate (0.32 s while a
+    /// stream is new), so the bound follows a change of load within a second.
     static let historyLength = 32
     /// The share of answers used: the quickest quarter scattered by 6 µs about the sink's
     /// line where all of them scattered by 20.
