@@ -8,7 +8,7 @@ import ChorusTestSupport
     @Test(arguments: TestMedia.Kind.all)
     func everyCodecRendersSampleForSample(kind: TestMedia.Kind) throws {
         let source = try TestMedia.tone(kind, seconds: 1.5, rate: 44_100, channels: 2)
-        let rendered = try PCM(wavFile: try renderToWAV(source, name: "codec-\(kind.name)"))
+        let rendered = try renderToPCM(source, name: "codec-\(kind.name)")
         let reference = try PCM.ffmpegDecode(source, channels: 2)
         #expect(rendered.frameCount == reference.frameCount)
         #expect(rendered.maximumDifference(from: reference) <= 1e-6)
@@ -17,7 +17,7 @@ import ChorusTestSupport
     @Test(arguments: [(8_000, 1), (22_050, 1), (32_000, 2), (48_000, 2), (96_000, 2), (48_000, 6)])
     func anyRateAndLayoutRendersAtItsOwnFormat(rate: Int, channels: Int) throws {
         let source = try TestMedia.tone(.flac, seconds: 1, rate: rate, channels: channels)
-        let rendered = try PCM(wavFile: try renderToWAV(source, name: "layout-\(rate)-\(channels)"))
+        let rendered = try renderToPCM(source, name: "layout-\(rate)-\(channels)")
         #expect(rendered.sampleRate == rate)
         #expect(rendered.channels == channels)
         let reference = try PCM.ffmpegDecode(source, channels: channels)
@@ -27,7 +27,7 @@ import ChorusTestSupport
 
     @Test func surroundAACKeepsItsChannels() throws {
         let source = try TestMedia.tone(.aac, seconds: 1, rate: 48_000, channels: 6)
-        let rendered = try PCM(wavFile: try renderToWAV(source, name: "aac-51"))
+        let rendered = try renderToPCM(source, name: "aac-51")
         let reference = try PCM.ffmpegDecode(source, channels: 6)
         #expect(rendered.channels == 6)
         #expect(rendered.frameCount == reference.frameCount)
@@ -36,7 +36,7 @@ import ChorusTestSupport
 
     @Test func theSoundOfAVideoPlays() throws {
         let source = try TestMedia.video(seconds: 1.5)
-        let rendered = try PCM(wavFile: try renderToWAV(source, name: "video"))
+        let rendered = try renderToPCM(source, name: "video")
         let reference = try PCM.ffmpegDecode(source, channels: 2)
         #expect(rendered.frameCount == reference.frameCount)
         #expect(rendered.maximumDifference(from: reference) <= 1e-6)
@@ -44,7 +44,7 @@ import ChorusTestSupport
 
     @Test func volumeScalesEverySample() throws {
         let source = try TestMedia.tone(.wav, seconds: 0.5)
-        let rendered = try PCM(wavFile: try renderToWAV(source, name: "volume") { player, _ in player.volume = 0.5 })
+        let rendered = try renderToPCM(source, name: "volume") { player, _ in player.volume = 0.5 }
         let reference = try PCM.ffmpegDecode(source, channels: 2)
         let halved = PCM(sampleRate: reference.sampleRate, channels: 2, samples: reference.samples.map { $0 * 0.5 })
         #expect(rendered.maximumDifference(from: halved) <= 1e-6)
@@ -52,7 +52,7 @@ import ChorusTestSupport
 
     @Test func mutedRendersSilence() throws {
         let source = try TestMedia.tone(.wav, seconds: 0.5)
-        let rendered = try PCM(wavFile: try renderToWAV(source, name: "muted") { player, _ in player.isMuted = true })
+        let rendered = try renderToPCM(source, name: "muted") { player, _ in player.isMuted = true }
         #expect(rendered.frameCount > 0)
         #expect(rendered.firstFrame(above: 0) == nil)
     }

@@ -9,12 +9,11 @@ import ChorusTestSupport
         let source = try TestMedia.tone(kind, seconds: 2, rate: 48_000, channels: 2)
         let target = CMTime(value: 61_729, timescale: 48_000)  // 1.286 s, not on any frame boundary
         let done = Collected<Bool>()
-        let out = try renderToWAV(source, name: "seek-\(kind.name)") { player, item in
+        let rendered = try renderToPCM(source, name: "seek-\(kind.name)") { player, item in
             player.seek(to: target, toleranceBefore: .zero, toleranceAfter: .zero) { done.append($0) }
             #expect(waitUntil { done.count == 1 })
         }
         #expect(done.all == [true])
-        let rendered = try PCM(wavFile: out)
         let reference = try PCM.ffmpegDecode(source, channels: 2)
         let tail = PCM(sampleRate: 48_000, channels: 2, samples: Array(reference.samples[(61_729 * 2)...]))
         #expect(rendered.frameCount == tail.frameCount)

@@ -1,4 +1,5 @@
 import Foundation
+import ChorusTestSupport
 @testable import AVPlayback
 
 /// Polls `condition` until it holds or `seconds` pass; returns whether it held.
@@ -43,9 +44,11 @@ final class Collected<Value>: @unchecked Sendable {
     var count: Int { lock.withLock { items.count } }
 }
 
-/// Plays `url` to its end into a WAV file and returns the file.
-func renderToWAV(_ url: URL, name: String, configure: (AVPlayer, AVPlayerItem) -> Void = { _, _ in }) throws -> URL {
+/// Plays `url` to its end into a WAV file and returns what the file holds; the file is
+/// removed either way.
+func renderToPCM(_ url: URL, name: String, configure: (AVPlayer, AVPlayerItem) -> Void = { _, _ in }) throws -> PCM {
     let out = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-render-\(getpid())-\(name).wav")
+    defer { try? FileManager.default.removeItem(at: out) }
     let item = AVPlayerItem(url: url)
     let player = AVPlayer(playerItem: item, output: .wav(path: out.path))
     let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
@@ -54,7 +57,7 @@ func renderToWAV(_ url: URL, name: String, configure: (AVPlayer, AVPlayerItem) -
     let finished = waitUntil(60) { ended.value > 0 || item.status == .failed }
     player.close()
     guard finished, item.status != .failed else { throw RenderFailure(reason: "\(item.error.map { "\($0)" } ?? "timed out")") }
-    return out
+    return try PCM(wavFile: out)
 }
 
 struct RenderFailure: Error { let reason: String }
