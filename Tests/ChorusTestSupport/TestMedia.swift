@@ -20,12 +20,19 @@ public enum TestMedia {
         public static let all: [Kind] = [.wav, .mp3, .aac, .flac, .opus, .vorbis]
     }
 
-    /// The folder every generated file goes in, made once per test process.
+    /// The folder every generated file goes in, made once per test process and removed
+    /// when the process exits (every suite of the process shares its media).
     public static let folder: URL = {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-tests-\(getpid())")
+        let url = folder(of: getpid())
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: TestMedia.folder(of: getpid())) }
         return url
     }()
+
+    /// The media folder of the test process `process`.
+    private static func folder(of process: pid_t) -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("chorus-tests-\(process)")
+    }
 
     private static let lock = NSLock()
 
