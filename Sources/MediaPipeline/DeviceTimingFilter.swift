@@ -133,8 +133,12 @@ struct DeviceTimingFilter {
     /// server's noise is assumed.
     private var noiseVariance: Double {
         guard weight >= 3, frameSquares > 0 else { return Self.priorNoiseVariance }
-        let residual = timeSquares - frameTimeProducts * frameTimeProducts / frameSquares
-        return max(residual / (weight - 2), Self.noiseFloor * Self.noiseFloor)
+        return max(residualSquares / (weight - 2), Self.noiseFloor * Self.noiseFloor)
+    }
+
+    /// The reports' sum of squares about the fitted line (ns², each report counted).
+    private var residualSquares: Double {
+        frameSquares > 0 ? max(timeSquares - frameTimeProducts * frameTimeProducts / frameSquares, 0) : 0
     }
 
     /// The learned duration of one device frame on the host clock (ns).
@@ -160,8 +164,7 @@ struct DeviceTimingFilter {
             return (Self.priorNoiseVariance / priorWeight).squareRoot() / nominalFrameNanoseconds * 1e6
         }
         let share = measurements / weight
-        let residual = max(timeSquares - frameTimeProducts * frameTimeProducts / max(frameSquares, .leastNonzeroMagnitude), 0) * share
-        let variance = max(residual / (measurements - 2), Self.noiseFloor * Self.noiseFloor)
+        let variance = max(residualSquares * share / (measurements - 2), Self.noiseFloor * Self.noiseFloor)
         return (variance / (frameSquares * share + priorWeight + rangePriorWeight)).squareRoot() / nominalFrameNanoseconds * 1e6
     }
 

@@ -156,9 +156,9 @@ struct SyncAnalysis {
 }
 
 /// A cumulative count a follower reported after host time `from`, from its `--stats` lines
-/// ("... resyncs N ...", "... underruns N ..."; `key` is the word before the number): N
-/// starts again from 0 when the follower takes a new timeline (a seek, a pause and play), so
-/// a fall counts as a restart.
+/// ("... resyncs N ...", "... underruns N ..."; `key` is the word before the number). Hard
+/// resyncs start again from 0 when the follower takes a new timeline (a seek, a pause and
+/// play), so a fall of N counts as a restart.
 func reportedCount(_ key: String, in lines: [NodeProcess.Line], after from: Int64) -> (count: Int, reports: Int) {
     var previous: Int?
     var count = 0

@@ -200,6 +200,13 @@ import MediaClock
         var settlesAt: HostTime?
         var isTimingSettled: Bool { settlesAt.map { HostTime.now() >= $0 } ?? true }
         var periods: [(host: HostTime, value: Float)] { lock.withLock { heard } }
+        /// How far from `timeline` (seconds, positive: late) each period with content heard
+        /// after `after` really was: the ramp's value is its item frame over a million.
+        func errors(against timeline: RenderTimeline, after: HostTime? = nil) -> [Double] {
+            periods.filter { period in period.value > 0 && after.map { period.host > $0 } != false }.map { period in
+                (timeline.due(at: period.host, sampleRate: 48_000) - Double(period.value) * 1e6) / 48_000
+            }
+        }
         /// Once past this host time, the next wait for the device sleeps until it has run
         /// dry and `stallBeyondQueue` more: the render thread scheduled out for too long.
         var stallAt: HostTime?
@@ -240,12 +247,8 @@ import MediaClock
         Thread.sleep(forTimeInterval: 8)
         following.stop()
         #expect(renderer.currentStatus.hardResyncs <= 2)
-        // From the sixth second on: how far from the timeline each period's first frame was
-        // really heard (the ramp's value is its item frame over a million).
-        let start = timeline.host + .seconds(6)
-        let errors = recorder.periods.filter { $0.host > start && $0.value > 0 }.map { period in
-            (timeline.due(at: period.host, sampleRate: 48_000) - Double(period.value) * 1e6) / 48_000
-        }
+        // From the sixth second on: how far from the timeline each period was really heard.
+        let errors = recorder.errors(against: timeline, after: timeline.host + .seconds(6))
         #expect(errors.count > 100)
         let worst = errors.map(abs).max() ?? 1
         #expect(worst < 10e-6, "worst \(worst * 1e6) µs, median \(errors.sorted()[errors.count / 2] * 1e6) µs")
@@ -269,10 +272,7 @@ import MediaClock
         #expect(recorder.device.underrunCount == 1)
         #expect(status.timelineBreaks == 1)
         #expect(status.hardResyncs == 0)
-        let after = timeline.host + .seconds(2)
-        let errors = recorder.periods.filter { $0.host > after && $0.value > 0 }.map { period in
-            (timeline.due(at: period.host, sampleRate: 48_000) - Double(period.value) * 1e6) / 48_000
-        }
+        let errors = recorder.errors(against: timeline, after: timeline.host + .seconds(2))
         #expect(errors.count > 50)
         let worst = errors.map(abs).max() ?? 1
         #expect(worst < 30e-6, "worst \(worst * 1e6) µs after the underrun")
@@ -293,7 +293,7 @@ import MediaClock
         let content = recorder.periods.filter { $0.value > 0 }
         let first = try #require(content.first)
         #expect(first.host >= settled, "content heard \((settled - first.host).nanosecondsClamped / 1000) µs before the timing settled")
-        let errors = content.map { (timeline.due(at: $0.host, sampleRate: 48_000) - Double($0.value) * 1e6) / 48_000 }
+        let errors = recorder.errors(against: timeline)
         #expect((errors.map(abs).max() ?? 1) < 30e-6, "worst \((errors.map(abs).max() ?? 1) * 1e6) µs")
         #expect(renderer.currentStatus.hardResyncs == 0)
     }
