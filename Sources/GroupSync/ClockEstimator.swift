@@ -135,16 +135,22 @@ public struct ClockEstimator: Sendable {
     public static let burstCount = 8
     /// Spacing of the join burst: spread over 35 ms, so that the burst alone fixes the rate
     /// well enough to hold a quiet path's estimate within 20 µs for a second (over 14 ms it
-    /// was 47 µs off at ±200 ppm); the converging poll after it is faster, to gather
+    /// was 47 µs off at ±200 ppm); the starting poll after it is faster, to gather
     /// exchanges on a jittery path.
     public static let burstInterval: Duration = .milliseconds(5)
-    /// Poll interval after the burst until the offset is known to `joinedUncertainty` (it
-    /// also retries lost requests): five hundred a second (about 100 kB/s, for a few tenths
-    /// of a second on a path with milliseconds of jitter), because the offset's error falls
-    /// as one over the exchanges seen and a user expects a joining room in step at once. On
-    /// the 5 ms ± 2 ms path this joins the slowest of forty followers in 0.36 s where 5 ms
-    /// took 1.56 s; 1 ms gains little more (0.20 s) and weighs on the path. A quiet path is
-    /// there within the burst. A follower sends these between its ticks, as replies arrive.
+    /// Poll interval after the burst until the estimate is sure enough to play on
+    /// (`FollowerCore.canStart(on:)`; it also retries lost requests): a thousand a
+    /// second (about 200 kB/s), because until then the room is silent, and on a path with
+    /// milliseconds of jitter the honest uncertainty falls only with the exchanges seen.
+    /// On the 5 ms ± 2 ms path the slowest of forty simulated followers could start after
+    /// 0.51 s at this rate and after 1.50 s at `convergingInterval`'s (`chorus-bench
+    /// clock`). A quiet path is there within the burst and never polls this fast. A
+    /// follower sends these between its ticks, as replies arrive.
+    public static let startingInterval: Duration = .milliseconds(1)
+    /// Poll interval from then until the offset is known to `joinedUncertainty`: five
+    /// hundred a second (about 100 kB/s, for a few tenths of a second on a path with
+    /// milliseconds of jitter), because the offset's error falls as one over the exchanges
+    /// seen and a playing room is held to the leader by it.
     public static let convergingInterval: Duration = .milliseconds(2)
     /// Poll interval from `joinedUncertainty` to `settledUncertainty`: fifty a second
     /// (about 10 kB/s) close the bounds the last few µs within seconds on a jittery path,
@@ -195,13 +201,14 @@ public struct ClockEstimator: Sendable {
     }
 
     /// How long to wait before the next clock request, given how many were sent since
-    /// joining: burst, then `convergingInterval` until offset and rate are known to
+    /// joining: burst, then `startingInterval` until the estimate can be played on
+    /// (`FollowerCore.canStart(on:)`), `convergingInterval` until offset and rate are known to
     /// `joinedUncertainty` and `joinedRateUncertaintyPPM`, `settlingInterval` until they
     /// are known to `settledUncertainty` and `settledRateUncertaintyPPM`, then
     /// `steadyInterval`.
     public func nextPollInterval(requestsSent: Int) -> Duration {
         if requestsSent < Self.burstCount { return Self.burstInterval }
-        guard let estimate, estimate.converged else { return Self.convergingInterval }
+        guard let estimate, FollowerCore.canStart(on: estimate) else { return Self.startingInterval }
         let joined = estimate.uncertainty <= Self.joinedUncertainty && estimate.rateUncertaintyPPM <= Self.joinedRateUncertaintyPPM
         if !joined { return Self.convergingInterval }
         guard estimate.uncertainty <= Self.settledUncertainty,
@@ -328,7 +335,14 @@ public struct ClockEstimator: Sendable {
         let ratePPT = ppt.isFinite ? Int64(max(-rateLimit, min(rateLimit, ppt.rounded()))) : 0
         let offset = bounds.baseOffset + (line.offset.isFinite && abs(line.offset) < 1e18 ? Int128(line.offset.rounded()) : 0)
         let asymmetry = Double(Self.unseenAsymmetry.nanosecondCount)
-        let deviation = (line.offsetDeviation * line.offsetDeviation + asymmetry * asymmetry).squareRoot()
+        // Until the floor's spread is learned the sharp model cannot tell a floor blurred by
+        // as much as the queueing itself from a sharp one, and then the fastest crossings
+        // are no better than any: the offset is known only as a mean of the crossings, to
+        // m / √(2n). Without this a jittery path's first few dozen exchanges claimed under
+        // 50 µs while the line then moved by over 100 µs as the spread was learned, and a
+        // follower started on that.
+        let unlearned = floorSpread == nil ? bounds.queueing / (2 * Double(window.count)).squareRoot() : 0
+        let deviation = (line.offsetDeviation * line.offsetDeviation + asymmetry * asymmetry + unlearned * unlearned).squareRoot()
         let uncertainty = Duration.nanoseconds(deviation.isFinite ? Int64(min(deviation, 1e18).rounded()) : Int64.max)
         return ClockEstimate(
             referenceHostTime: HostTime(nanoseconds: bounds.reference.clampedToInt64),
@@ -417,14 +431,20 @@ struct ExchangeBounds {
         // median's excess would read a uniform jitter's density at half its true value.
         // With fewer exchanges than the quantile needs, a higher rank stands in (at its own
         // fraction): the second best alone may sit by chance next to the best and claim a
-        // path far quieter than it is. A single exchange says only that neither crossing
-        // took longer than its round trip.
+        // path far quieter than it is. The best itself lies above the floor (it is the
+        // first of n order statistics), so the rank's excess over it is set against the
+        // difference of both ranks' expected places, (k + 1) / (n + 1) for rank k from 0.
+        // Read as if the best lay on the floor, a uniform jitter's density came out 1.6
+        // times too high at 30 exchanges (1.1 times at 1000), and a jittery path's first
+        // estimates claimed about half the deviation they had. A single exchange says only
+        // that neither crossing took longer than its round trip.
         let excess: Double
         if roundTrips.count >= 2 {
             let quantileRank = Int((ClockEstimator.queueingQuantile * Double(roundTrips.count)).rounded(.down))
             let rank = max(quantileRank, min(roundTrips.count - 1, ClockEstimator.minimumQueueingRank))
-            let fraction = Double(rank) / Double(roundTrips.count)
-            excess = Double((roundTrips[rank] - roundTrips[0]).clampedToInt64) / (2 * fraction).squareRoot()
+            let places = Double(roundTrips.count + 1)
+            let span = (2 * Double(rank + 1) / places).squareRoot() - (2 / places).squareRoot()
+            excess = Double((roundTrips[rank] - roundTrips[0]).clampedToInt64) / span
         } else {
             excess = Double((roundTrips.first ?? 0).clampedToInt64) / 2
         }

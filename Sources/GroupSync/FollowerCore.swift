@@ -37,8 +37,9 @@ public struct FollowerCore: Sendable {
     /// spends seconds slewing toward the leader at the soft tier's bounded rate (a start
     /// 600 µs off took 2.4 s to stay within 100 µs). Two deviations of it are inside the
     /// 100 µs a joined follower is held to. A quiet path is there within its burst; on one
-    /// with milliseconds of jitter and a blurred floor an honest estimate gets there in
-    /// half a second to a second, where 30 µs took a second and a half.
+    /// with milliseconds of jitter and a blurred floor an honest estimate gets there within
+    /// about half a second (polling every `ClockEstimator.startingInterval`), where 30 µs
+    /// took a second longer.
     public static let startingUncertainty: Duration = .microseconds(50)
     /// Exchanges after which a state is played even on an estimate not yet that sure: a
     /// path so disturbed that its estimate is still unsure after about a second of the
@@ -329,9 +330,14 @@ public struct FollowerCore: Sendable {
     /// `unconvergedPlayAfterSamples` exchanges have come in; nil before.
     public var playableEstimate: ClockEstimate? {
         guard let estimate = estimator.estimate,
-              estimate.converged && estimate.uncertainty <= Self.startingUncertainty
-                || estimator.sampleCount >= Self.unconvergedPlayAfterSamples else { return nil }
+              Self.canStart(on: estimate) || estimator.sampleCount >= Self.unconvergedPlayAfterSamples else { return nil }
         return estimate
+    }
+
+    /// Whether `estimate` is sure enough to start playing on: converged, and within
+    /// `startingUncertainty`.
+    public static func canStart(on estimate: ClockEstimate) -> Bool {
+        estimate.converged && estimate.uncertainty <= startingUncertainty
     }
 
     private mutating func apply(_ state: GroupState, _ estimate: ClockEstimate, into actions: inout [Action]) {

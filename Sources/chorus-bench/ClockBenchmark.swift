@@ -96,8 +96,9 @@ struct ClockBenchmark: ParsableCommand {
         var table = Table(
             title: "clock: estimate error against the leader's true time, \(runs) simulated followers × \(seconds) s per path (µs)",
             command: "chorus-bench clock --runs \(runs) --seconds \(seconds) --seed \(seed)",
-            header: ["path", "exchanges/s", "join s median", "join s max", "never", "p99 1–2 s", "p99 2–10 s", "p99 10 s on",
-                     "median 2 s on", "max 2 s on", "pair p99 2 s on", "pair max", "beyond 3σ %"])
+            header: ["path", "exchanges/s", "join s median", "join s max", "never", "start s max", "max 1 s from start",
+                     "p99 1–2 s", "p99 2–10 s", "p99 10 s on",
+                     "median 2 s on", "max 2 s on", "pair p99 2 s on", "pair max", "beyond 3σ % to 2 s", "beyond 3σ %"])
         let probesPerSecond = Int(1_000_000_000 / Self.probeInterval.nanosecondCount)
         for path in chosen {
             var errors: [[Double]] = []
@@ -105,13 +106,23 @@ struct ClockBenchmark: ParsableCommand {
             var never = 0
             var exchanges = 0
             var judged = 0, overconfident = 0
+            var judgedEarly = 0, overconfidentEarly = 0
+            var starts: [Double] = []
+            var startErrors: [Double] = []
             for index in 0..<runs {
                 let result = simulate(path, seed: seed &+ UInt64(index))
                 errors.append(result.errors)
                 exchanges += result.exchanges
-                judged += result.judged
-                overconfident += result.overconfident
+                judged += result.honesty.judged
+                overconfident += result.honesty.overconfident
+                judgedEarly += result.honesty.judgedEarly
+                overconfidentEarly += result.honesty.overconfidentEarly
                 if let join = result.join { joins.append(join) } else { never += 1 }
+                if let start = result.start {
+                    starts.append(Double(start) / Double(probesPerSecond))
+                    let after = result.errors[start..<min(start + probesPerSecond, result.errors.count)]
+                    startErrors.append(after.map(abs).max() ?? 0)
+                }
             }
             /// |error| over every run's probes from `from` to `to` seconds.
             func magnitudes(from: Int, to: Int? = nil) -> Statistics {
@@ -132,22 +143,34 @@ struct ClockBenchmark: ParsableCommand {
             let perSecond = Double(exchanges) / Double(runs * seconds)
             func µs(_ value: Double) -> String { Format.fixed(value * 1e6, 1) }
             table.add([path.name, Format.fixed(perSecond, 1), Format.fixed(joinStats.median, 2), Format.fixed(joinStats.maximum, 2), "\(never)",
+                       starts.count < runs ? "never (\(runs - starts.count))" : Format.fixed(Statistics(starts).maximum, 2),
+                       µs(Statistics(startErrors).maximum),
                        µs(magnitudes(from: 1, to: 2).percentile(99)), µs(magnitudes(from: 2, to: 10).percentile(99)),
                        µs(magnitudes(from: 10).percentile(99)), µs(steady.median), µs(steady.maximum),
                        µs(pair.percentile(99)), µs(pair.maximum),
+                       Format.fixed(100 * Double(overconfidentEarly) / Double(max(judgedEarly, 1)), 1),
                        Format.fixed(100 * Double(overconfident) / Double(max(judged, 1)), 1)])
             sink.record("clock", "\(path.name): pair p99 µs", µs(pair.percentile(99)))
             sink.record("clock", "\(path.name): slowest join s", never > 0 ? "never (\(never))" : Format.fixed(joinStats.maximum, 2))
         }
         for path in chosen { table.notes.append("\(path.name): \(path.description)") }
         table.notes.append("followers' clocks: offsets of seconds, skews uniform in ±200 ppm; error = estimated − true leader time every \(Self.probeInterval.formattedMilliseconds) ms from the first exchange")
-        table.notes.append("beyond 3σ = probes from \(Self.steadyAfter.formattedSeconds) s on whose error exceeds three of the estimate's own published deviations (an honest estimate: about 0.3 %)")
+        table.notes.append("beyond 3σ = probes from \(Self.steadyAfter.formattedSeconds) s on whose error exceeds three of the estimate's own published deviations (an honest estimate: about 0.3 %); \"to \(Self.steadyAfter.formattedSeconds) s\": the same for the converged probes before")
+        table.notes.append("start = the first probe at which a follower would play (FollowerCore.canStart(on:): a converged estimate within \(Int(Double(FollowerCore.startingUncertainty.nanosecondCount) / 1e3)) µs); max 1 s from start = the largest |error| in the second after it, which a starting follower's output follows")
         table.notes.append("join = first exchange to the first moment within \(Int(Self.joinTolerance * 1e6)) µs that holds for \(Self.joinHold.formattedSeconds) s; times from the first exchange; pair = run i against run i + 1 at the same time since joining")
         table.print()
     }
 
-    /// One follower's run: the error at every probe, the join time, and exchanges sent.
-    private func simulate(_ path: Path, seed: UInt64) -> (errors: [Double], join: Double?, exchanges: Int, overconfident: Int, judged: Int) {
+    /// How often the estimate's error exceeded `honestDeviations` of its own published
+    /// deviation: during the join (converged probes before `steadyAfter`) and after.
+    struct Honesty {
+        var judgedEarly = 0, overconfidentEarly = 0
+        var judged = 0, overconfident = 0
+    }
+
+    /// One follower's run: the error at every probe, the join time, the probe at which a
+    /// follower would start playing, exchanges sent, and the estimate's honesty.
+    private func simulate(_ path: Path, seed: UInt64) -> (errors: [Double], join: Double?, start: Int?, exchanges: Int, honesty: Honesty) {
         var random = SeededGenerator(seed: seed)
         // The leader's clock against the follower's: leader = offset + host · (1 + skew).
         let skew = Double.random(in: -200e-6...200e-6, using: &random)
@@ -183,9 +206,10 @@ struct ClockBenchmark: ParsableCommand {
         var nextProbe = hostStart
         var sent = 0
         var errors: [Double] = []
-        // Probes from `steadyAfter` on, and those whose error exceeded three of the
-        // estimate's own published deviations: an honest estimate has almost none.
-        var judged = 0, overconfident = 0
+        // Probes judged for honesty, and those whose error exceeded three of the estimate's
+        // own published deviations: an honest estimate has almost none.
+        var honesty = Honesty()
+        var start: Int?
         errors.reserveCapacity(Int((end - hostStart) / probeStep) + 1)
         while true {
             let nextArrival = inFlight.map(\.arrival).min() ?? .max
@@ -209,11 +233,18 @@ struct ClockBenchmark: ParsableCommand {
                 if let estimate = estimator.estimate {
                     let estimated = estimate.leaderTime(atHost: HostTime(nanoseconds: now))
                     let error = Double(estimated.nanoseconds - leader(now).nanoseconds) / 1e9
+                    if start == nil, FollowerCore.canStart(on: estimate) {
+                        start = errors.count
+                    }
                     errors.append(error)
+                    let deviation = Double(estimate.uncertainty.nanosecondCount) / 1e9
+                    let beyond = abs(error) > Self.honestDeviations * deviation
                     if now - hostStart >= Int64(Self.steadyAfter.nanosecondCount) {
-                        judged += 1
-                        let deviation = Double(estimate.uncertainty.nanosecondCount) / 1e9
-                        if abs(error) > Self.honestDeviations * deviation { overconfident += 1 }
+                        honesty.judged += 1
+                        if beyond { honesty.overconfident += 1 }
+                    } else if estimate.converged {
+                        honesty.judgedEarly += 1
+                        if beyond { honesty.overconfidentEarly += 1 }
                     }
                 } else {
                     errors.append(.infinity)
@@ -232,7 +263,7 @@ struct ClockBenchmark: ParsableCommand {
                 break
             }
         }
-        return (errors, join, sent, overconfident, judged)
+        return (errors, join, start, sent, honesty)
     }
 }
 

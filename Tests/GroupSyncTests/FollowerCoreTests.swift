@@ -177,7 +177,7 @@ struct FollowerCoreTests {
         // The window started again: no more samples than a fresh join's schedule allows in
         // 1.1 s (the burst, then the fastest poll), and fewer than the old leader's 30 s
         // (a window that kept them would only have grown).
-        let freshJoinMost = ClockEstimator.burstCount + Int(Duration.milliseconds(1_100) / ClockEstimator.convergingInterval)
+        let freshJoinMost = ClockEstimator.burstCount + Int(Duration.milliseconds(1_100) / ClockEstimator.startingInterval)
         #expect(session.follower.estimator.sampleCount <= freshJoinMost)
         #expect(session.follower.estimator.sampleCount < before)
         let applied = actions.compactMap(\.applied)
