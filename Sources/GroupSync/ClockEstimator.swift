@@ -77,14 +77,19 @@ public struct ClockEstimator: Sendable {
     /// Samples in a window that count as a fit for statistics: fewer leave nothing to judge
     /// its residual by.
     public static let minimumSamplesForFit = 4
-    /// The spread of rates (ppm, one standard deviation) expected between two nodes' clocks
-    /// before any evidence: crystals are specified to ±100 ppm each. It keeps the rate near
-    /// 0 while a jittery path's first exchanges say almost nothing about it, and barely
-    /// moves a quiet path's join burst, which pins the rate within a few ppm.
+    /// The spread of rates (ppm, one standard deviation of the prior's normal core,
+    /// `RatePrior`) expected between two nodes' clocks before any evidence: crystals are
+    /// specified to ±100 ppm each. It keeps the rate near 0 while a jittery path's first
+    /// exchanges say almost nothing about it, and barely moves a quiet path's join burst,
+    /// which pins the rate within a few ppm.
     public static let priorRateSpreadPPM = 200.0
-    /// Largest rate accepted, in ppm: crystals are specified to ±100 ppm and real ones stay
-    /// well inside; a fit beyond ±500 ppm is noise and would extrapolate badly.
-    public static let maximumRatePPM: Int64 = 500
+    /// Largest rate accepted, in ppm: 2 %. Crystals are specified to ±100 ppm, but a clock
+    /// skewed on purpose (`--clock-skew`, which allows 1 % either way, against a leader
+    /// whose own clock may be skewed too, or an outside tool such as libfaketime, whose
+    /// round figure `x1.001` is 1000 ppm) is followed just the same; a bound at 500 ppm left
+    /// such a follower drifting at the soft tier's limit. The prior's core keeps a jittery
+    /// path's first fits near 0 all the same.
+    public static let maximumRatePPM: Int64 = 20_000
     /// How finely the most probable rate is searched for (a fraction): 0.01 ppm, half a µs
     /// over the window's minute.
     static let rateResolution = 1e-8
@@ -494,41 +499,58 @@ struct ExchangeBounds {
         return (lower, upper)
     }
 
-    /// The posterior mean rate and offset at x = 0, their standard deviations, and how far
-    /// the bounds cross at the most probable rate (ns; 0 when they leave room for a line).
-    func posteriorLine() -> (slope: Double, offset: Double, slopeDeviation: Double, offsetDeviation: Double, crossing: Double) {
-        let sharpness = Double(count) / queueing / ClockEstimator.likelihoodTemper
-        let prior = ClockEstimator.priorRateSpreadPPM / 1e6
-        func logDensity(_ slope: Double) -> Double {
-            let bounds = interval(slope)
-            return sharpness * (bounds.upper - bounds.lower) - slope * slope / (2 * prior * prior)
-        }
-        // The most probable rate: the log-density is concave (W is a minimum of linear
-        // functions of r, the prior a parabola), so golden-section search finds it.
+    /// The rate (within ±`ClockEstimator.maximumRatePPM`) at which the concave function
+    /// `f` peaks, by golden-section search to `ClockEstimator.rateResolution`.
+    static func peak(of f: (Double) -> Double) -> Double {
         let limit = Double(ClockEstimator.maximumRatePPM) / 1e6
         var low = -limit, high = limit
         let golden = (5.0.squareRoot() - 1) / 2
         var left = high - golden * (high - low), right = low + golden * (high - low)
-        var leftValue = logDensity(left), rightValue = logDensity(right)
+        var leftValue = f(left), rightValue = f(right)
         while high - low > ClockEstimator.rateResolution {
             if leftValue < rightValue {
                 low = left
                 left = right
                 leftValue = rightValue
                 right = low + golden * (high - low)
-                rightValue = logDensity(right)
+                rightValue = f(right)
             } else {
                 high = right
                 right = left
                 rightValue = leftValue
                 left = high - golden * (high - low)
-                leftValue = logDensity(left)
+                leftValue = f(left)
             }
         }
-        let peak = (low + high) / 2
+        return (low + high) / 2
+    }
+
+    /// The posterior mean rate and offset at x = 0, their standard deviations, and how far
+    /// the bounds cross at the rate that lets them cross least (ns; 0 when some rate leaves
+    /// room for a line).
+    func posteriorLine() -> (slope: Double, offset: Double, slopeDeviation: Double, offsetDeviation: Double, crossing: Double) {
+        let sharpness = Double(count) / queueing / ClockEstimator.likelihoodTemper
+        let prior = RatePrior(spread: ClockEstimator.priorRateSpreadPPM / 1e6)
+        func logDensity(_ slope: Double) -> Double {
+            let bounds = interval(slope)
+            return sharpness * (bounds.upper - bounds.lower) + prior.logDensity(slope)
+        }
+        // The most probable rate: the log-density is concave (W is a minimum of linear
+        // functions of r, the prior concave), so golden-section search finds it.
+        let peak = Self.peak(of: logDensity)
         let peakValue = logDensity(peak)
         let peakBounds = interval(peak)
-        let crossing = max(0, peakBounds.lower - peakBounds.upper)
+        let peakCrossing = max(0, peakBounds.lower - peakBounds.upper)
+        // Whether the window holds two lines is for the exchanges alone to say: where the
+        // prior holds the most probable rate back from a clock skewed on purpose (1 % moves
+        // the offset 50 µs between two exchanges of a join burst), the bounds cross there,
+        // and letting the window go for it would keep it from ever growing enough to
+        // outweigh the prior.
+        var crossing = 0.0
+        if peakCrossing > 0 {
+            let widest = interval(Self.peak { slope in let bounds = interval(slope); return bounds.upper - bounds.lower })
+            crossing = max(0, widest.lower - widest.upper)
+        }
         // The ends of the rates with non-negligible density, by bisection on each side.
         let floor = peakValue - ClockEstimator.negligibleLogDensity
         func edge(toward outside: Double) -> Double {
@@ -540,13 +562,14 @@ struct ExchangeBounds {
             }
             return outer
         }
+        let limit = Double(ClockEstimator.maximumRatePPM) / 1e6
         let from = edge(toward: -limit), to = edge(toward: limit)
         var total = 0.0, sumSlope = 0.0, sumSlopeSquares = 0.0, sumOffset = 0.0, sumOffsetSquares = 0.0
         let steps = ClockEstimator.rateSteps
         for step in 0...steps {
             let slope = from + (to - from) * Double(step) / Double(steps)
             let bounds = interval(slope)
-            let weight = exp(sharpness * (bounds.upper - bounds.lower) - slope * slope / (2 * prior * prior) - peakValue)
+            let weight = exp(sharpness * (bounds.upper - bounds.lower) + prior.logDensity(slope) - peakValue)
             let middle = (bounds.upper + bounds.lower) / 2
             total += weight
             sumSlope += weight * slope
@@ -564,7 +587,7 @@ struct ExchangeBounds {
         // plus half of any crossing: bounds that contradict each other say the offset is
         // uncertain by at least that much whatever their number.
         let scale = queueing / (2 * Double(count))
-        let offsetVariance = max(0, sumOffsetSquares / total - offset * offset) + 2 * scale * scale + (crossing / 2) * (crossing / 2)
+        let offsetVariance = max(0, sumOffsetSquares / total - offset * offset) + 2 * scale * scale + (peakCrossing / 2) * (peakCrossing / 2)
         return (slope, offset, slopeVariance.squareRoot(), offsetVariance.squareRoot(), crossing)
     }
 }

@@ -180,7 +180,7 @@ struct SoftFloorFit {
         let n = Double(count)
         guard n > 0, spread > 0, queueing > 0 else { return nil }
         let shift = spread / queueing
-        let priorSpread = priorRateSpread * 1e9
+        let prior = RatePrior(spread: priorRateSpread * 1e9)
         // Parameters: slope (ns per s), P and Q (ns).
         func evaluate(_ p: SIMD3<Double>) -> (value: Double, gradient: SIMD3<Double>, hessian: [Double]) {
             var value = n * (p.y - p.z) / queueing
@@ -212,10 +212,10 @@ struct SoftFloorFit {
                     qq += second
                 }
             }
-            value = value / temper - p.x * p.x / (2 * priorSpread * priorSpread)
+            value = value / temper + prior.logDensity(p.x)
             gradient = gradient / temper
-            gradient.x -= p.x / (priorSpread * priorSpread)
-            return (value, gradient, [rr / temper - 1 / (priorSpread * priorSpread), rP / temper, rQ / temper, pp / temper, qq / temper])
+            gradient.x += prior.slope(p.x)
+            return (value, gradient, [rr / temper + prior.curvature(p.x), rP / temper, rQ / temper, pp / temper, qq / temper])
         }
         // Start from the previous peak, or on the given line with each floor line at its
         // own peak.

@@ -50,8 +50,11 @@ struct DeviceTimingFilter {
     /// A report further than this from the line (seconds) is not used: four times the
     /// wander of an honest sound server's reports.
     static let outlierThreshold = 1e-3
-    /// A learned rate beyond ±0.1 % is not a crystal: keep within reason.
-    static let maximumRateDeviation = 1e-3
+    /// A learned rate beyond ±2 % is not a device: keep within reason. The host clock the
+    /// rate is learned against may itself be skewed by 1 % or more (a simulated or faked
+    /// node clock, as `ClockEstimator.maximumRatePPM` allows), and the device be 0.1 % off
+    /// on top (PulseAudio's null sink has been seen 700 ppm fast).
+    static let maximumRateDeviation = 2e-2
     /// The prior on a new device's rate: nominal, give or take this much (ppm), the most any
     /// device has been seen off (PulseAudio's null sink, 700 ppm fast against the host
     /// clock), so that it only decides the slope until the first two reports do.

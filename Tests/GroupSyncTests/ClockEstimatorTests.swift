@@ -53,6 +53,33 @@ struct ClockEstimatorTests {
         #expect(estimator.stepCount == 0)
     }
 
+    /// A clock skewed on purpose far beyond any crystal, by up to 1 % either way
+    /// (`--clock-skew`'s range; libfaketime's `x1.01`): the join burst already places it
+    /// within 20 µs, and a minute on its rate is known to a ppm. Under a normal prior the
+    /// burst's bounds contradicted the prior's rate, the window was let go again and again,
+    /// and the estimate never converged; with the rate bounded at 500 ppm it drifted.
+    @Test(arguments: [Int64(5_000), 10_000, -10_000])
+    func aClockSkewedOnPurposeIsFollowed(skewPPM: Int64) throws {
+        var path = SimulatedPath(seed: 5)
+        var estimator = ClockEstimator()
+        var now = HostTime(nanoseconds: 1_000_000_000)
+        var sent = 0
+        let offset: Duration = .seconds(-2) + .milliseconds(250)
+        var lastUpdate = HostTime(nanoseconds: 0)
+        let burst = ClockEstimator.burstInterval * (ClockEstimator.burstCount - 1) + .milliseconds(1)
+        var clock = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: burst,
+                             estimator: &estimator, trueTime: &now, requestsSent: &sent) { _, at in lastUpdate = at }
+        var estimate = try #require(estimator.estimate)
+        #expect(estimate.converged)
+        #expect(abs(Self.error(estimate, at: lastUpdate, clock: clock).microsecondsValue) < 20)
+        clock = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: .seconds(60),
+                         estimator: &estimator, trueTime: &now, requestsSent: &sent)
+        estimate = try #require(estimator.estimate)
+        #expect(abs(estimate.ratePPM - trueRatePPM(skewPPM: skewPPM)) < 1, "rate \(estimate.ratePPM) ppm")
+        #expect(abs(Self.error(estimate, at: clock.map(now), clock: clock).microsecondsValue) < 20)
+        #expect(estimator.stepCount == 0)
+    }
+
     /// Joining on a LAN-like path (±10 µs of jitter each way) against a 200 ppm skew: from
     /// the first fit on, every estimate reads the leader's time within 10 µs, because the
     /// burst's slope is used (barely shrunk) rather than held at 0, which would leave the

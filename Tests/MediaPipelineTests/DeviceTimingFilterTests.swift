@@ -94,6 +94,17 @@ import MediaClock
         #expect(abs((filter.frameDurationRatio - 1) * 1e6 - 150) < 1, "rate \((filter.frameDurationRatio - 1) * 1e6) ppm")
     }
 
+    /// A node whose clock runs 1 % off (a simulated or faked clock) sees its device 1 %
+    /// off too: the rate is learned, not held at a crystal's bound.
+    @Test(arguments: [10_000.0, -10_000.0])
+    func aDeviceOnAClockSkewedOnPurposeIsLearned(ratePPM: Double) {
+        var filter = DeviceTimingFilter(sampleRate: Self.sampleRate)
+        let errors = run(seconds: 10, ratePPM: ratePPM, noise: 20e-6, filter: &filter)
+        let worst = errors.suffix(200).map(abs).max() ?? 1
+        #expect(worst < 15e-6, "worst settled error \(worst * 1e6) µs")
+        #expect(abs((filter.frameDurationRatio - 1) * 1e6 - ratePPM) < 5, "rate \((filter.frameDurationRatio - 1) * 1e6) ppm")
+    }
+
     @Test func aReportWanderOfSecondsIsNotFollowed() {
         // Reports that swing ±300 µs with a 4 s period (a sound server's interpolation)
         // move the settled line by far less than the swing.
