@@ -40,6 +40,18 @@ final class GroupFollowerNode: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     /// Where every clock exchange and its estimate are written (`--clock-log`).
     private let clockLog: ClockLog?
+    /// Dropped datagrams not yet said in the log, and when it last was.
+    private var dropReport = DropReport()
+    private var droppedReportedAt: HostTime?
+    /// When the follower started asking for the leader, and whether it has said that no
+    /// answer came.
+    private var startedAt: HostTime?
+    private var saidUnanswered = false
+    /// Silence from the leader, from the first Hello on, after which the follower says so:
+    /// on a LAN the Welcome comes within milliseconds and a lost Hello is sent again within
+    /// a tenth of a second, so three seconds of nothing means a wrong address, port, group
+    /// or key, which the leader's own drops cannot tell this side.
+    static let unansweredWarning: Duration = .seconds(3)
 
     init(leader: UDPEndpoint, name: String, latencyOffset: Duration, volume: Float, clockLog: String?, options: NodeOptions) throws {
         clock = options.nodeClock()
@@ -118,7 +130,23 @@ final class GroupFollowerNode: @unchecked Sendable {
             // After the actions: the core is told when each clock request really left.
             for stamp in transmitted { _ = core.handle(.transmitted(requestID: stamp.requestID, at: stamp.at), at: clock.now()) }
         }
-        for action in core.handle(event, at: clock.now()) {
+        let now = clock.now()
+        let before = core.dropCounters
+        let actions = core.handle(event, at: now)
+        switch event {
+        case .received(_, let source, _):
+            dropReport.note(from: source, before: before, after: core.dropCounters)
+        case .tick:
+            reportDrops(now: now)
+            reportUnanswered(now: now)
+        case .start:
+            startedAt = now
+        case .stop:
+            reportDrops(now: now, finally: true)
+        default:
+            break
+        }
+        for action in actions {
             switch action {
             case .send(let datagram):
                 if case .clockRequest(let request) = datagram.message.payload {
@@ -216,6 +244,21 @@ final class GroupFollowerNode: @unchecked Sendable {
         }
     }
 
+    /// Says in the log which senders' datagrams were dropped and why, at most every
+    /// `DropReport.interval` unless `finally` (what is left when the node stops).
+    private func reportDrops(now: HostTime, finally: Bool = false) {
+        guard !dropReport.isEmpty, finally || droppedReportedAt.map({ now - $0 >= DropReport.interval }) ?? true else { return }
+        droppedReportedAt = now
+        for line in dropReport.take() { warn(line) }
+    }
+
+    /// Says once when the leader has not answered for `unansweredWarning` since the start.
+    private func reportUnanswered(now: HostTime) {
+        guard !saidUnanswered, core.phase == .joining, let startedAt, now - startedAt >= Self.unansweredWarning else { return }
+        saidUnanswered = true
+        warn("no answer from a leader at \(leaderEndpoint) for \(Self.unansweredWarning.components.seconds) s: is it running and listening there, with the same --group and --key-file as this follower? Still asking.")
+    }
+
     private func fadeOut() {
         fadeStart = player.volume
         fadeStep = 0
@@ -242,7 +285,8 @@ final class GroupFollowerNode: @unchecked Sendable {
         let uncertainty = estimate.map { String(format: "±%.1f µs", Double($0.uncertainty.components.attoseconds) / 1e12 + Double($0.uncertainty.components.seconds) * 1e6) } ?? ""
         let rate = estimate.map { String(format: "%+.2f ppm ±%.2f", $0.ratePPM, $0.rateUncertaintyPPM) } ?? "-"
         let rtt = estimate.map { String(format: "%.3f ms", Double($0.bestRoundTrip.components.attoseconds) / 1e15 + Double($0.bestRoundTrip.components.seconds) * 1e3) } ?? "-"
-        let drops = core.dropCounters.total
+        let counters = core.dropCounters
+        let drops = counters.total == 0 ? "0" : "\(counters.total) (\(counters.breakdown))"
         let figures = String(format: "error %+.1f µs correction %+.1f ppm", render.timelineError * 1e6, render.correctionPPM)
         warn("offset \(offset) \(uncertainty) rate \(rate) rtt \(rtt) \(figures) resyncs \(render.hardResyncs) underruns \(render.timelineBreaks) phase \(core.phase) drops \(drops)")
     }

@@ -21,6 +21,9 @@ final class GroupLeaderNode: @unchecked Sendable {
     private var timer: RepeatingTimer?
     private var published: [Int: String] = [:]
     private let verbose: Bool
+    /// Dropped datagrams not yet said in the log, and when it last was.
+    private var dropReport = DropReport()
+    private var droppedReportedAt: HostTime?
 
     init(listen: UDPEndpoint, httpPort: UInt16, options: NodeOptions, verbose: Bool) throws {
         clock = options.nodeClock()
@@ -86,7 +89,19 @@ final class GroupLeaderNode: @unchecked Sendable {
     var leaderTimeNow: LeaderTime { LeaderTime(clock.now()) }
 
     private func handle(_ event: LeaderCore.Event) {
-        let actions = core.handle(event, at: clock.now())
+        let now = clock.now()
+        let before = core.dropCounters
+        let actions = core.handle(event, at: now)
+        switch event {
+        case .received(_, let source, _):
+            dropReport.note(from: source, before: before, after: core.dropCounters)
+        case .tick:
+            reportDrops(now: now)
+        case .stop:
+            reportDrops(now: now, finally: true)
+        default:
+            break
+        }
         for action in actions {
             switch action {
             case .send(let datagram):
@@ -102,8 +117,13 @@ final class GroupLeaderNode: @unchecked Sendable {
         }
     }
 
-    /// Drops and their reasons, for the log.
-    var dropCounters: DropCounters { queue.sync { core.dropCounters } }
+    /// Says in the log which senders' datagrams were dropped and why, at most every
+    /// `DropReport.interval` unless `finally` (what is left when the node stops).
+    private func reportDrops(now: HostTime, finally: Bool = false) {
+        guard !dropReport.isEmpty, finally || droppedReportedAt.map({ now - $0 >= DropReport.interval }) ?? true else { return }
+        droppedReportedAt = now
+        for line in dropReport.take() { warn(line) }
+    }
 }
 
 /// Plays for the whole group: every start, pause and seek is scheduled a little ahead on

@@ -1,5 +1,6 @@
 import AVPlayback
 import Foundation
+import Synchronization
 
 /// How a session starts, pauses and seeks: on its own (`chorus play`) or for a whole group
 /// (`chorus lead`). Called on the session's threads; implementations are thread-safe.
@@ -84,6 +85,8 @@ final class PlaySession: @unchecked Sendable {
     func run(urls: [String], start: Double?) -> Bool {
         terminal?.enterRawMode { [weak self] key in self?.handle(key) }
         defer { terminal?.restore() }
+        let signals = stopOnSignals()
+        defer { signals.forEach { $0.cancel() } }
         var allGood = true
         var statusObserver: Any?
         if interactive {
@@ -145,6 +148,27 @@ final class PlaySession: @unchecked Sendable {
             return false
         }
         return true
+    }
+
+    /// Ctrl-C and SIGTERM (a service stopped) end the session as `q` does: a leader then
+    /// says Goodbye and every room fades out at once, where being killed left them playing
+    /// on, in holdover, for ten seconds. A second signal, should the first not end it,
+    /// leaves at once.
+    private func stopOnSignals() -> [DispatchSourceSignal] {
+        let received = Atomic<Int>(0)
+        return [SIGINT, SIGTERM].map { sig in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [weak self] in
+                if received.wrappingAdd(1, ordering: .relaxed).oldValue > 0 {
+                    self?.terminal?.restore()
+                    exit(130)
+                }
+                self?.handle(.quit)
+            }
+            source.resume()
+            return source
+        }
     }
 
     private func handle(_ key: Terminal.Key) {

@@ -7,7 +7,6 @@ final class Terminal: @unchecked Sendable {
     private var saved = termios()
     private var raw = false
     private let lock = NSLock()
-    private var signalSources: [DispatchSourceSignal] = []
 
     /// Puts standard input in raw mode and calls `onKey` for each key on a reader thread.
     func enterRawMode(onKey: @escaping @Sendable (Key) -> Void) {
@@ -20,17 +19,6 @@ final class Terminal: @unchecked Sendable {
         }
         guard tcsetattr(STDIN_FILENO, TCSANOW, &settings) == 0 else { return }
         raw = true
-        // Put the terminal back however the program ends.
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { [self] in
-                restore()
-                exit(130)
-            }
-            source.resume()
-            signalSources.append(source)
-        }
         let thread = Thread {
             var escape: [UInt8] = []
             var byte: UInt8 = 0

@@ -30,6 +30,18 @@ import MediaPipeline
         }
         func send(_ command: String) { input.fileHandleForWriting.write(Data((command + "\n").utf8)) }
         func stop() { Run.stop(process) }
+        /// Ends the process as a crash or a power cut would: no chance to say goodbye.
+        func vanish() {
+            guard process.isRunning else { return }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        /// Sends `SIGTERM`, as a service manager stopping it does, and waits for the exit.
+        func terminate() {
+            guard process.isRunning else { return }
+            process.terminate()
+            process.waitUntilExit()
+        }
         var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
         /// User and system CPU time the process has used, from /proc; nil once it has exited.
         var cpuSeconds: Double? {
@@ -222,6 +234,47 @@ import MediaPipeline
         #expect(unkeyed.output.contains("WARNING: no --key-file"))
     }
 
+    /// A leader stopped as a service is (SIGTERM) says Goodbye: the room fades out at once
+    /// instead of playing on in holdover for ten seconds, as it did when the signal killed
+    /// the leader outright.
+    @Test func aLeaderStoppedBySIGTERMSaysGoodbye() throws {
+        let media = try TestMedia.tone(.wav, seconds: 30, rate: 48_000, channels: 1)
+        let port = Self.freePort()
+        let leader = try Node(["lead", "--listen", "127.0.0.1:\(port)", "--output", "null", "--quiet", media.path], name: "lead-term")
+        defer { leader.stop() }
+        usleep(300_000)
+        let follower = try Node(["follow", "127.0.0.1:\(port)", "--output", "null"], name: "follower-term")
+        defer { follower.stop() }
+        usleep(2_000_000)
+        leader.terminate()
+        #expect(leader.process.terminationReason == .exit && leader.process.terminationStatus == 0)
+        usleep(1_000_000)
+        follower.stop()
+        let log = follower.output
+        #expect(log.contains("is gone: fading out"), "\(log)")
+        #expect(!log.contains("holding over"), "\(log)")
+    }
+
+    /// A follower with the wrong key hears nothing from the leader, and says so rather than
+    /// waiting in silence; the leader says whose datagrams it ignored and why.
+    @Test func aWrongKeyIsSaidOnBothSides() throws {
+        let media = try TestMedia.tone(.wav, seconds: 30, rate: 48_000, channels: 1)
+        let key = try TestMedia.file(named: "said.key", contents: Data((0..<32).map { UInt8(truncatingIfNeeded: $0 &* 29 &+ 3) }))
+        let wrongKey = try TestMedia.file(named: "said-wrong.key", contents: Data((0..<32).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }))
+        let port = Self.freePort()
+        let leader = try Node(["lead", "--listen", "127.0.0.1:\(port)", "--output", "null", "--quiet", "--key-file", key.path, media.path],
+                              name: "lead-said")
+        defer { leader.stop() }
+        usleep(300_000)
+        let follower = try Node(["follow", "127.0.0.1:\(port)", "--output", "null", "--key-file", wrongKey.path], name: "follower-said")
+        defer { follower.stop() }
+        usleep(3_600_000)
+        follower.stop()
+        leader.stop()
+        #expect(follower.output.contains("no answer from a leader at 127.0.0.1:\(port)"), "\(follower.output)")
+        #expect(leader.output.contains("failed authentication"), "\(leader.output)")
+    }
+
     @Test func aFollowerHoldsOverWhenTheLeaderGoesAndResyncsWhenItReturns() throws {
         let media = try TestMedia.tone(.flac, seconds: 60, rate: 48_000, channels: 2)
         let port = Self.freePort()
@@ -230,7 +283,7 @@ import MediaPipeline
         let follower = try Node(["follow", "127.0.0.1:\(port)", "--output", "null", "--stats"], name: "follower5")
         defer { follower.stop() }
         usleep(3_000_000)
-        leader.stop()
+        leader.vanish()
         // Quiet past the holdover limit: the follower holds over, then fades and waits.
         usleep(13_000_000)
         leader = try Node(["lead", "--listen", "127.0.0.1:\(port)", "--output", "null", "--quiet", media.path], name: "lead5b")

@@ -1,0 +1,56 @@
+import Testing
+import GroupSync
+
+/// What a node says in its log about datagrams it dropped.
+@Suite struct DropReportTests {
+    static let member = UDPEndpoint(parsing: "10.0.0.5:7701")!
+    static let stranger = UDPEndpoint(parsing: "10.0.0.9:40000")!
+
+    static func counts(forged: Int = 0, replayed: Int = 0, wrongGroup: Int = 0, malformed: Int = 0) -> DropCounters {
+        var counts = DropCounters()
+        counts.forged = forged
+        counts.replayed = replayed
+        counts.wrongGroup = wrongGroup
+        counts.malformed = malformed
+        return counts
+    }
+
+    @Test func aWrongKeyAndAnotherGroupAreSaidPerSender() {
+        var report = DropReport()
+        report.note(from: Self.member, before: Self.counts(), after: Self.counts(forged: 1))
+        report.note(from: Self.member, before: Self.counts(forged: 1), after: Self.counts(forged: 2))
+        report.note(from: Self.stranger, before: Self.counts(forged: 2), after: Self.counts(forged: 2, wrongGroup: 1))
+        #expect(!report.isEmpty)
+        let lines = report.take()
+        #expect(lines.count == 2)
+        #expect(lines[0].contains("2 datagrams that failed authentication") && lines[0].contains("10.0.0.5:7701"), "\(lines)")
+        #expect(lines[1].contains("1 datagram for another group") && lines[1].contains("10.0.0.9:40000"), "\(lines)")
+        // Said once: the next report starts afresh.
+        #expect(report.isEmpty)
+        #expect(report.take().isEmpty)
+    }
+
+    @Test func replaysAreCountedButNotReported() {
+        var report = DropReport()
+        report.note(from: Self.member, before: Self.counts(), after: Self.counts(replayed: 5))
+        #expect(report.isEmpty)
+    }
+
+    @Test func aFloodFromManySendersStaysBounded() {
+        var report = DropReport()
+        var before = Self.counts()
+        for port in 0..<1_000 {
+            let after = Self.counts(malformed: before.malformed + 1)
+            report.note(from: UDPEndpoint(parsing: "10.0.1.1:\(20_000 + port)")!, before: before, after: after)
+            before = after
+        }
+        let lines = report.take()
+        #expect(lines.count == DropReport.maximumSenders + 1)
+        #expect(lines.last?.contains("992 datagrams that were malformed from other senders") == true, "\(lines.last ?? "")")
+    }
+
+    @Test func theBreakdownNamesEachReason() {
+        #expect(Self.counts().breakdown == "none")
+        #expect(Self.counts(forged: 3, replayed: 5).breakdown == "forged 3, replayed 5")
+    }
+}
