@@ -375,8 +375,14 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     func frames(of time: CMTime, format: AudioFormat) -> Int64 {
         guard time.isNumeric else { return 0 }
         let scaled = time.convertScale(Int32(format.sampleRate), method: .roundHalfAwayFromZero)
-        return max(0, scaled.value)
+        return min(max(0, scaled.value), Self.maximumItemFrame)
     }
+
+    /// The furthest item frame a position maps to: 2⁴⁰ frames, 265 days at 48 kHz, past the
+    /// end of any item (where playback simply ends). Times from outside (a caller's, or a
+    /// group's State from the network) can be anything; bounded so, a frame times a million
+    /// (the reader's seek in µs) stays far inside 64 bits.
+    static let maximumItemFrame: Int64 = 1 << 40
 
     // MARK: - Internals shared with the extensions
 

@@ -225,6 +225,17 @@ public struct FollowerCore: Sendable {
         case .welcome, .clockReply, .state, .goodbye:
             break
         }
+        // A clock reply counts only as the answer to a request of ours (its ID and echoed
+        // t1): one that answers nothing must neither reset the clock as a new leader's would
+        // nor keep a leader that has gone counted as heard.
+        var answered: (id: UInt32, t1: HostTime, sentAt: HostTime)?
+        if case let .clockReply(reply) = message.payload {
+            guard let index = pending.firstIndex(where: { $0.id == reply.requestID && $0.t1.nanoseconds == reply.t1 }) else {
+                gate.countUnexpected()
+                return
+            }
+            answered = pending.remove(at: index)
+        }
         heardFrom(message.senderID, now: now, into: &actions)
         switch message.payload {
         case let .welcome(welcome):
@@ -232,11 +243,7 @@ public struct FollowerCore: Sendable {
             welcomed = true
             actions.append(.joined(welcome))
         case let .clockReply(reply):
-            guard let index = pending.firstIndex(where: { $0.id == reply.requestID && $0.t1.nanoseconds == reply.t1 }) else {
-                gate.countUnexpected()
-                return
-            }
-            let request = pending.remove(at: index)
+            guard let request = answered else { return }
             let sample = ClockSample(
                 t1: request.sentAt, t2: LeaderTime(nanoseconds: reply.t2),
                 t3: LeaderTime(nanoseconds: reply.t3), t4: receivedAt
@@ -312,6 +319,15 @@ public struct FollowerCore: Sendable {
         if phase == .holdover, silence >= holdoverLimit {
             phase = .waiting
             appliedSequence = nil
+            // A leader that seems gone may only be unheard: one datagram bearing its ID and a
+            // sequence near the counter's top (forged on an open group) puts every later one
+            // below the replay window, and a State with the top state sequence makes every
+            // later State stale. Its next message then counts as its first, and its next
+            // State is taken. (Its old messages replayed after this do no lasting harm: a
+            // clock reply answers no request, and an old State is replaced by the leader's
+            // next, within a State period.)
+            if let leaderID { gate.forgetSequences(of: leaderID) }
+            state = nil
             actions.append(.fadeOutAndWait)
         }
     }

@@ -10,14 +10,31 @@ import Foundation
 public enum KeyFile {
     /// Shortest accepted key: 128 bits, the least that HMAC-SHA256 should be keyed with.
     public static let minimumKeyBytes = 16
+    /// Largest key file read: a hex key of 1024 bytes and some whitespace. A longer file is
+    /// not a key (a device such as /dev/zero would be read forever).
+    public static let maximumFileBytes = 4096
 
     /// Reads and parses the key file at `path`.
     public static func load(path: String) throws(KeyFileError) -> SymmetricKey {
+        // Only a regular file: a FIFO or a device would block or never end.
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
+            throw .unreadable(path: path, reason: "no such file, or it cannot be read")
+        }
+        guard attributes[.type] as? FileAttributeType == .typeRegular else {
+            throw .unreadable(path: path, reason: "not a regular file")
+        }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw .unreadable(path: path, reason: "it cannot be opened for reading")
+        }
+        defer { try? handle.close() }
         let contents: Data
         do {
-            contents = try Data(contentsOf: URL(fileURLWithPath: path))
+            contents = try handle.read(upToCount: maximumFileBytes + 1) ?? Data()
         } catch {
             throw .unreadable(path: path, reason: "\(error.localizedDescription)")
+        }
+        guard contents.count <= maximumFileBytes else {
+            throw .unreadable(path: path, reason: "longer than \(maximumFileBytes) bytes: not a key")
         }
         return try parse(Array(contents), path: path)
     }

@@ -50,6 +50,11 @@ public struct MessageGate: Sendable {
         return decoded.message
     }
 
+    /// Forgets `sender`'s replay window (see `ReplayGuard.forget(sender:)`).
+    public mutating func forgetSequences(of sender: UInt64) {
+        replayGuard.forget(sender: sender)
+    }
+
     /// Counts a message the core found meaningless here (see `DropCounters.unexpected`).
     public mutating func countUnexpected() {
         counters.unexpected += 1

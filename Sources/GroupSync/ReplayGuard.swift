@@ -91,6 +91,11 @@ public struct ReplayGuard: Sendable {
         }
     }
 
+    /// Forgets one sender's window: its next message is taken as its first.
+    public mutating func forget(sender: UInt64) {
+        marks[sender] = nil
+    }
+
     /// Forgets every sender.
     public mutating func reset() {
         marks = [:]

@@ -168,7 +168,9 @@ public final class AudioReader: @unchecked Sendable {
         let rate = Int64(ring.format.sampleRate)
         let microsecondsPerSecond: Int64 = 1_000_000
         let start = source.info.startTime.convertScale(1_000_000, method: .roundTowardNegativeInfinity).value
-        let targetMicroseconds = start + seek.frame * microsecondsPerSecond / rate
+        // Overflow-safe: a frame past any real item's end seeks to the end.
+        let (scaled, overflowed) = max(0, seek.frame).multipliedReportingOverflow(by: microsecondsPerSecond)
+        let targetMicroseconds = overflowed ? Int64.max / 2 : start &+ scaled / rate
         let prerollMicroseconds = Int64(Self.seekPreroll.components.seconds) * microsecondsPerSecond
             + Self.seekPreroll.components.attoseconds / 1_000_000_000_000
         let seekTo = max(start, targetMicroseconds - prerollMicroseconds)

@@ -84,6 +84,9 @@ public final class AudioRenderer: @unchecked Sendable {
     /// is known within `startingRateError` before a start, so its reports move the faster
     /// loop by tens of ppm at most, far below what is heard.
     static let acquisitionSpeedup = 4.0
+    /// The farthest frame a followed timeline is taken to ask for (2⁶⁰), well inside 64
+    /// bits and beyond any item: a start there skips to the end.
+    static let farthestFrame = 0x1p60
 
     public let output: any AudioOutput
     public let ring: AudioRing
@@ -415,7 +418,10 @@ public final class AudioRenderer: @unchecked Sendable {
             due = status.phase == .stalled ? nextFrame : target
             scheduled = false
         case .follow(_, let followed):
-            due = Int64(followed.due(at: host, sampleRate: ring.format.sampleRate).rounded())
+            // Bounded before it becomes an integer: a timeline from outside (a group's State)
+            // must not be able to trap the render thread.
+            let dueFrame = followed.due(at: host, sampleRate: ring.format.sampleRate)
+            due = dueFrame.isNaN ? 0 : Int64(min(max(dueFrame, -Self.farthestFrame), Self.farthestFrame).rounded())
             scheduled = true
             timeline = followed
         }

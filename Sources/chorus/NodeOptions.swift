@@ -25,7 +25,7 @@ struct NodeOptions: ParsableArguments {
 
     func validate() throws {
         guard clockOffset.isFinite, abs(clockOffset) < 1e6 else { throw ValidationError("--clock-offset must be a number of seconds") }
-        guard abs(clockSkew) <= 10_000 else { throw ValidationError("--clock-skew must be within ±10000 ppm") }
+        guard clockSkew.magnitude <= 10_000 else { throw ValidationError("--clock-skew must be within ±10000 ppm") }
     }
 
     /// The output, parsed.

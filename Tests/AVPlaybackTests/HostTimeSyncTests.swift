@@ -35,6 +35,30 @@ import ChorusTestSupport
         #expect(waitUntil { player.timeControlStatus == .playing })
     }
 
+    /// Set once from a notification's thread.
+    final class EndFlag: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = false
+        func set() { lock.withLock { value = true } }
+        var isSet: Bool { lock.withLock { value } }
+    }
+
+    /// A start far past the item's end (a group's State from the network can say anything)
+    /// plays to the end at once; the arithmetic from item time to frames and microseconds
+    /// trapped on a time of 2·10⁹ s before.
+    @Test(arguments: [CMTime(value: 2_000_000_000, timescale: 1), CMTime(value: .max, timescale: 48_000)])
+    func aStartFarPastTheEndEndsTheItem(time: CMTime) throws {
+        let (player, item) = try readyPlayer()
+        defer { player.close() }
+        let ended = EndFlag()
+        let observer = NotificationCenter.default.addObserver(forName: AVPlayerItem.didPlayToEndTimeNotification, object: item, queue: nil) { _ in
+            ended.set()
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        player.setRate(1, time: time, atHostTime: (HostTime.now() + .milliseconds(50)).cmTime)
+        #expect(waitUntil { ended.isSet })
+    }
+
     @Test func aPastHostTimePlaysAsIfStartedThen() throws {
         let (player, _) = try readyPlayer()
         defer { player.close() }

@@ -9,6 +9,17 @@ struct FollowerCoreTests {
                    rate: 1, anchorItemTime: CMTime(value: 10, timescale: 1), anchorLeaderTime: leaderTime)
     }
 
+    /// A session whose follower has been following a playing leader for two seconds, its
+    /// actions so far taken.
+    static func following() throws -> SimulatedSession {
+        var session = try session()
+        session.leaderStateChanged(playing(at: LeaderTime(session.now)))
+        session.startFollower()
+        session.run(for: .seconds(2))
+        _ = session.takeFollowerActions()
+        return session
+    }
+
     static func session() throws -> SimulatedSession {
         let leader = try LeaderCore(group: "house", baseURL: "http://10.0.0.1:8080/", senderID: 111)
         let follower = try FollowerCore(group: "house", leader: SimulatedSession.leaderEndpoint, followerName: "kitchen", senderID: 222)
@@ -107,12 +118,44 @@ struct FollowerCoreTests {
         #expect(session.follower.state?.itemIndex == 5)
     }
 
+    /// On an open group, one forged datagram with the leader's ID at the top of the
+    /// sequence counter (and a State at the top of the state counter) makes every real one
+    /// look replayed or stale. The follower falls silent, fades out as for a gone leader,
+    /// and then hears the real leader again, instead of staying locked out until the
+    /// leader restarts.
+    @Test func aForgedTopSequenceLocksTheLeaderOutOnlyUntilTheFollowerWaits() throws {
+        var session = try Self.following()
+        var forgedState = Self.playing(at: LeaderTime(session.now), item: 7)
+        forgedState.sequence = .max
+        let forged = GroupMessage(senderID: 111, sequence: .max, group: "house", payload: .state(forgedState))
+        session.deliverToFollower(try WireCodec().encode(forged))
+        session.run(for: FollowerCore.defaultHoldoverLimit + .seconds(2))
+        let actions = session.takeFollowerActions()
+        let faded = try #require(actions.firstIndex(of: .fadeOutAndWait))
+        let back = actions[faded...]
+        #expect(back.contains(.rejoin(newLeader: false)))
+        #expect(session.follower.phase == .following)
+        #expect(back.compactMap(\.applied).last?.0.itemIndex == 0)
+    }
+
+    /// A clock reply that answers no request of the follower's, from any sender ID, is
+    /// counted and ignored: it neither resets the clock as a new leader's message would
+    /// nor counts as hearing the leader.
+    @Test func aReplyToNoRequestResetsNothing() throws {
+        var session = try Self.following()
+        let samples = session.follower.estimator.sampleCount
+        let unexpected = session.follower.dropCounters.unexpected
+        let stray = GroupMessage(senderID: 999, sequence: 1, group: "house",
+                                 payload: .clockReply(.init(requestID: 12_345, t1: 1, t2: 2, t3: 3)))
+        session.deliverToFollower(try WireCodec().encode(stray))
+        #expect(session.follower.leaderID == 111)
+        #expect(session.follower.estimator.sampleCount >= samples)
+        #expect(session.follower.dropCounters.unexpected == unexpected + 1)
+        #expect(!session.takeFollowerActions().contains(.rejoin(newLeader: true)))
+    }
+
     @Test func holdoverThenFadeThenRejoin() throws {
-        var session = try Self.session()
-        session.leaderStateChanged(Self.playing(at: LeaderTime(session.now)))
-        session.startFollower()
-        session.run(for: .seconds(2))
-        _ = session.takeFollowerActions()
+        var session = try Self.following()
 
         session.leaderReachable = false
         session.run(for: FollowerCore.defaultHoldoverTimeout - .milliseconds(50))

@@ -20,6 +20,25 @@ struct KeyFileTests {
         #expect(KeyFileError.tooShort(path: "k", byteCount: 5).description.contains("at least 16"))
     }
 
+    /// A device or an oversized file is not read as a key: /dev/zero would be read forever.
+    @Test func aDeviceOrAHugeFileIsNotAKey() throws {
+        #expect {
+            try KeyFile.load(path: "/dev/zero")
+        } throws: { error in
+            guard case .unreadable(_, let reason) = error as? KeyFileError else { return false }
+            return reason.contains("not a regular file")
+        }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-key-\(UInt64.random(in: 0...UInt64.max))").path
+        try Data(repeating: 0x41, count: KeyFile.maximumFileBytes + 1).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect {
+            try KeyFile.load(path: path)
+        } throws: { error in
+            guard case .unreadable(_, let reason) = error as? KeyFileError else { return false }
+            return reason.contains("not a key")
+        }
+    }
+
     @Test func loadsFromDiskAndReportsMissingFiles() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-key-\(UInt64.random(in: 0...UInt64.max))").path
         try Data("000102030405060708090a0b0c0d0e0f".utf8).write(to: URL(fileURLWithPath: path))
