@@ -8,15 +8,22 @@ import Synchronization
 /// `HEAD`, byte ranges (`Range: bytes=a-b`, `a-`, `-n`; 206 with `Content-Range`, 416 when
 /// unsatisfiable) and keep-alive. Anything else is 404 or 405; a malformed request is 400
 /// and the connection is closed. Each connection has its own thread, bounded in number,
-/// and every socket read has a timeout, so a stalled client cannot hold the server.
+/// every socket read has a timeout and every request header a deadline, so a stalled or
+/// trickling client cannot hold the server.
 public final class MediaHTTPServer: @unchecked Sendable {
     /// Connections served at once; more wait in the listen queue. Sixty-four is far above a
     /// household's rooms and small enough for a modest machine's threads.
     public static let maximumConnections = 64
-    /// How long a connection may sit without sending a complete request header.
+    /// How long one read or write may wait: an idle keep-alive connection, or a stalled
+    /// transfer, is closed after this.
     public static let readTimeoutSeconds = 15
     /// The longest request header accepted, in bytes.
     public static let maximumHeaderBytes = 16 * 1024
+    /// How long a request header may take once its first bytes have come: a real client
+    /// sends it at once, while one that trickles a byte now and then (each read well inside
+    /// `readTimeoutSeconds`) would otherwise hold a connection for days, and sixty-four of
+    /// them every connection. It may overrun by one read timeout.
+    public static let defaultHeaderTimeout: Duration = .seconds(10)
     /// Bytes read from the file and written to the socket per step.
     static let chunkBytes = 256 * 1024
 
@@ -27,9 +34,12 @@ public final class MediaHTTPServer: @unchecked Sendable {
     private let files = Mutex<[String: URL]>([:])
     private let connections = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
+    private let headerTimeout: Duration
 
-    /// Binds `address:port` (port 0 picks a free one) and starts accepting.
-    public init(address: String = "0.0.0.0", port: UInt16 = 0) throws {
+    /// Binds `address:port` (port 0 picks a free one) and starts accepting; a request header
+    /// must arrive whole within `headerTimeout` of its first bytes.
+    public init(address: String = "0.0.0.0", port: UInt16 = 0, headerTimeout: Duration = MediaHTTPServer.defaultHeaderTimeout) throws {
+        self.headerTimeout = headerTimeout
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ServerError.socket(String(cString: strerror(errno))) }
         var yes: Int32 = 1
@@ -135,6 +145,8 @@ public final class MediaHTTPServer: @unchecked Sendable {
     private func readRequest(_ client: Int32, buffer: inout [UInt8]) -> Request? {
         let terminator: [UInt8] = [13, 10, 13, 10]
         var chunk = [UInt8](repeating: 0, count: 4096)
+        // From the header's first bytes (held over from the last request, or read now).
+        var deadline: ContinuousClock.Instant? = buffer.isEmpty ? nil : .now + headerTimeout
         while true {
             if let end = buffer.firstRange(of: terminator) {
                 let head = Array(buffer[..<end.lowerBound])
@@ -142,8 +154,10 @@ public final class MediaHTTPServer: @unchecked Sendable {
                 return parse(head)
             }
             if buffer.count > Self.maximumHeaderBytes { return .malformed }
+            if let deadline, ContinuousClock.now > deadline { return nil }
             let n = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
             if n <= 0 { return nil }
+            if deadline == nil { deadline = .now + headerTimeout }
             buffer.append(contentsOf: chunk[0..<n])
         }
     }

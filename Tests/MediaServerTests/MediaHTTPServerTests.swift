@@ -32,6 +32,34 @@ import ChorusTestSupport
         return (String(decoding: data[..<split.lowerBound], as: UTF8.self), data[split.upperBound...])
     }
 
+    /// A client that trickles its request header a byte at a time, each well inside the
+    /// per-read timeout, is cut off once the header's own time is up.
+    @Test func aTrickledHeaderIsCutOff() throws {
+        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0, headerTimeout: .milliseconds(500))
+        defer { server.stop() }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = server.port.bigEndian
+        inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr)
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(connected == 0)
+        var closedAfter: Int?
+        for (index, byte) in Array("GET /0 HTTP/1.1\r\nHost: x\r\n".utf8).enumerated() {
+            var value = byte
+            if send(fd, &value, 1, Int32(MSG_NOSIGNAL)) != 1 { closedAfter = index; break }
+            usleep(150_000)
+            var probe: UInt8 = 0
+            if recv(fd, &probe, 1, Int32(MSG_DONTWAIT)) == 0 { closedAfter = index; break }
+        }
+        // 150 ms a byte: the 500 ms budget is spent by the fourth or fifth byte.
+        let cut = try #require(closedAfter, "the server kept the trickling connection open")
+        #expect(cut <= 8, "cut off after \(cut) bytes")
+    }
+
     func served() throws -> (MediaHTTPServer, String, Data) {
         let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
         let file = try TestMedia.tone(.mp3, seconds: 2)
