@@ -309,6 +309,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             item.failed(error)
             return
         }
+        // The new renderer takes the volume (or the mute) before its first period: set
+        // after the mode, a muted player's first periods played at full volume.
+        applyVolume()
         lock.withLock {
             state.itemLoaded = true
             // A seek or scheduled start made while the reader was being opened has a newer
