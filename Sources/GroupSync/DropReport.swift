@@ -1,3 +1,5 @@
+import MediaClock
+
 /// Which senders' datagrams a node dropped, and why, gathered between two lines of its log:
 /// a node with a different or missing key, another group on the same port, or someone
 /// forging. Said now and then rather than per datagram, so a flood cannot flood the log,
@@ -17,6 +19,8 @@ public struct DropReport: Sendable {
 
     private var senders: [(source: UDPEndpoint, counts: DropCounters)] = []
     private var others = DropCounters()
+    /// When lines were last taken for the log.
+    private var reportedAt: HostTime?
 
     /// An empty report.
     public init() {}
@@ -40,6 +44,14 @@ public struct DropReport: Sendable {
         } else {
             others.add(change)
         }
+    }
+
+    /// The lines due in the log at `now`: none when nothing was noted, or when lines were
+    /// taken less than `interval` ago, unless `finally` (a node stopping says what is left).
+    public mutating func due(now: HostTime, finally: Bool = false) -> [String] {
+        guard !isEmpty, finally || reportedAt.map({ now - $0 >= Self.interval }) ?? true else { return [] }
+        reportedAt = now
+        return take()
     }
 
     /// One line per sender noted (in the order first seen), and one for any beyond

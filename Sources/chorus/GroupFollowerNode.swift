@@ -40,9 +40,8 @@ final class GroupFollowerNode: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     /// Where every clock exchange and its estimate are written (`--clock-log`).
     private let clockLog: ClockLog?
-    /// Dropped datagrams not yet said in the log, and when it last was.
+    /// Dropped datagrams not yet said in the log.
     private var dropReport = DropReport()
-    private var droppedReportedAt: HostTime?
     /// When the follower started asking for the leader, and whether it has said that no
     /// answer came.
     private var startedAt: HostTime?
@@ -247,9 +246,7 @@ final class GroupFollowerNode: @unchecked Sendable {
     /// Says in the log which senders' datagrams were dropped and why, at most every
     /// `DropReport.interval` unless `finally` (what is left when the node stops).
     private func reportDrops(now: HostTime, finally: Bool = false) {
-        guard !dropReport.isEmpty, finally || droppedReportedAt.map({ now - $0 >= DropReport.interval }) ?? true else { return }
-        droppedReportedAt = now
-        for line in dropReport.take() { warn(line) }
+        for line in dropReport.due(now: now, finally: finally) { warn(line) }
     }
 
     /// Says once when the leader has not answered for `unansweredWarning` since the start.

@@ -21,9 +21,8 @@ final class GroupLeaderNode: @unchecked Sendable {
     private var timer: RepeatingTimer?
     private var published: [Int: String] = [:]
     private let verbose: Bool
-    /// Dropped datagrams not yet said in the log, and when it last was.
+    /// Dropped datagrams not yet said in the log.
     private var dropReport = DropReport()
-    private var droppedReportedAt: HostTime?
 
     init(listen: UDPEndpoint, httpPort: UInt16, options: NodeOptions, verbose: Bool) throws {
         clock = options.nodeClock()
@@ -120,9 +119,7 @@ final class GroupLeaderNode: @unchecked Sendable {
     /// Says in the log which senders' datagrams were dropped and why, at most every
     /// `DropReport.interval` unless `finally` (what is left when the node stops).
     private func reportDrops(now: HostTime, finally: Bool = false) {
-        guard !dropReport.isEmpty, finally || droppedReportedAt.map({ now - $0 >= DropReport.interval }) ?? true else { return }
-        droppedReportedAt = now
-        for line in dropReport.take() { warn(line) }
+        for line in dropReport.due(now: now, finally: finally) { warn(line) }
     }
 }
 

@@ -1,5 +1,6 @@
 import Testing
 import GroupSync
+import MediaClock
 
 /// What a node says in its log about datagrams it dropped.
 @Suite struct DropReportTests {
@@ -28,6 +29,21 @@ import GroupSync
         // Said once: the next report starts afresh.
         #expect(report.isEmpty)
         #expect(report.take().isEmpty)
+    }
+
+    /// The first drops are said at once, later ones at most every `interval`, and what is
+    /// left when the node stops.
+    @Test func reportsComeAtOnceThenAtMostEveryInterval() {
+        var report = DropReport()
+        let start = HostTime(nanoseconds: 1_000_000_000)
+        report.note(from: Self.member, before: Self.counts(), after: Self.counts(forged: 1))
+        #expect(report.due(now: start).count == 1)
+        report.note(from: Self.member, before: Self.counts(forged: 1), after: Self.counts(forged: 2))
+        #expect(report.due(now: start + .seconds(1)).isEmpty)
+        #expect(report.due(now: start + DropReport.interval).count == 1)
+        report.note(from: Self.member, before: Self.counts(forged: 2), after: Self.counts(forged: 3))
+        #expect(report.due(now: start + DropReport.interval + .seconds(1)).isEmpty)
+        #expect(report.due(now: start + DropReport.interval + .seconds(1), finally: true).count == 1)
     }
 
     @Test func replaysAreCountedButNotReported() {
