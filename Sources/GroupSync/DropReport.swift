@@ -28,14 +28,14 @@ public struct DropReport: Sendable {
     /// Whether nothing worth reporting was noted since the last `take()`.
     public var isEmpty: Bool { senders.isEmpty && Self.reportable(others) == 0 }
 
-    /// Notes what one datagram from `source` did to a node's counters (`before` and
-    /// `after` handling it).
-    public mutating func note(from source: UDPEndpoint, before: DropCounters, after: DropCounters) {
+    /// Notes datagrams from `source` dropped for the reasons counted in `dropped`; only
+    /// the reportable reasons are kept.
+    public mutating func note(from source: UDPEndpoint, dropped: DropCounters) {
         var change = DropCounters()
-        change.forged = after.forged - before.forged
-        change.wrongGroup = after.wrongGroup - before.wrongGroup
-        change.wrongVersion = after.wrongVersion - before.wrongVersion
-        change.malformed = after.malformed - before.malformed
+        change.forged = dropped.forged
+        change.wrongGroup = dropped.wrongGroup
+        change.wrongVersion = dropped.wrongVersion
+        change.malformed = dropped.malformed
         guard Self.reportable(change) > 0 else { return }
         if let index = senders.firstIndex(where: { $0.source == source }) {
             senders[index].counts.add(change)

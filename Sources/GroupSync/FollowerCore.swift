@@ -133,6 +133,11 @@ public struct FollowerCore: Sendable {
     public private(set) var staleStateCount = 0
     /// Datagrams dropped, by reason.
     public var dropCounters: DropCounters { gate.counters }
+    /// Which senders' datagrams were dropped and why, as lines due in the log at `now`
+    /// (`DropReport`).
+    public mutating func dropReportLines(now: HostTime, finally: Bool = false) -> [String] {
+        gate.dropReportLines(now: now, finally: finally)
+    }
 
     private let hello: GroupMessage.Hello
     private var sender: MessageSender
@@ -192,9 +197,9 @@ public struct FollowerCore: Sendable {
             sendHello(now: now, into: &actions)
             restartBurst(now: now)
             poll(now: now, into: &actions)
-        case let .received(bytes, _, receivedAt):
+        case let .received(bytes, source, receivedAt):
             guard phase != .idle else { break }
-            receive(bytes, receivedAt: receivedAt, now: now, into: &actions)
+            receive(bytes, from: source, receivedAt: receivedAt, now: now, into: &actions)
         case .tick:
             guard phase != .idle else { break }
             if let due = nextHelloAt, now >= due { sendHello(now: now, into: &actions) }
@@ -216,8 +221,8 @@ public struct FollowerCore: Sendable {
         return actions
     }
 
-    private mutating func receive(_ bytes: [UInt8], receivedAt: HostTime, now: HostTime, into actions: inout [Action]) {
-        guard let message = gate.admit(bytes) else { return }
+    private mutating func receive(_ bytes: [UInt8], from source: UDPEndpoint, receivedAt: HostTime, now: HostTime, into actions: inout [Action]) {
+        guard let message = gate.admit(bytes, from: source) else { return }
         switch message.payload {
         case .hello, .clockRequest:
             gate.countUnexpected()

@@ -76,6 +76,11 @@ public struct LeaderCore: Sendable {
     public private(set) var state: GroupState
     /// Datagrams dropped, by reason.
     public var dropCounters: DropCounters { gate.counters }
+    /// Which senders' datagrams were dropped and why, as lines due in the log at `now`
+    /// (`DropReport`).
+    public mutating func dropReportLines(now: HostTime, finally: Bool = false) -> [String] {
+        gate.dropReportLines(now: now, finally: finally)
+    }
     /// Followers being served, by sender ID.
     public private(set) var followers: [UInt64: Follower] = [:]
 
@@ -135,7 +140,7 @@ public struct LeaderCore: Sendable {
     }
 
     private mutating func receive(_ bytes: [UInt8], from source: UDPEndpoint, receivedAt: HostTime, now: HostTime, into actions: inout [Action]) {
-        guard let message = gate.admit(bytes) else { return }
+        guard let message = gate.admit(bytes, from: source) else { return }
         switch message.payload {
         case let .hello(hello):
             let isNew = followers[message.senderID] == nil

@@ -1,3 +1,5 @@
+import MediaClock
+
 /// The receive-side filter every datagram passes before a core sees it: decode, then
 /// check group, tag and freshness, dropping and counting what fails.
 ///
@@ -16,6 +18,8 @@ public struct MessageGate: Sendable {
     public let group: String
     /// Drops so far, by reason.
     public private(set) var counters = DropCounters()
+    /// The drops that point at a misconfigured or hostile sender, by sender, for the log.
+    private var report = DropReport()
     private var replayGuard: ReplayGuard
 
     /// A gate for `group`, verifying with `codec`'s key if it has one.
@@ -25,22 +29,23 @@ public struct MessageGate: Sendable {
         replayGuard = ReplayGuard(capacity: replayCapacity)
     }
 
-    /// The message in `datagram` if it passes every check; otherwise `nil`, counted.
-    public mutating func admit(_ datagram: [UInt8]) -> GroupMessage? {
+    /// The message in `datagram` if it passes every check; otherwise `nil`, counted (and,
+    /// when `source` is given, noted for the drop report).
+    public mutating func admit(_ datagram: [UInt8], from source: UDPEndpoint? = nil) -> GroupMessage? {
         let decoded: WireCodec.Decoded
         do {
             decoded = try codec.decode(datagram)
         } catch {
-            if case .unsupportedVersion = error { counters.wrongVersion += 1 } else { counters.malformed += 1 }
+            if case .unsupportedVersion = error { drop(\.wrongVersion, from: source) } else { drop(\.malformed, from: source) }
             return nil
         }
         guard decoded.message.group == group else {
-            counters.wrongGroup += 1
+            drop(\.wrongGroup, from: source)
             return nil
         }
         let authenticated = codec.authenticator == nil ? !decoded.isTagged : decoded.isAuthentic
         guard authenticated else {
-            counters.forged += 1
+            drop(\.forged, from: source)
             return nil
         }
         guard replayGuard.accept(sender: decoded.message.senderID, sequence: decoded.message.sequence) else {
@@ -48,6 +53,19 @@ public struct MessageGate: Sendable {
             return nil
         }
         return decoded.message
+    }
+
+    /// The drop report's lines due in the log (see `DropReport.due(now:finally:)`).
+    public mutating func dropReportLines(now: HostTime, finally: Bool = false) -> [String] {
+        report.due(now: now, finally: finally)
+    }
+
+    private mutating func drop(_ reason: WritableKeyPath<DropCounters, Int>, from source: UDPEndpoint?) {
+        counters[keyPath: reason] += 1
+        guard let source else { return }
+        var one = DropCounters()
+        one[keyPath: reason] = 1
+        report.note(from: source, dropped: one)
     }
 
     /// Forgets `sender`'s replay window (see `ReplayGuard.forget(sender:)`).

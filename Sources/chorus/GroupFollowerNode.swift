@@ -40,8 +40,6 @@ final class GroupFollowerNode: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     /// Where every clock exchange and its estimate are written (`--clock-log`).
     private let clockLog: ClockLog?
-    /// Dropped datagrams not yet said in the log.
-    private var dropReport = DropReport()
     /// When the follower started asking for the leader, and whether it has said that no
     /// answer came.
     private var startedAt: HostTime?
@@ -130,11 +128,8 @@ final class GroupFollowerNode: @unchecked Sendable {
             for stamp in transmitted { _ = core.handle(.transmitted(requestID: stamp.requestID, at: stamp.at), at: clock.now()) }
         }
         let now = clock.now()
-        let before = core.dropCounters
         let actions = core.handle(event, at: now)
         switch event {
-        case .received(_, let source, _):
-            dropReport.note(from: source, before: before, after: core.dropCounters)
         case .tick:
             reportDrops(now: now)
             reportUnanswered(now: now)
@@ -246,7 +241,7 @@ final class GroupFollowerNode: @unchecked Sendable {
     /// Says in the log which senders' datagrams were dropped and why, at most every
     /// `DropReport.interval` unless `finally` (what is left when the node stops).
     private func reportDrops(now: HostTime, finally: Bool = false) {
-        for line in dropReport.due(now: now, finally: finally) { warn(line) }
+        for line in core.dropReportLines(now: now, finally: finally) { warn(line) }
     }
 
     /// Says once when the leader has not answered for `unansweredWarning` since the start.

@@ -21,8 +21,6 @@ final class GroupLeaderNode: @unchecked Sendable {
     private var timer: RepeatingTimer?
     private var published: [Int: String] = [:]
     private let verbose: Bool
-    /// Dropped datagrams not yet said in the log.
-    private var dropReport = DropReport()
 
     init(listen: UDPEndpoint, httpPort: UInt16, options: NodeOptions, verbose: Bool) throws {
         clock = options.nodeClock()
@@ -89,11 +87,8 @@ final class GroupLeaderNode: @unchecked Sendable {
 
     private func handle(_ event: LeaderCore.Event) {
         let now = clock.now()
-        let before = core.dropCounters
         let actions = core.handle(event, at: now)
         switch event {
-        case .received(_, let source, _):
-            dropReport.note(from: source, before: before, after: core.dropCounters)
         case .tick:
             reportDrops(now: now)
         case .stop:
@@ -119,7 +114,7 @@ final class GroupLeaderNode: @unchecked Sendable {
     /// Says in the log which senders' datagrams were dropped and why, at most every
     /// `DropReport.interval` unless `finally` (what is left when the node stops).
     private func reportDrops(now: HostTime, finally: Bool = false) {
-        for line in dropReport.due(now: now, finally: finally) { warn(line) }
+        for line in core.dropReportLines(now: now, finally: finally) { warn(line) }
     }
 }
 

@@ -18,9 +18,9 @@ import MediaClock
 
     @Test func aWrongKeyAndAnotherGroupAreSaidPerSender() {
         var report = DropReport()
-        report.note(from: Self.member, before: Self.counts(), after: Self.counts(forged: 1))
-        report.note(from: Self.member, before: Self.counts(forged: 1), after: Self.counts(forged: 2))
-        report.note(from: Self.stranger, before: Self.counts(forged: 2), after: Self.counts(forged: 2, wrongGroup: 1))
+        report.note(from: Self.member, dropped: Self.counts(forged: 1))
+        report.note(from: Self.member, dropped: Self.counts(forged: 1))
+        report.note(from: Self.stranger, dropped: Self.counts(wrongGroup: 1))
         #expect(!report.isEmpty)
         let lines = report.take()
         #expect(lines.count == 2)
@@ -36,29 +36,26 @@ import MediaClock
     @Test func reportsComeAtOnceThenAtMostEveryInterval() {
         var report = DropReport()
         let start = HostTime(nanoseconds: 1_000_000_000)
-        report.note(from: Self.member, before: Self.counts(), after: Self.counts(forged: 1))
+        report.note(from: Self.member, dropped: Self.counts(forged: 1))
         #expect(report.due(now: start).count == 1)
-        report.note(from: Self.member, before: Self.counts(forged: 1), after: Self.counts(forged: 2))
+        report.note(from: Self.member, dropped: Self.counts(forged: 1))
         #expect(report.due(now: start + .seconds(1)).isEmpty)
         #expect(report.due(now: start + DropReport.interval).count == 1)
-        report.note(from: Self.member, before: Self.counts(forged: 2), after: Self.counts(forged: 3))
+        report.note(from: Self.member, dropped: Self.counts(forged: 1))
         #expect(report.due(now: start + DropReport.interval + .seconds(1)).isEmpty)
         #expect(report.due(now: start + DropReport.interval + .seconds(1), finally: true).count == 1)
     }
 
     @Test func replaysAreCountedButNotReported() {
         var report = DropReport()
-        report.note(from: Self.member, before: Self.counts(), after: Self.counts(replayed: 5))
+        report.note(from: Self.member, dropped: Self.counts(replayed: 5))
         #expect(report.isEmpty)
     }
 
     @Test func aFloodFromManySendersStaysBounded() {
         var report = DropReport()
-        var before = Self.counts()
         for port in 0..<1_000 {
-            let after = Self.counts(malformed: before.malformed + 1)
-            report.note(from: UDPEndpoint(parsing: "10.0.1.1:\(20_000 + port)")!, before: before, after: after)
-            before = after
+            report.note(from: UDPEndpoint(parsing: "10.0.1.1:\(20_000 + port)")!, dropped: Self.counts(malformed: 1))
         }
         let lines = report.take()
         #expect(lines.count == DropReport.maximumSenders + 1)
