@@ -25,6 +25,11 @@ public struct FollowerCore: Sendable {
     /// URL relative item URLs need: a lost Hello or Welcome (one in ten each way on a bad
     /// Wi-Fi path) then costs a tenth of a second of the join instead of a second.
     public static let unwelcomedHelloInterval: Duration = .milliseconds(100)
+    /// Clock requests go no faster than this after the join burst while no leader has
+    /// answered anything: the burst's eight are all lost only on a path losing most
+    /// datagrams, and a leader that ignores the follower (another key or group, or none
+    /// there) was otherwise asked a thousand times a second.
+    public static let unansweredPollInterval: Duration = .milliseconds(100)
     /// Silence from the leader after which the follower is in holdover: eight State periods,
     /// so bursts of loss on Wi-Fi do not flap. Playback continues on the last estimate,
     /// which drifts by at most the residual rate error (a few ppm: microseconds per second).
@@ -383,7 +388,9 @@ public struct FollowerCore: Sendable {
         if pending.count > Self.maximumPendingRequests { pending.removeFirst(pending.count - Self.maximumPendingRequests) }
         append(.clockRequest(.init(requestID: nextRequestID, t1: now.nanoseconds)), into: &actions)
         requestsSent += 1
-        nextPollAt = now + estimator.nextPollInterval(requestsSent: requestsSent)
+        let interval = estimator.nextPollInterval(requestsSent: requestsSent)
+        let unanswered = phase == .joining && requestsSent >= ClockEstimator.burstCount
+        nextPollAt = now + (unanswered ? max(interval, Self.unansweredPollInterval) : interval)
     }
 
     private mutating func append(_ payload: GroupMessage.Payload, into actions: inout [Action]) {

@@ -154,6 +154,23 @@ struct FollowerCoreTests {
         #expect(!session.takeFollowerActions().contains(.rejoin(newLeader: true)))
     }
 
+    /// A follower whose leader answers nothing (another key or group, or no leader there)
+    /// asks for the time no faster than `unansweredPollInterval` after its join burst,
+    /// instead of a thousand times a second.
+    @Test func aFollowerNoLeaderAnswersPollsSlowly() throws {
+        var session = try Self.session()
+        session.leaderReachable = false
+        session.startFollower()
+        session.run(for: .seconds(2))
+        let requests = session.takeFollowerActions().filter {
+            if case let .send(datagram) = $0 { datagram.message.type == .clockRequest } else { false }
+        }.count
+        let most = ClockEstimator.burstCount + Int(Duration.seconds(2) / FollowerCore.unansweredPollInterval) + 1
+        #expect(requests > ClockEstimator.burstCount)
+        #expect(requests <= most, "\(requests) clock requests in 2 s")
+        #expect(session.follower.phase == .joining)
+    }
+
     @Test func holdoverThenFadeThenRejoin() throws {
         var session = try Self.following()
 
