@@ -298,7 +298,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         }
         let (serial, startFrame) = lock.withLock { () -> (Int, Int64) in
             state.format = format
-            return (state.serial, frames(of: state.position, format: format))
+            return (state.serial, readerStartFrameLocked(format: format))
         }
         do throws(MediaError) {
             let queue = eventQueue
@@ -317,7 +317,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             // A seek or scheduled start made while the reader was being opened has a newer
             // serial than the reader was started with: move the reader there too.
             if state.serial != serial {
-                engine.seek(toFrame: frames(of: state.position, format: format), serial: state.serial)
+                engine.seek(toFrame: readerStartFrameLocked(format: format), serial: state.serial)
             }
             applyModeLocked(flush: false)
         }
@@ -381,6 +381,40 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         return min(max(0, scaled.value), Self.maximumItemFrame)
     }
 
+    /// Where the reader starts for the current position. Usually the position itself; but a
+    /// forward start whose host time has already passed (a follower joining a group's item
+    /// minutes after its anchor) plays from the frame due now, and decoding every frame
+    /// from the anchor only to skip it cost 10 ms per second of the item gone by (an MP3
+    /// joined 40 s in played its first sound 0.58 s after launch instead of 0.20 s, and an
+    /// hour in it would take half a minute, fetching the whole hour over HTTP first). The
+    /// reader then starts `lateStartMargin` before that frame, and the render thread skips
+    /// the little that is late by its first period as for any scheduled start.
+    func readerStartFrameLocked(format: AudioFormat) -> Int64 {
+        let anchorFrame = frames(of: state.position, format: format)
+        guard state.rate > 0 else { return anchorFrame }
+        let anchorHost: HostTime?
+        if let master = state.masterClock, let anchor = state.masterAnchor {
+            anchorHost = master.hostTime(forClockTime: anchor.masterTime)
+        } else {
+            anchorHost = state.scheduledHost
+        }
+        guard let anchorHost, let now = HostTime(hostClock.time) else { return anchorFrame }
+        let late = (now - anchorHost).nanosecondsClamped - Self.lateStartMargin.nanosecondsClamped
+        guard late > 0 else { return anchorFrame }
+        // In item seconds; a rate or a lateness from outside cannot take it past the bound.
+        let itemSeconds = Double(late) / 1e9 * Double(state.rate)
+        let ahead = min(itemSeconds * Double(format.sampleRate), Double(Self.maximumItemFrame))
+        guard ahead.isFinite, ahead >= 1 else { return anchorFrame }
+        return min(anchorFrame + Int64(ahead), Self.maximumItemFrame)
+    }
+
+    /// How far before the frame due now a late start's reader begins: more than a clock
+    /// estimate's revisions move a followed timeline while the reader opens (hundreds of µs
+    /// on a jittery path) and than the time from the seek to the first period (tens of ms),
+    /// so the first period always finds its due frame decoded; 100 ms costs nothing to
+    /// decode and skip.
+    static let lateStartMargin: Duration = .milliseconds(100)
+
     /// The furthest item frame a position maps to: 2⁴⁰ frames, 265 days at 48 kHz, past the
     /// end of any item (where playback simply ends). Times from outside (a caller's, or a
     /// group's State from the network) can be anything; bounded so, a frame times a million
@@ -411,7 +445,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                                  masterTime: master.time(atHostTime: hostTime ?? (HostTime(hostClock.time) ?? .now())))
                 }
                 if state.itemLoaded, let format = state.format {
-                    engine.seek(toFrame: frames(of: state.position, format: format), serial: state.serial)
+                    engine.seek(toFrame: readerStartFrameLocked(format: format), serial: state.serial)
                 }
                 applyModeLocked(flush: true)
                 state.timeJumped = true

@@ -70,6 +70,33 @@ import ChorusTestSupport
         #expect(player.currentTime().seconds >= 0.5)
     }
 
+    /// A start long past (a follower joining a group's item minutes after its anchor) reads
+    /// from the frame due now, not from the anchor: decoding the whole past only to skip it
+    /// held a late joiner's first sound back by 10 ms per second gone by. It still plays
+    /// the item as if started then.
+    @Test func aLongPastHostTimeReadsFromTheFrameDueNow() throws {
+        let (player, _) = try readyPlayer(seconds: 40)
+        defer { player.close() }
+        let hostTime = HostTime.now() - .seconds(30)
+        player.setRate(1, time: .zero, atHostTime: hostTime.cmTime)
+        let format = try #require(player.engine.format)
+        let readFrom = player.lock.withLock { player.readerStartFrameLocked(format: format) }
+        let marginFrames = format.frames(inNanoseconds: AVPlayer.lateStartMargin.nanosecondsClamped)
+        // Due now, less the margin: at least 30 s in, and not past what a slow test machine
+        // could have let pass since.
+        #expect(readFrom >= 30 * 48_000 - marginFrames)
+        #expect(readFrom <= 35 * 48_000)
+        #expect(waitUntil { player.engine.status.phase == .playing })
+        let presented = try #require(presentationHost(of: player, frame: 0))
+        #expect(abs((presented - hostTime).nanosecondsClamped) <= 21_000)
+        #expect(player.currentTime().seconds >= 30)
+
+        // A start ahead reads from its own item time.
+        let ahead = HostTime.now() + .milliseconds(300)
+        player.setRate(1, time: CMTime(value: 1, timescale: 1), atHostTime: ahead.cmTime)
+        #expect(player.lock.withLock { player.readerStartFrameLocked(format: format) } == 48_000)
+    }
+
     @Test func refusedWhileWaitingToMinimizeStalls() throws {
         let (player, _) = try readyPlayer()
         defer { player.close() }
