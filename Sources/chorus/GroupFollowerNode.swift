@@ -29,6 +29,8 @@ final class GroupFollowerNode: @unchecked Sendable {
     private var baseURL: URL?
     private var currentURL: URL?
     private var appliedSequence: UInt64?
+    /// The state whose item was last opened ahead of the clock (`openAhead`).
+    private var openedAheadSequence: UInt64?
     private var itemWatch: NSKeyValueObservation?
     private let volume: Float
     private var statsTimer: RepeatingTimer?
@@ -122,6 +124,7 @@ final class GroupFollowerNode: @unchecked Sendable {
 
     private func handle(_ event: FollowerCore.Event) {
         defer { armPollTimer() }
+        defer { openAhead() }
         var transmitted: [(requestID: UInt32, at: HostTime)] = []
         defer {
             // After the actions: the core is told when each clock request really left.
@@ -204,6 +207,23 @@ final class GroupFollowerNode: @unchecked Sendable {
             currentURL = nil
             return
         }
+        guard open(state) else {
+            appliedSequence = nil
+            return
+        }
+        if state.rate == 0 || state.ended {
+            player.pause()
+            player.seek(to: state.anchorItemTime)
+        } else {
+            let leaderTime = CMTime(value: state.anchorLeaderTime.nanoseconds, timescale: 1_000_000_000)
+            let host = leaderClock.hostTime(forClockTime: leaderTime) ?? clock.now()
+            player.setRate(Float(state.rate), time: state.anchorItemTime, atHostTime: host.cmTime)
+        }
+    }
+
+    /// Opens `state`'s item unless it is open already; false when its URL cannot be
+    /// resolved yet (before the Welcome there is no base, and it is on its way).
+    private func open(_ state: GroupState) -> Bool {
         let url: URL?
         if state.itemURL.hasPrefix("/") {
             url = baseURL.flatMap { URL(string: state.itemURL, relativeTo: $0)?.absoluteURL }
@@ -211,10 +231,8 @@ final class GroupFollowerNode: @unchecked Sendable {
             url = URL(string: state.itemURL)
         }
         guard let url else {
-            // Before the Welcome there is no base yet, and it is on its way: wait quietly.
             if let baseURL { warn("cannot resolve the item \(state.itemURL) against \(baseURL.absoluteString)") }
-            appliedSequence = nil
-            return
+            return false
         }
         if url != currentURL {
             let item = AVPlayerItem(url: url)
@@ -228,14 +246,19 @@ final class GroupFollowerNode: @unchecked Sendable {
             player.replaceCurrentItem(with: item)
             currentURL = url
         }
-        if state.rate == 0 || state.ended {
-            player.pause()
-            player.seek(to: state.anchorItemTime)
-        } else {
-            let leaderTime = CMTime(value: state.anchorLeaderTime.nanoseconds, timescale: 1_000_000_000)
-            let host = leaderClock.hostTime(forClockTime: leaderTime) ?? clock.now()
-            player.setRate(Float(state.rate), time: state.anchorItemTime, atHostTime: host.cmTime)
-        }
+        return true
+    }
+
+    /// While the clock is not yet sure enough to play on, opens the announced item (and with
+    /// it the output device) so that both are ready when it is: the item's probe over HTTP
+    /// and, through a sound server, the tenths of a second its timing reports take to give
+    /// the device's rate then overlap the clock's convergence instead of following it.
+    /// Nothing plays until the state is applied.
+    private func openAhead() {
+        guard core.playableEstimate == nil, let state = core.state, !state.stopped, baseURL != nil,
+              state.sequence != openedAheadSequence else { return }
+        openedAheadSequence = state.sequence
+        _ = open(state)
     }
 
     /// Says in the log which senders' datagrams were dropped and why, at most every
