@@ -18,10 +18,14 @@ public struct DropCounters: Sendable, Equatable {
     /// Well-formed and authentic but not meaningful here (a follower's message at a
     /// follower, a reply to no outstanding request, a stale State).
     public var unexpected = 0
+    /// Hellos from new followers a leader had no room for: it already served as many from
+    /// that address as it allows (`LeaderCore.maximumFollowersPerAddress`), or as many as
+    /// it allows at all (`LeaderCore.maximumFollowers`).
+    public var refused = 0
 
     /// Counters all at zero.
     public init() {}
 
     /// Every dropped datagram.
-    public var total: Int { forged + replayed + wrongGroup + malformed + wrongVersion + unexpected }
+    public var total: Int { forged + replayed + wrongGroup + malformed + wrongVersion + unexpected + refused }
 }

@@ -36,6 +36,7 @@ public struct DropReport: Sendable {
         change.wrongGroup = dropped.wrongGroup
         change.wrongVersion = dropped.wrongVersion
         change.malformed = dropped.malformed
+        change.refused = dropped.refused
         guard Self.reportable(change) > 0 else { return }
         if let index = senders.firstIndex(where: { $0.source == source }) {
             senders[index].counts.add(change)
@@ -65,7 +66,7 @@ public struct DropReport: Sendable {
     }
 
     private static func reportable(_ counts: DropCounters) -> Int {
-        counts.forged + counts.wrongGroup + counts.wrongVersion + counts.malformed
+        counts.forged + counts.wrongGroup + counts.wrongVersion + counts.malformed + counts.refused
     }
 
     private static func describe(_ counts: DropCounters) -> String {
@@ -77,6 +78,9 @@ public struct DropReport: Sendable {
         if counts.wrongGroup > 0 { parts.append("\(plural(counts.wrongGroup)) for another group (--group)") }
         if counts.wrongVersion > 0 { parts.append("\(plural(counts.wrongVersion)) of another protocol version") }
         if counts.malformed > 0 { parts.append("\(plural(counts.malformed)) that were malformed") }
+        if counts.refused > 0 {
+            parts.append("\(counts.refused == 1 ? "1 Hello" : "\(counts.refused) Hellos") from new followers with no room left (\(LeaderCore.maximumFollowersPerAddress) per address, \(LeaderCore.maximumFollowers) in all)")
+        }
         return parts.joined(separator: ", ")
     }
 }
@@ -90,12 +94,13 @@ extension DropCounters {
         malformed += other.malformed
         wrongVersion += other.wrongVersion
         unexpected += other.unexpected
+        refused += other.refused
     }
 
     /// The reasons with drops, as "forged 3, replayed 5", or "none".
     public var breakdown: String {
         let reasons = [("forged", forged), ("replayed", replayed), ("other group", wrongGroup),
-                       ("malformed", malformed), ("other version", wrongVersion), ("unexpected", unexpected)]
+                       ("malformed", malformed), ("other version", wrongVersion), ("unexpected", unexpected), ("refused", refused)]
         let parts = reasons.filter { $0.1 > 0 }.map { "\($0.0) \($0.1)" }
         return parts.isEmpty ? "none" : parts.joined(separator: ", ")
     }

@@ -22,6 +22,10 @@ public struct LeaderCore: Sendable {
     public static let defaultFollowerTimeout: Duration = .seconds(5)
     /// Most followers served: bounds memory and the State fan-out against Hello floods.
     public static let maximumFollowers = 128
+    /// Most followers served from one address: more rooms than one machine drives (a
+    /// video wall's host, a test rig), and a sender cycling through sender IDs from one
+    /// machine then holds at most this many slots, leaving the rest to the other rooms.
+    public static let maximumFollowersPerAddress = 16
     /// A suggested tick period for the adapter: fine enough for `statePeriod` timing.
     public static let tickInterval: Duration = .milliseconds(10)
 
@@ -144,9 +148,19 @@ public struct LeaderCore: Sendable {
         switch message.payload {
         case let .hello(hello):
             let isNew = followers[message.senderID] == nil
-            if isNew && followers.count >= Self.maximumFollowers {
-                gate.countUnexpected()
-                return
+            if isNew {
+                // One socket is one follower: a new sender ID from an endpoint already served
+                // is that follower restarted on the same port (or a sender cycling IDs), and
+                // takes its slot over instead of holding a second until the first times out.
+                for previous in followers.values where previous.endpoint == source {
+                    followers[previous.senderID] = nil
+                    actions.append(.followerLeft(previous))
+                }
+                let fromAddress = followers.values.filter { $0.endpoint.address == source.address }.count
+                if fromAddress >= Self.maximumFollowersPerAddress || followers.count >= Self.maximumFollowers {
+                    gate.countRefused(from: source)
+                    return
+                }
             }
             let follower = Follower(
                 senderID: message.senderID, endpoint: source, name: hello.followerName,

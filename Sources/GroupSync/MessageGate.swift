@@ -55,6 +55,12 @@ public struct MessageGate: Sendable {
         return decoded.message
     }
 
+    /// Counts a Hello refused for want of room (`DropCounters.refused`), noted against
+    /// `source` for the drop report.
+    public mutating func countRefused(from source: UDPEndpoint) {
+        drop(\.refused, from: source)
+    }
+
     /// The drop report's lines due in the log (see `DropReport.due(now:finally:)`).
     public mutating func dropReportLines(now: HostTime, finally: Bool = false) -> [String] {
         report.due(now: now, finally: finally)

@@ -29,6 +29,60 @@ struct LeaderCoreTests {
         #expect(actions.contains { if case .followerJoined = $0 { true } else { false } })
     }
 
+    /// A flood of Hellos under ever new sender IDs from one machine takes at most that
+    /// machine's share of the slots; another machine's follower still gets in. Before, such
+    /// a flood filled all 128 and locked every later room out.
+    @Test func aSenderCyclingIDsFromOneAddressHoldsAtMostItsShare() throws {
+        var leader = try LeaderCore(group: "g", baseURL: "", senderID: 9)
+        let now = HostTime(nanoseconds: 0)
+        for id in UInt64(1)...300 {
+            let source = UDPEndpoint(address: .ipv4(10, 0, 0, 1), port: UInt16(20_000 + id))
+            _ = leader.handle(.received(try Self.datagram(.hello(.init(followerName: "x")), sequence: 1, sender: id),
+                                        from: source, receivedAt: now), at: now)
+        }
+        #expect(leader.followers.count == LeaderCore.maximumFollowersPerAddress)
+        #expect(leader.dropCounters.refused == 300 - LeaderCore.maximumFollowersPerAddress)
+        let lines = leader.dropReportLines(now: now)
+        #expect(lines.contains { $0.contains("Hellos from new followers with no room left") })
+
+        let room = UDPEndpoint(address: .ipv4(10, 0, 0, 2), port: 7000)
+        let actions = leader.handle(.received(try Self.datagram(.hello(.init(followerName: "den")), sequence: 1, sender: 1_000),
+                                              from: room, receivedAt: now), at: now)
+        #expect(Self.sent(actions).map(\.type) == [.welcome, .state])
+        #expect(leader.followers[1_000]?.name == "den")
+        // A follower already served is never refused: its repeated Hellos keep its slot.
+        let again = leader.handle(.received(try Self.datagram(.hello(.init(followerName: "x")), sequence: 2, sender: 1),
+                                            from: UDPEndpoint(address: .ipv4(10, 0, 0, 1), port: 20_001), receivedAt: now), at: now)
+        #expect(Self.sent(again).map(\.type) == [.welcome, .state])
+    }
+
+    /// Past the per-address share, the total is bounded too.
+    @Test func noMoreThanTheMostFollowersAreServed() throws {
+        var leader = try LeaderCore(group: "g", baseURL: "", senderID: 9)
+        let now = HostTime(nanoseconds: 0)
+        for id in UInt64(1)...200 {
+            let source = UDPEndpoint(address: .ipv4(10, 0, UInt8(id / 10), UInt8(id % 10)), port: 7000)
+            _ = leader.handle(.received(try Self.datagram(.hello(.init(followerName: "x")), sequence: 1, sender: id),
+                                        from: source, receivedAt: now), at: now)
+        }
+        #expect(leader.followers.count == LeaderCore.maximumFollowers)
+        #expect(leader.dropCounters.refused == 200 - LeaderCore.maximumFollowers)
+    }
+
+    /// A follower restarted on the same port (a new sender ID from the same endpoint) takes
+    /// its old slot over at once, instead of the old one holding it until it times out.
+    @Test func aFollowerRestartedOnItsPortTakesItsSlotOver() throws {
+        var leader = try LeaderCore(group: "g", baseURL: "", senderID: 9)
+        let now = HostTime(nanoseconds: 0)
+        _ = leader.handle(.received(try Self.datagram(.hello(.init(followerName: "den")), sequence: 1, sender: 5),
+                                    from: Self.follower, receivedAt: now), at: now)
+        let actions = leader.handle(.received(try Self.datagram(.hello(.init(followerName: "den")), sequence: 1, sender: 6),
+                                              from: Self.follower, receivedAt: now), at: now)
+        #expect(leader.followers.keys.sorted() == [6])
+        #expect(actions.contains { if case let .followerLeft(old) = $0 { old.senderID == 5 } else { false } })
+        #expect(actions.contains { if case let .followerJoined(new) = $0 { new.senderID == 6 } else { false } })
+    }
+
     @Test func clockRequestsAreAnsweredWithReceiveAndSendTimes() throws {
         var leader = try LeaderCore(group: "g", baseURL: "", senderID: 9)
         let actions = leader.handle(.received(try Self.datagram(.clockRequest(.init(requestID: 4, t1: -5)), sequence: 1),
@@ -60,13 +114,15 @@ struct LeaderCoreTests {
         var leader = try LeaderCore(group: "g", baseURL: "", senderID: 9)
         var now = HostTime(nanoseconds: 0)
         _ = leader.handle(.received(try Self.datagram(.hello(.init(followerName: "a")), sequence: 1), from: Self.follower, receivedAt: now), at: now)
-        _ = leader.handle(.received(try Self.datagram(.hello(.init(followerName: "b")), sequence: 1, sender: 78), from: Self.follower, receivedAt: now), at: now)
+        // Another follower: another socket (one endpoint is one follower).
+        let other = UDPEndpoint.loopbackIPv4(port: 6001)
+        _ = leader.handle(.received(try Self.datagram(.hello(.init(followerName: "b")), sequence: 1, sender: 78), from: other, receivedAt: now), at: now)
         now += LeaderCore.defaultFollowerTimeout - .milliseconds(10)
-        _ = leader.handle(.received(try Self.datagram(.hello(.init(followerName: "b")), sequence: 2, sender: 78), from: Self.follower, receivedAt: now), at: now)
+        _ = leader.handle(.received(try Self.datagram(.hello(.init(followerName: "b")), sequence: 2, sender: 78), from: other, receivedAt: now), at: now)
         now += .milliseconds(20)
         let left = leader.handle(.tick, at: now).compactMap { if case let .followerLeft(f) = $0 { f.name } else { nil } }
         #expect(left == ["a"])
-        let bye = leader.handle(.received(try Self.datagram(.goodbye, sequence: 3, sender: 78), from: Self.follower, receivedAt: now), at: now)
+        let bye = leader.handle(.received(try Self.datagram(.goodbye, sequence: 3, sender: 78), from: other, receivedAt: now), at: now)
         #expect(bye.contains { if case .followerLeft = $0 { true } else { false } })
         #expect(leader.followers.isEmpty)
         #expect(Self.sent(leader.handle(.tick, at: now + .seconds(1))).isEmpty)
