@@ -19,6 +19,11 @@ struct AnnouncedClock {
         self.init(offset: numbers[0], skewPPM: numbers[1], pivot: numbers[2])
     }
 
+    /// The announcement in a node's saved standard error, if any.
+    init?(text: String) {
+        self.init(lines: text.split(separator: "\n").map { NodeProcess.Line(host: HostTime(nanoseconds: 0), text: String($0)) })
+    }
+
     init(offset: Double, skewPPM: Double, pivot: Double) {
         self.offset = offset
         self.skewPPM = skewPPM

@@ -62,6 +62,11 @@ enum Format {
     }
 
     /// A ratio such as "0.93x".
+    /// `fixed`, or "-" for nil.
+    static func optional(_ value: Double?, _ digits: Int) -> String {
+        value.map { fixed($0, digits) } ?? "-"
+    }
+
     static func ratio(_ numerator: Double, _ denominator: Double) -> String {
         guard denominator > 0, numerator.isFinite else { return "n/a" }
         return String(format: "%.2fx", numerator / denominator)

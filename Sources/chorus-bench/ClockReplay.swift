@@ -1,0 +1,162 @@
+import ArgumentParser
+import Foundation
+import GroupSync
+import MediaClock
+
+/// `chorus-bench clock-replay DIR...`: replays the exchanges a `sync` run recorded through
+/// a fresh `ClockEstimator`, and compares its errors with those the follower published.
+///
+/// A `sync` run's work directory holds every follower's `--clock-log` (the four timestamps
+/// of each exchange and the estimate the follower made from it) and every node's simulated
+/// clock as it announced it, so the truth at each reply is known exactly. Replaying the
+/// same exchanges through this build's estimator shows what a change to the estimator does
+/// on the very paths (relay, scheduler, loss) a run met, without the run's other noise.
+/// The replay cannot ask for its own poll schedule: it sees the exchanges the recorded
+/// follower asked for.
+struct ClockReplay: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clock-replay",
+        abstract: "Replay a sync run's recorded clock exchanges through this build's estimator.")
+
+    /// Within this of the truth counts as joined, as in `sync` and `clock`.
+    static let joinTolerance = 100e-6
+    /// ... when it holds this long (seconds).
+    static let joinHold = 1.0
+    /// The figures after a start cover this long (seconds): the stretch in which a follower
+    /// that has started must stay within the join tolerance for its join to count.
+    static let afterStart = 2.0
+    /// An error beyond this many of the estimate's own deviations counts against its
+    /// honesty, as in `clock`.
+    static let honestDeviations = 3.0
+
+    @Option(name: .long, help: "Write each follower's replayed estimates here as NAME.clock.csv (the --clock-log format, named RUN-FOLLOWER).")
+    var trace: String?
+
+    @Argument(help: "Work directories of sync runs (each with leader.log and f*.log, f*.clock.csv).")
+    var directories: [String]
+
+    func run() throws {
+        var table = Table(title: "clock-replay: recorded estimate against this build's, on the same exchanges",
+                          command: "chorus-bench clock-replay " + directories.joined(separator: " "),
+                          header: ["run", "follower", "exchanges", "start s (rec / new)", "max µs 0-1 s after start (rec / new)",
+                                   "max µs 1-2 s after start (rec / new)", "join from start s (rec / new)"])
+        var worst: [String: [Double]] = [:]
+        var judged = (old: 0, new: 0), beyond = (old: 0, new: 0)
+        for directory in directories {
+            let leaderLog = try String(contentsOfFile: directory + "/leader.log", encoding: .utf8)
+            guard let leader = AnnouncedClock(text: leaderLog) else {
+                throw BenchError("\(directory)/leader.log announces no simulated clock")
+            }
+            let names = (try FileManager.default.contentsOfDirectory(atPath: directory))
+                .filter { $0.hasSuffix(".clock.csv") }.map { String($0.dropLast(".clock.csv".count)) }.sorted()
+            for name in names {
+                let log = try String(contentsOfFile: "\(directory)/\(name).log", encoding: .utf8)
+                guard let follower = AnnouncedClock(text: log) else { continue }
+                let rows = try Self.exchanges(path: "\(directory)/\(name).clock.csv")
+                guard let first = rows.first else { continue }
+                let origin = follower.machine(atNode: Double(first.sample.t1.nanoseconds))
+                var recorded: [Point] = []
+                var replayed: [Point] = []
+                var estimator = ClockEstimator()
+                var traced = "t1,t2,t3,t4,estimate_at_t4,uncertainty,rate_ppm,rate_uncertainty_ppm\n"
+                for row in rows {
+                    let machine = follower.machine(atNode: Double(row.sample.t4.nanoseconds))
+                    let truth = leader.node(atMachine: machine)
+                    let seconds = (machine - origin) / 1e9
+                    recorded.append(Point(seconds: seconds, error: (row.recordedEstimate - truth) / 1e9,
+                                          canStart: row.recordedDeviation <= Double(FollowerCore.startingUncertainty.nanosecondsClamped)
+                                              && recorded.count >= ClockEstimator.convergenceSamples,
+                                          deviation: row.recordedDeviation / 1e9))
+                    if let estimate = estimator.add(row.sample) {
+                        let leaderTime = estimate.leaderTime(atHost: row.sample.t4)
+                        traced += "\(row.sample.t1.nanoseconds),\(row.sample.t2.nanoseconds),\(row.sample.t3.nanoseconds),\(row.sample.t4.nanoseconds),"
+                            + "\(leaderTime.nanoseconds),\(estimate.uncertainty.nanosecondsClamped),\(estimate.ratePPM),\(estimate.rateUncertaintyPPM)\n"
+                        replayed.append(Point(seconds: seconds, error: (Double(leaderTime.nanoseconds) - truth) / 1e9,
+                                              canStart: FollowerCore.canStart(on: estimate),
+                                              deviation: Double(estimate.uncertainty.nanosecondsClamped) / 1e9))
+                    }
+                }
+                if let trace {
+                    let run = URL(fileURLWithPath: directory).lastPathComponent
+                    try traced.write(toFile: "\(trace)/\(run)-\(name).clock.csv", atomically: true, encoding: .utf8)
+                }
+                let old = Summary(recorded), new = Summary(replayed)
+                judged.old += old.judged; judged.new += new.judged; beyond.old += old.beyond; beyond.new += new.beyond
+                for (key, value) in [("rec 0-1", old.early), ("new 0-1", new.early), ("rec 1-2", old.late), ("new 1-2", new.late),
+                                     ("rec join", old.join.map { $0 / 1e6 }), ("new join", new.join.map { $0 / 1e6 })] {
+                    worst[key, default: []].append(value ?? .infinity)
+                }
+                table.add([URL(fileURLWithPath: directory).lastPathComponent, name, "\(rows.count)",
+                           "\(Format.optional(old.start, 2)) / \(Format.optional(new.start, 2))",
+                           "\(Format.optional(old.early.map { $0 * 1e6 }, 1)) / \(Format.optional(new.early.map { $0 * 1e6 }, 1))",
+                           "\(Format.optional(old.late.map { $0 * 1e6 }, 1)) / \(Format.optional(new.late.map { $0 * 1e6 }, 1))",
+                           "\(Format.optional(old.join, 2)) / \(Format.optional(new.join, 2))"])
+            }
+        }
+        for key in ["0-1", "1-2", "join"] {
+            let old = worst["rec \(key)"] ?? [], new = worst["new \(key)"] ?? []
+            table.notes.append("max µs \(key) s after start over all followers: recorded median \(Format.fixed(Statistics(old).median * 1e6, 1)), worst \(Format.fixed((old.max() ?? .nan) * 1e6, 1)); this build median \(Format.fixed(Statistics(new).median * 1e6, 1)), worst \(Format.fixed((new.max() ?? .nan) * 1e6, 1)); over 100 µs: \(old.filter { $0 > Self.joinTolerance }.count) / \(new.filter { $0 > Self.joinTolerance }.count) of \(old.count)")
+        }
+        table.notes.append("beyond \(Format.fixed(Self.honestDeviations, 0))σ from the start on: recorded \(Format.fixed(100 * Double(beyond.old) / Double(max(judged.old, 1)), 2)) %, this build \(Format.fixed(100 * Double(beyond.new) / Double(max(judged.new, 1)), 2)) %")
+        table.notes.append("times from the follower's first exchange; start = the first estimate a follower may start on (FollowerCore.canStart); error = the estimate's leader time at each reply minus the true one; join from start = the first time, at or after the start, from which the error stays within \(Int(Self.joinTolerance * 1e6)) µs for \(Format.fixed(Self.joinHold, 0)) s: the join a follower would make if its output followed the estimate exactly; its line above is in s ×10⁶")
+        table.print()
+    }
+
+    /// An estimate's error at one reply.
+    struct Point {
+        var seconds: Double
+        var error: Double
+        var canStart: Bool
+        /// The estimate's own published deviation (s).
+        var deviation: Double
+    }
+
+    /// A follower's figures: when it could start, its largest error in the two seconds
+    /// after, and its clock join.
+    struct Summary {
+        var start: Double?
+        var early: Double?
+        var late: Double?
+        var join: Double?
+        /// Estimates from the start on, and those further from the truth than three of
+        /// their own deviations.
+        var judged = 0, beyond = 0
+
+        init(_ points: [Point]) {
+            start = points.first(where: \.canStart)?.seconds
+            if let start {
+                early = points.filter { $0.seconds >= start && $0.seconds < start + 1 }.map { abs($0.error) }.max()
+                late = points.filter { $0.seconds >= start + 1 && $0.seconds < start + ClockReplay.afterStart }.map { abs($0.error) }.max()
+            }
+            for point in points where point.seconds >= (start ?? .infinity) {
+                judged += 1
+                if abs(point.error) > ClockReplay.honestDeviations * point.deviation { beyond += 1 }
+            }
+            var since: Double?
+            for point in points where point.seconds >= (start ?? .infinity) {
+                if abs(point.error) <= ClockReplay.joinTolerance {
+                    let first = since ?? point.seconds
+                    since = first
+                    if point.seconds - first >= ClockReplay.joinHold { join = first; break }
+                } else {
+                    since = nil
+                }
+            }
+        }
+    }
+
+    /// The exchanges of a `--clock-log`: each sample, and the estimate (leader ns at t4)
+    /// and deviation (ns) the follower recorded with it.
+    static func exchanges(path: String) throws -> [(sample: ClockSample, recordedEstimate: Double, recordedDeviation: Double)] {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        var rows: [(sample: ClockSample, recordedEstimate: Double, recordedDeviation: Double)] = []
+        for line in text.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: ",")
+            guard fields.count >= 6, let t1 = Int64(fields[0]), let t2 = Int64(fields[1]), let t3 = Int64(fields[2]),
+                  let t4 = Int64(fields[3]), let estimate = Double(fields[4]), let deviation = Double(fields[5]) else { continue }
+            rows.append((ClockSample(t1: HostTime(nanoseconds: t1), t2: LeaderTime(nanoseconds: t2),
+                                     t3: LeaderTime(nanoseconds: t3), t4: HostTime(nanoseconds: t4)), estimate, deviation))
+        }
+        return rows
+    }
+}
