@@ -28,6 +28,12 @@ struct ClockReplay: ParsableCommand {
     /// An error beyond this many of the estimate's own deviations counts against its
     /// honesty, as in `clock`.
     static let honestDeviations = 3.0
+    /// How close to a direction's fastest crossing (µs) the floor's sharpness is judged.
+    static let floorWindows: [Double] = [25, 50, 100, 200]
+    /// The stretch above the fastest crossing (µs) whose density of crossings stands for
+    /// a sharp floor's: well clear of any blur of the floor, well inside a jitter of
+    /// milliseconds.
+    static let referenceBand = (from: 500.0, to: 1_500.0)
 
     @Option(name: .long, help: "Write each follower's replayed estimates here as NAME.clock.csv (the --clock-log format, named RUN-FOLLOWER).")
     var trace: String?
@@ -42,6 +48,10 @@ struct ClockReplay: ParsableCommand {
                                    "max µs 1-2 s after start (rec / new)", "join from start s (rec / new)"])
         var worst: [String: [Double]] = [:]
         var judged = (old: 0, new: 0), beyond = (old: 0, new: 0)
+        var joins: (old: [Double], new: [Double]) = ([], [])
+        // Crossings near the floor, and what a sharp floor would put there.
+        var nearFloor = Array(repeating: 0.0, count: Self.floorWindows.count)
+        var sharpFloor = Array(repeating: 0.0, count: Self.floorWindows.count)
         for directory in directories {
             let leaderLog = try String(contentsOfFile: directory + "/leader.log", encoding: .utf8)
             guard let leader = AnnouncedClock(text: leaderLog) else {
@@ -80,12 +90,27 @@ struct ClockReplay: ParsableCommand {
                     let run = URL(fileURLWithPath: directory).lastPathComponent
                     try traced.write(toFile: "\(trace)/\(run)-\(name).clock.csv", atomically: true, encoding: .utf8)
                 }
+                // Each crossing's true one-way delay, from the announced clocks.
+                let forward = rows.map { leader.machine(atNode: Double($0.sample.t2.nanoseconds)) - follower.machine(atNode: Double($0.sample.t1.nanoseconds)) }
+                let backward = rows.map { follower.machine(atNode: Double($0.sample.t4.nanoseconds)) - leader.machine(atNode: Double($0.sample.t3.nanoseconds)) }
+                for delays in [forward, backward] {
+                    guard let fastest = delays.min() else { continue }
+                    let excess = delays.map { ($0 - fastest) / 1e3 }
+                    let band = Double(excess.filter { $0 >= Self.referenceBand.from && $0 < Self.referenceBand.to }.count)
+                    let density = band / (Self.referenceBand.to - Self.referenceBand.from)
+                    for (index, window) in Self.floorWindows.enumerated() {
+                        nearFloor[index] += Double(excess.filter { $0 < window }.count)
+                        sharpFloor[index] += density * window
+                    }
+                }
                 let old = Summary(recorded), new = Summary(replayed)
                 judged.old += old.judged; judged.new += new.judged; beyond.old += old.beyond; beyond.new += new.beyond
-                for (key, value) in [("rec 0-1", old.early), ("new 0-1", new.early), ("rec 1-2", old.late), ("new 1-2", new.late),
-                                     ("rec join", old.join.map { $0 / 1e6 }), ("new join", new.join.map { $0 / 1e6 })] {
+                for (key, value) in [("rec 0-1", old.early), ("new 0-1", new.early), ("rec 1-2", old.late), ("new 1-2", new.late)] {
                     worst[key, default: []].append(value ?? .infinity)
                 }
+                // Join time from the start, never as infinity.
+                joins.old.append(old.join.flatMap { join in old.start.map { join - $0 } } ?? .infinity)
+                joins.new.append(new.join.flatMap { join in new.start.map { join - $0 } } ?? .infinity)
                 table.add([URL(fileURLWithPath: directory).lastPathComponent, name, "\(rows.count)",
                            "\(Format.optional(old.start, 2)) / \(Format.optional(new.start, 2))",
                            "\(Format.optional(old.early.map { $0 * 1e6 }, 1)) / \(Format.optional(new.early.map { $0 * 1e6 }, 1))",
@@ -93,12 +118,17 @@ struct ClockReplay: ParsableCommand {
                            "\(Format.optional(old.join, 2)) / \(Format.optional(new.join, 2))"])
             }
         }
-        for key in ["0-1", "1-2", "join"] {
+        for key in ["0-1", "1-2"] {
             let old = worst["rec \(key)"] ?? [], new = worst["new \(key)"] ?? []
             table.notes.append("max µs \(key) s after start over all followers: recorded median \(Format.fixed(Statistics(old).median * 1e6, 1)), worst \(Format.fixed((old.max() ?? .nan) * 1e6, 1)); this build median \(Format.fixed(Statistics(new).median * 1e6, 1)), worst \(Format.fixed((new.max() ?? .nan) * 1e6, 1)); over 100 µs: \(old.filter { $0 > Self.joinTolerance }.count) / \(new.filter { $0 > Self.joinTolerance }.count) of \(old.count)")
         }
+        table.notes.append("join from start over all followers: recorded median \(Format.fixed(Statistics(joins.old).median, 2)) s, slowest \(Format.fixed(joins.old.max() ?? .nan, 2)) s; this build median \(Format.fixed(Statistics(joins.new).median, 2)) s, slowest \(Format.fixed(joins.new.max() ?? .nan, 2)) s; 0.5 s or more after the start: \(joins.old.filter { $0 >= 0.5 }.count) / \(joins.new.filter { $0 >= 0.5 }.count) of \(joins.old.count)")
         table.notes.append("beyond \(Format.fixed(Self.honestDeviations, 0))σ from the start on: recorded \(Format.fixed(100 * Double(beyond.old) / Double(max(judged.old, 1)), 2)) %, this build \(Format.fixed(100 * Double(beyond.new) / Double(max(judged.new, 1)), 2)) %")
-        table.notes.append("times from the follower's first exchange; start = the first estimate a follower may start on (FollowerCore.canStart); error = the estimate's leader time at each reply minus the true one; join from start = the first time, at or after the start, from which the error stays within \(Int(Self.joinTolerance * 1e6)) µs for \(Format.fixed(Self.joinHold, 0)) s: the join a follower would make if its output followed the estimate exactly; its line above is in s ×10⁶")
+        let shares = zip(Self.floorWindows, zip(nearFloor, sharpFloor)).map { window, counts in
+            "\(Int(window)) µs \(Format.fixed(100 * counts.0 / counts.1, 0)) %"
+        }
+        table.notes.append("floor: crossings within so many µs of each direction's fastest (true one-way delays), as a share of what the density \(Int(Self.referenceBand.from))–\(Int(Self.referenceBand.to)) µs above it would put there (a sharp floor under uniform jitter: 100 %): " + shares.joined(separator: ", "))
+        table.notes.append("times from the follower's first exchange; start = the first estimate a follower may start on (FollowerCore.canStart); error = the estimate's leader time at each reply minus the true one; join from start = the first time, at or after the start, from which the error stays within \(Int(Self.joinTolerance * 1e6)) µs for \(Format.fixed(Self.joinHold, 0)) s: the join a follower would make if its output followed the estimate exactly")
         table.print()
     }
 
