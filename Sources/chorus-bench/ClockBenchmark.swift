@@ -50,11 +50,11 @@ struct ClockBenchmark: ParsableCommand {
         /// sleeps until each one is due). Unlike queueing it seldom comes near zero, so the
         /// fastest crossings lie spread over tens of µs rather than piled on a sharp floor.
         /// Exchanges recorded through the relay on this machine (42 followers of fourteen
-        /// `sync --scenario impaired` runs, each direction measured from the line through
-        /// its run) had, within 25, 50, 100 and 200 µs of the fastest crossing, 62, 75, 87
-        /// and 92 % of the crossings a sharp floor under the uniform jitter gives; a 22 µs
-        /// mean gives 58, 74, 87 and 92 %. (An earlier recording had about 60 % within
-        /// 100 µs, which a 40 µs mean gave.)
+        /// `sync --scenario impaired` runs, read by `clock-replay` from each crossing's true
+        /// one-way delay) had, within 25, 50, 100 and 200 µs of each direction's fastest
+        /// crossing, 57, 74, 86 and 92 % of the crossings a sharp floor under the uniform
+        /// jitter gives; a 22 µs mean gives 58, 74, 87 and 92 %. (An earlier recording had
+        /// about 60 % within 100 µs, which a 40 µs mean gave.)
         var wakeupLatency: Duration = .zero
         /// Probability that a datagram is lost, each way.
         var loss: Double
