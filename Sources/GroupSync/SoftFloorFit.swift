@@ -47,6 +47,23 @@ struct SoftFloorFit {
     /// 2, e² ≈ 7.4 to one, the impaired path's estimates went overconfident: 2.3 % of probes
     /// beyond three deviations against none, `chorus-bench clock`).
     static let spreadLikelihoodMargin = 4.0
+    /// The margin while the window is young (fewer than `joiningWindowExchanges`): e² ≈ 7.4
+    /// to one. With only a join's few dozen crossings near the floor, the widest spread
+    /// within e⁴ is wide indeed: 60 to 140 µs on the sync benchmark's relay, whose floor is
+    /// blurred by about 20 µs. A floor that soft says little about the rate, which the prior
+    /// then holds near 0, and between the rare fast crossings the line drifted up to 117 µs
+    /// from the truth for a follower 230 ppm off its leader; its join passed a second. On
+    /// the exchanges of fourteen recorded impaired runs (`chorus-bench clock-replay`, 42
+    /// followers) the narrower margin while joining put none past 100 µs in the second
+    /// second after a start (two before), and all but one within 100 µs to stay half a
+    /// second after it (all but three before).
+    static let joiningSpreadLikelihoodMargin = 2.0
+    /// Exchanges in the window below which the joining margin applies: the first seconds
+    /// of a jittery path's join (polled every 1 to 2 ms, then 20). Later the steady margin
+    /// keeps the long-run deviation honest: e² throughout put 2.6 % of a simulated blurred
+    /// floor's estimates beyond three deviations (`chorus-bench clock`), where e² for the
+    /// young window alone puts 0.1 %.
+    static let joiningWindowExchanges = 1024
     /// Newton steps before the fit gives up (it then keeps the sharp model's line): a
     /// concave peak from the sharp model's line is met in a handful.
     static let maximumSteps = 40
@@ -135,7 +152,8 @@ struct SoftFloorFit {
     /// The widest spread (ns) the window does not argue against, along `slope`
     /// (dimensionless): spreads from `smallestSpread` to `largestSpread`, doubling, are
     /// scored by their likelihood, and the widest within `spreadLikelihoodMargin` of the best
-    /// is taken, interpolated in log σ to where the margin is met.
+    /// (`joiningSpreadLikelihoodMargin` in a young window) is taken, interpolated in log σ
+    /// to where the margin is met.
     ///
     /// Why not the likeliest: a floor is seen only through its fastest crossings, a few
     /// dozen in a window on a path with milliseconds of jitter, and the likelihood then
@@ -157,7 +175,7 @@ struct SoftFloorFit {
             spread *= 2
         }
         guard let peak = values.max(), peak.isFinite else { return Self.smallestSpread }
-        let floor = peak - Self.spreadLikelihoodMargin
+        let floor = peak - (count < Self.joiningWindowExchanges ? Self.joiningSpreadLikelihoodMargin : Self.spreadLikelihoodMargin)
         guard let widest = values.lastIndex(where: { $0 >= floor }) else { return Self.smallestSpread }
         guard widest < values.count - 1, values[widest + 1].isFinite else { return spreads[widest] }
         // Where the score crosses the margin between this spread and the next, in log₂ σ.
