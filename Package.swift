@@ -74,7 +74,7 @@ let package = Package(
         // Generated test media (real FFmpeg encodes), WAV reading, FFmpeg reference decodes.
         .target(name: "ChorusTestSupport", path: "Tests/ChorusTestSupport"),
         .testTarget(name: "MediaClockTests", dependencies: ["MediaClock"]),
-        .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock"]),
+        .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock"], exclude: ["Fixtures"]),
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport"]),
         .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "ChorusTestSupport"]),
