@@ -128,7 +128,7 @@ struct ClockReplay: ParsableCommand {
             "\(Int(window)) µs \(Format.fixed(100 * counts.0 / counts.1, 0)) %"
         }
         table.notes.append("floor: crossings within so many µs of each direction's fastest (true one-way delays), as a share of what the density \(Int(Self.referenceBand.from))–\(Int(Self.referenceBand.to)) µs above it would put there (a sharp floor under uniform jitter: 100 %): " + shares.joined(separator: ", "))
-        table.notes.append("times from the follower's first exchange; start = the first estimate a follower may start on (FollowerCore.canStart); error = the estimate's leader time at each reply minus the true one; join from start = the first time, at or after the start, from which the error stays within \(Int(Self.joinTolerance * 1e6)) µs for \(Format.fixed(Self.joinHold, 0)) s: the join a follower would make if its output followed the estimate exactly")
+        table.notes.append("times from the follower's first exchange; start = the first estimate a follower may start on (FollowerCore.canStart; for the recorded estimates, read from their published deviation once the join burst is in); error = the estimate's leader time at each reply minus the true one; join from start = the first time, at or after the start, from which the error stays within \(Int(Self.joinTolerance * 1e6)) µs for \(Format.fixed(Self.joinHold, 0)) s: the join a follower would make if its output followed the estimate exactly")
         table.print()
     }
 
