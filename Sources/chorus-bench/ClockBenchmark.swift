@@ -58,7 +58,14 @@ struct ClockBenchmark: ParsableCommand {
         var wakeupLatency: Duration = .zero
         /// Probability that a datagram is lost, each way.
         var loss: Double
+        /// One-way delays (ns) recorded on a real path, forward and backward: when set, each
+        /// crossing's delay is drawn from these instead of the model above.
+        var recorded: (forward: [Int64], backward: [Int64])? = nil
     }
+
+    /// The sync benchmark's relay drops this share of datagrams each way; recorded delays
+    /// are of the datagrams that got through, so a path drawn from them loses as many.
+    static let relayLoss = 0.1
 
     static let paths: [Path] = [
         Path(name: "loopback", description: "40 µs floor, 15 µs mean exponential queueing each way, no loss",
@@ -78,6 +85,9 @@ struct ClockBenchmark: ParsableCommand {
     @Option(name: .long, help: "Paths (repeatable): loopback, impaired, wifi. Default: all.")
     var path: [String] = []
 
+    @Option(name: .customLong("delays-from"), help: "Work directories of `sync` runs (repeatable): simulate only a path whose one-way delays are drawn from those the runs' followers recorded (true delays, from the announced clocks), with the relay's 10% loss.")
+    var delaysFrom: [String] = []
+
     @Option(name: .long, help: "Seed of the first run.")
     var seed: UInt64 = 1
 
@@ -94,7 +104,13 @@ struct ClockBenchmark: ParsableCommand {
     }
 
     func run() throws {
-        let chosen = path.isEmpty ? Self.paths : Self.paths.filter { path.contains($0.name) }
+        var chosen = path.isEmpty ? Self.paths : Self.paths.filter { path.contains($0.name) }
+        if !delaysFrom.isEmpty {
+            let delays = try ClockReplay.oneWayDelays(directories: delaysFrom)
+            guard !delays.forward.isEmpty, !delays.backward.isEmpty else { throw BenchError("no exchanges recorded in \(delaysFrom.joined(separator: ", "))") }
+            chosen = [Path(name: "recorded", description: "one-way delays drawn from \(delays.forward.count) forward and \(delays.backward.count) backward crossings recorded in \(delaysFrom.count) sync run(s), each drawn on its own (their order in time is not kept), \(Int(Self.relayLoss * 100))% loss each way",
+                           floor: .zero, uniformJitter: .zero, exponentialJitter: .zero, loss: Self.relayLoss, recorded: delays)]
+        }
         let sink = SummaryFile(path: summary)
         var table = Table(
             title: "clock: estimate error against the leader's true time, \(runs) simulated followers × \(seconds) s per path (µs)",
@@ -182,8 +198,12 @@ struct ClockBenchmark: ParsableCommand {
         func leader(_ host: Int64) -> LeaderTime {
             LeaderTime(nanoseconds: offset + host + Int64((Double(host - hostStart) * skew).rounded()))
         }
-        func oneWay() -> Int64? {
+        func oneWay(forward: Bool) -> Int64? {
             if Double.random(in: 0..<1, using: &random) < path.loss { return nil }
+            if let recorded = path.recorded {
+                let delays = forward ? recorded.forward : recorded.backward
+                return delays[Int.random(in: 0..<delays.count, using: &random)]
+            }
             var delay = Double(path.floor.nanosecondCount)
             if path.uniformJitter > .zero {
                 delay += Double.random(in: 0...(2 * Double(path.uniformJitter.nanosecondCount)), using: &random)
@@ -222,7 +242,7 @@ struct ClockBenchmark: ParsableCommand {
                 estimator.add(inFlight.remove(at: index).sample)
             } else if now == nextRequest {
                 sent += 1
-                if let forward = oneWay(), let backward = oneWay() {
+                if let forward = oneWay(forward: true), let backward = oneWay(forward: false) {
                     let t2 = leader(now + forward)
                     let t3 = t2 + .nanoseconds(turnaround)
                     // The reply leaves at host time now + forward + turnaround (near enough:

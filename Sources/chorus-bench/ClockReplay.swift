@@ -175,6 +175,33 @@ struct ClockReplay: ParsableCommand {
         }
     }
 
+    /// Every recorded crossing's true one-way delay (ns) in the `sync` runs under
+    /// `directories`, forward (request) and backward (reply), from the nodes' announced
+    /// clocks.
+    static func oneWayDelays(directories: [String]) throws -> (forward: [Int64], backward: [Int64]) {
+        var forward: [Int64] = [], backward: [Int64] = []
+        for directory in directories {
+            let leaderLog = try String(contentsOfFile: directory + "/leader.log", encoding: .utf8)
+            guard let leader = AnnouncedClock(text: leaderLog) else {
+                throw BenchError("\(directory)/leader.log announces no simulated clock")
+            }
+            let names = (try FileManager.default.contentsOfDirectory(atPath: directory))
+                .filter { $0.hasSuffix(".clock.csv") }.map { String($0.dropLast(".clock.csv".count)) }.sorted()
+            for name in names {
+                let log = try String(contentsOfFile: "\(directory)/\(name).log", encoding: .utf8)
+                guard let follower = AnnouncedClock(text: log) else { continue }
+                for row in try exchanges(path: "\(directory)/\(name).clock.csv") {
+                    let sample = row.sample
+                    forward.append(Int64((leader.machine(atNode: Double(sample.t2.nanoseconds))
+                                          - follower.machine(atNode: Double(sample.t1.nanoseconds))).rounded()))
+                    backward.append(Int64((follower.machine(atNode: Double(sample.t4.nanoseconds))
+                                           - leader.machine(atNode: Double(sample.t3.nanoseconds))).rounded()))
+                }
+            }
+        }
+        return (forward, backward)
+    }
+
     /// The exchanges of a `--clock-log`: each sample, and the estimate (leader ns at t4)
     /// and deviation (ns) the follower recorded with it.
     static func exchanges(path: String) throws -> [(sample: ClockSample, recordedEstimate: Double, recordedDeviation: Double)] {
