@@ -53,16 +53,9 @@ struct ClockReplay: ParsableCommand {
         var nearFloor = Array(repeating: 0.0, count: Self.floorWindows.count)
         var sharpFloor = Array(repeating: 0.0, count: Self.floorWindows.count)
         for directory in directories {
-            let leaderLog = try String(contentsOfFile: directory + "/leader.log", encoding: .utf8)
-            guard let leader = AnnouncedClock(text: leaderLog) else {
-                throw BenchError("\(directory)/leader.log announces no simulated clock")
-            }
-            let names = (try FileManager.default.contentsOfDirectory(atPath: directory))
-                .filter { $0.hasSuffix(".clock.csv") }.map { String($0.dropLast(".clock.csv".count)) }.sorted()
-            for name in names {
-                let log = try String(contentsOfFile: "\(directory)/\(name).log", encoding: .utf8)
-                guard let follower = AnnouncedClock(text: log) else { continue }
-                let rows = try Self.exchanges(path: "\(directory)/\(name).clock.csv")
+            let run = try Self.recordedRun(directory)
+            let leader = run.leader
+            for (name, follower, rows) in run.followers {
                 guard let first = rows.first else { continue }
                 let origin = follower.machine(atNode: Double(first.sample.t1.nanoseconds))
                 var recorded: [Point] = []
@@ -175,22 +168,39 @@ struct ClockReplay: ParsableCommand {
         }
     }
 
+    /// One exchange of a `--clock-log`, with the estimate (leader ns at t4) and deviation (ns)
+    /// the follower recorded with it.
+    typealias RecordedExchange = (sample: ClockSample, recordedEstimate: Double, recordedDeviation: Double)
+
+    /// A `sync` run's work directory: the leader's announced clock, and each follower's name,
+    /// announced clock and recorded exchanges (followers that announced none are left out).
+    static func recordedRun(_ directory: String) throws
+        -> (leader: AnnouncedClock, followers: [(name: String, clock: AnnouncedClock, rows: [RecordedExchange])]) {
+        let leaderLog = try String(contentsOfFile: directory + "/leader.log", encoding: .utf8)
+        guard let leader = AnnouncedClock(text: leaderLog) else {
+            throw BenchError("\(directory)/leader.log announces no simulated clock")
+        }
+        let names = (try FileManager.default.contentsOfDirectory(atPath: directory))
+            .filter { $0.hasSuffix(".clock.csv") }.map { String($0.dropLast(".clock.csv".count)) }.sorted()
+        var followers: [(name: String, clock: AnnouncedClock, rows: [RecordedExchange])] = []
+        for name in names {
+            let log = try String(contentsOfFile: "\(directory)/\(name).log", encoding: .utf8)
+            guard let clock = AnnouncedClock(text: log) else { continue }
+            followers.append((name, clock, try exchanges(path: "\(directory)/\(name).clock.csv")))
+        }
+        return (leader, followers)
+    }
+
     /// Every recorded crossing's true one-way delay (ns) in the `sync` runs under
     /// `directories`, forward (request) and backward (reply), from the nodes' announced
     /// clocks.
     static func oneWayDelays(directories: [String]) throws -> (forward: [Int64], backward: [Int64]) {
         var forward: [Int64] = [], backward: [Int64] = []
         for directory in directories {
-            let leaderLog = try String(contentsOfFile: directory + "/leader.log", encoding: .utf8)
-            guard let leader = AnnouncedClock(text: leaderLog) else {
-                throw BenchError("\(directory)/leader.log announces no simulated clock")
-            }
-            let names = (try FileManager.default.contentsOfDirectory(atPath: directory))
-                .filter { $0.hasSuffix(".clock.csv") }.map { String($0.dropLast(".clock.csv".count)) }.sorted()
-            for name in names {
-                let log = try String(contentsOfFile: "\(directory)/\(name).log", encoding: .utf8)
-                guard let follower = AnnouncedClock(text: log) else { continue }
-                for row in try exchanges(path: "\(directory)/\(name).clock.csv") {
+            let run = try recordedRun(directory)
+            let leader = run.leader
+            for (_, follower, rows) in run.followers {
+                for row in rows {
                     let sample = row.sample
                     forward.append(Int64((leader.machine(atNode: Double(sample.t2.nanoseconds))
                                           - follower.machine(atNode: Double(sample.t1.nanoseconds))).rounded()))
@@ -204,9 +214,9 @@ struct ClockReplay: ParsableCommand {
 
     /// The exchanges of a `--clock-log`: each sample, and the estimate (leader ns at t4)
     /// and deviation (ns) the follower recorded with it.
-    static func exchanges(path: String) throws -> [(sample: ClockSample, recordedEstimate: Double, recordedDeviation: Double)] {
+    static func exchanges(path: String) throws -> [RecordedExchange] {
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        var rows: [(sample: ClockSample, recordedEstimate: Double, recordedDeviation: Double)] = []
+        var rows: [RecordedExchange] = []
         for line in text.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: ",")
             guard fields.count >= 6, let t1 = Int64(fields[0]), let t2 = Int64(fields[1]), let t3 = Int64(fields[2]),
