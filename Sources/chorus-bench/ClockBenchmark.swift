@@ -114,7 +114,8 @@ struct ClockBenchmark: ParsableCommand {
         let sink = SummaryFile(path: summary)
         var table = Table(
             title: "clock: estimate error against the leader's true time, \(runs) simulated followers × \(seconds) s per path (µs)",
-            command: "chorus-bench clock --runs \(runs) --seconds \(seconds) --seed \(seed)",
+            command: "chorus-bench clock --runs \(runs) --seconds \(seconds) --seed \(seed)"
+                + path.map { " --path \($0)" }.joined() + delaysFrom.map { " --delays-from \($0)" }.joined(),
             header: ["path", "exchanges/s", "join s median", "join s max", "never", "start s max", "max 1 s from start",
                      "p99 1–2 s", "p99 2–10 s", "p99 10 s on",
                      "median 2 s on", "max 2 s on", "pair p99 2 s on", "pair max", "beyond 3σ % to 2 s", "beyond 3σ %"])
