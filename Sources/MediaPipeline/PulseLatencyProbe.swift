@@ -112,6 +112,20 @@ final class PulseLatencyProbe: @unchecked Sendable {
     private var gate = RoundTripGate()
     /// When the stream was first found.
     private var foundAt: HostTime?
+    /// The last point published, and a point that disagreed with it, held until the next
+    /// answer says which of the two is right (`jumpLimit`).
+    private var published: Point?
+    private var heldJump: Point?
+
+    /// How far (in time) a new point may disagree with the last before it must be
+    /// confirmed by the next: a write the pulse plugin had not yet sent when the question
+    /// reached the server (its thread held off on a loaded machine, past `writeSettling`)
+    /// is left out of the server's queued figure while the frame count includes it, and
+    /// the point then says every frame plays a whole write (10 ms) early. Such an answer
+    /// came once in some thousands under a loaded test run, and moved the stream's reports
+    /// by 10 ms for as long as it was the newest. 3 ms is far above the quick answers'
+    /// scatter (tens of µs) and the sink's drift between two points, far below a write.
+    static let jumpLimit: Duration = .milliseconds(3)
 
     /// Starts asking the server that ALSA's pulse plugin would use (`PULSE_SERVER`, else the
     /// default) on a thread of its own.
@@ -260,7 +274,26 @@ final class PulseLatencyProbe: @unchecked Sendable {
         let latencyMicroseconds = Double(answer.bufferMicroseconds) + Double(answer.sinkMicroseconds)
         let point = Point(frames: framesBefore, host: midpoint, queuedFrames: latencyMicroseconds * Double(sampleRate) / 1e6,
                           answeredAt: answeredAt)
+        if let last = published, disagreement(point, last) > Self.jumpLimit {
+            // A jump: used only once the next answer agrees with it (the stream really
+            // moved), never on its own (an answer that overtook a write).
+            guard let held = heldJump, disagreement(point, held) <= Self.jumpLimit else {
+                heldJump = point
+                return
+            }
+        }
+        heldJump = nil
+        published = point
         latest.withLock { $0 = point }
+    }
+
+    /// How far apart two points place the stream: when `earlier`, carried forward to
+    /// `later`'s frame and moment at the nominal rate, says that frame plays.
+    private func disagreement(_ later: Point, _ earlier: Point) -> Duration {
+        let elapsedFrames = Double((later.host - earlier.host).nanosecondsClamped) * Double(sampleRate) / 1e9
+        let expected = earlier.queuedFrames + Double(later.frames - earlier.frames) - elapsedFrames
+        let frames = abs(later.queuedFrames - expected)
+        return .nanoseconds(Int64(min(frames / Double(sampleRate), 1e6) * 1e9))
     }
 
     /// On the mainloop's thread: one sink input of the answer, or its end.
