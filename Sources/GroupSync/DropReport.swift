@@ -32,11 +32,7 @@ public struct DropReport: Sendable {
     /// the reportable reasons are kept.
     public mutating func note(from source: UDPEndpoint, dropped: DropCounters) {
         var change = DropCounters()
-        change.forged = dropped.forged
-        change.wrongGroup = dropped.wrongGroup
-        change.wrongVersion = dropped.wrongVersion
-        change.malformed = dropped.malformed
-        change.refused = dropped.refused
+        for reason in Self.reportableReasons { change[keyPath: reason] = dropped[keyPath: reason] }
         guard Self.reportable(change) > 0 else { return }
         if let index = senders.firstIndex(where: { $0.source == source }) {
             senders[index].counts.add(change)
@@ -65,8 +61,12 @@ public struct DropReport: Sendable {
         return lines
     }
 
+    /// The reasons that point at a misconfigured or hostile sender.
+    private static let reportableReasons: [WritableKeyPath<DropCounters, Int> & Sendable] =
+        [\.forged, \.wrongGroup, \.wrongVersion, \.malformed, \.refused]
+
     private static func reportable(_ counts: DropCounters) -> Int {
-        counts.forged + counts.wrongGroup + counts.wrongVersion + counts.malformed + counts.refused
+        reportableReasons.reduce(0) { $0 + counts[keyPath: $1] }
     }
 
     private static func describe(_ counts: DropCounters) -> String {

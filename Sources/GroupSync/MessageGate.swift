@@ -49,7 +49,7 @@ public struct MessageGate: Sendable {
             return nil
         }
         guard replayGuard.accept(sender: decoded.message.senderID, sequence: decoded.message.sequence) else {
-            counters.replayed += 1
+            drop(\.replayed, from: source)
             return nil
         }
         return decoded.message
@@ -81,6 +81,6 @@ public struct MessageGate: Sendable {
 
     /// Counts a message the core found meaningless here (see `DropCounters.unexpected`).
     public mutating func countUnexpected() {
-        counters.unexpected += 1
+        drop(\.unexpected, from: nil)
     }
 }
