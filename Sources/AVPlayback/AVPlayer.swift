@@ -81,13 +81,34 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// The output device's name, as shown in status lines.
     public var outputName: String { engine.outputName }
 
-    /// The playback rate: 0 paused, 1 normal speed. Setting a non-zero rate plays.
-    /// Only 0 and 1 are rendered; other positive rates play at 1 until rate control exists.
+    /// The playback rate: 0 paused, 1 normal speed, 0.5 half speed, 2 double. Setting a
+    /// non-zero rate plays; changing it while playing changes the speed without a break.
+    /// Forward rates from `slowestRate` to `fastestRate` play (beyond them, the nearer
+    /// bound), with the pitch following the rate (see
+    /// `AVPlayerItem.audioTimePitchAlgorithm`). Reverse play is not supported yet: a negative
+    /// or non-finite rate is refused with a warning on standard error and changes nothing.
     public var rate: Float {
         get { lock.withLock { state.rate } }
         set {
-            if newValue == 0 { pause() } else { start(rate: newValue, at: nil, hostTime: nil, seekFirst: false) }
+            if newValue == 0 { pause(); return }
+            guard let rate = Self.playableRate(newValue) else { return }
+            start(rate: rate, at: nil, hostTime: nil, seekFirst: false)
         }
+    }
+
+    /// The slowest forward rate played (a Chorus addition): slower rates play at this.
+    public static let slowestRate: Float = 1.0 / 32
+    /// The fastest forward rate played (a Chorus addition): faster rates play at this, the
+    /// most the render thread's resampler reads without aliasing.
+    public static let fastestRate: Float = 8
+
+    /// `rate` bounded to the rates played, or nil (with a warning) for one that cannot be.
+    static func playableRate(_ rate: Float) -> Float? {
+        guard rate.isFinite, rate > 0 else {
+            FileHandle.standardError.write(Data("AVPlayer: rate \(rate) ignored: only forward rates are played\n".utf8))
+            return nil
+        }
+        return min(max(rate, slowestRate), fastestRate)
     }
 
     /// The rate `play()` uses.
@@ -172,7 +193,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Plays at `defaultRate`.
     public func play() {
         let rate = defaultRate
-        start(rate: rate == 0 ? 1 : rate, at: nil, hostTime: nil, seekFirst: false)
+        start(rate: rate == 0 ? 1 : Self.playableRate(rate) ?? 1, at: nil, hostTime: nil, seekFirst: false)
     }
 
     /// Pauses; the same as setting `rate` to 0.
@@ -184,6 +205,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// Plays at `rate` at once, without waiting for buffering.
     public func playImmediately(atRate rate: Float) {
+        if rate == 0 { pause(); return }
+        guard let rate = Self.playableRate(rate) else { return }
         start(rate: rate, at: nil, hostTime: nil, seekFirst: false)
     }
 
@@ -195,6 +218,12 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// synchronisation. As on Apple's platforms this is refused while
     /// `automaticallyWaitsToMinimizeStalling` is true: the call does nothing and a warning
     /// is printed to standard error.
+    ///
+    /// Playing on a `masterClock`, a call whose item time is where the current timeline
+    /// already puts that host time (within `continuousChangeTolerance`), or is invalid, with
+    /// a host time, changes only the rate from that instant on: nothing is flushed or
+    /// re-read, and the sound carries on without a break. This is how every room of a group
+    /// changes speed together.
     public func setRate(_ rate: Float, time itemTime: CMTime, atHostTime hostClockTime: CMTime) {
         if automaticallyWaitsToMinimizeStalling {
             FileHandle.standardError.write(Data(
@@ -206,8 +235,67 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             if itemTime.isNumeric { seek(to: itemTime) }
             return
         }
-        start(rate: rate, at: itemTime.isNumeric ? itemTime : nil,
-              hostTime: hostClockTime.isNumeric ? HostTime(hostClockTime) : nil, seekFirst: true)
+        guard let rate = Self.playableRate(rate) else { return }
+        let hostTime = hostClockTime.isNumeric ? HostTime(hostClockTime) : nil
+        if let hostTime, changeRateContinuously(to: rate, at: itemTime, hostTime: hostTime) { return }
+        start(rate: rate, at: itemTime.isNumeric ? itemTime : nil, hostTime: hostTime, seekFirst: true)
+    }
+
+    /// How far a scheduled change's item time may lie from the current timeline's and still
+    /// be made without a break: a follower's clock estimate and a group's rounding put it
+    /// microseconds off, and the render thread's loop absorbs up to a millisecond within a
+    /// few seconds, inaudibly; a real jump (a seek) is much larger.
+    public static let continuousChangeTolerance = CMTime(value: 1, timescale: 1000)
+
+    /// The item time the current timeline presents at `hostTime` (a Chorus addition, the
+    /// player's counterpart of `AVPlayerItemVideoOutput.itemTime(forHostTime:)`): while
+    /// playing on a `masterClock`, exact to the timeline, including a rate change scheduled
+    /// before it; otherwise the current time projected at the current rate. Invalid when no
+    /// item is loaded.
+    public func itemTime(forHostTime hostTime: CMTime) -> CMTime {
+        lock.withLock {
+            guard let host = HostTime(hostTime) else { return .invalid }
+            if let frame = timelineFrameLocked(at: host), let format = state.format {
+                return CMTime(value: Int64(frame.rounded()), timescale: Int32(format.sampleRate))
+            }
+            guard state.itemLoaded else { return .invalid }
+            let now = currentTimeLocked()
+            let elapsed = (host - (HostTime(hostClock.time) ?? .now())).nanosecondsClamped
+            return now + CMTime(value: Int64(Double(elapsed) * Double(state.rate)), timescale: 1_000_000_000)
+        }
+    }
+
+    /// The item frame the followed timeline puts at `host`, when playing on a master clock.
+    func timelineFrameLocked(at host: HostTime) -> Double? {
+        guard state.itemLoaded, state.rate != 0, let master = state.masterClock, let format = state.format,
+              state.masterAnchor != nil else { return nil }
+        let timeline = masterTimelineLocked(master: master, format: format)
+        let due = timeline.due(at: host - state.latencyCompensation, sampleRate: format.sampleRate)
+        return due.isFinite ? due : nil
+    }
+
+    /// Makes a scheduled rate change on the timeline being followed, if it continues it.
+    private func changeRateContinuously(to rate: Float, at itemTime: CMTime, hostTime: HostTime) -> Bool {
+        var effects = Effects()
+        let changed: Bool = lock.withLock {
+            guard let master = state.masterClock, let format = state.format,
+                  let due = timelineFrameLocked(at: hostTime) else { return false }
+            let continuing = CMTime(value: Int64(due.rounded()), timescale: Int32(format.sampleRate))
+            let target = itemTime.isNumeric ? itemTime : continuing
+            guard (target - continuing).absoluteValue <= Self.continuousChangeTolerance else { return false }
+            let oldRate = state.rate
+            state.masterAnchor = MasterAnchor(itemTime: target, masterTime: master.time(atHostTime: hostTime),
+                                              rateBefore: oldRate)
+            state.rate = rate
+            if oldRate != rate {
+                effects.changes.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.rate, old: oldRate, new: rate) }
+            }
+            applyModeLocked(flush: false)
+            return true
+        }
+        effects.run(on: eventQueue)
+        if changed { updateTimebase() }
+        return changed
     }
 
     // MARK: - Items
@@ -360,7 +448,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             let upper = status.phase == .ended || status.phase == .failed ? status.endFrame : status.writtenEndFrame
             if !engine.isRealtime { return upper }
             let now = HostTime(hostClock.time) ?? .now()
-            let elapsed = format.frames(inNanoseconds: (now - status.anchorHost).nanosecondsClamped)
+            let heard = Double(format.frames(inNanoseconds: (now - status.anchorHost).nanosecondsClamped))
+            let elapsed = Int64((heard * (status.anchorRate.isFinite ? status.anchorRate : 1)).rounded())
             return min(max(status.anchorFrame + elapsed, status.runStartFrame), upper)
         }
     }
@@ -453,6 +542,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 state.scheduledHost = nil
                 state.masterAnchor = nil
                 applyModeLocked(flush: false)
+            } else if oldRate != rate {
+                changeRateWhilePlayingLocked(from: oldRate)
             }
             let reason: WaitingReason = state.item == nil || state.item?.status == .failed ? .noItemToPlay
                 : hostTime != nil ? .waitingForScheduledStart : .toMinimizeStalls
@@ -464,6 +555,34 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         updateTimebase()
         effects.run(on: eventQueue)
     }
+
+    /// A new rate while playing, without a break. Off a master clock the render thread
+    /// takes the new speed from its next period. On one, the timeline changes rate at the
+    /// first period the render thread has not yet written (plus `rateChangeMargin` for the
+    /// control to reach it), where the item stands then: what is already queued plays out
+    /// at the old rate.
+    private func changeRateWhilePlayingLocked(from oldRate: Float) {
+        let newRate = state.rate
+        defer { applyModeLocked(flush: false) }
+        guard let master = state.masterClock, state.masterAnchor != nil, let format = state.format else { return }
+        let now = HostTime(hostClock.time) ?? .now()
+        let status = engine.status
+        let written = status.serial == state.serial && status.updatedAt > now ? status.updatedAt : now
+        let change = written + Self.rateChangeMargin
+        // The item frame due then on the timeline as it runs now, at the old rate.
+        state.rate = oldRate
+        let due = timelineFrameLocked(at: change + state.latencyCompensation)
+        state.rate = newRate
+        guard let due else { return }
+        state.masterAnchor = MasterAnchor(itemTime: CMTime(value: Int64(due.rounded()), timescale: Int32(format.sampleRate)),
+                                          masterTime: master.time(atHostTime: change + state.latencyCompensation),
+                                          rateBefore: oldRate)
+    }
+
+    /// How far past the last period written a rate change on a master clock is placed: two
+    /// 10 ms periods, so the render thread has read the new timeline before it writes the
+    /// period that holds the change.
+    static let rateChangeMargin: Duration = .milliseconds(20)
 
     func pauseLocked(_ effects: inout Effects) {
         let oldRate = state.rate
@@ -500,9 +619,11 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         } else {
             mode = .idle(serial: serial)
         }
+        let rate = state.rate == 0 ? 1 : Double(state.rate)
         engine.render {
             $0.mode = mode
             $0.flush = flush
+            $0.rate = rate
         }
     }
 
@@ -519,9 +640,12 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             state.masterAnchor = anchor
         }
         let host = master.hostTime(forClockTime: anchor.masterTime) ?? (HostTime(hostClock.time) ?? .now())
+        // Item frames pass at the playback rate per second of the master clock.
+        let clockRate = master.rateRelativeToHost
         return RenderTimeline(frame: frames(of: anchor.itemTime, format: format),
                               host: host - state.latencyCompensation,
-                              rate: master.rateRelativeToHost)
+                              rate: clockRate * Double(state.rate),
+                              rateBefore: anchor.rateBefore.map { clockRate * Double($0) })
     }
 
     /// On each tick while following a master clock: moves the render thread onto the
@@ -574,8 +698,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     func updateTimebase() {
         let (item, time, playing) = lock.withLock { (state.item, currentTimeLocked(), state.rate != 0 && state.timeControlStatus == .playing) }
         guard let timebase = item?.timebase else { return }
+        let rate = lock.withLock { state.rate }
         // Both times are valid here, the only way this can fail.
-        try? timebase.setRateAndAnchorTime(rate: playing ? 1 : 0, anchorTime: time, referenceTime: hostClock.time)
+        try? timebase.setRateAndAnchorTime(rate: playing ? Float64(rate) : 0, anchorTime: time, referenceTime: hostClock.time)
     }
 
     /// Stops playback and releases the output device (a Chorus addition: a file output is
@@ -637,10 +762,12 @@ struct PlayerState {
     var lastObservedTime = CMTime.invalid
 }
 
-/// Item time `itemTime` is heard at master-clock time `masterTime`.
+/// Item time `itemTime` is heard at master-clock time `masterTime`. With `rateBefore`, the
+/// anchor is a rate change: until then the item played at that rate.
 struct MasterAnchor {
     let itemTime: CMTime
     let masterTime: CMTime
+    var rateBefore: Float? = nil
 }
 
 struct PendingSeek {

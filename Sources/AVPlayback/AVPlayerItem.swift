@@ -89,12 +89,16 @@ public final class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     public var reversePlaybackEndTime = CMTime.invalid
     /// How much media to buffer ahead, in seconds; 0 lets the player choose.
     public var preferredForwardBufferDuration: TimeInterval = 0
-    /// How pitch behaves at rates other than 1.
+    /// How pitch behaves at rates other than 1. Chorus renders every rate as
+    /// `.varispeed` for now (the pitch follows the rate, as a turntable's does): that keeps
+    /// every frame's place on the timeline exact, which a group's rooms need to stay on the
+    /// same sample. The pitch-keeping algorithms are accepted and not yet applied.
     public var audioTimePitchAlgorithm = AVAudioTimePitchAlgorithm.timeDomain
 
-    /// Rates other than 0 and 1 are not played yet, so these are all false.
-    public var canPlayFastForward: Bool { false }
-    public var canPlaySlowForward: Bool { false }
+    /// Forward rates faster and slower than 1 play once the item is ready (from 1/32 to 8);
+    /// reverse play is not supported yet.
+    public var canPlayFastForward: Bool { status == .readyToPlay }
+    public var canPlaySlowForward: Bool { status == .readyToPlay }
     public var canPlayReverse: Bool { false }
     public var canPlaySlowReverse: Bool { false }
     public var canPlayFastReverse: Bool { false }

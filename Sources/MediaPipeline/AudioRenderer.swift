@@ -239,6 +239,7 @@ public final class AudioRenderer: @unchecked Sendable {
                 // The content position of this period's first frame: the anchor projected
                 // back to the period start when content began partway through it.
                 let lead = Double((status.anchorHost - host).nanosecondsClamped) * Double(ring.format.sampleRate) / 1e9
+                    * status.anchorRate
                 capture.record(hostNanoseconds: deviceHost.nanoseconds,
                                smoothedNanoseconds: deviceHost.nanoseconds &+ (host.nanoseconds &- reported.nanoseconds),
                                position: status.anchorPosition - lead,
@@ -375,6 +376,13 @@ public final class AudioRenderer: @unchecked Sendable {
         case .playing:
             if case .follow(_, let timeline) = applied.mode {
                 filled = followContent(into: out, from: 0, frames: frames, channels: channels, host: host, timeline: timeline)
+            } else if applied.rate != 1 || resampler.isPrimed {
+                // A rate other than 1 reads the content through the resampler; once a run
+                // has gone through it, it stays there (at rate 1 it interpolates at its
+                // phase), since leaving it would drop the fraction of a frame it stands at.
+                if !resampler.isPrimed { resampler.prime(at: nextFrame) { pullFrame(into: $0) } }
+                filled = resampledContent(into: out, from: 0, frames: frames, channels: channels, host: host,
+                                          ratio: Self.boundedRate(applied.rate), anchorRate: Self.boundedRate(applied.rate))
             } else {
                 filled = copyContent(into: out, from: 0, frames: frames, channels: channels, host: host)
             }
@@ -412,7 +420,10 @@ public final class AudioRenderer: @unchecked Sendable {
         case .idle:
             return 0
         case .play(_, let target, let scheduledHost?):
-            due = target + ring.format.frames(inNanoseconds: (host - scheduledHost).nanosecondsClamped)
+            // Frames of the item pass at the playback rate for every frame heard.
+            let heard = Double(ring.format.frames(inNanoseconds: (host - scheduledHost).nanosecondsClamped))
+            let item = (heard * Self.boundedRate(applied.rate)).rounded()
+            due = target + Int64(min(max(item, -Self.farthestFrame), Self.farthestFrame))
             scheduled = true
         case .play(_, let target, nil):
             due = status.phase == .stalled ? nextFrame : target
@@ -448,8 +459,10 @@ public final class AudioRenderer: @unchecked Sendable {
             return 0
         }
         let first = head.header.itemFrame + Int64(headOffset)
-        // Frames of silence before `first` is due (0 for an unscheduled start).
-        let lead: Int64 = !scheduled && status.phase == .starting ? 0 : max(0, first - due)
+        // Frames of silence heard before `first` is due (0 for an unscheduled start): the
+        // item frames still to wait, at the rate they pass.
+        let startRate = timeline.map { Self.boundedRate($0.rate(at: host)) } ?? Self.boundedRate(applied.rate)
+        let lead: Int64 = !scheduled && status.phase == .starting ? 0 : Int64((Double(max(0, first - due)) / startRate).rounded())
         if lead >= Int64(frames) { return 0 }
         let leadFrames = Int(lead)
         out.update(repeating: 0, count: leadFrames * channels)
@@ -457,6 +470,7 @@ public final class AudioRenderer: @unchecked Sendable {
         status.runStartFrame = first
         status.runStartHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: lead))
         nextFrame = first
+        resampler.reset()
         if let timeline {
             pendingEnd = nil
             if followStart == nil {
@@ -466,6 +480,14 @@ public final class AudioRenderer: @unchecked Sendable {
             resampler.prime(at: first) { pullFrame(into: $0) }
             let leadHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: lead))
             return followContent(into: out, from: leadFrames, frames: frames, channels: channels, host: leadHost, timeline: timeline)
+        }
+        if applied.rate != 1 {
+            pendingEnd = nil
+            resampler.prime(at: first) { pullFrame(into: $0) }
+            let leadHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: lead))
+            let rate = Self.boundedRate(applied.rate)
+            return resampledContent(into: out, from: leadFrames, frames: frames, channels: channels, host: leadHost,
+                                    ratio: rate, anchorRate: rate)
         }
         return copyContent(into: out, from: leadFrames, frames: frames, channels: channels, host: host)
     }
@@ -498,6 +520,7 @@ public final class AudioRenderer: @unchecked Sendable {
                 status.anchorFrame = blockFrame
                 status.anchorPosition = Double(blockFrame)
                 status.anchorHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(filled)))
+                status.anchorRate = 1
                 anchored = true
             }
             let source = head.samples + headOffset * channels
@@ -523,6 +546,14 @@ public final class AudioRenderer: @unchecked Sendable {
     /// none: at a marker, which is remembered, or when the ring is dry.
     private func pullFrame(into destination: UnsafeMutablePointer<Float>) -> Bool {
         let channels = ring.format.channels
+        // A file is never late: its resampled content waits for the decoder (as a copy
+        // does) instead of taking silence, unless the player has moved on or stops.
+        if !output.isRealtime, pendingEnd == nil {
+            while currentHead() == nil, running.load(ordering: .relaxed),
+                  control.withLockIfAvailable({ $0.generation }) ?? applied.generation == applied.generation {
+                usleep(Self.offlineIdleSleepMicroseconds)
+            }
+        }
         guard pendingEnd == nil, let head = currentHead() else {
             if pendingEnd == nil { pullMisses += 1 }
             return false
@@ -600,9 +631,43 @@ public final class AudioRenderer: @unchecked Sendable {
                                                                   integralPPM + Self.integralGain * speed * speed * excess * elapsed))
         }
         let correction = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM, proportional + integralPPM))
-        let ratio = timeline.rate * deviceRatio * (1 + correction / 1e6)
-        status.correctionPPM = (deviceRatio * (1 + correction / 1e6) - 1) * 1e6
+        let gear = deviceRatio * (1 + correction / 1e6)
+        status.correctionPPM = (gear - 1) * 1e6
+        // A rate change scheduled inside this period (the timeline's rate before its anchor
+        // differs from after): the frames before the change are read at the old rate.
+        let periodNanoseconds = Double(ring.format.nanoseconds(ofFrames: Int64(frames - from)))
+        let untilChange = Double((timeline.host - host).nanosecondsClamped)
+        if timeline.rateBefore != timeline.rate, untilChange > 0, untilChange < periodNanoseconds {
+            let before = min(frames - from - 1, max(1, Int((untilChange / nominalFrameNanoseconds).rounded())))
+            let filled = resampledContent(into: out, from: from, frames: from + before, channels: channels, host: host,
+                                          ratio: Self.boundedRate(timeline.rateBefore * gear), anchorRate: timeline.rateBefore)
+            guard status.phase == .playing else { return filled }
+            let anchor = (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate)
+            let changeHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(before)))
+            let rest = resampledContent(into: out, from: from + before, frames: frames, channels: channels, host: changeHost,
+                                        ratio: Self.boundedRate(timeline.rate * gear), anchorRate: timeline.rate)
+            // The period's report is anchored at its first frame.
+            if status.phase == .playing { (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate) = anchor }
+            return rest
+        }
+        let playbackRate = timeline.rate(at: host)
+        return resampledContent(into: out, from: from, frames: frames, channels: channels, host: host,
+                                ratio: Self.boundedRate(playbackRate * gear), anchorRate: playbackRate)
+    }
 
+    /// A rate from outside (a caller's, a group's State), bounded to what the resampler
+    /// reads, so no rate can stall or trap the render thread.
+    static func boundedRate(_ rate: Double) -> Double {
+        guard rate.isFinite else { return 1 }
+        return min(max(rate, FractionalResampler.minimumRatio), FractionalResampler.maximumRatio)
+    }
+
+    /// Reads content through the resampler into `out[from..<frames]`, `ratio` item frames
+    /// per frame written, with `host` when `out[from]` is heard; `anchorRate` is what the
+    /// report gives as the item's rate against the host. Handles the stream's end and the
+    /// ring running dry. Returns the frames filled.
+    private func resampledContent(into out: UnsafeMutablePointer<Float>, from: Int, frames: Int, channels: Int,
+                                  host: HostTime, ratio: Double, anchorRate: Double) -> Int {
         let volume = applied.volume
         let count = frames - from
         let destination = out + from * channels
@@ -614,17 +679,23 @@ public final class AudioRenderer: @unchecked Sendable {
         status.anchorFrame = Int64(first.rounded())
         status.anchorPosition = first
         status.anchorHost = host
+        status.anchorRate = anchorRate
         nextFrame = resampler.centerFrame
         status.writtenEndFrame = nextFrame
         if let end = pendingEnd, resampler.centerFrame >= end.frame {
             // The look-ahead met the end and the centre has passed it: what followed was the
-            // filter's decay into silence.
-            finish(kind: end.kind, frame: end.frame, host: host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(Double(count) - (Double(resampler.centerFrame) - Double(end.frame))))))
+            // filter's decay into silence. The end was heard as many frames before the
+            // period's end as the centre has read past it, divided by the rate.
+            let overshoot = (Double(resampler.centerFrame) - Double(end.frame)) / ratio
+            let heard = min(count, max(0, Int((Double(count) - overshoot).rounded(.up))))
+            finish(kind: end.kind, frame: end.frame, host: host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(heard))))
             pendingEnd = nil
             resampler.reset()
+            // A file takes the content up to the end and no more.
+            return from + heard
         } else if pullMisses > 0 && pendingEnd == nil && output.isRealtime {
             // The ring ran dry: the device heard silence where content should be. Restart on
-            // the timeline when data returns.
+            // the timeline (or where the content stopped) when data returns.
             status.phase = .stalled
             status.stalls += 1
             resampler.reset()

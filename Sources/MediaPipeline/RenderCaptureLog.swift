@@ -15,6 +15,16 @@ public struct RenderCaptureLog: Sendable {
     /// Every period, in order.
     public var periods: [Period]
 
+    /// A capture of `periods`.
+    public init(periods: [Period]) { self.periods = periods }
+
+    /// Only the periods of the serial that was playing at host time `host` (nanoseconds):
+    /// one item, or one stretch between seeks.
+    public func run(at host: Int64) -> RenderCaptureLog {
+        guard let serial = periods.last(where: { $0.host <= host })?.serial else { return RenderCaptureLog(periods: []) }
+        return RenderCaptureLog(periods: periods.filter { $0.serial == serial })
+    }
+
     /// Reads the capture at `path`; malformed lines are skipped.
     public init(path: String) throws {
         let text = try String(contentsOfFile: path, encoding: .utf8)

@@ -21,23 +21,31 @@ public enum RenderMode: Sendable, Equatable {
     }
 }
 
-/// Where item frames fall on the host clock: frame `frame` is heard at `host`, and frames
-/// advance at `rate` times the nominal sample rate per host second (the rate of the clock
-/// the group follows against this host's clock, 1 ± a few hundred ppm).
+/// Where item frames fall on the host clock: frame `frame` is heard at `host`, and from
+/// then on frames advance at `rate` times the nominal sample rate per host second (the
+/// playback rate times the rate of the clock the group follows against this host's clock,
+/// which is 1 ± a few hundred ppm). Before `host` they advance at `rateBefore`: a rate
+/// change scheduled at `host` continues the timeline that was being played until then, so
+/// the change is made without a break.
 public struct RenderTimeline: Sendable, Equatable {
     public var frame: Int64
     public var host: HostTime
     public var rate: Double
+    public var rateBefore: Double
 
-    public init(frame: Int64, host: HostTime, rate: Double) {
+    public init(frame: Int64, host: HostTime, rate: Double, rateBefore: Double? = nil) {
         self.frame = frame
         self.host = host
         self.rate = rate
+        self.rateBefore = rateBefore ?? rate
     }
+
+    /// The rate in force at host time `time`.
+    public func rate(at time: HostTime) -> Double { time < host ? rateBefore : rate }
 
     /// The (fractional) item frame due at host time `time`.
     public func due(at time: HostTime, sampleRate: Int) -> Double {
-        Double(frame) + Double((time - host).nanosecondsClamped) * rate * Double(sampleRate) / 1e9
+        Double(frame) + Double((time - host).nanosecondsClamped) * rate(at: time) * Double(sampleRate) / 1e9
     }
 }
 
@@ -51,6 +59,10 @@ public struct RenderControl: Sendable, Equatable {
     public var flush: Bool = false
     /// Linear gain applied to content (0...1).
     public var volume: Float = 1
+    /// The playback rate of the `.play` modes: item frames per frame heard (1 normal speed;
+    /// 2 twice as fast, an octave up). Changing it alone changes the speed from the next
+    /// period on without a restart. A followed timeline carries its own rate.
+    public var rate: Double = 1
 }
 
 /// Where the render thread stands.
@@ -81,6 +93,9 @@ public struct RenderStatus: Sendable, Equatable {
     /// between frames).
     public var anchorPosition: Double = 0
     public var anchorHost = HostTime(nanoseconds: 0)
+    /// Item frames per frame heard from the anchor on: the playback rate (times the soft
+    /// tier's correction, following a timeline).
+    public var anchorRate: Double = 1
     /// The first item frame of the current continuous run of content.
     public var runStartFrame: Int64 = 0
     /// When that frame is heard: until then the device still plays what came before.

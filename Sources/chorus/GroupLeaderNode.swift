@@ -142,12 +142,12 @@ final class GroupTransport: PlaybackTransport, @unchecked Sendable {
     func begin(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime, on player: AVPlayer) {
         let path = node.publish(url, index: index)
         lock.withLock { current = (index, path) }
-        schedule(rate: 1, at: start, lead: Self.startLead, on: player)
+        schedule(rate: Double(player.defaultRate), at: start, lead: Self.startLead, on: player)
     }
 
     func togglePause(on player: AVPlayer) {
         if player.rate == 0 {
-            schedule(rate: 1, at: player.currentTime(), lead: Self.changeLead, on: player)
+            schedule(rate: Double(player.defaultRate), at: player.currentTime(), lead: Self.changeLead, on: player)
         } else {
             player.pause()
             let time = player.currentTime()
@@ -163,8 +163,21 @@ final class GroupTransport: PlaybackTransport, @unchecked Sendable {
             player.seek(to: target)
             announce(rate: 0, at: target, leader: node.leaderTimeNow, player: player)
         } else {
-            schedule(rate: 1, at: target, lead: Self.changeLead, on: player)
+            schedule(rate: Double(player.rate), at: target, lead: Self.changeLead, on: player)
         }
+    }
+
+    /// A new speed, made everywhere at leader time now + `changeLead` where the item then
+    /// stands, so every room carries on without a break.
+    func changeRate(to rate: Float, on player: AVPlayer) {
+        player.defaultRate = rate
+        guard player.rate != 0, player.rate != rate else { return }
+        let leaderChange = node.leaderTimeNow + Self.changeLead
+        let host = HostTime(nanoseconds: leaderChange.nanoseconds).cmTime
+        let time = player.itemTime(forHostTime: host)
+        guard time.isNumeric else { return }
+        player.setRate(rate, time: time, atHostTime: host)
+        announce(rate: Double(player.rate), at: time, leader: leaderChange, player: player)
     }
 
     func finish(on player: AVPlayer) {

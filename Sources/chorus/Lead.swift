@@ -27,7 +27,7 @@ struct Lead: ParsableCommand {
     @Flag(name: .long, help: "No status line and no keys.")
     var quiet = false
 
-    @Flag(name: .long, help: "Read commands from standard input: pause, play, toggle, seek SECONDS, quit.")
+    @Flag(name: .long, help: "Read commands from standard input: pause, play, toggle, seek SECONDS, rate RATE, next, previous, quit.")
     var commands = false
 
     @Flag(name: .long, help: "Log followers joining and leaving.")

@@ -8,7 +8,9 @@ struct Play: ParsableCommand {
         abstract: "Play files or URLs in turn.",
         discussion: """
             On a terminal a status line shows the position, the duration and the output. \
-            Keys: space pauses and resumes, left and right arrows seek 5 s, q quits.
+            Keys: space pauses and resumes, left and right arrows seek 5 s, [ and ] step the \
+            speed down and up, backspace sets it back to 1, n and p go to the next and previous \
+            item, q quits.
             """)
 
     @Argument(help: "Files or URLs to play, in order.")
@@ -23,19 +25,27 @@ struct Play: ParsableCommand {
     @Option(name: .long, help: "Linear volume from 0 to 1.")
     var volume: Float = 1
 
+    @Option(name: .long, help: "Speed, from 1/32 to 8 (the pitch follows it).")
+    var rate: Float = 1
+
     @Flag(name: .long, help: "No status line and no keys.")
     var quiet = false
 
     func validate() throws {
         guard !urls.isEmpty else { throw ValidationError("give at least one file or URL") }
         guard volume >= 0, volume <= 1 else { throw ValidationError("--volume must be between 0 and 1") }
+        guard rate.isFinite, rate >= AVPlayer.slowestRate, rate <= AVPlayer.fastestRate else {
+            throw ValidationError("--rate must be between 1/32 and 8")
+        }
         if let start, !(start >= 0 && start.isFinite) { throw ValidationError("--start must be a non-negative number of seconds") }
     }
 
     func run() throws {
         let spec: OutputSpec
         do { spec = try OutputSpec(parsing: output) } catch { throw ValidationError(error.description) }
-        let session = PlaySession(player: AVPlayer(playerItem: nil, output: spec), volume: volume,
+        let player = AVPlayer(playerItem: nil, output: spec)
+        player.defaultRate = rate
+        let session = PlaySession(player: player, volume: volume,
                                   interactive: !quiet && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0)
         let ok = session.run(urls: urls, start: start)
         if !ok { throw ExitCode(1) }

@@ -11,6 +11,8 @@ protocol PlaybackTransport: Sendable {
     func togglePause(on player: AVPlayer)
     /// Move to `time` (clamped by the player), keeping the play state.
     func seek(to time: CMTime, on player: AVPlayer)
+    /// Play at `rate` from now on (and after a pause, and for the items after).
+    func changeRate(to rate: Float, on player: AVPlayer)
     /// Everything has played, or the user quit.
     func finish(on player: AVPlayer)
 }
@@ -25,6 +27,10 @@ struct LocalTransport: PlaybackTransport {
         if player.rate == 0 { player.play() } else { player.pause() }
     }
     func seek(to time: CMTime, on player: AVPlayer) { player.seek(to: time) }
+    func changeRate(to rate: Float, on player: AVPlayer) {
+        player.defaultRate = rate
+        if player.rate != 0 { player.rate = rate }
+    }
     func finish(on player: AVPlayer) {}
 }
 
@@ -37,6 +43,12 @@ final class PlaySession: @unchecked Sendable {
     static let statusInterval = CMTime(value: 1, timescale: 4)
     /// Width of the progress bar in characters.
     static let barWidth = 30
+    /// The speeds `[` and `]` step through: the usual ones for listening faster or
+    /// following slowly, each a clear step from the next.
+    static let rateSteps: [Float] = [0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 2]
+    /// Going to the previous item this far into the current one starts the current one
+    /// again instead, as music players do.
+    static let restartThreshold = 3.0
 
     let player: AVPlayer
     let interactive: Bool
@@ -46,11 +58,16 @@ final class PlaySession: @unchecked Sendable {
     private let lock = NSLock()
     private var quitRequested = false
     private var finished: DispatchSemaphore?
+    /// The item to go to when the current one is left early (next, previous).
+    private var jump: Int?
+    /// The index of the item playing.
+    private var currentIndex = 0
     /// Why the current item failed, once it has.
     private var failure: String?
 
     /// Reads commands from standard input, one a line, when it is not a terminal:
-    /// `pause`, `play`, `toggle`, `seek SECONDS`, `quit`. For scripts and tests.
+    /// `pause`, `play`, `toggle`, `seek SECONDS`, `rate RATE`, `next`, `previous`, `quit`.
+    /// For scripts and tests.
     func acceptCommands() {
         let thread = Thread { [weak self] in
             while let line = readLine() {
@@ -64,8 +81,16 @@ final class PlaySession: @unchecked Sendable {
                     if words.count == 2, let seconds = Double(words[1]), seconds.isFinite {
                         transport.seek(to: CMTime(seconds: seconds, preferredTimescale: 1_000_000), on: player)
                     }
+                case "rate":
+                    if words.count == 2, let rate = Float(words[1]), rate.isFinite, rate > 0 {
+                        transport.changeRate(to: rate, on: player)
+                    } else {
+                        warn("rate needs a positive number (1 is normal speed)")
+                    }
+                case "next": handle(.next)
+                case "previous": handle(.previous)
                 case "quit": handle(.quit)
-                default: warn("unknown command \(verb): use pause, play, toggle, seek SECONDS or quit")
+                default: warn("unknown command \(verb): use pause, play, toggle, seek SECONDS, rate RATE, next, previous or quit")
                 }
             }
         }
@@ -94,12 +119,18 @@ final class PlaySession: @unchecked Sendable {
                 self?.drawStatus()
             }
         }
-        for (index, url) in urls.enumerated() {
+        var index = 0
+        var first = true
+        while index < urls.count, index >= 0 {
             if lock.withLock({ quitRequested }) { break }
+            let url = urls[index]
             let location = makeURL(url)
             let item = AVPlayerItem(url: location)
-            let from = index == 0 && start != nil ? CMTime(seconds: start ?? 0, preferredTimescale: 1_000_000) : .zero
+            let from = first && start != nil ? CMTime(seconds: start ?? 0, preferredTimescale: 1_000_000) : .zero
+            first = false
+            lock.withLock { currentIndex = index; jump = nil }
             if !play(item, index: index, url: location, from: from, name: url) { allGood = false }
+            index = lock.withLock { jump } ?? index + 1
         }
         transport.finish(on: player)
         if let statusObserver { player.removeTimeObserver(statusObserver) }
@@ -183,6 +214,19 @@ final class PlaySession: @unchecked Sendable {
             let done: DispatchSemaphore? = lock.withLock { quitRequested = true; return finished }
             player.pause()
             done?.signal()
+        case .slower, .faster, .normalSpeed:
+            transport.changeRate(to: Self.rate(after: player.defaultRate, key: key), on: player)
+        case .next, .previous:
+            let restart = key == .previous && player.currentTime().seconds > Self.restartThreshold
+            if restart {
+                transport.seek(to: .zero, on: player)
+            } else {
+                let done: DispatchSemaphore? = lock.withLock {
+                    jump = max(0, currentIndex + (key == .next ? 1 : -1))
+                    return finished
+                }
+                done?.signal()
+            }
         }
         drawStatus()
     }
@@ -201,7 +245,18 @@ final class PlaySession: @unchecked Sendable {
         case .paused: state = "||"
         case .waitingToPlayAtSpecifiedRate: state = "..."
         }
-        terminal.draw("\(state) \(Self.clock(position)) / \(total > 0 ? Self.clock(total) : "--:--") [\(bar)] \(player.outputName)")
+        let speed = player.defaultRate == 1 ? "" : String(format: " x%g", player.defaultRate)
+        terminal.draw("\(state) \(Self.clock(position)) / \(total > 0 ? Self.clock(total) : "--:--") [\(bar)]\(speed) \(player.outputName)")
+    }
+
+    /// The speed a rate key moves `rate` to: the next step of `rateSteps` down or up (from
+    /// a rate between steps, the nearest step that way), or 1.
+    static func rate(after rate: Float, key: Terminal.Key) -> Float {
+        switch key {
+        case .slower: return rateSteps.last { $0 < rate - 1e-3 } ?? rateSteps[0]
+        case .faster: return rateSteps.first { $0 > rate + 1e-3 } ?? rateSteps[rateSteps.count - 1]
+        default: return 1
+        }
     }
 
     /// "m:ss" or "h:mm:ss".

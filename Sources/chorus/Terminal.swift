@@ -2,7 +2,7 @@ import Foundation
 
 /// The terminal as `chorus play` uses it: raw key input and a status line on stderr.
 final class Terminal: @unchecked Sendable {
-    enum Key { case space, left, right, quit }
+    enum Key { case space, left, right, quit, slower, faster, normalSpeed, next, previous }
 
     private var saved = termios()
     private var raw = false
@@ -35,6 +35,12 @@ final class Terminal: @unchecked Sendable {
                 switch byte {
                 case 0x20: onKey(.space)
                 case UInt8(ascii: "q"), UInt8(ascii: "Q"): onKey(.quit)
+                case UInt8(ascii: "["): onKey(.slower)
+                case UInt8(ascii: "]"): onKey(.faster)
+                // Backspace, as the terminal sends it (DEL) or as ^H.
+                case 0x7f, 0x08: onKey(.normalSpeed)
+                case UInt8(ascii: "n"), UInt8(ascii: ">"): onKey(.next)
+                case UInt8(ascii: "p"), UInt8(ascii: "<"): onKey(.previous)
                 default: break
                 }
             }

@@ -160,3 +160,86 @@ import ChorusTestSupport
         #expect(abs(drift) < 0.5e-3, "\(drift)")
     }
 }
+
+/// Rates other than 1: faster, slower, changed while playing, scheduled on a master clock.
+@Suite struct PlaybackRateTests {
+    @Test func aRateChangedWhilePlayingChangesTheSpeedWithoutABreak() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 6, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil { item.status == .readyToPlay })
+        #expect(item.canPlayFastForward && item.canPlaySlowForward && !item.canPlayReverse)
+        let rates = Collected<Float>()
+        let observation = player.observe(\.rate, options: [.new]) { _, change in
+            if let value = change.newValue { rates.append(value) }
+        }
+        defer { observation.invalidate() }
+        player.play()
+        #expect(waitUntil { player.timeControlStatus == .playing })
+        usleep(500_000)
+        player.rate = 2
+        // What the device had queued plays out first; from then on the item runs at twice
+        // the host's pace.
+        usleep(300_000)
+        let (host0, time0) = (HostTime.now(), player.currentTime())
+        usleep(1_000_000)
+        let (host1, time1) = (HostTime.now(), player.currentTime())
+        let pace = (time1 - time0).seconds / (Double((host1 - host0).nanosecondsClamped) / 1e9)
+        #expect(abs(pace - 2) < 0.02, "item seconds per second: \(pace)")
+        #expect(player.rate == 2)
+        #expect(player.timeControlStatus == .playing)
+        #expect(player.engine.status.stalls == 0)
+        #expect(waitUntil { rates.all == [1, 2] })
+        #expect(abs((item.timebase?.rate ?? 0) - 2) < 1e-9)
+    }
+
+    @Test func reverseAndNonFiniteRatesAreRefused() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil { item.status == .readyToPlay })
+        player.rate = 1.5
+        player.rate = -1
+        player.rate = .nan
+        player.playImmediately(atRate: -2)
+        #expect(player.rate == 1.5)
+        player.rate = 1000
+        #expect(player.rate == AVPlayer.fastestRate)
+    }
+
+    @Test func aScheduledRateChangeOnAMasterClockKeepsTheTimeline() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 8, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 60))
+        defer { player.close() }
+        player.automaticallyWaitsToMinimizeStalling = false
+        #expect(waitUntil { item.status == .readyToPlay })
+        let start = HostTime.now()
+        let master = CMClock(hostClock: MonotonicHostClock(), anchorHostTime: start, anchorTime: .zero, rate: 1.0002)
+        player.masterClock = master
+        player.setRate(1, time: .zero, atHostTime: (start + .milliseconds(200)).cmTime)
+        #expect(waitUntil { player.timeControlStatus == .playing })
+        usleep(1_500_000)
+        // Where the item will stand 300 ms from now, and a change to 1.5 there, as a group
+        // leader makes it: nothing is flushed or re-read, the timeline carries on.
+        let change = HostTime.now() + .milliseconds(300)
+        let time = player.itemTime(forHostTime: change.cmTime)
+        #expect(time.isNumeric)
+        let serial = player.engine.status.serial
+        player.setRate(1.5, time: time, atHostTime: change.cmTime)
+        #expect(player.rate == 1.5)
+        usleep(2_000_000)
+        let status = player.engine.status
+        #expect(status.serial == serial)
+        #expect(status.hardResyncs == 0)
+        #expect(status.stalls == 0)
+        #expect(abs(status.timelineError) < 50e-6, "\(status.timelineError)")
+        // On the master clock's time the item ran 1.5 times as fast from the change on.
+        let elapsed = (master.time(atHostTime: .now()) - master.time(atHostTime: change)).seconds
+        let expected = time.seconds + 1.5 * elapsed
+        #expect(abs(player.currentTime().seconds - expected) < 1e-3, "\(player.currentTime().seconds) against \(expected)")
+        // A change whose item time is far from the timeline's is a seek: it starts afresh.
+        let later = HostTime.now() + .milliseconds(300)
+        player.setRate(1, time: CMTime(value: 1, timescale: 1), atHostTime: later.cmTime)
+        #expect(waitUntil { player.engine.status.serial != serial })
+    }
+}

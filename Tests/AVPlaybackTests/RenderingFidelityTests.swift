@@ -50,6 +50,29 @@ import ChorusTestSupport
         #expect(rendered.maximumDifference(from: halved) <= 1e-6)
     }
 
+    @Test(arguments: [0.5, 1.5, 2.0])
+    func aRateReadsTheItemThatMuchFaster(rate: Double) throws {
+        // Left 440 Hz, right 660 Hz: at rate r the rendered frame n holds the item at n·r,
+        // so the tones come out r times higher and the item lasts 1/r as long.
+        let source = try TestMedia.tone(.wav, seconds: 1, rate: 44_100, channels: 2)
+        let rendered = try renderToPCM(source, name: "rate-\(rate)") { player, _ in player.defaultRate = Float(rate) }
+        let reference = try PCM.ffmpegDecode(source, channels: 2)
+        let expectedFrames = Double(reference.frameCount) / rate
+        // A file output takes whole periods: the last one is padded with the filter's decay.
+        #expect(abs(Double(rendered.frameCount) - expectedFrames) <= 0, "\(rendered.frameCount) frames of \(expectedFrames)")
+        var worst: Float = 0
+        // From where the filter's first taps have left the silence before the item.
+        for frame in 64..<min(rendered.frameCount, Int(expectedFrames) - 64) {
+            for channel in 0..<2 {
+                let frequency = 220.0 * Double(channel + 2)
+                let expected = Float(0.4 * sin(2 * Double.pi * frequency * Double(frame) * rate / 44_100))
+                worst = max(worst, abs(rendered.samples[frame * 2 + channel] - expected))
+            }
+        }
+        // 16-bit source: a few quantisation steps at most.
+        #expect(worst < 2e-3, "worst \(worst)")
+    }
+
     @Test func mutedRendersSilence() throws {
         let source = try TestMedia.tone(.wav, seconds: 0.5)
         let rendered = try renderToPCM(source, name: "muted") { player, _ in player.isMuted = true }

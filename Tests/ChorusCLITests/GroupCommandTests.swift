@@ -183,6 +183,78 @@ import MediaPipeline
         #expect((offsets.map(abs).max() ?? 1) < 1e-3)
     }
 
+    @Test func rateChangesAndTheNextItemReachFollowers() throws {
+        let first = try TestMedia.tone(.flac, seconds: 30, rate: 48_000, channels: 2)
+        let second = try TestMedia.tone(.wav, seconds: 20, rate: 48_000, channels: 2)
+        let port = Self.freePort()
+        let leader = try Node(["lead", "--listen", "127.0.0.1:\(port)", "--output", "null", "--quiet", "--commands",
+                               "--clock-skew=40", "--capture", capture("lead-rate"), first.path, second.path], name: "lead-rate")
+        defer { leader.stop() }
+        usleep(300_000)
+        let follower = try Node(["follow", "127.0.0.1:\(port)", "--output", "null:drift=-60", "--clock-offset=-2.5",
+                                 "--clock-skew=-150", "--capture", capture("follower-rate")], name: "follower-rate")
+        defer { follower.stop() }
+        usleep(2_500_000)
+        leader.send("rate 1.5")
+        usleep(2_500_000)
+        leader.send("rate 0.75")
+        usleep(2_500_000)
+        let beforeNext = try RenderCaptureLog(path: capture("follower-rate"))
+        leader.send("next")
+        usleep(3_000_000)
+        follower.stop()
+        leader.stop()
+
+        // Both speed changes were made on the running item, without starting it afresh: one
+        // run from before the first change to after the second, played in step with the leader.
+        let mine = beforeNext, theirs = try RenderCaptureLog(path: capture("lead-rate"))
+        let run = mine.lastRun
+        #expect(run.count > 600, "\(run.count) periods in the follower's run")
+        // A capture gives each period's first frame, and positions between are interpolated
+        // at an even pace: a period in which a change was made is read across two speeds, up
+        // to a millisecond off whatever was heard (the render thread's own test,
+        // `aScheduledRateChangeIsMadeWithoutABreak`, times those periods exactly). So the
+        // positions within two periods of each change, found where the leader's pace
+        // changes, are left out; every other is compared.
+        let leaderRun = theirs.run(at: run.last?.host ?? 0).periods
+        let paces = zip(leaderRun, leaderRun.dropFirst()).map { a, b in
+            (position: a.position, pace: (b.position - a.position) / Double(max(1, b.host - a.host)))
+        }
+        let changes = zip(paces, paces.dropFirst()).filter { abs($1.pace / $0.pace - 1) > 0.01 }.map(\.1.position)
+        #expect(changes.count >= 2 && changes.count <= 4, "speed changes seen at \(changes)")
+        let margin = 2 * 480 * 1.5
+        var offsets: [Double] = []
+        var position = (run.first?.position ?? 0) + 48_000
+        while position < (run.last?.position ?? 0) - 480 {
+            if !changes.contains(where: { abs($0 - position) < margin }),
+               let a = RenderCaptureLog.host(of: position, in: run), let b = RenderCaptureLog.host(of: position, in: leaderRun) {
+                offsets.append((a - b) / 1e9)
+            }
+            position += 480
+        }
+        #expect(offsets.count > 500)
+        #expect((offsets.map(abs).max() ?? 1) < 100e-6, "max \((offsets.map(abs).max() ?? 1) * 1e6) µs")
+        // The item's pace in the follower's last second at each speed (item seconds per
+        // second heard).
+        func pace(endingAt host: Int64) -> Double {
+            let inside = run.filter { $0.host > host - 1_000_000_000 && $0.host <= host }
+            guard let a = inside.first, let b = inside.last, b.host > a.host else { return 0 }
+            return (b.position - a.position) / 48_000 / (Double(b.host - a.host) / 1e9)
+        }
+        let last = run.last?.host ?? 0
+        #expect(abs(pace(endingAt: last) - 0.75) < 0.01, "\(pace(endingAt: last))")
+        #expect(abs(pace(endingAt: last - 2_500_000_000) - 1.5) < 0.01, "\(pace(endingAt: last - 2_500_000_000))")
+
+        // `next` moved every room to the second item, from its start, together.
+        let after = try RenderCaptureLog(path: capture("follower-rate"))
+        let moved = after.lastRun
+        #expect(moved.first?.serial != run.first?.serial)
+        #expect((moved.dropFirst().first?.position ?? -1) >= 0 && (moved.dropFirst().first?.position ?? .infinity) < 48_000)
+        let together = after.offsets(against: theirs, skip: 4_800)
+        #expect(!together.isEmpty)
+        #expect((together.map(abs).max() ?? 1) < 100e-6)
+    }
+
     @Test func aFollowerJoiningMidItemStartsInSync() throws {
         let media = try TestMedia.tone(.aac, seconds: 30, rate: 48_000, channels: 2)
         let port = Self.freePort()

@@ -31,6 +31,17 @@ import ChorusTestSupport
         #expect(rendered.samples == Array(reference.samples[72_000...]))
     }
 
+    @Test func playsAtTheSpeedAsked() throws {
+        // Two items at twice the speed: each lasts half as long, the speed carrying over.
+        let source = try TestMedia.tone(.flac, seconds: 1, rate: 48_000, channels: 1)
+        let out = TestMedia.folder.appendingPathComponent("cli-rate.wav")
+        let result = try chorus(["play", "--output", "wav:\(out.path)", "--rate", "2", source.path, source.path])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(try PCM(wavFile: out).frameCount == 48_000)
+        #expect(try chorus(["play", "--rate", "0", source.path]).status != 0)
+        #expect(try chorus(["play", "--rate", "-1", source.path]).status != 0)
+    }
+
     @Test func takesTheMediasDurationOnTheNullDevice() throws {
         let source = try TestMedia.tone(.aac, seconds: 1.5)
         let result = try chorus(["play", "--output", "null", "--quiet", source.path])

@@ -98,6 +98,45 @@ import MediaClock
         let started = status.anchorHost
         #expect(status.endHost > started)
     }
+
+    @Test func atRateTwoTheItemPassesTwiceAsFastAndEndsWhenHeard() throws {
+        let output = NullOutput()
+        try output.open(preferred: format)
+        let blocks = 20
+        let ring = rampRing(serial: 1, from: 0, blocks: blocks)
+        let renderer = AudioRenderer(output: output, ring: ring)
+        renderer.update { $0.mode = .play(serial: 1, frame: 0, hostTime: nil); $0.rate = 2 }
+        renderer.start()
+        defer { renderer.stop() }
+        let status = waitFor(renderer) { $0.phase == .ended }
+        #expect(status.phase == .ended)
+        let frames = Int64(blocks * AudioRing.framesPerBlock)
+        #expect(status.endFrame == frames)
+        // The whole item is heard in half its duration: from its first frame to its end.
+        let heard = Double((status.endHost - status.runStartHost).nanosecondsClamped) / 1e9
+        let duration = Double(frames) / Double(format.sampleRate)
+        #expect(abs(heard - duration / 2) < 0.002, "heard \(heard) s of a \(duration) s item")
+    }
+
+    @Test(arguments: [-100, 150])
+    func aScheduledStartAtHalfSpeedIsPlacedOnItsSchedule(millisecondsFromNow: Int) throws {
+        let output = NullOutput()
+        try output.open(preferred: format)
+        let ring = rampRing(serial: 2, from: 0, blocks: 40)
+        let renderer = AudioRenderer(output: output, ring: ring)
+        // Started 100 ms ago at half speed, the first frame heard is about frame 2400; 150 ms
+        // ahead, frame 0 waits behind 150 ms of silence (not the 75 ms that half as many
+        // item frames would be at full speed).
+        let scheduled = HostTime.now() + .milliseconds(millisecondsFromNow)
+        renderer.update { $0.mode = .play(serial: 2, frame: 0, hostTime: scheduled); $0.rate = 0.5 }
+        renderer.start()
+        defer { renderer.stop() }
+        let status = waitFor(renderer) { $0.phase == .playing && $0.anchorRate == 0.5 }
+        #expect(status.anchorRate == 0.5)
+        // Frame 0 projected back from the anchor at half speed lands on the schedule.
+        let frameZeroHost = status.anchorHost - format.duration(ofFrames: Int64((status.anchorPosition * 2).rounded()))
+        #expect(abs((frameZeroHost - scheduled).nanosecondsClamped) <= format.nanoseconds(ofFrames: 2))
+    }
 }
 
 /// Following a timeline on a device whose clock drifts: the three tiers of correction.
@@ -296,6 +335,47 @@ import MediaClock
         let errors = recorder.errors(against: timeline)
         #expect((errors.map(abs).max() ?? 1) < 30e-6, "worst \((errors.map(abs).max() ?? 1) * 1e6) µs")
         #expect(renderer.currentStatus.hardResyncs == 0)
+    }
+
+    @Test func aScheduledRateChangeIsMadeWithoutABreak() throws {
+        // Two seconds into play at rate 1, the timeline doubles its rate 200 ms ahead, from
+        // where it then stands; later it halves it. Every period, before, across and after
+        // each change, is heard where the timeline says, and nothing is skipped or padded.
+        let recorder = HeardRecorder(device: NullOutput(driftPPM: 0))
+        var timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(100), rate: 1)
+        let following = try Following(output: recorder, format: format, timeline: timeline)
+        let renderer = following.renderer
+        var changes: [RenderTimeline] = []
+        for (after, rate) in [(2.0, 2.0), (1.5, 0.5)] {
+            Thread.sleep(forTimeInterval: after)
+            let at = HostTime.now() + .milliseconds(200)
+            timeline = RenderTimeline(frame: Int64(timeline.due(at: at, sampleRate: 48_000).rounded()), host: at,
+                                      rate: rate, rateBefore: timeline.rate)
+            changes.append(timeline)
+            renderer.update { [timeline] in $0.mode = .follow(serial: 1, timeline: timeline) }
+        }
+        Thread.sleep(forTimeInterval: 1.5)
+        following.stop()
+        #expect(renderer.currentStatus.hardResyncs == 0)
+        // Each stretch against the timeline in force then.
+        let first = changes[0], second = changes[1]
+        let start = first.host - .seconds(1)
+        let periods = recorder.periods.filter { $0.value > 0 && $0.host > start }
+        let errors = periods.map { period -> Double in
+            let timeline = period.host < second.host ? first : second
+            return (timeline.due(at: period.host, sampleRate: 48_000) - Double(period.value) * 1e6) / 48_000
+        }
+        #expect(errors.count > 200)
+        let worst = errors.map(abs).max() ?? 1
+        #expect(worst < 30e-6, "worst \(worst * 1e6) µs")
+        // The item really ran at each rate: frames heard per second of host time.
+        func rate(between a: HostTime, and b: HostTime) -> Double {
+            let inside = periods.filter { $0.host > a && $0.host < b }
+            guard let p = inside.first, let q = inside.last, q.host > p.host else { return 0 }
+            return Double(q.value - p.value) * 1e6 / 48_000 / (Double((q.host - p.host).nanosecondsClamped) / 1e9)
+        }
+        #expect(abs(rate(between: first.host + .milliseconds(100), and: second.host) - 2) < 0.001)
+        #expect(abs(rate(between: second.host + .milliseconds(100), and: second.host + .seconds(1)) - 0.5) < 0.001)
     }
 
     /// Moves the followed timeline later by `delta`, as a clock estimate's update does.
