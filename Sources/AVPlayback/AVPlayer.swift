@@ -569,6 +569,12 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         let status = engine.status
         let written = status.serial == state.serial && status.updatedAt > now ? status.updatedAt : now
         let change = written + Self.rateChangeMargin
+        // A start still to come keeps its instant and item time, and starts at the new rate.
+        if let anchor = state.masterAnchor, let anchorHost = master.hostTime(forClockTime: anchor.masterTime),
+           anchorHost - state.latencyCompensation >= change {
+            state.masterAnchor = MasterAnchor(itemTime: anchor.itemTime, masterTime: anchor.masterTime)
+            return
+        }
         // The item frame due then on the timeline as it runs now, at the old rate.
         state.rate = oldRate
         let due = timelineFrameLocked(at: change + state.latencyCompensation)

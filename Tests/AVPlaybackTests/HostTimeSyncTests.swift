@@ -207,6 +207,26 @@ import ChorusTestSupport
         #expect(player.rate == AVPlayer.fastestRate)
     }
 
+    @Test func aRateSetBeforeAScheduledStartKeepsItsInstant() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 4, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.automaticallyWaitsToMinimizeStalling = false
+        #expect(waitUntil { item.status == .readyToPlay })
+        player.masterClock = CMClock(hostClock: MonotonicHostClock(), anchorHostTime: .now(), anchorTime: .zero, rate: 1)
+        let startHost = HostTime.now() + .milliseconds(400)
+        player.setRate(1, time: CMTime(value: 1, timescale: 2), atHostTime: startHost.cmTime)
+        player.rate = 2
+        #expect(waitUntil { player.timeControlStatus == .playing })
+        usleep(500_000)
+        let status = player.engine.status
+        #expect(status.hardResyncs == 0)
+        // Item time 0.5 s is still heard at the scheduled instant, and the item runs at 2.
+        let heardAt = status.anchorHost - .nanoseconds(Int64(((status.anchorPosition - 24_000) / 2 / 48_000 * 1e9).rounded()))
+        #expect(abs((heardAt - startHost).nanosecondsClamped) < 50_000, "\((heardAt - startHost).nanosecondsClamped) ns")
+        #expect(status.anchorRate == 2)
+    }
+
     @Test func aScheduledRateChangeOnAMasterClockKeepsTheTimeline() throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 8, rate: 48_000))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 60))
