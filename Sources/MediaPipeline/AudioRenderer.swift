@@ -133,6 +133,8 @@ public final class AudioRenderer: @unchecked Sendable {
     private var settlingTimeline: RenderTimeline?
     private var settlingResyncs = 0
     private var pullMisses = 0
+    /// The period just rendered changed speed this many frames in, at this item position.
+    private var rateChangeSplit: (frames: Int, position: Double)?
     /// The output's underrun count when last looked at.
     private var seenUnderruns = 0
     private var seenSourceChanges = 0
@@ -240,12 +242,25 @@ public final class AudioRenderer: @unchecked Sendable {
                 // back to the period start when content began partway through it.
                 let lead = Double((status.anchorHost - host).nanosecondsClamped) * Double(ring.format.sampleRate) / 1e9
                     * status.anchorRate
-                capture.record(hostNanoseconds: deviceHost.nanoseconds,
-                               smoothedNanoseconds: deviceHost.nanoseconds &+ (host.nanoseconds &- reported.nanoseconds),
-                               position: status.anchorPosition - lead,
-                               frames: output.isRealtime ? frames : filled, sampleRate: ring.format.sampleRate,
-                               serial: applied.mode.serial)
+                let smoothing = host.nanoseconds &- reported.nanoseconds
+                let captured = output.isRealtime ? frames : filled
+                if let split = rateChangeSplit, split.frames < captured {
+                    // A period that changed speed partway is recorded as its two parts, so a
+                    // reader interpolating between rows never reads across two speeds.
+                    let second = deviceHost + .nanoseconds(Int64((Double(split.frames) * frameNanoseconds / hostMappingSlope).rounded()))
+                    capture.record(hostNanoseconds: deviceHost.nanoseconds, smoothedNanoseconds: deviceHost.nanoseconds &+ smoothing,
+                                   position: status.anchorPosition - lead, frames: split.frames,
+                                   sampleRate: ring.format.sampleRate, serial: applied.mode.serial)
+                    capture.record(hostNanoseconds: second.nanoseconds, smoothedNanoseconds: second.nanoseconds &+ smoothing,
+                                   position: split.position, frames: captured - split.frames,
+                                   sampleRate: ring.format.sampleRate, serial: applied.mode.serial)
+                } else {
+                    capture.record(hostNanoseconds: deviceHost.nanoseconds, smoothedNanoseconds: deviceHost.nanoseconds &+ smoothing,
+                                   position: status.anchorPosition - lead, frames: captured,
+                                   sampleRate: ring.format.sampleRate, serial: applied.mode.serial)
+                }
             }
+            rateChangeSplit = nil
             // A device must be fed whole periods (silence pads them); a file takes exactly
             // the frames that would be heard, so a stall or the end adds nothing to it.
             let count = output.isRealtime ? frames : filled
@@ -646,6 +661,7 @@ public final class AudioRenderer: @unchecked Sendable {
             let changeHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(before)))
             let rest = resampledContent(into: out, from: from + before, frames: frames, channels: channels, host: changeHost,
                                         ratio: Self.boundedRate(timeline.rate * gear), anchorRate: timeline.rate)
+            rateChangeSplit = (from + before, status.anchorPosition)
             // The period's report is anchored at its first frame.
             if status.phase == .playing { (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate) = anchor }
             return rest

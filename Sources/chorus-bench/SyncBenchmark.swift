@@ -12,7 +12,8 @@ import MediaClock
 /// machine share, so the offset between two nodes at the same item position is a
 /// difference of two captured times. Scenarios: clean loopback; every follower's path
 /// impaired (an `ImpairmentRelay` per follower, 5 ms ± 2 ms, 10% loss each way); a follower
-/// joining mid-item; the leader pausing and seeking. `--scenario snapcast` adds the
+/// joining mid-item; the leader pausing and seeking; the leader changing speed.
+/// `--scenario snapcast` adds the
 /// side-by-side run against Snapcast, measured by recording PulseAudio null sinks
 /// (`SnapcastComparison`). Figures are printed, never asserted.
 struct SyncBenchmark: ParsableCommand {
@@ -21,7 +22,7 @@ struct SyncBenchmark: ParsableCommand {
         abstract: "Offsets between a leader and followers playing in step, and Snapcast side by side.")
 
     enum Scenario: String, CaseIterable, ExpressibleByArgument {
-        case clean, impaired, join, pauseSeek = "pause-seek", snapcast
+        case clean, impaired, join, pauseSeek = "pause-seek", speed, snapcast
     }
 
     /// A process's simulated machine: its clock and its device's crystal.
@@ -70,7 +71,7 @@ struct SyncBenchmark: ParsableCommand {
     @Option(name: .customLong("capture-seconds"), help: "Seconds of play per side of the Snapcast comparison.")
     var captureSeconds = 30
 
-    @Option(name: .long, help: "Scenarios to run (repeatable): clean, impaired, join, pause-seek, snapcast. Default: all.")
+    @Option(name: .long, help: "Scenarios to run (repeatable): clean, impaired, join, pause-seek, speed, snapcast. Default: all.")
     var scenario: [Scenario] = Scenario.allCases
 
     @Option(name: .long, help: "Directory for media, captures and logs (default: a temporary one, removed after).")
@@ -183,6 +184,11 @@ struct SyncBenchmark: ParsableCommand {
             return Plan(followers: three,
                         commands: [(pause, "pause"), (resume, "play"), (back, "seek 5"), (forward, "seek \(Int(forwardTarget))")],
                         description: "leader: pause at \(Int(pause)) s, play at \(Int(resume)) s, seek back to 5 s at \(Int(back)) s, seek forward to \(Int(forwardTarget)) s at \(Int(forward)) s")
+        case .speed:
+            let faster = (t * 0.3).rounded(), slower = (t * 0.55).rounded(), normal = (t * 0.8).rounded()
+            return Plan(followers: three,
+                        commands: [(faster, "rate 1.5"), (slower, "rate 0.75"), (normal, "rate 1")],
+                        description: "leader: speed 1.5 at \(Int(faster)) s, 0.75 at \(Int(slower)) s, 1 at \(Int(normal)) s (each made everywhere 300 ms later, without a break)")
         case .snapcast:
             fatalError("not a Chorus-only scenario")
         }

@@ -210,28 +210,9 @@ import MediaPipeline
         let mine = beforeNext, theirs = try RenderCaptureLog(path: capture("lead-rate"))
         let run = mine.lastRun
         #expect(run.count > 600, "\(run.count) periods in the follower's run")
-        // A capture gives each period's first frame, and positions between are interpolated
-        // at an even pace: a period in which a change was made is read across two speeds, up
-        // to a millisecond off whatever was heard (the render thread's own test,
-        // `aScheduledRateChangeIsMadeWithoutABreak`, times those periods exactly). So the
-        // positions within two periods of each change, found where the leader's pace
-        // changes, are left out; every other is compared.
-        let leaderRun = theirs.run(at: run.last?.host ?? 0).periods
-        let paces = zip(leaderRun, leaderRun.dropFirst()).map { a, b in
-            (position: a.position, pace: (b.position - a.position) / Double(max(1, b.host - a.host)))
-        }
-        let changes = zip(paces, paces.dropFirst()).filter { abs($1.pace / $0.pace - 1) > 0.01 }.map(\.1.position)
-        #expect(changes.count >= 2 && changes.count <= 4, "speed changes seen at \(changes)")
-        let margin = 2 * 480 * 1.5
-        var offsets: [Double] = []
-        var position = (run.first?.position ?? 0) + 48_000
-        while position < (run.last?.position ?? 0) - 480 {
-            if !changes.contains(where: { abs($0 - position) < margin }),
-               let a = RenderCaptureLog.host(of: position, in: run), let b = RenderCaptureLog.host(of: position, in: leaderRun) {
-                offsets.append((a - b) / 1e9)
-            }
-            position += 480
-        }
+        // (A period that changed speed partway is captured as its two parts, so positions
+        // interpolated between rows are never read across two speeds.)
+        let offsets = mine.offsets(against: theirs.run(at: run.last?.host ?? 0), skip: 48_000)
         #expect(offsets.count > 500)
         #expect((offsets.map(abs).max() ?? 1) < 100e-6, "max \((offsets.map(abs).max() ?? 1) * 1e6) µs")
         // The item's pace in the follower's last second at each speed (item seconds per
