@@ -60,8 +60,9 @@ final class PlaySession: @unchecked Sendable {
     private var finished: DispatchSemaphore?
     /// The item to go to when the current one is left early (next, previous).
     private var jump: Int?
-    /// The index of the item playing.
+    /// The index of the item playing, and how many there are.
     private var currentIndex = 0
+    private var itemCount = 0
     /// Why the current item failed, once it has.
     private var failure: String?
 
@@ -121,6 +122,7 @@ final class PlaySession: @unchecked Sendable {
         }
         var index = 0
         var first = true
+        lock.withLock { itemCount = urls.count }
         while index < urls.count, index >= 0 {
             if lock.withLock({ quitRequested }) { break }
             let url = urls[index]
@@ -221,8 +223,12 @@ final class PlaySession: @unchecked Sendable {
             if restart {
                 transport.seek(to: .zero, on: player)
             } else {
+                // Past the last item there is nothing to go to: the key does nothing, rather
+                // than ending the session (and, for a leader, the group's play).
                 let done: DispatchSemaphore? = lock.withLock {
-                    jump = max(0, currentIndex + (key == .next ? 1 : -1))
+                    let target = max(0, currentIndex + (key == .next ? 1 : -1))
+                    guard target < itemCount else { return nil }
+                    jump = target
                     return finished
                 }
                 done?.signal()

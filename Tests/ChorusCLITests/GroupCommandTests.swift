@@ -236,6 +236,20 @@ import MediaPipeline
         #expect((together.map(abs).max() ?? 1) < 100e-6)
     }
 
+    @Test func nextOnTheLastItemKeepsItPlaying() throws {
+        let first = try TestMedia.tone(.wav, seconds: 20, rate: 48_000, channels: 1)
+        let port = Self.freePort()
+        let leader = try startLeader("lead-next", port: port, media: first)
+        defer { leader.stop() }
+        usleep(1_500_000)
+        leader.send("next")
+        usleep(1_500_000)
+        // One item only: `next` has nowhere to go, and the group plays on.
+        #expect(leader.process.isRunning)
+        let run = try RenderCaptureLog(path: capture("lead-next")).lastRun
+        #expect((run.last?.position ?? 0) > 2 * 48_000, "\(run.last?.position ?? 0)")
+    }
+
     @Test func aFollowerJoiningMidItemStartsInSync() throws {
         let media = try TestMedia.tone(.aac, seconds: 30, rate: 48_000, channels: 2)
         let port = Self.freePort()
