@@ -133,6 +133,10 @@ public final class AudioRenderer: @unchecked Sendable {
     private var settlingTimeline: RenderTimeline?
     private var settlingResyncs = 0
     private var pullMisses = 0
+    /// The last frames copied as they are (oldest first, `recentCount` of them): the past a
+    /// speed change hands the resampler, so the stream goes on through it without a dip.
+    private let recent: UnsafeMutablePointer<Float>
+    private var recentCount = 0
     /// The period just rendered changed speed this many frames in, at this item position.
     private var rateChangeSplit: (frames: Int, position: Double)?
     /// The output's underrun count when last looked at.
@@ -155,10 +159,18 @@ public final class AudioRenderer: @unchecked Sendable {
         buffer = .allocate(capacity: bufferFrames * ring.format.channels)
         buffer.initialize(repeating: 0, count: bufferFrames * ring.format.channels)
         resampler = FractionalResampler(channels: ring.format.channels)
+        recent = .allocate(capacity: Self.recentFrames * ring.format.channels)
+        recent.initialize(repeating: 0, count: Self.recentFrames * ring.format.channels)
         timing = DeviceTimingFilter(sampleRate: ring.format.sampleRate)
     }
 
-    deinit { buffer.deallocate() }
+    deinit {
+        buffer.deallocate()
+        recent.deallocate()
+    }
+
+    /// Frames of content kept for a speed change: every past tap the resampler has.
+    static let recentFrames = FractionalResampler.lookahead - 1
 
     /// Starts the render thread.
     public func start() {
@@ -395,7 +407,9 @@ public final class AudioRenderer: @unchecked Sendable {
                 // A rate other than 1 reads the content through the resampler; once a run
                 // has gone through it, it stays there (at rate 1 it interpolates at its
                 // phase), since leaving it would drop the fraction of a frame it stands at.
-                if !resampler.isPrimed { resampler.prime(at: nextFrame) { pullFrame(into: $0) } }
+                if !resampler.isPrimed {
+                    resampler.prime(at: nextFrame, past: recent, pastFrames: recentCount) { pullFrame(into: $0) }
+                }
                 filled = resampledContent(into: out, from: 0, frames: frames, channels: channels, host: host,
                                           ratio: Self.boundedRate(applied.rate), anchorRate: Self.boundedRate(applied.rate))
             } else {
@@ -486,6 +500,7 @@ public final class AudioRenderer: @unchecked Sendable {
         status.runStartHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: lead))
         nextFrame = first
         resampler.reset()
+        recentCount = 0
         if let timeline {
             pendingEnd = nil
             if followStart == nil {
@@ -545,6 +560,7 @@ public final class AudioRenderer: @unchecked Sendable {
             } else {
                 for index in 0..<(count * channels) { destination[index] = source[index] * volume }
             }
+            remember(source, frames: count, channels: channels)
             filled += count
             headOffset += count
             nextFrame = blockFrame + Int64(count)
@@ -555,6 +571,21 @@ public final class AudioRenderer: @unchecked Sendable {
             }
         }
         return filled
+    }
+
+    /// Keeps the last `recentFrames` of content copied, `source` being the newest `frames`.
+    private func remember(_ source: UnsafePointer<Float>, frames: Int, channels: Int) {
+        let capacity = Self.recentFrames
+        if frames >= capacity {
+            recent.update(from: source + (frames - capacity) * channels, count: capacity * channels)
+            recentCount = capacity
+            return
+        }
+        let kept = min(recentCount, capacity - frames)
+        // Slide the newest `kept` down to the front, then append.
+        recent.update(from: recent + (recentCount - kept) * channels, count: kept * channels)
+        (recent + kept * channels).update(from: source, count: frames * channels)
+        recentCount = kept + frames
     }
 
     /// Takes one frame from the ring for the resampler; false (and silence) when there is

@@ -203,6 +203,26 @@ public final class FractionalResampler: @unchecked Sendable {
         isPrimed = true
     }
 
+    /// Starts a stream whose centre is `frame`, as `prime(at:pull:)` does, but with the frames
+    /// just before it taken from `past` (`pastFrames` of them, oldest first, the last one
+    /// frame `frame - 1`) instead of silence: a stream that was being copied as it is goes
+    /// on through the resampler without the dip that silent past taps would make.
+    public func prime(at frame: Int64, past: UnsafePointer<Float>, pastFrames: Int,
+                      pull: (UnsafeMutablePointer<Float>) -> Bool) {
+        prime(at: frame, pull: pull)
+        let count = min(max(0, pastFrames), Self.lookahead - 1)
+        // After a reset the centre sits at slot lookahead - 1; frame `frame - k` at k before.
+        for k in 1...max(1, count) where k <= count {
+            let source = past + (pastFrames - k) * channels
+            let slot = history + (Self.lookahead - 1 - k) * channels
+            let mirror = slot + Self.historyFrames * channels
+            for channel in 0..<channels {
+                slot[channel] = source[channel]
+                mirror[channel] = source[channel]
+            }
+        }
+    }
+
     /// Writes `count` frames to `out`, reading the input `ratio` frames per output frame.
     /// Returns the stream position (fractional frame) of the first frame written.
     ///

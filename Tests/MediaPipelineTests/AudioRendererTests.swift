@@ -82,14 +82,21 @@ import MediaClock
         #expect(dropped.phase != .playing)
     }
 
-    @Test func playsToTheEndAndSaysWhenItIsHeard() throws {
+    /// A renderer on a real-time null device playing `ring` under `control`, started.
+    func startedRenderer(_ ring: AudioRing, _ control: (inout RenderControl) -> Void) throws -> AudioRenderer {
         let output = NullOutput()
         try output.open(preferred: format)
-        let blocks = 10
-        let ring = rampRing(serial: 1, from: 0, blocks: blocks)
         let renderer = AudioRenderer(output: output, ring: ring)
-        renderer.update { $0.mode = .play(serial: 1, frame: 0, hostTime: nil) }
+        renderer.update(control)
         renderer.start()
+        return renderer
+    }
+
+    @Test func playsToTheEndAndSaysWhenItIsHeard() throws {
+        let blocks = 10
+        let renderer = try startedRenderer(rampRing(serial: 1, from: 0, blocks: blocks)) {
+            $0.mode = .play(serial: 1, frame: 0, hostTime: nil)
+        }
         defer { renderer.stop() }
         let status = waitFor(renderer) { $0.phase == .ended }
         #expect(status.phase == .ended)
@@ -100,13 +107,11 @@ import MediaClock
     }
 
     @Test func atRateTwoTheItemPassesTwiceAsFastAndEndsWhenHeard() throws {
-        let output = NullOutput()
-        try output.open(preferred: format)
         let blocks = 20
-        let ring = rampRing(serial: 1, from: 0, blocks: blocks)
-        let renderer = AudioRenderer(output: output, ring: ring)
-        renderer.update { $0.mode = .play(serial: 1, frame: 0, hostTime: nil); $0.rate = 2 }
-        renderer.start()
+        let renderer = try startedRenderer(rampRing(serial: 1, from: 0, blocks: blocks)) {
+            $0.mode = .play(serial: 1, frame: 0, hostTime: nil)
+            $0.rate = 2
+        }
         defer { renderer.stop() }
         let status = waitFor(renderer) { $0.phase == .ended }
         #expect(status.phase == .ended)
@@ -120,16 +125,14 @@ import MediaClock
 
     @Test(arguments: [-100, 150])
     func aScheduledStartAtHalfSpeedIsPlacedOnItsSchedule(millisecondsFromNow: Int) throws {
-        let output = NullOutput()
-        try output.open(preferred: format)
-        let ring = rampRing(serial: 2, from: 0, blocks: 40)
-        let renderer = AudioRenderer(output: output, ring: ring)
         // Started 100 ms ago at half speed, the first frame heard is about frame 2400; 150 ms
         // ahead, frame 0 waits behind 150 ms of silence (not the 75 ms that half as many
         // item frames would be at full speed).
         let scheduled = HostTime.now() + .milliseconds(millisecondsFromNow)
-        renderer.update { $0.mode = .play(serial: 2, frame: 0, hostTime: scheduled); $0.rate = 0.5 }
-        renderer.start()
+        let renderer = try startedRenderer(rampRing(serial: 2, from: 0, blocks: 40)) {
+            $0.mode = .play(serial: 2, frame: 0, hostTime: scheduled)
+            $0.rate = 0.5
+        }
         defer { renderer.stop() }
         let status = waitFor(renderer) { $0.phase == .playing && $0.anchorRate == 0.5 }
         #expect(status.anchorRate == 0.5)
@@ -376,6 +379,58 @@ import MediaClock
         }
         #expect(abs(rate(between: first.host + .milliseconds(100), and: second.host) - 2) < 0.001)
         #expect(abs(rate(between: second.host + .milliseconds(100), and: second.host + .seconds(1)) - 0.5) < 0.001)
+    }
+
+    /// A null device that keeps every sample written (the first channel).
+    final class SampleRecorder: AudioOutput, @unchecked Sendable {
+        let device = NullOutput()
+        private let lock = NSLock()
+        private var written: [Float] = []
+        init() { written.reserveCapacity(480_000) }
+        var name: String { device.name }
+        var format: AudioFormat { device.format }
+        var periodFrames: Int { device.periodFrames }
+        var isRealtime: Bool { true }
+        var underrunCount: Int { device.underrunCount }
+        var timingSourceChanges: Int { 0 }
+        var isTimingSettled: Bool { true }
+        var samples: [Float] { lock.withLock { written } }
+        func open(preferred: AudioFormat) throws(MediaError) { try device.open(preferred: preferred) }
+        func waitUntilWritable(timeout: Duration) -> Int { device.waitUntilWritable(timeout: timeout) }
+        func presentationTimestamp() -> PresentationTimestamp { device.presentationTimestamp() }
+        func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int {
+            let taken = device.write(samples, frames: frames)
+            let channels = device.format.channels
+            lock.withLock { for frame in 0..<taken { written.append(samples[frame * channels]) } }
+            return taken
+        }
+        func flush() { device.flush() }
+        func close() { device.close() }
+    }
+
+    @Test func aSpeedChangeWhilePlayingGoesOnWithoutADip() throws {
+        // A ramp copied as it is at rate 1, then read at 1.5 from the next period: the
+        // output stays a ramp whose slope steps from 1 to 1.5 (in millionths a frame), with
+        // no dip where the resampler takes over from the copy.
+        let recorder = SampleRecorder()
+        try recorder.open(preferred: format)
+        let ring = AudioRing(format: format, capacity: .milliseconds(500))
+        let feeder = Feeder(ring: ring, serial: 1)
+        let renderer = AudioRenderer(output: recorder, ring: ring)
+        renderer.update { $0.mode = .play(serial: 1, frame: 0, hostTime: nil) }
+        renderer.start()
+        Thread.sleep(forTimeInterval: 0.4)
+        renderer.update { $0.rate = 1.5 }
+        Thread.sleep(forTimeInterval: 0.4)
+        renderer.stop()
+        feeder.stop()
+        let samples = recorder.samples.drop { $0 == 0 }.map(Double.init)
+        #expect(samples.count > 20_000)
+        let slopes = zip(samples, samples.dropFirst()).map { ($1 - $0) * 1e6 }
+        #expect(slopes.contains { abs($0 - 1.5) < 0.01 }, "the speed never changed")
+        // Every step is the old slope, the new, or (across the change) between them.
+        let worst = slopes.map { max(0, 1 - $0, $0 - 1.5) }.max() ?? 1
+        #expect(worst < 0.05, "a step off the ramp by \(worst) millionths")
     }
 
     /// Moves the followed timeline later by `delta`, as a clock estimate's update does.
