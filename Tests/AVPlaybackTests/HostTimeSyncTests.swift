@@ -163,6 +163,15 @@ import ChorusTestSupport
 
 /// Rates other than 1: faster, slower, changed while playing, scheduled on a master clock.
 @Suite struct PlaybackRateTests {
+    /// A ready player of a WAV tone on the null device, for `setRate(_:time:atHostTime:)`.
+    func scheduledPlayer(seconds: Double, driftPPM: Double = 0) throws -> AVPlayer {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: seconds, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: driftPPM))
+        player.automaticallyWaitsToMinimizeStalling = false
+        #expect(waitUntil { item.status == .readyToPlay })
+        return player
+    }
+
     @Test func aRateChangedWhilePlayingChangesTheSpeedWithoutABreak() throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 6, rate: 48_000))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
@@ -208,11 +217,8 @@ import ChorusTestSupport
     }
 
     @Test func aRateSetBeforeAScheduledStartKeepsItsInstant() throws {
-        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 4, rate: 48_000))
-        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        let player = try scheduledPlayer(seconds: 4)
         defer { player.close() }
-        player.automaticallyWaitsToMinimizeStalling = false
-        #expect(waitUntil { item.status == .readyToPlay })
         player.masterClock = CMClock(hostClock: MonotonicHostClock(), anchorHostTime: .now(), anchorTime: .zero, rate: 1)
         let startHost = HostTime.now() + .milliseconds(400)
         player.setRate(1, time: CMTime(value: 1, timescale: 2), atHostTime: startHost.cmTime)
@@ -228,11 +234,8 @@ import ChorusTestSupport
     }
 
     @Test func aScheduledRateChangeOnAMasterClockKeepsTheTimeline() throws {
-        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 8, rate: 48_000))
-        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 60))
+        let player = try scheduledPlayer(seconds: 8, driftPPM: 60)
         defer { player.close() }
-        player.automaticallyWaitsToMinimizeStalling = false
-        #expect(waitUntil { item.status == .readyToPlay })
         let start = HostTime.now()
         let master = CMClock(hostClock: MonotonicHostClock(), anchorHostTime: start, anchorTime: .zero, rate: 1.0002)
         player.masterClock = master
