@@ -217,7 +217,11 @@ final class GroupFollowerNode: @unchecked Sendable {
         } else {
             let leaderTime = CMTime(value: state.anchorLeaderTime.nanoseconds, timescale: 1_000_000_000)
             let host = leaderClock.hostTime(forClockTime: leaderTime) ?? clock.now()
-            player.setRate(Float(state.rate), time: state.anchorItemTime, atHostTime: host.cmTime)
+            // Bounded here, in double precision: a rate from the wire too small or too large
+            // for a Float must still play at the nearer bound, not pause or be refused.
+            let rate = state.rate > 0 ? Float(min(max(state.rate, Double(AVPlayer.slowestRate)), Double(AVPlayer.fastestRate)))
+                : Float(state.rate)
+            player.setRate(rate, time: state.anchorItemTime, atHostTime: host.cmTime)
         }
     }
 
