@@ -137,8 +137,9 @@ public final class AudioRenderer: @unchecked Sendable {
     /// speed change hands the resampler, so the stream goes on through it without a dip.
     private let recent: UnsafeMutablePointer<Float>
     private var recentCount = 0
-    /// The period just rendered changed speed this many frames in, at this item position.
-    private var rateChangeSplit: (frames: Int, position: Double)?
+    /// The period just rendered changed speed this many frames in, at this item position,
+    /// to this rate.
+    private var rateChangeSplit: (frames: Int, position: Double, rate: Double)?
     /// The output's underrun count when last looked at.
     private var seenUnderruns = 0
     private var seenSourceChanges = 0
@@ -262,14 +263,14 @@ public final class AudioRenderer: @unchecked Sendable {
                     let second = deviceHost + .nanoseconds(Int64((Double(split.frames) * frameNanoseconds / hostMappingSlope).rounded()))
                     capture.record(hostNanoseconds: deviceHost.nanoseconds, smoothedNanoseconds: deviceHost.nanoseconds &+ smoothing,
                                    position: status.anchorPosition - lead, frames: split.frames,
-                                   sampleRate: ring.format.sampleRate, serial: applied.mode.serial)
+                                   sampleRate: ring.format.sampleRate, serial: applied.mode.serial, rate: status.anchorRate)
                     capture.record(hostNanoseconds: second.nanoseconds, smoothedNanoseconds: second.nanoseconds &+ smoothing,
                                    position: split.position, frames: captured - split.frames,
-                                   sampleRate: ring.format.sampleRate, serial: applied.mode.serial)
+                                   sampleRate: ring.format.sampleRate, serial: applied.mode.serial, rate: split.rate)
                 } else {
                     capture.record(hostNanoseconds: deviceHost.nanoseconds, smoothedNanoseconds: deviceHost.nanoseconds &+ smoothing,
                                    position: status.anchorPosition - lead, frames: captured,
-                                   sampleRate: ring.format.sampleRate, serial: applied.mode.serial)
+                                   sampleRate: ring.format.sampleRate, serial: applied.mode.serial, rate: status.anchorRate)
                 }
             }
             rateChangeSplit = nil
@@ -692,7 +693,7 @@ public final class AudioRenderer: @unchecked Sendable {
             let changeHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(before)))
             let rest = resampledContent(into: out, from: from + before, frames: frames, channels: channels, host: changeHost,
                                         ratio: Self.boundedRate(timeline.rate * gear), anchorRate: timeline.rate)
-            rateChangeSplit = (from + before, status.anchorPosition)
+            rateChangeSplit = (from + before, status.anchorPosition, status.anchorRate)
             // The period's report is anchored at its first frame.
             if status.phase == .playing { (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate) = anchor }
             return rest

@@ -14,9 +14,10 @@ import MediaClock
 /// Real-time contract: `record` is called from the render thread; it writes into a
 /// preallocated ring and never blocks (a full ring drops records and counts them). A writer
 /// thread drains the ring into the file as text lines:
-/// `host_ns position_frames frames sample_rate serial smoothed_ns`: host_ns is the device's
-/// own report, smoothed_ns the smoothed line playback was placed by (the same for a device
-/// whose reports are exact).
+/// `host_ns position_frames frames sample_rate serial smoothed_ns rate`: host_ns is the
+/// device's own report, smoothed_ns the smoothed line playback was placed by (the same for a
+/// device whose reports are exact), rate the item frames played per frame heard (1 at
+/// normal speed, so a period's content moves on by `frames × rate`).
 public final class RenderCapture: @unchecked Sendable {
     struct Record {
         var hostNanoseconds: Int64
@@ -25,6 +26,7 @@ public final class RenderCapture: @unchecked Sendable {
         var frames: Int32
         var sampleRate: Int32
         var serial: Int32
+        var rate: Double
     }
 
     /// Records held before the writer drains them: at 100 periods a second, 30 s of slack.
@@ -70,7 +72,8 @@ public final class RenderCapture: @unchecked Sendable {
     /// Notes that item position `position` (fractional frames) is heard at real host time
     /// `hostNanoseconds` by the device's report (`smoothedNanoseconds` by the smoothed line),
     /// for `frames` frames. Render thread only.
-    func record(hostNanoseconds: Int64, smoothedNanoseconds: Int64, position: Double, frames: Int, sampleRate: Int, serial: Int) {
+    func record(hostNanoseconds: Int64, smoothedNanoseconds: Int64, position: Double, frames: Int, sampleRate: Int, serial: Int,
+                rate: Double) {
         let index = written.load(ordering: .relaxed)
         guard index - read.load(ordering: .acquiring) < Self.capacity else {
             dropped.add(1, ordering: .relaxed)
@@ -79,7 +82,7 @@ public final class RenderCapture: @unchecked Sendable {
         let shift = kernelShift()
         records[index % Self.capacity] = Record(hostNanoseconds: hostNanoseconds &+ shift, smoothedNanoseconds: smoothedNanoseconds &+ shift,
                                                 position: position, frames: Int32(frames), sampleRate: Int32(sampleRate),
-                                                serial: Int32(truncatingIfNeeded: serial))
+                                                serial: Int32(truncatingIfNeeded: serial), rate: rate)
         written.store(index + 1, ordering: .releasing)
     }
 
@@ -101,7 +104,7 @@ public final class RenderCapture: @unchecked Sendable {
         let end = written.load(ordering: .acquiring)
         while index < end {
             let r = records[index % Self.capacity]
-            text += "\(r.hostNanoseconds) \(String(format: "%.4f", r.position)) \(r.frames) \(r.sampleRate) \(r.serial) \(r.smoothedNanoseconds)\n"
+            text += "\(r.hostNanoseconds) \(String(format: "%.4f", r.position)) \(r.frames) \(r.sampleRate) \(r.serial) \(r.smoothedNanoseconds) \(String(format: "%.6f", r.rate))\n"
             index += 1
         }
         read.store(index, ordering: .releasing)

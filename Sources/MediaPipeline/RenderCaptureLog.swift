@@ -11,6 +11,8 @@ public struct RenderCaptureLog: Sendable {
         public var frames: Int
         public var sampleRate: Int
         public var serial: Int
+        /// Item frames played per frame heard (1 at normal speed, and in older captures).
+        public var playbackRate: Double = 1
     }
     /// Every period, in order.
     public var periods: [Period]
@@ -30,9 +32,11 @@ public struct RenderCaptureLog: Sendable {
         let text = try String(contentsOfFile: path, encoding: .utf8)
         periods = text.split(separator: "\n").compactMap { line in
             let f = line.split(separator: " ")
-            guard f.count == 5 || f.count == 6, let host = Int64(f[0]), let position = Double(f[1]), let frames = Int(f[2]),
+            guard (5...7).contains(f.count), let host = Int64(f[0]), let position = Double(f[1]), let frames = Int(f[2]),
                   let rate = Int(f[3]), let serial = Int(f[4]) else { return nil }
-            return Period(host: host, position: position, frames: frames, sampleRate: rate, serial: serial)
+            let playbackRate = f.count == 7 ? Double(f[6]) ?? 1 : 1
+            return Period(host: host, position: position, frames: frames, sampleRate: rate, serial: serial,
+                          playbackRate: playbackRate.isFinite && playbackRate > 0 ? playbackRate : 1)
         }
     }
 

@@ -1,7 +1,8 @@
 import Foundation
 
 /// A render capture written by `chorus ... --capture PATH`: one line per rendered period,
-/// `host_ns position_frames frames sample_rate serial`, where host_ns is the real
+/// `host_ns position_frames frames sample_rate serial [smoothed_ns [rate]]` (rate: item
+/// frames per frame heard, 1 when absent), where host_ns is the real
 /// CLOCK_MONOTONIC time the period's first frame is heard. Captures of processes on one
 /// machine share that clock, so the same item position's presentation times compare
 /// directly across them.
@@ -12,6 +13,7 @@ struct RenderCaptureFile {
         var frames: Int
         var sampleRate: Int
         var serial: Int
+        var playbackRate: Double
     }
 
     let periods: [Period]
@@ -22,21 +24,24 @@ struct RenderCaptureFile {
         }
         periods = text.split(separator: "\n").compactMap { line in
             let f = line.split(separator: " ")
-            guard f.count == 5 || f.count == 6, let host = Int64(f[0]), let position = Double(f[1]), let frames = Int(f[2]),
+            guard (5...7).contains(f.count), let host = Int64(f[0]), let position = Double(f[1]), let frames = Int(f[2]),
                   let rate = Int(f[3]), let serial = Int(f[4]), frames > 0, rate > 0 else { return nil }
-            return Period(host: host, position: position, frames: frames, sampleRate: rate, serial: serial)
+            let playbackRate = f.count == 7 ? Double(f[6]) ?? 1 : 1
+            return Period(host: host, position: position, frames: frames, sampleRate: rate, serial: serial,
+                          playbackRate: playbackRate.isFinite && playbackRate > 0 ? playbackRate : 1)
         }
     }
 
     /// Whether period `index + 1` continues period `index`: same serial, content moved on by
-    /// about one period (a soft correction changes it by ppm; a seek or hard resync by far
-    /// more), and the device's clock too (an underrun restarts it later).
+    /// about one period's worth at its speed (a soft correction changes it by ppm; a seek or
+    /// hard resync by far more), and the device's clock too (an underrun restarts it later).
     func continues(_ index: Int) -> Bool {
         guard index + 1 < periods.count else { return false }
         let a = periods[index], b = periods[index + 1]
         let advance = b.position - a.position
         let hostAdvance = Double(b.host - a.host) * Double(a.sampleRate) / 1e9
-        return a.serial == b.serial && advance > 0 && abs(advance - Double(a.frames)) < 0.01 * Double(a.frames)
+        let expected = Double(a.frames) * a.playbackRate
+        return a.serial == b.serial && advance > 0 && abs(advance - expected) < 0.01 * expected
             && abs(hostAdvance - Double(a.frames)) < 0.2 * Double(a.frames)
     }
 

@@ -228,10 +228,14 @@ import MediaClock
         let device: NullOutput
         private let lock = NSLock()
         private var heard: [(host: HostTime, value: Float)] = []
+        private var written: [Float] = []
         init(device: NullOutput) {
             self.device = device
             heard.reserveCapacity(4_000)
+            written.reserveCapacity(480_000)
         }
+        /// Every sample written, of the first channel.
+        var samples: [Float] { lock.withLock { written } }
         var name: String { device.name }
         var format: AudioFormat { device.format }
         var periodFrames: Int { device.periodFrames }
@@ -271,7 +275,11 @@ import MediaClock
             let frameNanoseconds = 1e9 / Double(device.format.sampleRate) / (1 + device.driftPPM / 1e6)
             let after = device.presentationTimestamp().presentation(frameNanoseconds: frameNanoseconds)
             let heardAt = after - .nanoseconds(Int64((Double(taken) * frameNanoseconds).rounded()))
-            lock.withLock { heard.append((heardAt, samples[0])) }
+            let channels = device.format.channels
+            lock.withLock {
+                heard.append((heardAt, samples[0]))
+                for frame in 0..<taken { written.append(samples[frame * channels]) }
+            }
             return taken
         }
         func flush() { device.flush() }
@@ -381,38 +389,11 @@ import MediaClock
         #expect(abs(rate(between: second.host + .milliseconds(100), and: second.host + .seconds(1)) - 0.5) < 0.001)
     }
 
-    /// A null device that keeps every sample written (the first channel).
-    final class SampleRecorder: AudioOutput, @unchecked Sendable {
-        let device = NullOutput()
-        private let lock = NSLock()
-        private var written: [Float] = []
-        init() { written.reserveCapacity(480_000) }
-        var name: String { device.name }
-        var format: AudioFormat { device.format }
-        var periodFrames: Int { device.periodFrames }
-        var isRealtime: Bool { true }
-        var underrunCount: Int { device.underrunCount }
-        var timingSourceChanges: Int { 0 }
-        var isTimingSettled: Bool { true }
-        var samples: [Float] { lock.withLock { written } }
-        func open(preferred: AudioFormat) throws(MediaError) { try device.open(preferred: preferred) }
-        func waitUntilWritable(timeout: Duration) -> Int { device.waitUntilWritable(timeout: timeout) }
-        func presentationTimestamp() -> PresentationTimestamp { device.presentationTimestamp() }
-        func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int {
-            let taken = device.write(samples, frames: frames)
-            let channels = device.format.channels
-            lock.withLock { for frame in 0..<taken { written.append(samples[frame * channels]) } }
-            return taken
-        }
-        func flush() { device.flush() }
-        func close() { device.close() }
-    }
-
     @Test func aSpeedChangeWhilePlayingGoesOnWithoutADip() throws {
         // A ramp copied as it is at rate 1, then read at 1.5 from the next period: the
         // output stays a ramp whose slope steps from 1 to 1.5 (in millionths a frame), with
         // no dip where the resampler takes over from the copy.
-        let recorder = SampleRecorder()
+        let recorder = HeardRecorder(device: NullOutput())
         try recorder.open(preferred: format)
         let ring = AudioRing(format: format, capacity: .milliseconds(500))
         let feeder = Feeder(ring: ring, serial: 1)
