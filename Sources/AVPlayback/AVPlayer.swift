@@ -265,11 +265,12 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         }
     }
 
-    /// The item frame the followed timeline puts at `host`, when playing on a master clock.
-    func timelineFrameLocked(at host: HostTime) -> Double? {
+    /// The item frame the followed timeline puts at `host`, when playing on a master clock
+    /// (at `rate`, the player's own unless given).
+    func timelineFrameLocked(at host: HostTime, rate: Float? = nil) -> Double? {
         guard state.itemLoaded, state.rate != 0, let master = state.masterClock, let format = state.format,
               state.masterAnchor != nil else { return nil }
-        let timeline = masterTimelineLocked(master: master, format: format)
+        let timeline = masterTimelineLocked(master: master, format: format, rate: rate ?? state.rate)
         let due = timeline.due(at: host - state.latencyCompensation, sampleRate: format.sampleRate)
         return due.isFinite ? due : nil
     }
@@ -562,7 +563,6 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// control to reach it), where the item stands then: what is already queued plays out
     /// at the old rate.
     private func changeRateWhilePlayingLocked(from oldRate: Float) {
-        let newRate = state.rate
         defer { applyModeLocked(flush: false) }
         guard let master = state.masterClock, state.masterAnchor != nil, let format = state.format else { return }
         let now = HostTime(hostClock.time) ?? .now()
@@ -576,10 +576,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             return
         }
         // The item frame due then on the timeline as it runs now, at the old rate.
-        state.rate = oldRate
-        let due = timelineFrameLocked(at: change + state.latencyCompensation)
-        state.rate = newRate
-        guard let due else { return }
+        guard let due = timelineFrameLocked(at: change + state.latencyCompensation, rate: oldRate) else { return }
         state.masterAnchor = MasterAnchor(itemTime: CMTime(value: Int64(due.rounded()), timescale: Int32(format.sampleRate)),
                                           masterTime: master.time(atHostTime: change + state.latencyCompensation),
                                           rateBefore: oldRate)
@@ -635,8 +632,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// Where the item's frames fall on the host clock when playback follows `master`:
     /// the start anchored in the master clock's time, mapped to host time through the
-    /// clock's current estimate.
-    func masterTimelineLocked(master: CMClock, format: AudioFormat) -> RenderTimeline {
+    /// clock's current estimate, at `rate` (the player's own unless given).
+    func masterTimelineLocked(master: CMClock, format: AudioFormat, rate: Float? = nil) -> RenderTimeline {
         let anchor: MasterAnchor
         if let existing = state.masterAnchor {
             anchor = existing
@@ -650,7 +647,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         let clockRate = master.rateRelativeToHost
         return RenderTimeline(frame: frames(of: anchor.itemTime, format: format),
                               host: host - state.latencyCompensation,
-                              rate: clockRate * Double(state.rate),
+                              rate: clockRate * Double(rate ?? state.rate),
                               rateBefore: anchor.rateBefore.map { clockRate * Double($0) })
     }
 

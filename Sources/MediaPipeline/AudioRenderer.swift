@@ -411,8 +411,9 @@ public final class AudioRenderer: @unchecked Sendable {
                 if !resampler.isPrimed {
                     resampler.prime(at: nextFrame, past: recent, pastFrames: recentCount) { pullFrame(into: $0) }
                 }
+                let rate = Self.boundedRate(applied.rate)
                 filled = resampledContent(into: out, from: 0, frames: frames, channels: channels, host: host,
-                                          ratio: Self.boundedRate(applied.rate), anchorRate: Self.boundedRate(applied.rate))
+                                          ratio: rate, anchorRate: rate)
             } else {
                 filled = copyContent(into: out, from: 0, frames: frames, channels: channels, host: host)
             }

@@ -1,35 +1,21 @@
 import Foundation
+import MediaPipeline
 
-/// A render capture written by `chorus ... --capture PATH`: one line per rendered period,
-/// `host_ns position_frames frames sample_rate serial [smoothed_ns [rate]]` (rate: item
-/// frames per frame heard, 1 when absent), where host_ns is the real
-/// CLOCK_MONOTONIC time the period's first frame is heard. Captures of processes on one
-/// machine share that clock, so the same item position's presentation times compare
-/// directly across them.
+/// A render capture written by `chorus ... --capture PATH` (the format `RenderCapture`
+/// writes and `RenderCaptureLog` reads): one line per rendered period, where the host time
+/// is the real CLOCK_MONOTONIC time the period's first frame is heard. Captures of
+/// processes on one machine share that clock, so the same item position's presentation
+/// times compare directly across them.
 struct RenderCaptureFile {
-    struct Period {
-        var host: Int64
-        var position: Double
-        var frames: Int
-        var sampleRate: Int
-        var serial: Int
-        var playbackRate: Double
-    }
+    typealias Period = RenderCaptureLog.Period
 
     let periods: [Period]
 
     init(path: String) throws {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+        guard let log = try? RenderCaptureLog(path: path) else {
             throw BenchError("cannot read the capture \(path)")
         }
-        periods = text.split(separator: "\n").compactMap { line in
-            let f = line.split(separator: " ")
-            guard (5...7).contains(f.count), let host = Int64(f[0]), let position = Double(f[1]), let frames = Int(f[2]),
-                  let rate = Int(f[3]), let serial = Int(f[4]), frames > 0, rate > 0 else { return nil }
-            let playbackRate = f.count == 7 ? Double(f[6]) ?? 1 : 1
-            return Period(host: host, position: position, frames: frames, sampleRate: rate, serial: serial,
-                          playbackRate: playbackRate.isFinite && playbackRate > 0 ? playbackRate : 1)
-        }
+        periods = log.periods.filter { $0.frames > 0 && $0.sampleRate > 0 }
     }
 
     /// Whether period `index + 1` continues period `index`: same serial, content moved on by
