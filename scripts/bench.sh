@@ -5,12 +5,15 @@
 #   start     accuracy of setRate(_:time:atHostTime:) on the null device and through ALSA
 #   clock     the clock estimator alone on simulated paths: error against the true leader
 #             time from the first exchange on (deterministic, seconds)
-#   sync      offsets between a leader and followers (clean, impaired, join, pause/seek), and
+#   sync      offsets between a leader and followers (clean, impaired, join, pause/seek, speed), and
 #             Snapcast side by side through ALSA into PulseAudio null sinks
 #
 # Run by `make bench` with a private PulseAudio daemon started and its environment
 # exported (ALSA's `default` then plays into its null sink, whose monitor `start` records).
-# Builds what it needs, makes its media with ffmpeg, and ends with a summary table.
+# Builds what it needs, makes its media with ffmpeg, and ends with a summary table, which it
+# also writes as Markdown to docs/bench/YYYY-MM-DD.md (the UTC date; a second run that day
+# replaces it) and copies to docs/bench/latest.md, with the machine and commit in a header,
+# so that published figures come from a run's own record and are never typed by hand.
 # Environment: SWIFT (default swift), BENCH_SCRATCH (a --scratch-path for the builds, so a
 # developer's own build directory is left alone), RUNTIME (where media goes; else a temp dir).
 set -euo pipefail
@@ -27,10 +30,17 @@ playback_seconds=20
 onset_seconds=2
 # Runs per start configuration (output x API).
 start_runs=20
-# Seconds of play per sync scenario (4 of them), and per side of the Snapcast comparison.
+# Seconds of play per sync scenario (5 of them), and per side of the Snapcast comparison.
 # The 5-minute steady-play check is scripts/bench-sync.sh --scenario clean --seconds 300.
 sync_seconds=40
 sync_capture_seconds=30
+
+# The run's record: taken before anything runs, so it names the commit that was measured.
+run_date=$(date -u +%F)
+run_commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ "$run_commit" != unknown ] && ! git diff --quiet HEAD -- 2>/dev/null; then
+    run_commit="$run_commit (with uncommitted changes)"
+fi
 
 if ! pactl info >/dev/null 2>&1; then
     echo "bench.sh: no PulseAudio server; run it through 'make bench'" >&2
@@ -117,3 +127,26 @@ echo "== summary (ratios are chorus / peer; lower is better) =="
     printf -- '---------\t------\t-----\t---\n'
     cat "$summary"
 } | if command -v column >/dev/null; then column -t -s $'\t'; else cat; fi
+
+# The same summary as Markdown, dated, in docs/bench/ (see the header).
+record_dir=docs/bench
+record="$record_dir/$run_date.md"
+mkdir -p "$record_dir"
+{
+    printf '# Benchmark run of %s\n\n' "$run_date"
+    printf -- '- date (UTC): %s\n' "$run_date"
+    printf -- '- commit: %s\n' "$run_commit"
+    printf -- '- cores (nproc): %s\n' "$(nproc)"
+    printf -- '- kernel (uname -r): %s\n' "$(uname -r)"
+    printf -- '- command: make bench (scripts/bench.sh)\n\n'
+    printf 'Written by scripts/bench.sh; do not edit. Ratios are chorus / peer, lower is better.\n'
+    printf 'What each figure measures, and earlier runs: docs/benchmarks.md.\n\n'
+    printf '| benchmark | figure | value | aim |\n'
+    printf '| --- | --- | --- | --- |\n'
+    # A cell's own "|" would end it: escape it.
+    sed -e 's/|/\\|/g' "$summary" | awk -F '\t' '{ printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4 }'
+} >"$record.tmp"
+mv "$record.tmp" "$record"
+cp "$record" "$record_dir/latest.md"
+echo
+echo "(written to $record and $record_dir/latest.md)"
