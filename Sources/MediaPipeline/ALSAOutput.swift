@@ -17,6 +17,12 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     public static let bufferDuration: Duration = .milliseconds(100)
     /// The period asked of the device: 10 ms, so timing is re-read a hundred times a second.
     public static let periodDuration: Duration = .milliseconds(10)
+    /// How much plain play writes at a time (no schedule needs the timing every period):
+    /// four periods, so the thread wakes 25 times a second instead of 100, and the device
+    /// still holds at least 60 ms when it is written to, more than a loaded machine's
+    /// scheduling delays. Through PulseAudio each write and each wake-up costs system calls
+    /// in the plugin and the server; at 10 ms, `chorus play` took twice ffplay's CPU.
+    public static let relaxedWriteDuration: Duration = .milliseconds(40)
     /// A status timestamp older than this (on host time, or failing that on the kernel's
     /// clock) is not trusted; the host clock read next to the status call is used instead
     /// (some plugins leave the timestamp at zero).
@@ -125,14 +131,36 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
         .outputFailure(device: name, reason: "\(what): \(String(cString: snd_strerror(code)))")
     }
 
-    public func waitUntilWritable(timeout: Duration) -> Int {
+    public var relaxedWriteFrames: Int {
+        min(bufferFrames / 2, max(periodFrames, Int(format.frames(in: Self.relaxedWriteDuration))))
+    }
+
+    public func setTimingPrecision(_ precision: TimingPrecision) {
+        probe?.isRelaxed = precision == .relaxed
+    }
+
+    public func waitUntilWritable(frames: Int, timeout: Duration) -> Int {
         guard let pcm else { return 0 }
         var available = snd_pcm_avail_update(pcm)
         if available < 0 {
             recover(Int32(available))
             available = snd_pcm_avail_update(pcm)
         }
-        if available >= periodFrames { return Int(available) }
+        let wanted = min(max(frames, periodFrames), bufferFrames)
+        if available >= wanted { return Int(available) }
+        if wanted > periodFrames && available >= 0 {
+            // The device wakes a waiter every period; for a larger write the thread sleeps
+            // until about that much has played instead (never past `timeout`, so a stop is
+            // still seen promptly), then waits for the device as usual.
+            let missing = Double(wanted - Int(available)) / Double(max(1, format.sampleRate))
+            let seconds = min(missing, Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+            var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+            nanosleep(&request, nil)
+            available = snd_pcm_avail_update(pcm)
+            if available >= wanted { return Int(available) }
+            if available < 0 { recover(Int32(available)); return 0 }
+            if available >= periodFrames { return Int(available) }
+        }
         let millis = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         let waited = snd_pcm_wait(pcm, max(1, millis))
         if waited < 0 { recover(waited) }

@@ -37,11 +37,19 @@ public protocol AudioOutput: AnyObject, Sendable {
     /// rather than start on timing that is about to move by milliseconds.
     var isTimingSettled: Bool { get }
 
+    /// Frames the render thread may write at a time when no schedule needs the device's
+    /// timing every period (plain play): fewer, larger writes cost fewer wake-ups.
+    var relaxedWriteFrames: Int { get }
+    /// Whether the device's timing is needed every period (a schedule, a followed timeline,
+    /// a capture) or only now and then (plain play), so a device that measures its timing
+    /// at a cost may measure less often. Render thread only.
+    func setTimingPrecision(_ precision: TimingPrecision)
+
     /// Opens the device, as close to `preferred` as it allows.
     func open(preferred: AudioFormat) throws(MediaError)
-    /// Blocks until at least one period can be written, or `timeout` passes.
-    /// Returns the frames writable now.
-    func waitUntilWritable(timeout: Duration) -> Int
+    /// Blocks until at least `frames` can be written (at least one period, at most the
+    /// buffer), or `timeout` passes. Returns the frames writable now.
+    func waitUntilWritable(frames: Int, timeout: Duration) -> Int
     /// When the next written frame will be presented: a moment and the frames queued ahead
     /// of it then.
     func presentationTimestamp() -> PresentationTimestamp
@@ -51,6 +59,14 @@ public protocol AudioOutput: AnyObject, Sendable {
     func flush()
     /// Releases the device. Frames still queued are dropped.
     func close()
+}
+
+/// How closely the render thread needs to know when each frame is heard.
+public enum TimingPrecision: Sendable, Equatable {
+    /// Every period is placed on a schedule or a followed timeline.
+    case everyPeriod
+    /// Content plays as soon as it is there; its timing only reports the position.
+    case relaxed
 }
 
 /// A device's timing report: at host time `host`, `queuedFrames` frames (at the device's
@@ -144,6 +160,14 @@ public enum OutputSpec: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension AudioOutput {
+    /// Blocks until a period can be written, or `timeout` passes.
+    public func waitUntilWritable(timeout: Duration) -> Int {
+        waitUntilWritable(frames: periodFrames, timeout: timeout)
+    }
+    /// Most outputs are written a period at a time however little timing is needed.
+    public var relaxedWriteFrames: Int { periodFrames }
+    /// Most outputs measure their timing the same way whatever is needed.
+    public func setTimingPrecision(_ precision: TimingPrecision) {}
     /// Most outputs time themselves one way only.
     public var timingSourceChanges: Int { 0 }
     /// Most outputs' timing is what it will be from the first report.

@@ -143,6 +143,8 @@ public final class AudioRenderer: @unchecked Sendable {
     /// The output's underrun count when last looked at.
     private var seenUnderruns = 0
     private var seenSourceChanges = 0
+    /// How closely the output was last told its timing is needed.
+    private var timingPrecision = TimingPrecision.everyPeriod
 
     /// A renderer for an opened `output` reading `ring` (whose format must match the output's).
     public init(output: any AudioOutput, ring: AudioRing,
@@ -156,7 +158,7 @@ public final class AudioRenderer: @unchecked Sendable {
         hostMappingSlope = mapped.isFinite && mapped > 0.5 && mapped < 2 ? mapped : 1
         nominalFrameNanoseconds = 1e9 / Double(max(1, ring.format.sampleRate))
         self.capture = capture
-        bufferFrames = max(output.periodFrames, 1)
+        bufferFrames = max(output.periodFrames, output.relaxedWriteFrames, 1)
         buffer = .allocate(capacity: bufferFrames * ring.format.channels)
         buffer.initialize(repeating: 0, count: bufferFrames * ring.format.channels)
         resampler = FractionalResampler(channels: ring.format.channels)
@@ -212,7 +214,8 @@ public final class AudioRenderer: @unchecked Sendable {
         let channels = ring.format.channels
         let frameNanos = { (frames: Int64) in self.ring.format.nanoseconds(ofFrames: frames) }
         while running.load(ordering: .acquiring) {
-            let writable = output.waitUntilWritable(timeout: Self.deviceWaitLimit)
+            let wanted = timingPrecision == .relaxed ? output.relaxedWriteFrames : output.periodFrames
+            let writable = output.waitUntilWritable(frames: wanted, timeout: Self.deviceWaitLimit)
             if let latest = control.withLockIfAvailable({ $0 }), latest.generation != applied.generation {
                 apply(latest)
             }
@@ -221,8 +224,17 @@ public final class AudioRenderer: @unchecked Sendable {
                 usleep(Self.offlineIdleSleepMicroseconds)
                 continue
             }
+            let precision = neededPrecision()
+            if precision != timingPrecision {
+                timingPrecision = precision
+                output.setTimingPrecision(precision)
+            }
             guard writable >= output.periodFrames else { continue }
-            let frames = min(bufferFrames, output.periodFrames)
+            // Plain play writes whole periods, as many as are free up to the relaxed write;
+            // everything kept to a schedule is placed a period at a time.
+            let frames = precision == .relaxed
+                ? min(bufferFrames, writable / output.periodFrames * output.periodFrames)
+                : min(bufferFrames, output.periodFrames)
             // An underrun restarted the device, or its timing now comes from elsewhere: its
             // timeline moved, and the line must follow.
             let underruns = output.underrunCount
@@ -288,6 +300,16 @@ public final class AudioRenderer: @unchecked Sendable {
             publish()
         }
         publish()
+    }
+
+    /// Plain play (content as soon as it is there, nothing recorded) needs the device's
+    /// timing only to report the position, so the device may be written in larger, rarer
+    /// pieces and measure itself less often. A schedule, a followed timeline or a capture
+    /// needs it every period, and so does idling: a schedule may come at any moment, and
+    /// the device's timing must be settled for it.
+    private func neededPrecision() -> TimingPrecision {
+        guard capture == nil, output.isRealtime, case .play(_, _, nil) = applied.mode else { return .everyPeriod }
+        return .relaxed
     }
 
     /// After an underrun the device restarts later than the schedule: content that follows

@@ -73,11 +73,18 @@ public final class NullOutput: AudioOutput, @unchecked Sendable {
         return remaining
     }
 
-    public func waitUntilWritable(timeout: Duration) -> Int {
+    /// As many frames as `ALSAOutput` takes at a time in plain play, so a render thread
+    /// tested here wakes as it would there.
+    public var relaxedWriteFrames: Int {
+        min(bufferFrames / 2, max(periodFrames, Int(format.frames(in: ALSAOutput.relaxedWriteDuration))))
+    }
+
+    public func waitUntilWritable(frames: Int, timeout: Duration) -> Int {
+        let wanted = Int64(min(max(frames, periodFrames), bufferFrames))
         let now = hostClock.now()
         let free = Int64(bufferFrames) - queued(at: now)
-        if free >= Int64(periodFrames) { return Int(free) }
-        let missing = Double(Int64(periodFrames) - free)
+        if free >= wanted { return Int(free) }
+        let missing = Double(wanted - free)
         let wait = min(missing / actualRate, Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
         var request = timespec(tv_sec: Int(wait), tv_nsec: Int((wait - wait.rounded(.down)) * 1e9))
         nanosleep(&request, nil)

@@ -57,6 +57,12 @@ final class PulseLatencyProbe: @unchecked Sendable {
     /// device's rate is known (`AudioRenderer.startingRateError`), which takes as many
     /// points as it takes, so they come two and a half times as fast at first.
     static let startingInterval: Duration = .milliseconds(10)
+    /// How often the server is asked while nothing needs the timing every period (plain
+    /// play, `TimingPrecision.relaxed`): ten times a second keeps the stream timed by the
+    /// server's figures (a point lives `ALSAOutput.probePointLifetime`) and its rate
+    /// learned, so a schedule that comes later starts on settled timing, at a quarter of
+    /// the questions.
+    static let relaxedInterval: Duration = .milliseconds(100)
     /// How long after the stream is found the probe asks at `startingInterval`: long enough
     /// for a start and the acquiring loop after it.
     static let startingTime: Duration = .seconds(3)
@@ -98,6 +104,14 @@ final class PulseLatencyProbe: @unchecked Sendable {
     private let processID = String(getpid())
     private let latest = Mutex<Point?>(nil)
     private let running = Atomic<Bool>(true)
+    private let relaxed = Atomic<Bool>(false)
+
+    /// Whether the stream's timing is needed only now and then (`relaxedInterval`). Any
+    /// thread; never blocks.
+    var isRelaxed: Bool {
+        get { relaxed.load(ordering: .relaxed) }
+        set { relaxed.store(newValue, ordering: .relaxed) }
+    }
     private let finished = DispatchSemaphore(value: 0)
 
     // Mainloop-thread state of the question in flight.
@@ -159,9 +173,17 @@ final class PulseLatencyProbe: @unchecked Sendable {
             disconnect()
             return
         }
+        var wasRelaxed = false
         while running.load(ordering: .acquiring) {
+            let relaxed = isRelaxed
+            if wasRelaxed && !relaxed && foundAt != nil {
+                // Timing is needed every period again (a schedule is coming): ask as at a
+                // start, so the points a start waits for come as quickly.
+                foundAt = HostTime.now()
+            }
+            wasRelaxed = relaxed
             let starting = foundAt.map { HostTime.now() - $0 < Self.startingTime } ?? true
-            sleep(starting ? Self.startingInterval : Self.interval)
+            sleep(relaxed ? Self.relaxedInterval : starting ? Self.startingInterval : Self.interval)
             let lastWrite = HostTime(nanoseconds: counter.lastWriteNanoseconds.load(ordering: .acquiring))
             let sinceWrite = HostTime.now() - lastWrite
             if sinceWrite < Self.writeSettling { sleep(Self.writeSettling - sinceWrite) }

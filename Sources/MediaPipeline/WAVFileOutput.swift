@@ -40,7 +40,7 @@ public final class WAVFileOutput: AudioOutput, @unchecked Sendable {
         guard writeAll(header) else { throw .outputFailure(device: name, reason: String(cString: strerror(errno))) }
     }
 
-    public func waitUntilWritable(timeout: Duration) -> Int { periodFrames }
+    public func waitUntilWritable(frames: Int, timeout: Duration) -> Int { periodFrames }
 
     /// The file's virtual clock: every frame written so far lasted its nominal time since
     /// `open`, and nothing is queued.

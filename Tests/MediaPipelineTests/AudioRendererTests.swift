@@ -123,6 +123,59 @@ import MediaClock
         #expect(abs(heard - duration / 2) < 0.002, "heard \(heard) s of a \(duration) s item")
     }
 
+    /// A null device that records the size of every write and the timing precision the
+    /// render thread asks of it.
+    final class WriteSizeRecorder: AudioOutput, @unchecked Sendable {
+        let device = NullOutput()
+        private let lock = NSLock()
+        private var sizes: [Int] = []
+        private var precisions: [TimingPrecision] = []
+        init() { sizes.reserveCapacity(1_000) }
+        var writes: [Int] { lock.withLock { sizes } }
+        var precisionsAsked: [TimingPrecision] { lock.withLock { precisions } }
+        var name: String { device.name }
+        var format: AudioFormat { device.format }
+        var periodFrames: Int { device.periodFrames }
+        var relaxedWriteFrames: Int { device.relaxedWriteFrames }
+        var isRealtime: Bool { true }
+        var underrunCount: Int { device.underrunCount }
+        func setTimingPrecision(_ precision: TimingPrecision) { lock.withLock { precisions.append(precision) } }
+        func open(preferred: AudioFormat) throws(MediaError) { try device.open(preferred: preferred) }
+        func waitUntilWritable(frames: Int, timeout: Duration) -> Int { device.waitUntilWritable(frames: frames, timeout: timeout) }
+        func presentationTimestamp() -> PresentationTimestamp { device.presentationTimestamp() }
+        func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int {
+            lock.withLock { sizes.append(frames) }
+            return device.write(samples, frames: frames)
+        }
+        func flush() { device.flush() }
+        func close() { device.close() }
+    }
+
+    @Test func plainPlayWritesTheDeviceInLargerPiecesAndAScheduleGoesBackToPeriods() throws {
+        let recorder = WriteSizeRecorder()
+        try recorder.open(preferred: format)
+        let period = recorder.periodFrames
+        let relaxed = recorder.relaxedWriteFrames
+        #expect(relaxed == 4 * period, "40 ms of 10 ms periods")
+        let renderer = AudioRenderer(output: recorder, ring: rampRing(serial: 1, from: 0, blocks: 60))
+        renderer.update { $0.mode = .play(serial: 1, frame: 0, hostTime: nil) }
+        renderer.start()
+        defer { renderer.stop() }
+        // Past the first fill of the device's buffer, plain play writes whole periods, as many
+        // as are free, up to the relaxed piece: a few wake-ups a second rather than a hundred.
+        _ = waitFor(renderer) { _ in recorder.writes.count >= 12 }
+        let plain = recorder.writes
+        #expect(recorder.precisionsAsked == [.relaxed])
+        #expect(plain.allSatisfy { $0 % period == 0 && $0 <= relaxed }, "\(plain)")
+        #expect(plain.dropFirst(4).filter { $0 == relaxed }.count >= 6, "\(plain)")
+
+        // A schedule needs the device's timing every period again.
+        renderer.update { $0.mode = .play(serial: 1, frame: 0, hostTime: HostTime.now() + .milliseconds(100)) }
+        _ = waitFor(renderer) { _ in recorder.writes.count >= plain.count + 20 }
+        #expect(recorder.precisionsAsked == [.relaxed, .everyPeriod])
+        #expect(recorder.writes.suffix(10).allSatisfy { $0 == period }, "\(recorder.writes.suffix(10))")
+    }
+
     @Test(arguments: [-100, 150])
     func aScheduledStartAtHalfSpeedIsPlacedOnItsSchedule(millisecondsFromNow: Int) throws {
         // Started 100 ms ago at half speed, the first frame heard is about frame 2400; 150 ms
@@ -258,14 +311,14 @@ import MediaClock
         var stallAt: HostTime?
         var stallBeyondQueue: Duration = .zero
         func open(preferred: AudioFormat) throws(MediaError) { try device.open(preferred: preferred) }
-        func waitUntilWritable(timeout: Duration) -> Int {
+        func waitUntilWritable(frames: Int, timeout: Duration) -> Int {
             if let stallAt, HostTime.now() >= stallAt {
                 self.stallAt = nil
                 let queued = device.presentationTimestamp().queuedFrames / Double(device.format.sampleRate)
                 let sleep = queued + Double(stallBeyondQueue.nanosecondsClamped) / 1e9
                 usleep(UInt32(sleep * 1e6))
             }
-            return device.waitUntilWritable(timeout: timeout)
+            return device.waitUntilWritable(frames: frames, timeout: timeout)
         }
         func presentationTimestamp() -> PresentationTimestamp { device.presentationTimestamp() }
         func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int {
