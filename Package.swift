@@ -12,6 +12,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // C libraries, found by pkg-config; each module map also carries `static inline`
@@ -39,7 +40,11 @@ let package = Package(
         .target(name: "MediaPipeline", dependencies: ["MediaClock", "CFFmpeg", "CALSA", "CPulse"]),
 
         // The public AVFoundation-style playback API. Never imports a C module.
-        .target(name: "AVPlayback", dependencies: ["MediaClock", "MediaPipeline"]),
+        // Its warnings go through swift-log; the application chooses the handler and level.
+        .target(
+            name: "AVPlayback",
+            dependencies: ["MediaClock", "MediaPipeline", .product(name: "Logging", package: "swift-log")]
+        ),
 
         // Group sync: wire codec with HMAC, clock estimator, leader and follower state machines
         // (pure, no I/O), and thin UDP adapters. Knows nothing of FFmpeg or ALSA.
@@ -59,6 +64,7 @@ let package = Package(
             dependencies: [
                 "AVPlayback", "MediaClock", "GroupSync", "MediaServer", "CProcessArguments",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
 

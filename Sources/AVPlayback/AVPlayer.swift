@@ -86,7 +86,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Forward rates from `slowestRate` to `fastestRate` play (beyond them, the nearer
     /// bound), with the pitch following the rate (see
     /// `AVPlayerItem.audioTimePitchAlgorithm`). Reverse play is not supported yet: a negative
-    /// or non-finite rate is refused with a warning on standard error and changes nothing.
+    /// or non-finite rate is refused with a warning (logged through swift-log as
+    /// `chorus.avplayback`) and changes nothing.
     public var rate: Float {
         get { lock.withLock { state.rate } }
         set {
@@ -105,7 +106,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// `rate` bounded to the rates played, or nil (with a warning) for one that cannot be.
     static func playableRate(_ rate: Float) -> Float? {
         guard rate.isFinite, rate > 0 else {
-            FileHandle.standardError.write(Data("AVPlayer: rate \(rate) ignored: only forward rates are played\n".utf8))
+            playerLog.warning("AVPlayer: rate \(rate) ignored: only forward rates are played")
             return nil
         }
         return min(max(rate, slowestRate), fastestRate)
@@ -217,7 +218,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// `itemTime` means the current time; an invalid host time means now, without external
     /// synchronisation. As on Apple's platforms this is refused while
     /// `automaticallyWaitsToMinimizeStalling` is true: the call does nothing and a warning
-    /// is printed to standard error.
+    /// is logged (swift-log, `chorus.avplayback`).
     ///
     /// Playing on a `masterClock`, a call whose item time is where the current timeline
     /// already puts that host time (within `continuousChangeTolerance`), or is invalid, with
@@ -226,8 +227,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// changes speed together.
     public func setRate(_ rate: Float, time itemTime: CMTime, atHostTime hostClockTime: CMTime) {
         if automaticallyWaitsToMinimizeStalling {
-            FileHandle.standardError.write(Data(
-                "AVPlayer.setRate(_:time:atHostTime:) ignored: set automaticallyWaitsToMinimizeStalling to false first\n".utf8))
+            playerLog.warning("AVPlayer.setRate(_:time:atHostTime:) ignored: set automaticallyWaitsToMinimizeStalling to false first")
             return
         }
         if rate == 0 {

@@ -7,6 +7,7 @@ internal import CProcessArguments
 @main
 enum ChorusMain {
     static func main() {
+        StandardErrorLogHandler.bootstrap()
         Chorus.main(programArguments())
     }
 
@@ -25,9 +26,4 @@ struct Chorus: ParsableCommand {
         abstract: "Plays media through an AVFoundation-style player on Linux, alone or as a synchronized group.",
         subcommands: [Probe.self, Play.self, Lead.self, Follow.self, Compare.self]
     )
-}
-
-/// Prints one line on standard error, prefixed with the program's name.
-func warn(_ message: String) {
-    FileHandle.standardError.write(Data("chorus: \(message)\n".utf8))
 }

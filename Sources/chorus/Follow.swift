@@ -28,6 +28,8 @@ struct Follow: ParsableCommand {
 
     @OptionGroup var node: NodeOptions
 
+    @OptionGroup var logging: LogOptions
+
     func validate() throws {
         guard UDPEndpoint(parsing: leader) != nil else { throw ValidationError("the leader must be ADDR:PORT") }
         guard latencyOffset.isFinite, abs(latencyOffset) <= 2_000 else { throw ValidationError("--latency-offset must be within ±2000 ms") }
@@ -35,6 +37,7 @@ struct Follow: ParsableCommand {
     }
 
     func run() throws {
+        logging.apply()
         guard let endpoint = UDPEndpoint(parsing: leader) else { throw ValidationError("the leader must be ADDR:PORT") }
         let follower = try GroupFollowerNode(leader: endpoint, name: String(name.prefix(64)),
                                              latencyOffset: .nanoseconds(Int64(latencyOffset * 1e6)),

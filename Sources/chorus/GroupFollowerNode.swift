@@ -166,12 +166,12 @@ final class GroupFollowerNode: @unchecked Sendable {
                 leaderClock.update(estimate)
                 apply(state)
             case .holdover:
-                warn("leader \(leaderEndpoint) is quiet: holding over on the last clock estimate")
+                log.warning("leader \(leaderEndpoint) is quiet: holding over on the last clock estimate")
             case .fadeOutAndWait:
-                warn("leader \(leaderEndpoint) is gone: fading out and waiting for it")
+                log.warning("leader \(leaderEndpoint) is gone: fading out and waiting for it")
                 fadeOut()
             case .rejoin(let newLeader):
-                warn(newLeader ? "a new leader answered at \(leaderEndpoint): resynchronizing" : "leader \(leaderEndpoint) is back")
+                log.notice(newLeader ? "a new leader answered at \(leaderEndpoint): resynchronizing" : "leader \(leaderEndpoint) is back")
                 player.volume = volume
                 appliedSequence = nil
                 if let state = core.state { apply(state) }
@@ -235,7 +235,7 @@ final class GroupFollowerNode: @unchecked Sendable {
             url = URL(string: state.itemURL)
         }
         guard let url else {
-            if let baseURL { warn("cannot resolve the item \(state.itemURL) against \(baseURL.absoluteString)") }
+            if let baseURL { log.error("cannot resolve the item \(state.itemURL) against \(baseURL.absoluteString)") }
             return false
         }
         if url != currentURL {
@@ -244,7 +244,7 @@ final class GroupFollowerNode: @unchecked Sendable {
             // instead of waiting in silence.
             itemWatch = item.observe(\.status) { item, _ in
                 if item.status == .failed {
-                    warn("cannot play \(url.absoluteString): \(item.error.map { "\($0)" } ?? "unknown error")")
+                    log.error("cannot play \(url.absoluteString): \(item.error.map { "\($0)" } ?? "unknown error")")
                 }
             }
             player.replaceCurrentItem(with: item)
@@ -268,14 +268,14 @@ final class GroupFollowerNode: @unchecked Sendable {
     /// Says in the log which senders' datagrams were dropped and why, at most every
     /// `DropReport.interval` unless `finally` (what is left when the node stops).
     private func reportDrops(now: HostTime, finally: Bool = false) {
-        for line in core.dropReportLines(now: now, finally: finally) { warn(line) }
+        for line in core.dropReportLines(now: now, finally: finally) { log.warning("\(line)") }
     }
 
     /// Says once when the leader has not answered for `unansweredWarning` since the start.
     private func reportUnanswered(now: HostTime) {
         guard !saidUnanswered, core.phase == .joining, let startedAt, now - startedAt >= Self.unansweredWarning else { return }
         saidUnanswered = true
-        warn("no answer from a leader at \(leaderEndpoint) for \(Self.unansweredWarning.components.seconds) s: is it running and listening there, with the same --group and --key-file as this follower? Still asking.")
+        log.warning("no answer from a leader at \(leaderEndpoint) for \(Self.unansweredWarning.components.seconds) s: is it running and listening there, with the same --group and --key-file as this follower? Still asking.")
     }
 
     private func fadeOut() {
@@ -307,6 +307,6 @@ final class GroupFollowerNode: @unchecked Sendable {
         let counters = core.dropCounters
         let drops = counters.total == 0 ? "0" : "\(counters.total) (\(counters.breakdown))"
         let figures = String(format: "error %+.1f µs correction %+.1f ppm", render.timelineError * 1e6, render.correctionPPM)
-        warn("offset \(offset) \(uncertainty) rate \(rate) rtt \(rtt) \(figures) resyncs \(render.hardResyncs) underruns \(render.timelineBreaks) phase \(core.phase) drops \(drops)")
+        log.notice("offset \(offset) \(uncertainty) rate \(rate) rtt \(rtt) \(figures) resyncs \(render.hardResyncs) underruns \(render.timelineBreaks) phase \(core.phase) drops \(drops)")
     }
 }

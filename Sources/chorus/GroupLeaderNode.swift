@@ -102,11 +102,11 @@ final class GroupLeaderNode: @unchecked Sendable {
                 // A clock reply's t3 is read again here, just before it leaves.
                 try? socket.send(core.restamped(datagram, t3: clock.now()).bytes, to: datagram.destination)
             case .followerJoined(let follower):
-                if verbose { warn("follower \(follower.name) joined from \(follower.endpoint)") }
+                if verbose { log.notice("follower \(follower.name) joined from \(follower.endpoint)") }
             case .followerLeft(let follower):
-                if verbose { warn("follower \(follower.name) left") }
+                if verbose { log.notice("follower \(follower.name) left") }
             case .encodingFailed(let error):
-                warn("cannot announce: \(error)")
+                log.error("cannot announce: \(error)")
             }
         }
     }
@@ -114,7 +114,7 @@ final class GroupLeaderNode: @unchecked Sendable {
     /// Says in the log which senders' datagrams were dropped and why, at most every
     /// `DropReport.interval` unless `finally` (what is left when the node stops).
     private func reportDrops(now: HostTime, finally: Bool = false) {
-        for line in core.dropReportLines(now: now, finally: finally) { warn(line) }
+        for line in core.dropReportLines(now: now, finally: finally) { log.warning("\(line)") }
     }
 }
 

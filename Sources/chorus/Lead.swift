@@ -35,6 +35,8 @@ struct Lead: ParsableCommand {
 
     @OptionGroup var node: NodeOptions
 
+    @OptionGroup var logging: LogOptions
+
     func validate() throws {
         guard !urls.isEmpty else { throw ValidationError("give at least one file or URL") }
         guard UDPEndpoint(parsing: listen) != nil else { throw ValidationError("--listen must be ADDR:PORT") }
@@ -42,6 +44,7 @@ struct Lead: ParsableCommand {
     }
 
     func run() throws {
+        logging.apply()
         guard let endpoint = UDPEndpoint(parsing: listen) else { throw ValidationError("--listen must be ADDR:PORT") }
         let leader = try GroupLeaderNode(listen: endpoint, httpPort: httpPort ?? endpoint.port &+ 1, options: node, verbose: verbose)
         leader.start()

@@ -36,7 +36,7 @@ struct NodeOptions: ParsableArguments {
     /// The authenticator for `--key-file`, or nil (and a loud warning) without one.
     func authenticator() throws -> MessageAuthenticator? {
         guard let keyFile else {
-            warn("WARNING: no --key-file: group messages are not authenticated; anyone on the network can control or disturb this group")
+            log.warning("WARNING: no --key-file: group messages are not authenticated; anyone on the network can control or disturb this group")
             return nil
         }
         do {
@@ -77,7 +77,7 @@ struct NodeClock: Sendable {
     /// machine's own clock.
     func announce() {
         guard clock.offset != .zero || clock.skewPPM != 0 else { return }
-        warn("simulated clock: offset \(clock.offset.nanosecondsClamped) ns, skew \(clock.skewPPM) ppm, pivot \(clock.base.nanoseconds) ns of CLOCK_MONOTONIC")
+        log.notice("simulated clock: offset \(clock.offset.nanosecondsClamped) ns, skew \(clock.skewPPM) ppm, pivot \(clock.base.nanoseconds) ns of CLOCK_MONOTONIC")
     }
 
     /// Now, on this node's clock.

@@ -31,6 +31,8 @@ struct Play: ParsableCommand {
     @Flag(name: .long, help: "No status line and no keys.")
     var quiet = false
 
+    @OptionGroup var logging: LogOptions
+
     func validate() throws {
         guard !urls.isEmpty else { throw ValidationError("give at least one file or URL") }
         guard volume >= 0, volume <= 1 else { throw ValidationError("--volume must be between 0 and 1") }
@@ -41,6 +43,7 @@ struct Play: ParsableCommand {
     }
 
     func run() throws {
+        logging.apply()
         let spec: OutputSpec
         do { spec = try OutputSpec(parsing: output) } catch { throw ValidationError(error.description) }
         let player = AVPlayer(playerItem: nil, output: spec)

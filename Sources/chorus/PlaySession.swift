@@ -86,12 +86,12 @@ final class PlaySession: @unchecked Sendable {
                     if words.count == 2, let rate = Float(words[1]), rate.isFinite, rate > 0 {
                         transport.changeRate(to: rate, on: player)
                     } else {
-                        warn("rate needs a positive number (1 is normal speed)")
+                        log.warning("rate needs a positive number (1 is normal speed)")
                     }
                 case "next": handle(.next)
                 case "previous": handle(.previous)
                 case "quit": handle(.quit)
-                default: warn("unknown command \(verb): use pause, play, toggle, seek SECONDS, rate RATE, next, previous or quit")
+                default: log.warning("unknown command \(verb): use pause, play, toggle, seek SECONDS, rate RATE, next, previous or quit")
                 }
             }
         }
@@ -167,9 +167,8 @@ final class PlaySession: @unchecked Sendable {
             statusWatch.invalidate()
         }
         let t0 = HostTime.now()
-        let trace = ProcessInfo.processInfo.environment["CHORUS_TRACE"] != nil
         let tcs = player.observe(\.timeControlStatus) { player, _ in
-            if trace { warn("t+\((HostTime.now() - t0)) status \(player.timeControlStatus) time \(player.currentTime().seconds)") }
+            log.debug("t+\((HostTime.now() - t0)) status \(player.timeControlStatus) time \(player.currentTime().seconds)")
         }
         defer { tcs.invalidate() }
         player.replaceCurrentItem(with: item)
@@ -177,7 +176,7 @@ final class PlaySession: @unchecked Sendable {
         done.wait()
         if let failure = lock.withLock({ failure }) {
             terminal?.clearLine()
-            warn(failure)
+            log.error("\(failure)")
             return false
         }
         return true

@@ -20,12 +20,12 @@ struct Probe: ParsableCommand {
         asset.loadValuesAsynchronously(forKeys: ["duration", "tracks", "playable"]) { done.signal() }
         guard done.wait(timeout: Self.timeout) else {
             asset.cancelLoading()
-            warn("\(url): timed out")
+            log.error("\(url): timed out")
             throw ExitCode(1)
         }
         var error: NSError?
         guard asset.statusOfValue(forKey: "tracks", error: &error) == .loaded else {
-            warn(error?.localizedDescription ?? "\(url): cannot be read")
+            log.error("\(error?.localizedDescription ?? "\(url): cannot be read")")
             throw ExitCode(1)
         }
         let report = ProbeReport(asset: asset, url: url)
@@ -34,7 +34,7 @@ struct Probe: ParsableCommand {
         let data = try encoder.encode(report)
         print(String(decoding: data, as: UTF8.self))
         if !report.playable {
-            warn("\(url): no audio track to play")
+            log.error("\(url): no audio track to play")
             throw ExitCode(1)
         }
     }

@@ -42,6 +42,19 @@ import ChorusTestSupport
         #expect(try chorus(["play", "--rate", "-1", source.path]).status != 0)
     }
 
+    @Test func theLogLevelChoosesWhichMessagesAreShown() throws {
+        // A failed item is an error: shown at the default level and at `error`, not above.
+        let good = try TestMedia.tone(.wav, seconds: 0.2)
+        let out = TestMedia.folder.appendingPathComponent("cli-log-level.wav")
+        for (level, shown) in [(nil, true), ("error", true), ("critical", false)] as [(String?, Bool)] {
+            let options = level.map { ["--log-level", $0] } ?? []
+            let result = try chorus(["play", "--output", "wav:\(out.path)"] + options + ["/no/such/track.ogg", good.path])
+            #expect(result.status == 1, "the failure is in the exit status whatever is shown")
+            #expect(result.standardError.contains("chorus: /no/such/track.ogg") == shown, "\(level ?? "default"): \(result.standardError)")
+        }
+        #expect(try chorus(["play", "--log-level", "loud", good.path]).status != 0)
+    }
+
     @Test func takesTheMediasDurationOnTheNullDevice() throws {
         let source = try TestMedia.tone(.aac, seconds: 1.5)
         let result = try chorus(["play", "--output", "null", "--quiet", source.path])
