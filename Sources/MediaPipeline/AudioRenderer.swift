@@ -21,32 +21,6 @@ public final class AudioRenderer: @unchecked Sendable {
     /// A scheduled start then skips content to stay on its schedule.
     static let timelineBreakTolerance: Duration = .milliseconds(5)
 
-    // Following a timeline: the three tiers of correction.
-    /// Errors smaller than this (seconds) leave the proportional term alone, and larger ones
-    /// count only by their excess over it, so the loop does not chase the clock estimate's
-    /// microsecond updates and has no step at the band's edge to cycle on. The error rests
-    /// near the band's edge while the device's fed-forward rate is a fraction of a ppm off,
-    /// so the band is also the standing error: 3 µs, a seventh of a frame at 48 kHz.
-    static let deadBand = 3e-6
-    /// The most the soft tier's loop moves the playback rate, in ppm, beyond the device's own
-    /// rate (which is fed forward): above the clock estimate's residual and the device rate's
-    /// error at a start, and at 0.05 % a pitch change (under a cent) nobody hears.
-    static let maximumSoftCorrectionPPM = 500.0
-    /// Past this error (seconds) the content is skipped or padded at once instead: at the
-    /// soft tier's full rate 3 ms would take six seconds to remove.
-    static let hardResyncThreshold = 3e-3
-    /// For this long after a start (seconds), the hard tier acts on much smaller errors:
-    /// while a device's timing settles its first reports can be a millisecond or two off,
-    /// and a skip or pad right at the start is not heard, where the soft tier would take
-    /// seconds to pull the error in. Only the device's error counts: as much error as the
-    /// timeline itself has moved since the start (a clock estimate still settling on a
-    /// jittery path) is left to the soft tier, as at any other time.
-    static let settlingTime = 1.5
-    /// The hard tier's threshold while settling (seconds): a quarter of a millisecond.
-    static let settlingHardResyncThreshold = 250e-6
-    /// Settling resyncs allowed per start: two catch a device's start-up error and its
-    /// first correction; more would mean the error is not a start-up effect.
-    static let maximumSettlingResyncs = 2
     /// A start kept to a schedule waits until the device's rate is known within this (ppm,
     /// one standard error), since the rate is fed forward into the resampling from the start:
     /// 120 ppm is 12 µs over a sound server's 100 ms queue and a drift the acquiring loop
@@ -60,30 +34,6 @@ public final class AudioRenderer: @unchecked Sendable {
     /// The longest a start waits for that (seconds of the device's line): reports too noisy
     /// to pin the rate sooner are left to the soft tier.
     static let startingRateWaitLimit = 3.0
-    /// Proportional gain, ppm per second of error: 3 ppm per µs. With the integral gain below
-    /// the loop is critically damped with a natural frequency of 1.5 rad/s: a step of the
-    /// timeline or a device's drift is absorbed in two or three seconds, while the device
-    /// timing (already smoothed by `DeviceTimingFilter`) moves the rate by only a few ppm.
-    static let proportionalGain = 3e6
-    /// Integral gain, ppm per second of error per second: lets the loop settle on a
-    /// device's constant drift with no standing error (ζ = Kp·10⁻⁶ / (2·√(Ki·10⁻⁶)) = 1).
-    static let integralGain = 2.25e6
-    /// Time constant of the low-pass filter on the measured error (seconds): smooths the
-    /// sub-millisecond jitter of a sound server's latency reports.
-    static let errorFilterTime = 0.2
-    /// For this long after a start (seconds of playing), the loop acquires: it runs
-    /// `acquisitionSpeedup` times faster. A follower starts on a clock estimate still
-    /// firming up (on a jittery path its line moves by 100 µs in the first second while the
-    /// rate is learned) and the steady loop, tuned to ignore a sound server's report noise,
-    /// lags such a moving target by as much again. Three seconds covers the estimate's
-    /// settling on a path with milliseconds of jitter.
-    static let acquisitionTime = 3.0
-    /// How much faster the acquiring loop is: natural frequency 4 × 1.5 = 6 rad/s, still
-    /// critically damped (proportional gain × 4, integral × 16, error filter ÷ 4), so a
-    /// timeline moving at 150 ppm is followed within 12 µs instead of 50. The device's rate
-    /// is known within `startingRateError` before a start, so its reports move the faster
-    /// loop by tens of ppm at most, far below what is heard.
-    static let acquisitionSpeedup = 4.0
     /// The farthest frame a followed timeline is taken to ask for (2⁶⁰), well inside 64
     /// bits and beyond any item: a start there skips to the end.
     static let farthestFrame = 0x1p60
@@ -119,19 +69,11 @@ public final class AudioRenderer: @unchecked Sendable {
     private var expectedHost: HostTime?
     /// The soft tier's resampler and the state of its control loop (follow mode only).
     private let resampler: FractionalResampler
-    private var filteredError = 0.0
-    private var integralPPM = 0.0
-    private var lastControlHost: HostTime?
+    private var servo = TimelineServo()
     /// Smooths the device's timing reports (real-time outputs only).
     private var timing: DeviceTimingFilter
     /// A marker block met by the resampler's look-ahead: the stream ends at its frame.
     private var pendingEnd: (kind: AudioBlockKind, frame: Int64)?
-    /// When content first played on the current timeline, and the settling resyncs since.
-    private var followStart: HostTime?
-    /// The timeline as it was when content started (or last resynced) while settling: the
-    /// settling tier allows as much more error as the timeline has moved since.
-    private var settlingTimeline: RenderTimeline?
-    private var settlingResyncs = 0
     private var pullMisses = 0
     /// The last frames copied as they are (oldest first, `recentCount` of them): the past a
     /// speed change hands the resampler, so the stream goes on through it without a dip.
@@ -379,11 +321,7 @@ public final class AudioRenderer: @unchecked Sendable {
             status.phase = .starting
             nextFrame = timeline.frame
             status.hardResyncs = 0
-            followStart = nil
-            settlingTimeline = nil
-            settlingResyncs = 0
-            integralPPM = 0
-            filteredError = 0
+            servo.reset()
         }
     }
 
@@ -527,10 +465,7 @@ public final class AudioRenderer: @unchecked Sendable {
         recentCount = 0
         if let timeline {
             pendingEnd = nil
-            if followStart == nil {
-                followStart = status.runStartHost
-                settlingTimeline = timeline
-            }
+            servo.contentStarted(at: status.runStartHost, on: timeline)
             resampler.prime(at: first) { pullFrame(into: $0) }
             let leadHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: lead))
             return followContent(into: out, from: leadFrames, frames: frames, channels: channels, host: leadHost, timeline: timeline)
@@ -654,53 +589,22 @@ public final class AudioRenderer: @unchecked Sendable {
         let position = Double(resampler.centerFrame) + resampler.phase
         let error = (timeline.due(at: host, sampleRate: rate) - position) / Double(rate)
         status.timelineError = error
-        // Settling counts from the first start on this timeline, not from resyncs.
-        let sinceStart = followStart.map { Double((host - $0).nanosecondsClamped) / 1e9 } ?? 0
-        let settling = sinceStart < Self.settlingTime && settlingResyncs < Self.maximumSettlingResyncs
-        let moved = settlingTimeline.map {
-            (timeline.due(at: host, sampleRate: rate) - $0.due(at: host, sampleRate: rate)) / Double(rate)
-        } ?? 0
-        let hard = abs(error) > Self.hardResyncThreshold
-        // While settling, the error the timeline's own move explains (and the soft tier is
-        // already absorbing) is allowed on top of the settling threshold.
-        if hard || (settling && abs(error) > Self.settlingHardResyncThreshold + abs(moved)) {
-            if !hard { settlingResyncs += 1 }
-            settlingTimeline = timeline
+        let correction: Double
+        switch servo.step(error: error, at: host, timeline: timeline, sampleRate: rate) {
+        case .resync:
             status.hardResyncs += 1
             status.phase = .stalled
             resampler.reset()
             return start(into: out, frames: frames, channels: channels, host: host - .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(from))))
+        case .correct(let ppm):
+            correction = ppm
         }
-        let elapsed = lastControlHost.map { max(0, Double((host - $0).nanosecondsClamped) / 1e9) } ?? 0
-        lastControlHost = host
-        // The gear changes only the loop's speed: the integral (the drift learned so far)
-        // carries over, so leaving acquisition moves the rate by the proportional term's
-        // share of a few µs of error, a few ppm.
-        let speed = sinceStart < Self.acquisitionTime ? Self.acquisitionSpeedup : 1
-        let smoothing = elapsed > 0 ? min(1, elapsed * speed / Self.errorFilterTime) : 1
-        filteredError += (error - filteredError) * smoothing
-        let excess = abs(filteredError) <= Self.deadBand ? 0 : filteredError - (filteredError > 0 ? Self.deadBand : -Self.deadBand)
-        let proportional = Self.proportionalGain * speed * excess
         // The device's own rate, learned by the timing filter, is fed forward: the loop then
         // corrects only what the line's estimate leaves, instead of learning a crystal's
         // offset through its integral while the error builds (and then counting it twice as
         // the estimate firms up). A start waited until the rate was known within
         // `startingRateError`, and the estimate only firms up from there.
         let deviceRatio = output.isRealtime ? timing.frameDurationRatio : 1
-        // The integral also sees only the excess: inside the band the learned drift is held
-        // still, so the loop rests instead of cycling around the band. Nor does it grow
-        // while the output is already at the soft tier's limit in the direction the error
-        // pushes (conditional integration): a large step of the timeline (a clock estimate
-        // firming up by hundreds of µs) is then slewed out at the limit and met without the
-        // overshoot a wound-up integral would carry past it (a 600 µs step overshot by
-        // 230 µs).
-        let saturated = abs(proportional + integralPPM) >= Self.maximumSoftCorrectionPPM
-            && (proportional + integralPPM > 0) == (excess > 0)
-        if !saturated {
-            integralPPM = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM,
-                                                                  integralPPM + Self.integralGain * speed * speed * excess * elapsed))
-        }
-        let correction = min(Self.maximumSoftCorrectionPPM, max(-Self.maximumSoftCorrectionPPM, proportional + integralPPM))
         let gear = deviceRatio * (1 + correction / 1e6)
         status.correctionPPM = (gear - 1) * 1e6
         // A rate change scheduled inside this period (the timeline's rate before its anchor
