@@ -59,10 +59,18 @@ let package = Package(
         // The argument vector as the C library hands it to the program (see its header).
         .target(name: "CProcessArguments"),
 
+        // Sessions: local play, a group's leader and a follower, driven by commands and
+        // reporting through an AsyncStream of events. What the command line, and any other
+        // front end (a JSON API, a remote), drives.
+        .target(
+            name: "ChorusSession",
+            dependencies: ["AVPlayback", "MediaPipeline", "GroupSync", "MediaServer", .product(name: "Logging", package: "swift-log")]
+        ),
+
         .executableTarget(
             name: "chorus",
             dependencies: [
-                "AVPlayback", "MediaClock", "GroupSync", "MediaServer", "CProcessArguments",
+                "ChorusSession", "AVPlayback", "MediaClock", "GroupSync", "MediaServer", "CProcessArguments",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -85,6 +93,7 @@ let package = Package(
         .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport"]),
         .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "ChorusTestSupport"]),
         .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "MediaPipeline", "ChorusTestSupport"]),
+        .testTarget(name: "ChorusSessionTests", dependencies: ["ChorusSession", "AVPlayback", "GroupSync", "ChorusTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AVPlayback
 import Foundation
+import ChorusSession
 import GroupSync
 
 /// `chorus follow ADDR:PORT`: joins a group and plays in step with its leader.
@@ -39,9 +40,17 @@ struct Follow: ParsableCommand {
     func run() throws {
         logging.apply()
         guard let endpoint = UDPEndpoint(parsing: leader) else { throw ValidationError("the leader must be ADDR:PORT") }
-        let follower = try GroupFollowerNode(leader: endpoint, name: String(name.prefix(64)),
-                                             latencyOffset: .nanoseconds(Int64(latencyOffset * 1e6)),
-                                             volume: volume, clockLog: clockLog, options: node)
-        follower.run(stats: stats)
+        let session: FollowerSession
+        do {
+            session = try FollowerSession(configuration: try node.configuration(), leader: endpoint, name: name,
+                                          latencyOffset: .nanoseconds(Int64(latencyOffset * 1e6)), volume: volume,
+                                          statisticsInterval: stats ? .seconds(1) : nil, clockLogPath: clockLog)
+        } catch let error as SessionError {
+            throw ValidationError(error.description)
+        }
+        let shell = SessionShell(session: session, interactive: false)
+        shell.start()
+        session.run()
+        shell.finish()
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AVPlayback
 import Foundation
+import ChorusSession
 import GroupSync
 
 /// `chorus lead URL...`: plays items for a whole group.
@@ -46,13 +47,19 @@ struct Lead: ParsableCommand {
     func run() throws {
         logging.apply()
         guard let endpoint = UDPEndpoint(parsing: listen) else { throw ValidationError("--listen must be ADDR:PORT") }
-        let leader = try GroupLeaderNode(listen: endpoint, httpPort: httpPort ?? endpoint.port &+ 1, options: node, verbose: verbose)
-        leader.start()
-        defer { leader.stop() }
-        let session = PlaySession(player: leader.player, volume: volume,
-                                  interactive: !quiet && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0,
-                                  transport: GroupTransport(node: leader))
-        if commands { session.acceptCommands() }
-        if !session.run(urls: urls, start: nil) { throw ExitCode(1) }
+        let session: LeaderSession
+        do {
+            session = try LeaderSession(configuration: try node.configuration(), listen: endpoint,
+                                        httpPort: httpPort ?? endpoint.port &+ 1, urls: urls.map(makeURL),
+                                        volume: volume, reportMembership: verbose)
+        } catch let error as SessionError {
+            throw ValidationError(error.description)
+        }
+        let shell = SessionShell(session: session, interactive: !quiet && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0)
+        shell.start()
+        if commands { shell.acceptCommands() }
+        let succeeded = session.run()
+        shell.finish()
+        if !succeeded { throw ExitCode(1) }
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AVPlayback
 import Foundation
+import ChorusSession
 import GroupSync
 
 /// Options every group node (leader or follower) takes.
@@ -48,44 +49,17 @@ struct NodeOptions: ParsableArguments {
 
     /// This node's host clock: the machine's own, or (for testing on one machine) one
     /// that runs `--clock-offset` seconds off and `--clock-skew` ppm fast or slow, as
-    /// another machine's would.
+    /// another machine's would. A simulated clock is announced on standard error, so that a
+    /// measurement can compare what the node believes with the truth.
     func nodeClock() -> NodeClock {
-        NodeClock(offset: clockOffset, skewPPM: clockSkew)
+        let clock = NodeClock(offset: clockOffset, skewPPM: clockSkew)
+        if clock.isSimulated { log.notice("simulated clock: \(clock.mappingDescription)") }
+        return clock
     }
 
-    /// The capture, when asked for.
-    func makeCapture() throws -> RenderCapture? {
-        guard let capture else { return nil }
-        do { return try RenderCapture(path: capture) } catch { throw ValidationError(error.description) }
-    }
-}
-
-/// A node's host clock and the mapping from the machine's real clock onto it.
-struct NodeClock: Sendable {
-    let clock: SkewedHostClock
-    let cmClock: CMClock
-
-    init(offset: Double, skewPPM: Int64) {
-        let real = MonotonicHostClock()
-        clock = SkewedHostClock(wrapping: real, offset: .nanoseconds(Int64((offset * 1e9).rounded())),
-                                skewPPM: skewPPM, base: real.now())
-        cmClock = CMClock(hostClock: clock)
-    }
-
-    /// Says on standard error how a simulated clock maps the machine's, so that a
-    /// measurement can compare what this node believes with the truth; silent on the
-    /// machine's own clock.
-    func announce() {
-        guard clock.offset != .zero || clock.skewPPM != 0 else { return }
-        log.notice("simulated clock: offset \(clock.offset.nanosecondsClamped) ns, skew \(clock.skewPPM) ppm, pivot \(clock.base.nanoseconds) ns of CLOCK_MONOTONIC")
-    }
-
-    /// Now, on this node's clock.
-    func now() -> HostTime { clock.now() }
-
-    /// A real CLOCK_MONOTONIC time (as devices and sockets report) on this node's clock.
-    var mapping: @Sendable (HostTime) -> HostTime {
-        let clock = self.clock
-        return { clock.map($0) }
+    /// Everything a session of this node needs from these options.
+    func configuration() throws -> NodeConfiguration {
+        NodeConfiguration(group: group, authenticator: try authenticator(), output: try outputSpec(),
+                          capturePath: capture, clock: nodeClock())
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AVPlayback
+import ChorusSession
 import Foundation
 
 /// `chorus play URL...`: plays items in turn on one output.
@@ -48,9 +49,13 @@ struct Play: ParsableCommand {
         do { spec = try OutputSpec(parsing: output) } catch { throw ValidationError(error.description) }
         let player = AVPlayer(playerItem: nil, output: spec)
         player.defaultRate = rate
-        let session = PlaySession(player: player, volume: volume,
-                                  interactive: !quiet && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0)
-        let ok = session.run(urls: urls, start: start)
-        if !ok { throw ExitCode(1) }
+        player.volume = volume
+        let session = PlaylistSession(player: player, urls: urls.map(makeURL),
+                                      start: start.map { CMTime(seconds: $0, preferredTimescale: 1_000_000) })
+        let shell = SessionShell(session: session, interactive: !quiet && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0)
+        shell.start()
+        let succeeded = session.run()
+        shell.finish()
+        if !succeeded { throw ExitCode(1) }
     }
 }

@@ -11,6 +11,7 @@ import MediaClock
 /// deviation (ns); its rate and rate deviation (ppm); the floor spread it learned (ns).
 /// Written on the follower's control queue, buffered, never from the audio thread.
 final class ClockLog: @unchecked Sendable {
+    // @unchecked: the file is written and closed only on the follower's core queue.
     static let header = "t1,t2,t3,t4,estimate_at_t4,uncertainty,rate_ppm,rate_uncertainty_ppm,floor_spread\n"
     private let file: UnsafeMutablePointer<FILE>
 

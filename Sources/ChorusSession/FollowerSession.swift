@@ -1,11 +1,17 @@
-import ArgumentParser
 import AVPlayback
 import Foundation
 import GroupSync
+import Logging
+import Synchronization
 
 /// A group follower: slaves a clock to the leader's, opens the item the leader announces
-/// over HTTP, and plays it on that clock so the same sample is heard everywhere at once.
-final class GroupFollowerNode: @unchecked Sendable {
+/// over HTTP (already while its clock converges), and plays it on that clock so the same
+/// sample is heard everywhere at once. When the leader goes quiet it holds over on its last
+/// estimate, then fades out and waits, and follows again when the leader returns.
+public final class FollowerSession: @unchecked Sendable {
+    // @unchecked: every `var` below is touched only on `queue` (the core's serial queue),
+    // or before `run` starts the threads that reach it; the rest is immutable or Sendable.
+
     /// How often the core is ticked: clock polls, keepalives, silence detection.
     static let tickInterval: Duration = .milliseconds(5)
     /// How long the fade-out lasts when the leader is gone: long enough not to click, short
@@ -13,10 +19,20 @@ final class GroupFollowerNode: @unchecked Sendable {
     static let fadeDuration: Duration = .milliseconds(1000)
     /// Steps of the fade.
     static let fadeSteps = 20
+    /// Silence from the leader, from the first Hello on, after which the follower says so:
+    /// on a LAN the Welcome comes within milliseconds and a lost Hello is sent again within
+    /// a tenth of a second, so three seconds of nothing means a wrong address, port, group
+    /// or key, which the leader's own drops cannot tell this side.
+    static let unansweredWarning: Duration = .seconds(3)
+
+    /// The player the group's items play on.
+    public let player: AVPlayer
+    /// What the session reports; read it from one consumer.
+    public var events: AsyncStream<SessionEvent> { channel.stream }
 
     let clock: NodeClock
     let leaderClock: LeaderClock
-    let player: AVPlayer
+    private let channel = EventChannel()
     private let socket: UDPSocket
     private let leaderEndpoint: UDPEndpoint
     private let queue = DispatchQueue(label: "chorus.follow")
@@ -32,94 +48,114 @@ final class GroupFollowerNode: @unchecked Sendable {
     /// The state whose item was last opened ahead of the clock (`openAhead`).
     private var openedAheadSequence: UInt64?
     private var itemWatch: NSKeyValueObservation?
-    private let volume: Float
+    /// The volume asked for: what a rejoin restores after a fade.
+    private var volume: Float
+    private let statisticsInterval: Duration?
     private var statsTimer: RepeatingTimer?
     /// Steps the fade-out while the leader is gone.
     private var fadeTimer: RepeatingTimer?
     /// Steps of the fade-out taken, and the volume it started from.
     private var fadeStep = 0
     private var fadeStart: Float = 1
-    private let done = DispatchSemaphore(value: 0)
-    /// Where every clock exchange and its estimate are written (`--clock-log`).
+    private let done = WakeSignal()
+    /// Where every clock exchange and its estimate are written.
     private let clockLog: ClockLog?
     /// When the follower started asking for the leader, and whether it has said that no
     /// answer came.
     private var startedAt: HostTime?
     private var saidUnanswered = false
-    /// Silence from the leader, from the first Hello on, after which the follower says so:
-    /// on a LAN the Welcome comes within milliseconds and a lost Hello is sent again within
-    /// a tenth of a second, so three seconds of nothing means a wrong address, port, group
-    /// or key, which the leader's own drops cannot tell this side.
-    static let unansweredWarning: Duration = .seconds(3)
 
-    init(leader: UDPEndpoint, name: String, latencyOffset: Duration, volume: Float, clockLog: String?, options: NodeOptions) throws {
-        clock = options.nodeClock()
-        clock.announce()
+    /// A follower of the leader at `leader`, known to it as `name`, whose sound path after
+    /// the output device delays it by `latencyOffset` (it plays that much earlier). Clock
+    /// figures are sent every `statisticsInterval` (nil: never); every clock exchange is
+    /// written to `clockLogPath` as CSV when given.
+    public init(configuration: NodeConfiguration, leader: UDPEndpoint, name: String, latencyOffset: Duration = .zero,
+                volume: Float = 1, statisticsInterval: Duration? = nil, clockLogPath: String? = nil) throws(SessionError) {
+        clock = configuration.clock
         do {
-            self.clockLog = try clockLog.map { try ClockLog(path: $0) }
+            clockLog = try clockLogPath.map { try ClockLog(path: $0) }
         } catch {
-            throw ValidationError("cannot write the clock log: \(error)")
+            throw SessionError("cannot write the clock log: \(error)")
         }
-        let authenticator = try options.authenticator()
         leaderEndpoint = leader
         let local: UDPEndpoint = leader.isIPv6 ? .anyIPv6(port: 0) : .anyIPv4(port: 0)
         do {
             socket = try UDPSocket(bindingTo: local)
         } catch {
-            throw ValidationError("cannot open a UDP socket: \(error)")
+            throw SessionError("cannot open a UDP socket: \(error)")
         }
-        core = try FollowerCore(group: options.group, leader: leader, followerName: name,
-                                latencyOffsetMicroseconds: Int32(clamping: latencyOffset.components.seconds * 1_000_000
-                                                                 + latencyOffset.components.attoseconds / 1_000_000_000_000),
-                                authenticator: authenticator)
+        do {
+            core = try FollowerCore(group: configuration.group, leader: leader, followerName: String(name.prefix(64)),
+                                    latencyOffsetMicroseconds: Int32(clamping: latencyOffset.components.seconds * 1_000_000
+                                                                     + latencyOffset.components.attoseconds / 1_000_000_000_000),
+                                    authenticator: configuration.authenticator)
+        } catch {
+            socket.close()
+            throw SessionError("\(error)")
+        }
         leaderClock = LeaderClock(hostClock: clock.clock)
-        player = AVPlayer(playerItem: nil, output: try options.outputSpec(), hostClock: clock.cmClock,
-                          hostMapping: clock.mapping, capture: try options.makeCapture())
-        player.automaticallyWaitsToMinimizeStalling = false
+        player = try configuration.makePlayer()
         player.masterClock = leaderClock
         player.latencyCompensation = latencyOffset
-        player.volume = volume
-        self.volume = volume
+        self.volume = min(max(volume, 0), 1)
+        player.volume = self.volume
+        self.statisticsInterval = statisticsInterval
+    }
+
+    /// Carries out `command`. A follower plays what its leader plays: it takes `volume` and
+    /// `stop`, and answers the rest with a warning event. Any thread; returns at once.
+    public func send(_ command: SessionCommand) {
+        switch command {
+        case .volume(let volume):
+            guard volume.isFinite else { return channel.message(.warning, "volume needs a number from 0 to 1") }
+            queue.async { [self] in
+                self.volume = min(max(volume, 0), 1)
+                // During a fade-out the fade goes on; the new volume is restored on rejoining.
+                if fadeTimer == nil || core.phase != .waiting { player.volume = self.volume }
+            }
+        case .stop:
+            done.signal()
+        case .play, .pause, .togglePause, .seek, .skip, .rate, .next, .previous:
+            channel.message(.warning, "a follower plays what its leader plays: \(command) is for the leader")
+        }
     }
 
     /// Joins and follows until stopped.
-    func run(stats: Bool) {
+    public func run() {
         let mapping = clock.mapping
         socket.startReceiving { [weak self] datagram in
             guard let self else { return }
             let receivedAt = mapping(datagram.receivedAt)
             queue.async { self.handle(.received(datagram.bytes, from: datagram.source, receivedAt: receivedAt)) }
         }
-        pollTimer = DeadlineTimer(label: "chorus.follow.poll", queue: queue) { [weak self] in
-            self?.handle(.tick)
-        }
-        queue.sync { handle(.start) }
-        let timer = RepeatingTimer(label: "chorus.follow.tick", interval: Self.tickInterval, queue: queue) { [weak self] in
-            self?.handle(.tick)
-        }
-        self.timer = timer
-        if stats {
-            statsTimer = RepeatingTimer(label: "chorus.follow.stats", interval: .seconds(1), queue: queue) { [weak self] in
-                self?.printStats()
+        queue.sync {
+            pollTimer = DeadlineTimer(label: "chorus.follow.poll", queue: queue) { [weak self] in
+                self?.handle(.tick)
+            }
+            handle(.start)
+            timer = RepeatingTimer(label: "chorus.follow.tick", interval: Self.tickInterval, queue: queue) { [weak self] in
+                self?.handle(.tick)
+            }
+            if let statisticsInterval {
+                statsTimer = RepeatingTimer(label: "chorus.follow.stats", interval: statisticsInterval, queue: queue) { [weak self] in
+                    self?.postStatistics()
+                }
             }
         }
-        for sig in [SIGINT, SIGTERM] { signal(sig, SIG_IGN) }
-        let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { [weak self] in self?.done.signal() }
-            source.resume()
-            return source
-        }
         done.wait()
-        sources.forEach { $0.cancel() }
-        queue.sync { handle(.stop) }
-        timer.cancel()
-        pollTimer?.cancel()
-        statsTimer?.cancel()
-        queue.sync { fadeTimer?.cancel() }
+        queue.sync {
+            handle(.stop)
+            timer?.cancel()
+            pollTimer?.cancel()
+            statsTimer?.cancel()
+            fadeTimer?.cancel()
+        }
         socket.close()
         player.close()
-        clockLog?.close()
+        queue.sync { clockLog?.close() }
+        channel.yield(.state(.stopped))
+        channel.yield(.finished(succeeded: true))
+        channel.finish()
     }
 
     private func handle(_ event: FollowerCore.Event) {
@@ -166,12 +202,12 @@ final class GroupFollowerNode: @unchecked Sendable {
                 leaderClock.update(estimate)
                 apply(state)
             case .holdover:
-                log.warning("leader \(leaderEndpoint) is quiet: holding over on the last clock estimate")
+                channel.message(.warning, "leader \(leaderEndpoint) is quiet: holding over on the last clock estimate")
             case .fadeOutAndWait:
-                log.warning("leader \(leaderEndpoint) is gone: fading out and waiting for it")
+                channel.message(.warning, "leader \(leaderEndpoint) is gone: fading out and waiting for it")
                 fadeOut()
             case .rejoin(let newLeader):
-                log.notice(newLeader ? "a new leader answered at \(leaderEndpoint): resynchronizing" : "leader \(leaderEndpoint) is back")
+                channel.message(.notice, newLeader ? "a new leader answered at \(leaderEndpoint): resynchronizing" : "leader \(leaderEndpoint) is back")
                 player.volume = volume
                 appliedSequence = nil
                 if let state = core.state { apply(state) }
@@ -235,16 +271,17 @@ final class GroupFollowerNode: @unchecked Sendable {
             url = URL(string: state.itemURL)
         }
         guard let url else {
-            if let baseURL { log.error("cannot resolve the item \(state.itemURL) against \(baseURL.absoluteString)") }
+            if let baseURL { channel.message(.error, "cannot resolve the item \(state.itemURL) against \(baseURL.absoluteString)") }
             return false
         }
         if url != currentURL {
             let item = AVPlayerItem(url: url)
             // Say why an item cannot play (an unreachable leader, a bad output device)
             // instead of waiting in silence.
+            let channel = self.channel
             itemWatch = item.observe(\.status) { item, _ in
                 if item.status == .failed {
-                    log.error("cannot play \(url.absoluteString): \(item.error.map { "\($0)" } ?? "unknown error")")
+                    channel.message(.error, "cannot play \(url.absoluteString): \(item.error.map { "\($0)" } ?? "unknown error")")
                 }
             }
             player.replaceCurrentItem(with: item)
@@ -265,17 +302,17 @@ final class GroupFollowerNode: @unchecked Sendable {
         _ = open(state)
     }
 
-    /// Says in the log which senders' datagrams were dropped and why, at most every
+    /// Says which senders' datagrams were dropped and why, at most every
     /// `DropReport.interval` unless `finally` (what is left when the node stops).
     private func reportDrops(now: HostTime, finally: Bool = false) {
-        for line in core.dropReportLines(now: now, finally: finally) { log.warning("\(line)") }
+        for line in core.dropReportLines(now: now, finally: finally) { channel.message(.warning, line) }
     }
 
     /// Says once when the leader has not answered for `unansweredWarning` since the start.
     private func reportUnanswered(now: HostTime) {
         guard !saidUnanswered, core.phase == .joining, let startedAt, now - startedAt >= Self.unansweredWarning else { return }
         saidUnanswered = true
-        log.warning("no answer from a leader at \(leaderEndpoint) for \(Self.unansweredWarning.components.seconds) s: is it running and listening there, with the same --group and --key-file as this follower? Still asking.")
+        channel.message(.warning, "no answer from a leader at \(leaderEndpoint) for \(Self.unansweredWarning.components.seconds) s: is it running and listening there, with the same group and key as this follower? Still asking.")
     }
 
     private func fadeOut() {
@@ -297,16 +334,25 @@ final class GroupFollowerNode: @unchecked Sendable {
         }
     }
 
-    private func printStats() {
+    /// The clock and output figures now.
+    public var statistics: ClockStatistics { queue.sync { makeStatistics() } }
+
+    private func postStatistics() { channel.yield(.clock(makeStatistics())) }
+
+    private func makeStatistics() -> ClockStatistics {
         let estimate = core.estimator.estimate
         let render = player.renderStatus
-        let offset = estimate.map { String(format: "%+.6f s", Double($0.offset.components.seconds) + Double($0.offset.components.attoseconds) / 1e18) } ?? "-"
-        let uncertainty = estimate.map { String(format: "±%.1f µs", Double($0.uncertainty.components.attoseconds) / 1e12 + Double($0.uncertainty.components.seconds) * 1e6) } ?? ""
-        let rate = estimate.map { String(format: "%+.2f ppm ±%.2f", $0.ratePPM, $0.rateUncertaintyPPM) } ?? "-"
-        let rtt = estimate.map { String(format: "%.3f ms", Double($0.bestRoundTrip.components.attoseconds) / 1e15 + Double($0.bestRoundTrip.components.seconds) * 1e3) } ?? "-"
         let counters = core.dropCounters
-        let drops = counters.total == 0 ? "0" : "\(counters.total) (\(counters.breakdown))"
-        let figures = String(format: "error %+.1f µs correction %+.1f ppm", render.timelineError * 1e6, render.correctionPPM)
-        log.notice("offset \(offset) \(uncertainty) rate \(rate) rtt \(rtt) \(figures) resyncs \(render.hardResyncs) underruns \(render.timelineBreaks) phase \(core.phase) drops \(drops)")
+        func seconds(_ duration: Duration) -> Double {
+            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        }
+        return ClockStatistics(
+            offsetSeconds: estimate.map { seconds($0.offset) },
+            offsetUncertaintyMicroseconds: estimate.map { seconds($0.uncertainty) * 1e6 },
+            ratePPM: estimate?.ratePPM, rateUncertaintyPPM: estimate?.rateUncertaintyPPM,
+            roundTripMilliseconds: estimate.map { seconds($0.bestRoundTrip) * 1e3 },
+            outputErrorMicroseconds: render.timelineError * 1e6, correctionPPM: render.correctionPPM,
+            hardResyncs: render.hardResyncs, underruns: render.timelineBreaks, phase: "\(core.phase)",
+            droppedDatagrams: counters.total, dropBreakdown: counters.breakdown)
     }
 }

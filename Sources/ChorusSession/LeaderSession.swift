@@ -1,0 +1,190 @@
+import AVPlayback
+import Foundation
+import GroupSync
+import Logging
+import MediaServer
+import Synchronization
+
+/// A group leader: plays a list of items like local play, through the same clock-held path
+/// as any follower (its player's master clock is its own host clock), answers clock
+/// requests, announces the group's playback state, and serves the items over HTTP.
+public final class LeaderSession: Sendable {
+    /// The player the items play on.
+    public var player: AVPlayer { playlist.player }
+    /// What the session reports; read it from one consumer.
+    public var events: AsyncStream<SessionEvent> { playlist.events }
+    /// The port the items are served on.
+    public var httpPort: UInt16 { node.http.port }
+    /// Where the group's datagrams are received: the port chosen when asked for port 0.
+    public var endpoint: UDPEndpoint { node.endpoint }
+
+    private let node: LeaderNode
+    private let playlist: PlaylistSession
+
+    /// A leader listening on `listen` for the group's datagrams and serving on `httpPort`
+    /// (0: any free port), that will play `urls` in turn. `reportMembership` sends a message
+    /// event when a follower joins or leaves.
+    public init(configuration: NodeConfiguration, listen: UDPEndpoint, httpPort: UInt16, urls: [URL],
+                volume: Float = 1, rate: Float = 1, reportMembership: Bool = false,
+                positionInterval: CMTime? = PlaylistSession.defaultPositionInterval) throws(SessionError) {
+        let player = try configuration.makePlayer()
+        // The leader's own output is held on the leader's clock, like every follower's.
+        player.masterClock = configuration.clock.cmClock
+        player.volume = min(max(volume, 0), 1)
+        player.defaultRate = rate
+        let channel = Mutex<PlaylistSession?>(nil)
+        node = try LeaderNode(configuration: configuration, listen: listen, httpPort: httpPort,
+                              reportMembership: reportMembership) { level, text in
+            _ = channel.withLock { $0?.message(level, text) }
+        }
+        playlist = PlaylistSession(player: player, urls: urls, start: nil, positionInterval: positionInterval,
+                                   transport: GroupTransport(node: node))
+        channel.withLock { $0 = playlist }
+    }
+
+    /// Carries out `command` for the whole group. Any thread; returns at once.
+    public func send(_ command: SessionCommand) { playlist.send(command) }
+
+    /// Answers the network and plays every item, blocking until the last has played or the
+    /// session is stopped; then says Goodbye, so every room fades out at once. Returns false
+    /// if any item failed.
+    public func run() -> Bool {
+        node.start()
+        let succeeded = playlist.run()
+        node.stop()
+        return succeeded
+    }
+}
+
+extension PlaylistSession {
+    /// Passes on a message from the session's group node.
+    func message(_ level: Logger.Level, _ text: String) { post(.message(level, text)) }
+}
+
+/// The leader's network side: the core, the socket, the HTTP server.
+final class LeaderNode: @unchecked Sendable {
+    // @unchecked: `core` and `timer` are touched only on `queue` (the core's serial queue)
+    // or before `start`; `published` is behind its own mutex; everything else is immutable.
+
+    /// How often the core is ticked: its state period and follower timeouts are multiples.
+    static let tickInterval: Duration = .milliseconds(10)
+
+    let clock: NodeClock
+    let http: MediaHTTPServer
+    private let socket: UDPSocket
+    private let queue = DispatchQueue(label: "chorus.lead")
+    private var core: LeaderCore
+    private var timer: RepeatingTimer?
+    private let published = Mutex<[Int: String]>([:])
+    private let reportMembership: Bool
+    private let report: @Sendable (Logger.Level, String) -> Void
+
+    init(configuration: NodeConfiguration, listen: UDPEndpoint, httpPort: UInt16, reportMembership: Bool,
+         report: @escaping @Sendable (Logger.Level, String) -> Void) throws(SessionError) {
+        clock = configuration.clock
+        let host: String
+        switch listen.address {
+        case .ipv4: host = listen.description.split(separator: ":").first.map(String.init) ?? "0.0.0.0"
+        case .ipv6: host = "0.0.0.0"
+        }
+        do {
+            http = try MediaHTTPServer(address: host, port: httpPort)
+        } catch {
+            throw SessionError("cannot serve HTTP on port \(httpPort): \(error)")
+        }
+        do {
+            socket = try UDPSocket(bindingTo: listen)
+        } catch {
+            http.stop()
+            throw SessionError("cannot listen on \(listen): \(error)")
+        }
+        do {
+            core = try LeaderCore(group: configuration.group, baseURL: "http://\(host):\(http.port)",
+                                  authenticator: configuration.authenticator)
+        } catch {
+            socket.close()
+            http.stop()
+            throw SessionError("\(error)")
+        }
+        self.reportMembership = reportMembership
+        self.report = report
+    }
+
+    /// Starts answering the network.
+    func start() {
+        let mapping = clock.mapping
+        socket.startReceiving { [weak self] datagram in
+            guard let self else { return }
+            let receivedAt = mapping(datagram.receivedAt)
+            queue.async { self.handle(.received(datagram.bytes, from: datagram.source, receivedAt: receivedAt)) }
+        }
+        queue.sync {
+            timer = RepeatingTimer(label: "chorus.lead.tick", interval: Self.tickInterval, queue: queue) { [weak self] in
+                self?.handle(.tick)
+            }
+        }
+    }
+
+    /// Serves `url` (a local file) to followers; returns the path they fetch it by.
+    func publish(_ url: URL, index: Int) -> String {
+        published.withLock { published in
+            if let path = published[index] { return path }
+            let path = url.isFileURL ? http.publish(url, id: String(index)) : url.absoluteString
+            published[index] = path
+            return path
+        }
+    }
+
+    /// Announces a new group state now.
+    func announce(_ state: GroupState) {
+        queue.async { self.handle(.stateChanged(state)) }
+    }
+
+    /// Says goodbye to every follower and stops.
+    func stop() {
+        queue.sync {
+            handle(.stop)
+            timer?.cancel()
+        }
+        socket.close()
+        http.stop()
+    }
+
+    /// Where the group's datagrams are received.
+    var endpoint: UDPEndpoint { socket.localEndpoint }
+
+    /// The leader's current time: its host time.
+    var leaderTimeNow: LeaderTime { LeaderTime(clock.now()) }
+
+    private func handle(_ event: LeaderCore.Event) {
+        let now = clock.now()
+        let actions = core.handle(event, at: now)
+        switch event {
+        case .tick:
+            reportDrops(now: now)
+        case .stop:
+            reportDrops(now: now, finally: true)
+        default:
+            break
+        }
+        for action in actions {
+            switch action {
+            case .send(let datagram):
+                // A clock reply's t3 is read again here, just before it leaves.
+                try? socket.send(core.restamped(datagram, t3: clock.now()).bytes, to: datagram.destination)
+            case .followerJoined(let follower):
+                if reportMembership { report(.notice, "follower \(follower.name) joined from \(follower.endpoint)") }
+            case .followerLeft(let follower):
+                if reportMembership { report(.notice, "follower \(follower.name) left") }
+            case .encodingFailed(let error):
+                report(.error, "cannot announce: \(error)")
+            }
+        }
+    }
+
+    /// Says which senders' datagrams were dropped and why, at most every
+    /// `DropReport.interval` unless `finally` (what is left when the node stops).
+    private func reportDrops(now: HostTime, finally: Bool = false) {
+        for line in core.dropReportLines(now: now, finally: finally) { report(.warning, line) }
+    }
+}

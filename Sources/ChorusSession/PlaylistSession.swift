@@ -1,0 +1,205 @@
+import AVPlayback
+import Foundation
+import Logging
+import Synchronization
+
+/// Plays a list of items on one player, in turn, driven by `SessionCommand`s and reporting
+/// through `events`: local play on its own, and a group leader's play through the group's
+/// transport (`LeaderSession`).
+public final class PlaylistSession: Sendable {
+    /// Going to the previous item this far into the current one (seconds) starts the
+    /// current one again instead, as music players do.
+    public static let restartThreshold = 3.0
+    /// The speeds a player's slower and faster keys step through: the usual ones for
+    /// listening faster or following slowly, each a clear step from the next.
+    public static let rateSteps: [Float] = [0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 2]
+    /// How often a position event is sent by default: four times a second reads smoothly in
+    /// a status line without flooding a slow terminal.
+    public static let defaultPositionInterval = CMTime(value: 1, timescale: 4)
+
+    /// The player the items play on.
+    public let player: AVPlayer
+    /// What the session reports; read it from one consumer.
+    public var events: AsyncStream<SessionEvent> { channel.stream }
+
+    let transport: any PlaybackTransport
+    private let urls: [URL]
+    private let start: CMTime?
+    private let positionInterval: CMTime?
+    private let channel = EventChannel()
+    /// Callbacks from the player (time and key-value observers) arrive here, in order.
+    private let callbacks = DispatchQueue(label: "chorus.session")
+    private let state = Mutex(State())
+
+    private struct State {
+        var stopRequested = false
+        /// Signalled when the item playing is left: its end, a failure, a jump or a stop.
+        var finished: WakeSignal?
+        /// The item to go to when the current one is left early (next, previous).
+        var jump: Int?
+        var currentIndex = 0
+        /// Why the current item failed, once it has.
+        var failure: String?
+    }
+
+    /// A session that plays `urls` in turn on `player` (from `start` into the first),
+    /// sending a position event every `positionInterval` (nil: none).
+    public convenience init(player: AVPlayer, urls: [URL], start: CMTime? = nil,
+                            positionInterval: CMTime? = PlaylistSession.defaultPositionInterval) {
+        self.init(player: player, urls: urls, start: start, positionInterval: positionInterval, transport: LocalTransport())
+    }
+
+    init(player: AVPlayer, urls: [URL], start: CMTime?, positionInterval: CMTime?, transport: any PlaybackTransport) {
+        self.player = player
+        self.urls = urls
+        self.start = start
+        self.positionInterval = positionInterval
+        self.transport = transport
+    }
+
+    /// Sends `event` to the consumer. Any thread.
+    func post(_ event: SessionEvent) { channel.yield(event) }
+
+    /// Carries out `command`. Any thread; returns at once.
+    public func send(_ command: SessionCommand) {
+        switch command {
+        case .play:
+            if player.rate == 0 { transport.togglePause(on: player) }
+        case .pause:
+            if player.rate != 0 { transport.togglePause(on: player) }
+        case .togglePause:
+            transport.togglePause(on: player)
+        case .seek(let time):
+            guard time.isNumeric else { return channel.message(.warning, "seek needs a time") }
+            transport.seek(to: time, on: player)
+        case .skip(by: let interval):
+            guard interval.isNumeric else { return channel.message(.warning, "seek needs a time") }
+            transport.seek(to: player.currentTime() + interval, on: player)
+        case .rate(let rate):
+            guard rate.isFinite, rate > 0 else {
+                return channel.message(.warning, "rate needs a positive number (1 is normal speed)")
+            }
+            transport.changeRate(to: min(max(rate, AVPlayer.slowestRate), AVPlayer.fastestRate), on: player)
+        case .next, .previous:
+            if command == .previous && player.currentTime().seconds > Self.restartThreshold {
+                transport.seek(to: .zero, on: player)
+                return
+            }
+            // Past the last item there is nothing to go to: the command does nothing, rather
+            // than ending the session (and, for a leader, the group's play).
+            let count = urls.count
+            let done: WakeSignal? = state.withLock { state in
+                let target = max(0, state.currentIndex + (command == .next ? 1 : -1))
+                guard target < count else { return nil }
+                state.jump = target
+                return state.finished
+            }
+            done?.signal()
+        case .volume(let volume):
+            guard volume.isFinite else { return channel.message(.warning, "volume needs a number from 0 to 1") }
+            player.volume = min(max(volume, 0), 1)
+        case .stop:
+            let done: WakeSignal? = state.withLock { state in
+                state.stopRequested = true
+                return state.finished
+            }
+            player.pause()
+            done?.signal()
+        }
+    }
+
+    /// The speed a slower or faster step moves `rate` to: the next of `rateSteps` down or
+    /// up (from a rate between steps, the nearest step that way).
+    public static func rate(after rate: Float, faster: Bool) -> Float {
+        faster ? rateSteps.first { $0 > rate + 1e-3 } ?? rateSteps[rateSteps.count - 1]
+            : rateSteps.last { $0 < rate - 1e-3 } ?? rateSteps[0]
+    }
+
+    /// Plays every item, blocking until the last has played or the session is stopped.
+    /// Returns false if any item failed (the others still play).
+    public func run() -> Bool {
+        let channel = self.channel
+        let player = self.player
+        var positionObserver: Any?
+        if let positionInterval {
+            positionObserver = player.addPeriodicTimeObserver(forInterval: positionInterval, queue: callbacks) { time in
+                channel.yield(.position(time, duration: player.currentItem?.duration ?? .indefinite, rate: player.defaultRate))
+            }
+        }
+        let stateWatch = player.observe(\.timeControlStatus, options: [.initial, .new]) { player, _ in
+            channel.yield(.state(Self.playbackState(of: player)))
+        }
+        var allGood = true
+        var index = 0
+        var first = true
+        while index < urls.count, index >= 0 {
+            if state.withLock({ $0.stopRequested }) { break }
+            let url = urls[index]
+            let from = first ? start ?? .zero : .zero
+            first = false
+            state.withLock { state in
+                state.currentIndex = index
+                state.jump = nil
+            }
+            if !play(AVPlayerItem(url: url), index: index, url: url, from: from) { allGood = false }
+            index = state.withLock { $0.jump } ?? index + 1
+        }
+        transport.finish(on: player)
+        if let positionObserver { player.removeTimeObserver(positionObserver) }
+        stateWatch.invalidate()
+        player.close()
+        channel.yield(.state(.stopped))
+        channel.yield(.finished(succeeded: allGood))
+        channel.finish()
+        return allGood
+    }
+
+    static func playbackState(of player: AVPlayer) -> SessionPlaybackState {
+        switch player.timeControlStatus {
+        case .playing: return .playing
+        case .paused: return .paused
+        case .waitingToPlayAtSpecifiedRate: return .waiting
+        }
+    }
+
+    /// Plays one item to its end (or until left). Returns false if it failed.
+    private func play(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime) -> Bool {
+        let done = WakeSignal()
+        let name = url.isFileURL ? url.path : url.absoluteString
+        let stopped = state.withLock { state in
+            state.finished = done
+            state.failure = nil
+            return state.stopRequested
+        }
+        if stopped { return true }
+        let center = NotificationCenter.default
+        let ended = center.addObserver(forName: AVPlayerItem.didPlayToEndTimeNotification, object: item, queue: nil) { _ in
+            done.signal()
+        }
+        let failedEarly = center.addObserver(forName: AVPlayerItem.failedToPlayToEndTimeNotification, object: item, queue: nil) { [self] note in
+            let error = note.userInfo?[AVPlayerItemFailedToPlayToEndTimeErrorKey]
+            state.withLock { $0.failure = error.map { "\($0)" } ?? "\(name): playback failed" }
+            done.signal()
+        }
+        let statusWatch = item.observe(\.status) { [self] item, _ in
+            if item.status == .failed {
+                state.withLock { $0.failure = item.error.map { "\($0)" } ?? "\(name): cannot be played" }
+                done.signal()
+            }
+        }
+        defer {
+            center.removeObserver(ended)
+            center.removeObserver(failedEarly)
+            statusWatch.invalidate()
+        }
+        player.replaceCurrentItem(with: item)
+        channel.yield(.item(index: index, count: urls.count, url: url))
+        transport.begin(item, index: index, url: url, from: start, on: player)
+        done.wait()
+        if let failure = state.withLock({ $0.failure }) {
+            channel.message(.error, failure)
+            return false
+        }
+        return true
+    }
+}

@@ -1,0 +1,107 @@
+import AVPlayback
+import Foundation
+import Logging
+import Synchronization
+
+/// What a session is told to do: by keys, a script's commands, a JSON API or a remote.
+/// Every session takes every command; one that means nothing to it (a follower asked to
+/// seek: the leader decides the group's position) is answered with a warning event.
+public enum SessionCommand: Sendable, Equatable {
+    /// Play (resume) at the chosen speed.
+    case play
+    /// Pause where the sound is.
+    case pause
+    /// Pause if playing, play if paused.
+    case togglePause
+    /// Move to an item time, keeping the play state.
+    case seek(to: CMTime)
+    /// Move by an interval from where the sound is now (negative: back).
+    case skip(by: CMTime)
+    /// Play at this speed from now on, and after a pause, and for the items after.
+    case rate(Float)
+    /// The next item; on the last item, nothing.
+    case next
+    /// The previous item, or the start of this one when it has played for a while.
+    case previous
+    /// The output's linear volume, from 0 to 1.
+    case volume(Float)
+    /// End the session (a leader says Goodbye first, so every room fades out).
+    case stop
+}
+
+/// Where playback stands, as a status line shows it.
+public enum SessionPlaybackState: String, Sendable, Equatable {
+    case playing, paused, waiting, stopped
+}
+
+/// A follower's clock and output figures, once a second.
+public struct ClockStatistics: Sendable, Equatable {
+    /// The leader's clock minus this node's (seconds), with its one-sigma uncertainty (µs).
+    public var offsetSeconds: Double?
+    public var offsetUncertaintyMicroseconds: Double?
+    /// The leader's clock rate against this node's (ppm), with its uncertainty.
+    public var ratePPM: Double?
+    public var rateUncertaintyPPM: Double?
+    /// The fastest recent round trip (ms).
+    public var roundTripMilliseconds: Double?
+    /// How far the output is from the group's timeline (µs), and the soft correction (ppm).
+    public var outputErrorMicroseconds: Double
+    public var correctionPPM: Double
+    /// Restarts on the timeline since the last start, and device underruns.
+    public var hardResyncs: Int
+    public var underruns: Int
+    /// The follower's phase (joining, following, holdover, waiting).
+    public var phase: String
+    /// Datagrams dropped, and by reason.
+    public var droppedDatagrams: Int
+    public var dropBreakdown: String
+
+    /// One line, as `chorus follow --stats` prints it.
+    public var line: String {
+        let offset = offsetSeconds.map { String(format: "%+.6f s", $0) } ?? "-"
+        let uncertainty = offsetUncertaintyMicroseconds.map { String(format: "±%.1f µs", $0) } ?? ""
+        let rate = ratePPM.map { String(format: "%+.2f ppm ±%.2f", $0, rateUncertaintyPPM ?? 0) } ?? "-"
+        let rtt = roundTripMilliseconds.map { String(format: "%.3f ms", $0) } ?? "-"
+        let drops = droppedDatagrams == 0 ? "0" : "\(droppedDatagrams) (\(dropBreakdown))"
+        let figures = String(format: "error %+.1f µs correction %+.1f ppm", outputErrorMicroseconds, correctionPPM)
+        return "offset \(offset) \(uncertainty) rate \(rate) rtt \(rtt) \(figures) resyncs \(hardResyncs) underruns \(underruns) phase \(phase) drops \(drops)"
+    }
+}
+
+/// What a session reports.
+public enum SessionEvent: Sendable {
+    /// Playing, paused, waiting, stopped.
+    case state(SessionPlaybackState)
+    /// Where the sound is in the item, its duration (indefinite for a live stream), and the
+    /// speed chosen; a few times a second while a position interval is set.
+    case position(CMTime, duration: CMTime, rate: Float)
+    /// An item began: its place in the list, the list's length, and where it is.
+    case item(index: Int, count: Int, url: URL)
+    /// A follower's clock and output figures.
+    case clock(ClockStatistics)
+    /// Something a person should know, with its severity: an item that cannot play, a
+    /// leader gone quiet, datagrams dropped.
+    case message(Logger.Level, String)
+    /// The session ended; `succeeded` is false when any item failed.
+    case finished(succeeded: Bool)
+}
+
+/// A session's event stream: yielded from any thread, read by one consumer. Events before
+/// the consumer reads are kept (up to `bufferedEvents`); a slow consumer loses the oldest.
+final class EventChannel: Sendable {
+    /// How many unread events are kept: many seconds of positions and statistics.
+    static let bufferedEvents = 1024
+
+    let stream: AsyncStream<SessionEvent>
+    private let continuation: AsyncStream<SessionEvent>.Continuation
+
+    init() {
+        (stream, continuation) = AsyncStream.makeStream(of: SessionEvent.self, bufferingPolicy: .bufferingNewest(Self.bufferedEvents))
+    }
+
+    func yield(_ event: SessionEvent) { continuation.yield(event) }
+
+    func message(_ level: Logger.Level, _ text: String) { continuation.yield(.message(level, text)) }
+
+    func finish() { continuation.finish() }
+}

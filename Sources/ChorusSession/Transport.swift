@@ -1,0 +1,117 @@
+import AVPlayback
+import Foundation
+import GroupSync
+import Synchronization
+
+/// How a session starts, pauses and seeks: on its own (local play) or for a whole group (a
+/// leader). Called on the session's threads; implementations are thread-safe.
+protocol PlaybackTransport: Sendable {
+    /// The item at `index` is about to play from `start`; begin playing it.
+    func begin(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime, on player: AVPlayer)
+    /// Pause if playing, resume if paused.
+    func togglePause(on player: AVPlayer)
+    /// Move to `time` (clamped by the player), keeping the play state.
+    func seek(to time: CMTime, on player: AVPlayer)
+    /// Play at `rate` from now on (and after a pause, and for the items after).
+    func changeRate(to rate: Float, on player: AVPlayer)
+    /// Everything has played, or the session was stopped.
+    func finish(on player: AVPlayer)
+}
+
+/// Plays on this machine alone.
+struct LocalTransport: PlaybackTransport {
+    func begin(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime, on player: AVPlayer) {
+        if start != .zero { player.seek(to: start) }
+        player.play()
+    }
+    func togglePause(on player: AVPlayer) {
+        if player.rate == 0 { player.play() } else { player.pause() }
+    }
+    func seek(to time: CMTime, on player: AVPlayer) { player.seek(to: time) }
+    func changeRate(to rate: Float, on player: AVPlayer) {
+        player.defaultRate = rate
+        if player.rate != 0 { player.rate = rate }
+    }
+    func finish(on player: AVPlayer) {}
+}
+
+/// Plays for the whole group: every start, pause, seek and speed change is scheduled a
+/// little ahead on the leader's clock and announced, so followers make it at the same
+/// instant.
+final class GroupTransport: PlaybackTransport {
+    /// Time given to followers between an item's announcement and its first sample: enough
+    /// to open the item over HTTP on a LAN and fill their buffers.
+    static let startLead: Duration = .milliseconds(800)
+    /// Time given to followers for a resume, a seek or a speed change within the item they
+    /// have open.
+    static let changeLead: Duration = .milliseconds(300)
+
+    let node: LeaderNode
+    /// The item playing: its index and the path followers fetch it by.
+    private let current = Mutex<(index: Int, path: String)>((0, ""))
+
+    init(node: LeaderNode) { self.node = node }
+
+    private func state(index: Int, path: String, duration: CMTime, rate: Double, at itemTime: CMTime, leader: LeaderTime) -> GroupState {
+        GroupState(sequence: 0, itemIndex: UInt32(index), itemURL: path, itemDuration: duration, rate: rate,
+                   anchorItemTime: itemTime, anchorLeaderTime: leader, ended: false, stopped: false)
+    }
+
+    func begin(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime, on player: AVPlayer) {
+        let path = node.publish(url, index: index)
+        current.withLock { $0 = (index, path) }
+        schedule(rate: Double(player.defaultRate), at: start, lead: Self.startLead, on: player)
+    }
+
+    func togglePause(on player: AVPlayer) {
+        if player.rate == 0 {
+            schedule(rate: Double(player.defaultRate), at: player.currentTime(), lead: Self.changeLead, on: player)
+        } else {
+            player.pause()
+            announce(rate: 0, at: player.currentTime(), leader: node.leaderTimeNow, player: player)
+        }
+    }
+
+    func seek(to time: CMTime, on player: AVPlayer) {
+        let duration = player.currentItem?.duration ?? .indefinite
+        var target = max(time, .zero)
+        if duration.isNumeric { target = min(target, duration) }
+        if player.rate == 0 {
+            player.seek(to: target)
+            announce(rate: 0, at: target, leader: node.leaderTimeNow, player: player)
+        } else {
+            schedule(rate: Double(player.rate), at: target, lead: Self.changeLead, on: player)
+        }
+    }
+
+    /// A new speed, made everywhere at leader time now + `changeLead` where the item then
+    /// stands, so every room carries on without a break.
+    func changeRate(to rate: Float, on player: AVPlayer) {
+        player.defaultRate = rate
+        guard player.rate != 0, player.rate != rate else { return }
+        let leaderChange = node.leaderTimeNow + Self.changeLead
+        let host = HostTime(nanoseconds: leaderChange.nanoseconds).cmTime
+        let time = player.itemTime(forHostTime: host)
+        guard time.isNumeric else { return }
+        player.setRate(rate, time: time, atHostTime: host)
+        announce(rate: Double(player.rate), at: time, leader: leaderChange, player: player)
+    }
+
+    func finish(on player: AVPlayer) {
+        node.announce(.stoppedState)
+    }
+
+    /// Starts item time `time` at leader time now + `lead`, here and everywhere.
+    private func schedule(rate: Double, at time: CMTime, lead: Duration, on player: AVPlayer) {
+        let leaderStart = node.leaderTimeNow + lead
+        let host = HostTime(nanoseconds: leaderStart.nanoseconds)
+        player.setRate(Float(rate), time: time, atHostTime: host.cmTime)
+        announce(rate: rate, at: time, leader: leaderStart, player: player)
+    }
+
+    private func announce(rate: Double, at time: CMTime, leader: LeaderTime, player: AVPlayer) {
+        let (index, path) = current.withLock { $0 }
+        let duration = player.currentItem?.asset.duration ?? .indefinite
+        node.announce(state(index: index, path: path, duration: duration, rate: rate, at: time, leader: leader))
+    }
+}

@@ -1,0 +1,168 @@
+import AVPlayback
+import ChorusSession
+import ChorusTestSupport
+import Foundation
+import GroupSync
+import Synchronization
+import Testing
+
+/// The sessions driven as a front end drives them: commands in, events out, no executable.
+@Suite(.serialized) struct SessionTests {
+    /// Every event a session sent, gathered on a task of its own. The tests are async and
+    /// run the blocking sessions on threads of their own, so that the task is never starved
+    /// of the concurrency pool by a test waiting on it.
+    struct EventLog: Sendable {
+        let task: Task<[SessionEvent], Never>
+
+        init(_ stream: AsyncStream<SessionEvent>, onEvent: @escaping @Sendable (SessionEvent) -> Void = { _ in }) {
+            task = Task {
+                var events: [SessionEvent] = []
+                for await event in stream {
+                    events.append(event)
+                    onEvent(event)
+                }
+                return events
+            }
+        }
+
+        /// Everything sent, once the stream has ended (the session's last event).
+        func all() async -> [SessionEvent] { await task.value }
+
+        func items() async -> [Int] {
+            await all().compactMap { if case .item(let index, _, _) = $0 { return index } else { return nil } }
+        }
+
+        func messages() async -> [String] {
+            await all().compactMap { if case .message(_, let text) = $0 { return text } else { return nil } }
+        }
+
+        func finished() async -> Bool? {
+            await all().compactMap { if case .finished(let succeeded) = $0 { return succeeded } else { return nil } }.last
+        }
+    }
+
+    /// Runs a blocking `body` on a thread of its own and waits for it without holding one of
+    /// the concurrency pool's.
+    func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: body()) }.start()
+        }
+    }
+
+    @Test func aPlaylistSaysWhichItemPlaysAndEndsWithAVerdict() async throws {
+        let first = try TestMedia.tone(.flac, seconds: 0.5, rate: 48_000, channels: 1)
+        let second = try TestMedia.tone(.mp3, seconds: 0.5, rate: 48_000, channels: 1)
+        let out = TestMedia.folder.appendingPathComponent("session-playlist.wav")
+        let session = PlaylistSession(player: AVPlayer(playerItem: nil, output: .wav(path: out.path)), urls: [first, second])
+        let log = EventLog(session.events)
+        #expect(await onThread { session.run() })
+        #expect(await log.items() == [0, 1])
+        #expect(await log.finished() == true)
+        let rendered = try PCM(wavFile: out)
+        let expected = try PCM.ffmpegDecode(first, channels: 1).frameCount + PCM.ffmpegDecode(second, channels: 1).frameCount
+        #expect(rendered.frameCount == expected)
+    }
+
+    @Test func aFailedItemIsAnErrorMessageAndTheRestStillPlays() async throws {
+        let good = try TestMedia.tone(.wav, seconds: 0.3, rate: 48_000, channels: 1)
+        let out = TestMedia.folder.appendingPathComponent("session-failed.wav")
+        let missing = URL(fileURLWithPath: "/no/such/item.ogg")
+        let session = PlaylistSession(player: AVPlayer(playerItem: nil, output: .wav(path: out.path)), urls: [missing, good])
+        let log = EventLog(session.events)
+        #expect(await !onThread { session.run() })
+        #expect(await log.items() == [0, 1])
+        #expect(await log.messages().contains { $0.contains("/no/such/item.ogg") })
+        #expect(await log.finished() == false)
+        #expect(try PCM(wavFile: out).frameCount > 0)
+    }
+
+    @Test func nextAndPreviousMoveThroughTheListAndStopEndsIt() async throws {
+        // Items long enough that only the commands can end them, on a device in real time.
+        let tone = try TestMedia.tone(.flac, seconds: 20, rate: 48_000, channels: 1)
+        let session = PlaylistSession(player: AVPlayer(playerItem: nil, output: .null(driftPPM: 0)), urls: [tone, tone, tone])
+        let seen = Mutex<[Int]>([])
+        let log = EventLog(session.events) { event in
+            guard case .item(let index, _, _) = event else { return }
+            let count = seen.withLock { $0.append(index); return $0.count }
+            // next (to 1), previous (to 0, at once: not yet 3 s in), next, next (to 2),
+            // next on the last item (nothing), then stop.
+            switch count {
+            case 1: session.send(.next)
+            case 2: session.send(.previous)
+            case 3: session.send(.next)
+            case 4: session.send(.next)
+            case 5:
+                session.send(.next)
+                session.send(.stop)
+            default: break
+            }
+        }
+        #expect(await onThread { session.run() })
+        #expect(await log.items() == [0, 1, 0, 1, 2])
+        #expect(await log.finished() == true)
+    }
+
+    @Test func aBadCommandIsAWarningAndChangesNothing() async throws {
+        let tone = try TestMedia.tone(.flac, seconds: 20, rate: 48_000, channels: 1)
+        let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
+        let session = PlaylistSession(player: player, urls: [tone], positionInterval: nil)
+        let log = EventLog(session.events) { event in
+            guard case .item = event else { return }
+            session.send(.rate(-2))
+            session.send(.rate(.nan))
+            session.send(.volume(.infinity))
+            session.send(.stop)
+        }
+        #expect(await onThread { session.run() })
+        #expect(await log.messages().filter { $0.contains("rate needs a positive number") }.count == 2)
+        #expect(await log.messages().contains { $0.contains("volume needs a number") })
+        #expect(player.defaultRate == 1)
+        #expect(player.volume == 1)
+    }
+
+    /// A leader and two followers, each a session in this process on a clock and a device
+    /// of its own, over real UDP and HTTP on loopback.
+    @Test func aLeaderAndFollowersOnSkewedClocksPlayInStep() async throws {
+        let media = try TestMedia.tone(.flac, seconds: 30, rate: 48_000, channels: 2)
+        func capture(_ name: String) -> String { TestMedia.folder.appendingPathComponent("session-\(name).cap").path }
+        let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
+        let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 20), capturePath: capture("leader")),
+                                       listen: loopback, httpPort: 0, urls: [media], positionInterval: nil)
+        let leaderLog = EventLog(leader.events)
+        let followers = try [(name: "fast", offset: 4.2, skew: Int64(180), drift: 90.0), ("slow", -9, -150, -70)].map { node in
+            try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: node.drift), capturePath: capture(node.name),
+                                                                 clock: NodeClock(offset: node.offset, skewPPM: node.skew)),
+                                leader: leader.endpoint, name: node.name, statisticsInterval: .milliseconds(500))
+        }
+        let followerLogs = followers.map { EventLog($0.events) }
+        let sessions = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { _ = await onThread { leader.run() } }
+                for follower in followers { group.addTask { await onThread { follower.run() } } }
+            }
+        }
+        // A follower takes commands that are the leader's as warnings, not as its own.
+        followers[0].send(.pause)
+        try await Task.sleep(for: .seconds(7))
+        for follower in followers { follower.send(.stop) }
+        leader.send(.stop)
+        await sessions.value
+        #expect(await leaderLog.finished() == true)
+
+        let reference = try RenderCaptureLog(path: capture("leader"))
+        for (index, name) in ["fast", "slow"].enumerated() {
+            let offsets = try RenderCaptureLog(path: capture(name)).offsets(against: reference, skip: 48_000 * 3)
+            #expect(offsets.count > 100, "\(name): \(offsets.count) comparable positions")
+            let worst = offsets.map(abs).max() ?? 1
+            #expect(worst < 1e-3, "\(name) worst offset \(worst * 1e6) µs")
+            let statistics = await followerLogs[index].all().compactMap { event -> ClockStatistics? in
+                if case .clock(let figures) = event { return figures } else { return nil }
+            }
+            #expect(statistics.count >= 10, "\(name): statistics twice a second")
+            // The follower's clock against the leader's, as its simulated clock really is.
+            let offset = try #require(statistics.last?.offsetSeconds)
+            #expect(abs(offset - (name == "fast" ? -4.2 : 9)) < 0.01, "\(name) offset \(offset) s")
+        }
+        #expect(await followerLogs[0].messages().contains { $0.contains("a follower plays what its leader plays") })
+    }
+}
