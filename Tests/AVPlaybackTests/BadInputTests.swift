@@ -25,12 +25,15 @@ import ChorusTestSupport
         #expect(failure(of: url) as? AVPlaybackError == .emptyFile(url: url.path))
     }
 
-    @Test func randomBytes() throws {
-        var generator = SystemRandomNumberGenerator()
+    /// Noise under a media file's name, from seeded generators: a failing seed fails the same
+    /// way every run, and the failing case names its seed.
+    @Test(arguments: [0x5eed, 0xc0ffee, 0xbad_f00d] as [UInt64])
+    func randomBytes(seed: UInt64) throws {
+        var generator = SeededGenerator(seed: seed)
         let bytes = Data((0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) })
-        let url = try TestMedia.file(named: "noise.mp3", contents: bytes)
-        let error = try #require(failure(of: url))
-        #expect("\(error)".contains(url.path))
+        let url = try TestMedia.file(named: "noise-\(seed).mp3", contents: bytes)
+        let error = try #require(failure(of: url), "seed \(seed)")
+        #expect("\(error)".contains(url.path), "seed \(seed)")
     }
 
     @Test func unreachableServer() throws {
