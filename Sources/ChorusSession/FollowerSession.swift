@@ -343,15 +343,11 @@ public final class FollowerSession: @unchecked Sendable {
         let estimate = core.estimator.estimate
         let render = player.renderStatus
         let counters = core.dropCounters
-        func seconds(_ duration: Duration) -> Double {
-            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        }
         return ClockStatistics(
-            offsetSeconds: estimate.map { seconds($0.offset) },
-            offsetUncertaintyMicroseconds: estimate.map { seconds($0.uncertainty) * 1e6 },
+            offset: estimate?.offset, offsetUncertainty: estimate?.uncertainty,
             ratePPM: estimate?.ratePPM, rateUncertaintyPPM: estimate?.rateUncertaintyPPM,
-            roundTripMilliseconds: estimate.map { seconds($0.bestRoundTrip) * 1e3 },
-            outputErrorMicroseconds: render.timelineError * 1e6, correctionPPM: render.correctionPPM,
+            roundTrip: estimate?.bestRoundTrip,
+            outputError: .nanoseconds(Int64((render.timelineError * 1e9).rounded())), correctionPPM: render.correctionPPM,
             hardResyncs: render.hardResyncs, underruns: render.timelineBreaks, phase: "\(core.phase)",
             droppedDatagrams: counters.total, dropBreakdown: counters.breakdown)
     }

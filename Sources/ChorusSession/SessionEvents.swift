@@ -34,18 +34,20 @@ public enum SessionPlaybackState: String, Sendable, Equatable {
     case playing, paused, waiting, stopped
 }
 
-/// A follower's clock and output figures, once a second.
+/// A follower's clock and output figures.
 public struct ClockStatistics: Sendable, Equatable {
-    /// The leader's clock minus this node's (seconds), with its one-sigma uncertainty (µs).
-    public var offsetSeconds: Double?
-    public var offsetUncertaintyMicroseconds: Double?
+    /// The leader's clock minus this node's, and its one-sigma uncertainty; nil before the
+    /// first estimate.
+    public var offset: Duration?
+    public var offsetUncertainty: Duration?
     /// The leader's clock rate against this node's (ppm), with its uncertainty.
     public var ratePPM: Double?
     public var rateUncertaintyPPM: Double?
-    /// The fastest recent round trip (ms).
-    public var roundTripMilliseconds: Double?
-    /// How far the output is from the group's timeline (µs), and the soft correction (ppm).
-    public var outputErrorMicroseconds: Double
+    /// The fastest recent round trip.
+    public var roundTrip: Duration?
+    /// How far the output is from the group's timeline (positive: late), and the soft
+    /// correction (ppm).
+    public var outputError: Duration
     public var correctionPPM: Double
     /// Restarts on the timeline since the last start, and device underruns.
     public var hardResyncs: Int
@@ -58,12 +60,15 @@ public struct ClockStatistics: Sendable, Equatable {
 
     /// One line, as `chorus follow --stats` prints it.
     public var line: String {
-        let offset = offsetSeconds.map { String(format: "%+.6f s", $0) } ?? "-"
-        let uncertainty = offsetUncertaintyMicroseconds.map { String(format: "±%.1f µs", $0) } ?? ""
+        func seconds(_ duration: Duration) -> Double {
+            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        }
+        let offset = self.offset.map { String(format: "%+.6f s", seconds($0)) } ?? "-"
+        let uncertainty = offsetUncertainty.map { String(format: "±%.1f µs", seconds($0) * 1e6) } ?? ""
         let rate = ratePPM.map { String(format: "%+.2f ppm ±%.2f", $0, rateUncertaintyPPM ?? 0) } ?? "-"
-        let rtt = roundTripMilliseconds.map { String(format: "%.3f ms", $0) } ?? "-"
+        let rtt = roundTrip.map { String(format: "%.3f ms", seconds($0) * 1e3) } ?? "-"
         let drops = droppedDatagrams == 0 ? "0" : "\(droppedDatagrams) (\(dropBreakdown))"
-        let figures = String(format: "error %+.1f µs correction %+.1f ppm", outputErrorMicroseconds, correctionPPM)
+        let figures = String(format: "error %+.1f µs correction %+.1f ppm", seconds(outputError) * 1e6, correctionPPM)
         return "offset \(offset) \(uncertainty) rate \(rate) rtt \(rtt) \(figures) resyncs \(hardResyncs) underruns \(underruns) phase \(phase) drops \(drops)"
     }
 }

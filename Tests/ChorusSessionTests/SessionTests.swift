@@ -160,8 +160,9 @@ import Testing
             }
             #expect(statistics.count >= 10, "\(name): statistics twice a second")
             // The follower's clock against the leader's, as its simulated clock really is.
-            let offset = try #require(statistics.last?.offsetSeconds)
-            #expect(abs(offset - (name == "fast" ? -4.2 : 9)) < 0.01, "\(name) offset \(offset) s")
+            let offset = try #require(statistics.last?.offset)
+            let truth: Duration = name == "fast" ? .milliseconds(-4_200) : .seconds(9)
+            #expect(abs((offset - truth).nanosecondsClamped) < 10_000_000, "\(name) offset \(offset)")
         }
         #expect(await followerLogs[0].messages().contains { $0.contains("a follower plays what its leader plays") })
     }
