@@ -85,12 +85,16 @@ let package = Package(
             ]
         ),
 
+        // Simulations for tests and benchmarks that the product never uses: a host clock
+        // that moves only when told to.
+        .target(name: "ChorusSimulation", dependencies: ["MediaClock"], path: "Tests/ChorusSimulation"),
+
         // Generated test media (real FFmpeg encodes), WAV reading, FFmpeg reference decodes.
         .target(name: "ChorusTestSupport", path: "Tests/ChorusTestSupport"),
-        .testTarget(name: "MediaClockTests", dependencies: ["MediaClock"]),
-        .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock"], exclude: ["Fixtures"]),
+        .testTarget(name: "MediaClockTests", dependencies: ["MediaClock", "ChorusSimulation"]),
+        .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock", "ChorusSimulation"], exclude: ["Fixtures"]),
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "MediaPipeline", "ChorusTestSupport"]),
-        .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport"]),
+        .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport", "ChorusSimulation"]),
         .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "ChorusTestSupport"]),
         .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "ChorusSessionTests", dependencies: ["ChorusSession", "AVPlayback", "GroupSync", "ChorusTestSupport"]),

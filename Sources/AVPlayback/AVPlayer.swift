@@ -43,12 +43,17 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// A player for `item` that renders to `output` (`alsa:DEVICE`, `null[:drift=PPM]`,
     /// `wav:PATH`). The output opens with the first item.
-    /// `hostClock` is the host clock the player works in, and `hostMapping` turns the real
-    /// CLOCK_MONOTONIC times the device reports into it: both are the identity unless the
-    /// process simulates another machine's clock. With `capture`, every period's
-    /// presentation time is recorded to that file (see `RenderCapture`).
-    public init(playerItem item: AVPlayerItem?, output: OutputSpec, hostClock: CMClock = .hostTimeClock,
-                hostMapping: @escaping @Sendable (HostTime) -> HostTime = { $0 }, capture: RenderCapture? = nil) {
+    public convenience init(playerItem item: AVPlayerItem?, output: OutputSpec) {
+        self.init(playerItem: item, output: output, hostClock: .hostTimeClock, hostMapping: { $0 }, capture: nil)
+    }
+
+    /// A player working in `hostClock`, where `hostMapping` turns the real CLOCK_MONOTONIC
+    /// times the device reports into that clock's: the seam through which a group node on
+    /// one machine plays as if on another's clock. With `capture`, every period's
+    /// presentation time is recorded to that file (see `RenderCapture`). For the package's
+    /// sessions, tests and benchmarks; not part of Apple's API.
+    package init(playerItem item: AVPlayerItem?, output: OutputSpec, hostClock: CMClock,
+                 hostMapping: @escaping @Sendable (HostTime) -> HostTime, capture: RenderCapture?) {
         outputSpec = output
         self.hostClock = hostClock
         engine = PlaybackEngine(spec: output, hostMapping: hostMapping, capture: capture)

@@ -8,7 +8,7 @@ public typealias AVPlaybackError = MediaPipeline.MediaError
 /// Where a player sends its sound: `alsa:DEVICE`, `null:drift=PPM` or `wav:PATH`.
 public typealias OutputSpec = MediaPipeline.OutputSpec
 
-/// Records every rendered period's presentation time (see `AVPlayer.init(playerItem:output:hostClock:hostMapping:capture:)`).
+/// Records every rendered period's presentation time (a group node's `--capture`).
 public typealias RenderCapture = MediaPipeline.RenderCapture
 
 /// The render thread's report (see `AVPlayer.renderStatus`).

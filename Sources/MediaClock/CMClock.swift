@@ -24,7 +24,8 @@ open class CMClock: @unchecked Sendable {
     public static let hostTimeClock = CMClock(hostClock: MonotonicHostClock())
 
     /// The identity clock of `hostClock`: its time is the host time, in nanoseconds.
-    /// Tests pass a `SimulatedHostClock` to drive it deterministically.
+    /// Tests pass a simulated clock (ChorusSimulation's `SimulatedHostClock`) to drive it
+    /// deterministically.
     public init(hostClock: any HostClock) {
         self.hostClock = hostClock
         anchorHostTime = HostTime(nanoseconds: 0)

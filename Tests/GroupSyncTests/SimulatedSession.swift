@@ -1,3 +1,4 @@
+import ChorusSimulation
 import GroupSync
 import MediaClock
 

@@ -1,3 +1,4 @@
+import ChorusSimulation
 import Testing
 import MediaClock
 

@@ -1,3 +1,4 @@
+import MediaClock
 import Synchronization
 
 /// A deterministic host clock for tests: its time moves only when told to, by
