@@ -86,6 +86,9 @@ struct SyncBenchmark: ParsableCommand {
     @Flag(name: .customLong("no-fake-time"), help: "In the comparison, run clients on this machine's clock, not on clocks libfaketime puts off.")
     var noFakeTime = false
 
+    @Flag(name: .long, help: "Run `chorus-bench load` (two busy threads and a 50 MB allocator) beside every scenario.")
+    var load = false
+
     @Option(name: .long, help: "Append headline figures to this file (for scripts/bench.sh).")
     var summary: String?
 
@@ -129,6 +132,16 @@ struct SyncBenchmark: ParsableCommand {
         try SyncMedia.write(wav: media, raw: raw, seconds: mediaSeconds)
         Swift.print("sync: media \(media) (\(mediaSeconds) s click train, 48 kHz stereo); work in \(workDir)\n")
         fflush(nil)
+
+        var generator: NodeProcess?
+        if load {
+            // Started once, before the scenarios, and stopped after: the load runs throughout.
+            let process = NodeProcess(name: "load", arguments: [Self.siblingBinary("chorus-bench"), "load"], logPath: "\(workDir)/load.log")
+            try process.start()
+            generator = process
+            Swift.print("sync: under load: \(process.commandLine)\n")
+        }
+        defer { generator?.stop() }
 
         var headlines: [Headline] = []
         for which in Scenario.allCases where scenario.contains(which) {
