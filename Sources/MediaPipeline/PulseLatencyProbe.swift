@@ -126,10 +126,16 @@ final class PulseLatencyProbe: @unchecked Sendable {
     private var gate = RoundTripGate()
     /// When the stream was first found.
     private var foundAt: HostTime?
-    /// The last point published, and a point that disagreed with it, held until the next
-    /// answer says which of the two is right (`jumpLimit`).
-    private var published: Point?
-    private var heldJump: Point?
+    /// Which answers are believed: one that disagrees with the last is held until the next
+    /// says which of the two is right.
+    private var confirmation: JumpConfirmation
+    /// Confirmed moves of the stream's timeline: the server played a stretch of silence
+    /// (its own underrun, which ALSA's plugin does not report) or dropped what was queued.
+    private let moves = Atomic<Int>(0)
+    /// The frame from which the stream was last started afresh (a flush or an underrun the
+    /// output recovered): points about earlier frames describe a stream since dropped, and a
+    /// new stream's first point is no move of the old one's timeline.
+    private let restartFrame = Atomic<Int64>(0)
 
     /// How far (in time) a new point may disagree with the last before it must be
     /// confirmed by the next: a write the pulse plugin had not yet sent when the question
@@ -146,6 +152,7 @@ final class PulseLatencyProbe: @unchecked Sendable {
     init(counter: WriteCounter, sampleRate: Int) {
         self.counter = counter
         self.sampleRate = sampleRate
+        confirmation = JumpConfirmation(sampleRate: sampleRate)
         let thread = Thread { [self] in
             run()
             finished.signal()
@@ -153,6 +160,16 @@ final class PulseLatencyProbe: @unchecked Sendable {
         thread.name = "chorus.pulse-probe"
         thread.start()
     }
+
+    /// The output started a new stream at written frame `frame` (a flush, or an underrun it
+    /// recovered). Any thread; never blocks.
+    func streamRestarted(atFrame frame: Int64) {
+        restartFrame.store(frame, ordering: .relaxed)
+    }
+
+    /// How often the stream's timeline was seen to move (see `JumpConfirmation`). Any
+    /// thread; never blocks.
+    var timelineMoves: Int { moves.load(ordering: .relaxed) }
 
     /// The newest point. Never blocks: nil when the probe is busy publishing one (the
     /// caller keeps the last it read) or has none yet; once made, points are only replaced.
@@ -296,26 +313,18 @@ final class PulseLatencyProbe: @unchecked Sendable {
         let latencyMicroseconds = Double(answer.bufferMicroseconds) + Double(answer.sinkMicroseconds)
         let point = Point(frames: framesBefore, host: midpoint, queuedFrames: latencyMicroseconds * Double(sampleRate) / 1e6,
                           answeredAt: answeredAt)
-        if let last = published, disagreement(point, last) > Self.jumpLimit {
-            // A jump: used only once the next answer agrees with it (the stream really
-            // moved), never on its own (an answer that overtook a write).
-            guard let held = heldJump, disagreement(point, held) <= Self.jumpLimit else {
-                heldJump = point
-                return
-            }
+        if let last = confirmation.published, last.frames < restartFrame.load(ordering: .relaxed) {
+            confirmation.reset()
         }
-        heldJump = nil
-        published = point
+        switch confirmation.admit(point) {
+        case .hold:
+            return
+        case .publish:
+            break
+        case .publishMoved:
+            moves.add(1, ordering: .relaxed)
+        }
         latest.withLock { $0 = point }
-    }
-
-    /// How far apart two points place the stream: when `earlier`, carried forward to
-    /// `later`'s frame and moment at the nominal rate, says that frame plays.
-    private func disagreement(_ later: Point, _ earlier: Point) -> Duration {
-        let elapsedFrames = Double((later.host - earlier.host).nanosecondsClamped) * Double(sampleRate) / 1e9
-        let expected = earlier.queuedFrames + Double(later.frames - earlier.frames) - elapsedFrames
-        let frames = abs(later.queuedFrames - expected)
-        return .nanoseconds(Int64(min(frames / Double(sampleRate), 1e6) * 1e9))
     }
 
     /// On the mainloop's thread: one sink input of the answer, or its end.
@@ -391,5 +400,61 @@ struct RoundTripGate {
         let sorted = history.sorted()
         let bound = sorted[Int(Double(sorted.count - 1) * Self.admittedQuantile)]
         return roundTrip <= bound
+    }
+}
+
+/// Decides which of the probe's points are believed. A point that places the stream more
+/// than `PulseLatencyProbe.jumpLimit` from the last one believed is held: alone it may be
+/// an answer that overtook a write the plugin had not yet sent, which puts the stream a
+/// whole write early. When the next point agrees with the held one, the stream really
+/// moved (the server ran dry and played silence, which the pulse plugin does not report as
+/// an underrun, or dropped what was queued): both are believed, and the move is reported,
+/// so the renderer places its content afresh at once instead of reading the move as report
+/// noise for the seconds its timing filter takes to follow it.
+struct JumpConfirmation {
+    /// What to do with a point.
+    enum Verdict: Equatable {
+        /// Believe it.
+        case publish
+        /// Believe it: the stream's timeline moved, confirmed by two points.
+        case publishMoved
+        /// Keep it back until the next point says whether it was right.
+        case hold
+    }
+
+    let sampleRate: Int
+    /// The last point believed, and a point that disagreed with it.
+    private(set) var published: PulseLatencyProbe.Point?
+    private var held: PulseLatencyProbe.Point?
+
+    init(sampleRate: Int) { self.sampleRate = sampleRate }
+
+    /// Forgets the points believed: the stream was started afresh.
+    mutating func reset() {
+        published = nil
+        held = nil
+    }
+
+    mutating func admit(_ point: PulseLatencyProbe.Point) -> Verdict {
+        var verdict = Verdict.publish
+        if let last = published, disagreement(point, last) > PulseLatencyProbe.jumpLimit {
+            guard let held, disagreement(point, held) <= PulseLatencyProbe.jumpLimit else {
+                held = point
+                return .hold
+            }
+            verdict = .publishMoved
+        }
+        held = nil
+        published = point
+        return verdict
+    }
+
+    /// How far apart two points place the stream: when `earlier`, carried forward to
+    /// `later`'s frame and moment at the nominal rate, says that frame plays.
+    func disagreement(_ later: PulseLatencyProbe.Point, _ earlier: PulseLatencyProbe.Point) -> Duration {
+        let elapsedFrames = Double((later.host - earlier.host).nanosecondsClamped) * Double(sampleRate) / 1e9
+        let expected = earlier.queuedFrames + Double(later.frames - earlier.frames) - elapsedFrames
+        let frames = abs(later.queuedFrames - expected)
+        return .nanoseconds(Int64(min(frames / Double(sampleRate), 1e6) * 1e9))
     }
 }
