@@ -123,15 +123,18 @@ public final class FollowerSession: @unchecked Sendable {
     /// Joins and follows until stopped.
     public func run() {
         let mapping = clock.mapping
+        // Before the first datagram can reach the queue: handling one arms this timer.
+        queue.sync {
+            pollTimer = DeadlineTimer(label: "chorus.follow.poll", queue: queue) { [weak self] in
+                self?.handle(.tick)
+            }
+        }
         socket.startReceiving { [weak self] datagram in
             guard let self else { return }
             let receivedAt = mapping(datagram.receivedAt)
             queue.async { self.handle(.received(datagram.bytes, from: datagram.source, receivedAt: receivedAt)) }
         }
         queue.sync {
-            pollTimer = DeadlineTimer(label: "chorus.follow.poll", queue: queue) { [weak self] in
-                self?.handle(.tick)
-            }
             handle(.start)
             timer = RepeatingTimer(label: "chorus.follow.tick", interval: Self.tickInterval, queue: queue) { [weak self] in
                 self?.handle(.tick)
