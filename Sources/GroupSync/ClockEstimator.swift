@@ -190,6 +190,9 @@ public struct ClockEstimator: Sendable {
     public private(set) var rejectedSampleCount = 0
     /// Samples let go early because their bounds contradicted newer ones.
     public private(set) var contradictedSampleCount = 0
+    /// Fits whose line was moved from the floors' onto the exchanges' centre
+    /// (`DelayBalance`): the directions' floors differ.
+    public private(set) var balancedFitCount = 0
 
     /// An estimator with no samples.
     public init() {}
@@ -313,6 +316,16 @@ public struct ClockEstimator: Sendable {
                         (soft.offsetDeviation * soft.offsetDeviation + 2 * scale * scale).squareRoot(), line.crossing)
                 spread = learned
             }
+        }
+
+        // Floors that differ between the directions (a relay releasing on timer ticks) put
+        // the line off the exchanges' centre; where the exchanges say so, the centre stands.
+        let balance = DelayBalance(x: bounds.points.x, upper: bounds.points.upper, lower: bounds.points.lower,
+                                   slope: line.slope, offset: line.offset)
+        if let shift = balance.shift {
+            line.offset += shift.offset
+            line.offsetDeviation = shift.deviation
+            balancedFitCount += 1
         }
 
         let best = window.roundTrip(atFraction: 0)

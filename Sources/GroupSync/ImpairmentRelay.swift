@@ -36,12 +36,20 @@ public final class ImpairmentRelay: Sendable {
         public var duplicateProbability: Double
         /// Seed of the generator: the same seed gives the same decisions.
         public var seed: UInt64
+        /// When set, a datagram is released only on a tick of the relay's timer, this far
+        /// apart, at the first tick at or after it falls due: a relay that wakes
+        /// periodically, a Wi-Fi link that aggregates frames, a router forwarding on a timer.
+        /// The ticks are on the relay's clock, at `tickPhase` past multiples of the tick.
+        public var releaseTick: Duration?
+        /// Where the ticks fall: host times `tickPhase + k · releaseTick`. `nil` takes the
+        /// moment the relay starts, a phase unrelated to either end's.
+        public var tickPhase: HostTime?
 
         /// An impairment; the default is a perfect link.
         public init(
             delay: Duration = .zero, jitter: Duration = .zero, distribution: Distribution = .uniform,
             lossProbability: Double = 0, reorderProbability: Double = 0, reorderDelay: Duration = .milliseconds(5),
-            duplicateProbability: Double = 0, seed: UInt64 = 1
+            duplicateProbability: Double = 0, seed: UInt64 = 1, releaseTick: Duration? = nil, tickPhase: HostTime? = nil
         ) {
             self.delay = delay
             self.jitter = jitter
@@ -51,6 +59,8 @@ public final class ImpairmentRelay: Sendable {
             self.reorderDelay = reorderDelay
             self.duplicateProbability = duplicateProbability
             self.seed = seed
+            self.releaseTick = releaseTick
+            self.tickPhase = tickPhase
         }
     }
 
@@ -92,6 +102,8 @@ public final class ImpairmentRelay: Sendable {
     private let back: UDPSocket
     private let target: UDPEndpoint
     private let impairment: Impairment
+    /// The instant the release ticks count from (see `Impairment.tickPhase`).
+    private let tickOrigin: HostTime
     private let state: Mutex<State>
     private let finished = DispatchSemaphore(value: 0)
     /// Signalled on every enqueue, so the delivery thread recomputes its next wake-up.
@@ -115,6 +127,7 @@ public final class ImpairmentRelay: Sendable {
         }
         self.target = target
         self.impairment = impairment
+        tickOrigin = impairment.tickPhase ?? .now()
         state = Mutex(State(generator: SeededGenerator(seed: impairment.seed)))
         // Delays count from the kernel's receive stamp, like netem's from the packet's
         // arrival, not from whenever the receive thread got round to it.
@@ -175,9 +188,27 @@ public final class ImpairmentRelay: Sendable {
                     current.counters.overflowed += 1
                     return
                 }
-                current.queue.append(Pending(due: now + max(delay, .zero), bytes: bytes, towardTarget: towardTarget))
+                current.queue.append(Pending(due: release(at: now + max(delay, .zero)), bytes: bytes, towardTarget: towardTarget))
             }
         }
+    }
+
+    /// When a datagram due at `due` leaves: then, or on the first tick at or after it.
+    private func release(at due: HostTime) -> HostTime {
+        Self.release(at: due, tick: impairment.releaseTick, origin: tickOrigin)
+    }
+
+    /// The first instant `origin + k · tick` (k any integer) at or after `due`; `due`
+    /// itself without a tick.
+    public static func release(at due: HostTime, tick: Duration?, origin: HostTime) -> HostTime {
+        guard let tick, tick > .zero else { return due }
+        let period = Int128(tick.components.seconds) * 1_000_000_000 + Int128(tick.components.attoseconds / 1_000_000_000)
+        guard period > 0 else { return due }
+        let since = Int128(due.nanoseconds) - Int128(origin.nanoseconds)
+        // Rounded up, for negative as well as positive distances from the origin.
+        var ticks = since / period
+        if ticks * period < since { ticks += 1 }
+        return HostTime(nanoseconds: Int64(Int128(origin.nanoseconds) + ticks * period))
     }
 
     private func jitterSample(_ generator: inout SeededGenerator) -> Duration {

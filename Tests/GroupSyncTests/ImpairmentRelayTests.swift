@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import GroupSync
 import MediaClock
@@ -39,6 +40,58 @@ struct ImpairmentRelayTests {
         #expect(received.count > 50)
         #expect(received != received.sorted())
         #expect(relay.counters.duplicated > 0 && relay.counters.reordered > 0)
+    }
+
+    /// Released on ticks, a datagram leaves on the first tick at or after it falls due: on
+    /// the grid, never early, less than a tick late, for due times either side of the
+    /// origin and on the ticks themselves.
+    @Test func releaseOnTicksLandsOnTheGrid() {
+        let tick: Duration = .milliseconds(1)
+        let origin = HostTime(nanoseconds: 5_000_000_123)
+        var generator = SeededGenerator(seed: 17)
+        var dues = (0..<1000).map { _ in origin + .nanoseconds(Int64(generator.unit() * 40_000_000) - 20_000_000) }
+        dues += [origin, origin + tick * 3, origin - tick * 2, origin + .nanoseconds(1), origin - .nanoseconds(1)]
+        for due in dues {
+            let release = ImpairmentRelay.release(at: due, tick: tick, origin: origin)
+            let late = release - due
+            #expect(late >= .zero && late < tick, "due \(due.nanoseconds) released \(release.nanoseconds)")
+            #expect((release.nanoseconds - origin.nanoseconds) % 1_000_000 == 0, "release \(release.nanoseconds) off the grid")
+        }
+        #expect(ImpairmentRelay.release(at: origin + tick * 3, tick: tick, origin: origin) == origin + tick * 3)
+        #expect(ImpairmentRelay.release(at: origin + .nanoseconds(1), tick: tick, origin: origin) == origin + tick)
+        #expect(ImpairmentRelay.release(at: origin - .nanoseconds(1), tick: tick, origin: origin) == origin)
+        // No tick: released when due.
+        #expect(ImpairmentRelay.release(at: origin + .nanoseconds(7), tick: nil, origin: origin) == origin + .nanoseconds(7))
+    }
+
+    /// Through a relay on 10 ms ticks, datagrams reach the server just after a tick: the
+    /// kernel's receive stamps, less the origin, sit in the first part of a tick (the rest
+    /// is this machine's wake-up and loopback latency), never spread over all of it.
+    @Test func aTickingRelayDeliversOnItsTicks() throws {
+        let tick: Duration = .milliseconds(10)
+        let origin = HostTime.now()
+        let server = try UDPSocket(bindingTo: .loopbackIPv4(port: 0))
+        let client = try UDPSocket(bindingTo: .loopbackIPv4(port: 0))
+        defer { server.close(); client.close() }
+        let relay = try ImpairmentRelay(listeningOn: .loopbackIPv4(port: 0), forwardingTo: server.localEndpoint,
+                                        impairment: .init(delay: .milliseconds(1), jitter: .microseconds(500), seed: 3,
+                                                          releaseTick: tick, tickPhase: origin))
+        defer { relay.stop() }
+        let inbox = Inbox()
+        server.startReceiving { inbox.put($0) }
+        for index in 0..<40 {
+            try client.send([UInt8(index)], to: relay.listenEndpoint)
+            Thread.sleep(forTimeInterval: 0.0013)
+        }
+        var phases: [Int64] = []
+        while let datagram = inbox.next(timeout: .milliseconds(300)) {
+            phases.append((datagram.receivedAt.nanoseconds - origin.nanoseconds) % 10_000_000)
+        }
+        #expect(phases.count == 40)
+        // Within 3 ms of a tick (a loaded machine's wake-up), where datagrams released when
+        // due would spread over all 10 ms: at least nine in ten.
+        let nearTick = phases.filter { $0 < 3_000_000 }.count
+        #expect(nearTick * 10 >= phases.count * 9, "phases (ns past a tick): \(phases.sorted())")
     }
 
     /// A follower behind a lossy, jittery relay still joins and converges: lost burst

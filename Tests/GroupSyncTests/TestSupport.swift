@@ -17,6 +17,10 @@ struct SimulatedPath {
     /// Mean of a wake-up latency added to each crossing (gamma, shape 2): a forwarding
     /// thread's, which blurs the floor.
     var wakeup: Duration = .zero
+    /// When set, a relay on the leader's (the true) clock holds each crossing for its
+    /// timer's next tick, this far apart from `tickOrigin` (`ImpairmentRelay.releaseTick`).
+    var releaseTick: Duration?
+    var tickOrigin = HostTime(nanoseconds: 0)
     var rng: SplitMix64
 
     init(seed: UInt64) {
@@ -41,9 +45,9 @@ struct SimulatedPath {
     mutating func exchange(at start: HostTime, follower: SkewedHostClock) -> ClockSample {
         let forward = oneWay()
         let backward = oneWay()
-        let t2 = start + forward
+        let t2 = ImpairmentRelay.release(at: start + forward, tick: releaseTick, origin: tickOrigin)
         let t3 = t2 + leaderProcessing
-        let arrival = t3 + backward
+        let arrival = ImpairmentRelay.release(at: t3 + backward, tick: releaseTick, origin: tickOrigin)
         return ClockSample(
             t1: follower.map(start), t2: LeaderTime(t2), t3: LeaderTime(t3), t4: follower.map(arrival)
         )
