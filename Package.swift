@@ -30,26 +30,32 @@ let package = Package(
         // The clock_gettime system call itself, bypassing the C library (see KernelClock), and
         // the kernel's per-datagram transmit stamps (see UDPSocket).
         .systemLibrary(name: "CKernelClock"),
+        // ThreadSanitizer's annotations, weakly linked: present only in a -sanitize=thread build.
+        .systemLibrary(name: "CThreadSanitizer"),
+
+        // Synchronization.Mutex with its hand-offs shown to ThreadSanitizer (see
+        // Mutex+ThreadSanitizer.swift): every module that shares state through a Mutex uses it.
+        .target(name: "MutexAnnotations", dependencies: ["CThreadSanitizer"]),
 
         // Pure time core: CMTime, CMTimeRange, CMClock, CMTimebase, HostTime, and a timer
         // that keeps time on the host clock. No I/O.
-        .target(name: "MediaClock", dependencies: ["CKernelClock"]),
+        .target(name: "MediaClock", dependencies: ["CKernelClock", "MutexAnnotations"]),
 
         // Demux -> decode -> convert -> bounded rings -> timed outputs (ALSA, null, wav).
-        .target(name: "MediaPipeline", dependencies: ["MediaClock", "CFFmpeg", "CALSA", "CPulse"]),
+        .target(name: "MediaPipeline", dependencies: ["MediaClock", "MutexAnnotations", "CFFmpeg", "CALSA", "CPulse"]),
 
         // The public AVFoundation-style playback API. Never imports a C module.
-        .target(name: "AVPlayback", dependencies: ["MediaClock", "MediaPipeline"]),
+        .target(name: "AVPlayback", dependencies: ["MediaClock", "MediaPipeline", "MutexAnnotations"]),
 
         // Group sync: wire codec with HMAC, clock estimator, leader and follower state machines
         // (pure, no I/O), and thin UDP adapters. Knows nothing of FFmpeg or ALSA.
         .target(
             name: "GroupSync",
-            dependencies: ["MediaClock", "CKernelClock", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["MediaClock", "CKernelClock", "MutexAnnotations", .product(name: "Crypto", package: "swift-crypto")]
         ),
 
         // The HTTP/1.1 range server a leader uses to hand its items to followers.
-        .target(name: "MediaServer"),
+        .target(name: "MediaServer", dependencies: ["MutexAnnotations"]),
 
         // The argument vector as the C library hands it to the program (see its header).
         .target(name: "CProcessArguments"),
@@ -57,7 +63,7 @@ let package = Package(
         .executableTarget(
             name: "chorus",
             dependencies: [
-                "AVPlayback", "MediaClock", "GroupSync", "MediaServer", "CProcessArguments",
+                "AVPlayback", "MediaClock", "GroupSync", "MediaServer", "CProcessArguments", "MutexAnnotations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -66,15 +72,15 @@ let package = Package(
         .executableTarget(
             name: "chorus-bench",
             dependencies: [
-                "AVPlayback", "MediaPipeline", "MediaClock", "CALSA", "GroupSync",
+                "AVPlayback", "MediaPipeline", "MediaClock", "CALSA", "GroupSync", "MutexAnnotations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
         // Generated test media (real FFmpeg encodes), WAV reading, FFmpeg reference decodes.
         .target(name: "ChorusTestSupport", path: "Tests/ChorusTestSupport"),
-        .testTarget(name: "MediaClockTests", dependencies: ["MediaClock"]),
-        .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock"], exclude: ["Fixtures"]),
+        .testTarget(name: "MediaClockTests", dependencies: ["MediaClock", "MutexAnnotations"]),
+        .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock", "MutexAnnotations"], exclude: ["Fixtures"]),
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport"]),
         .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "ChorusTestSupport"]),

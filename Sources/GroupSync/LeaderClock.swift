@@ -1,5 +1,6 @@
 import MediaClock
 import Synchronization
+import MutexAnnotations
 
 /// The leader's clock as seen from a follower: a `CMClock` whose time is the leader's
 /// time, read through the latest `ClockEstimate`. Hand it to the follower's `AVPlayer` as
@@ -21,12 +22,12 @@ public final class LeaderClock: CMClock, @unchecked Sendable {
 
     /// Installs a new estimate (from `FollowerCore.Action.updateClock`); `nil` forgets it.
     public func update(_ estimate: ClockEstimate?) {
-        current.withLock { $0 = estimate }
+        current.withLockAnnotated { $0 = estimate }
     }
 
     /// The estimate the clock currently reads through.
     public var estimate: ClockEstimate? {
-        current.withLock { $0 }
+        current.withLockAnnotated { $0 }
     }
 
     /// The leader's clock speed in leader seconds per follower host second.

@@ -1,6 +1,7 @@
 import Foundation
 import MediaClock
 import Synchronization
+import MutexAnnotations
 
 /// The real-time render thread: pulls PCM from an `AudioRing`, places it on the output's
 /// timeline as the player asks, and reports when each frame is heard.
@@ -194,17 +195,17 @@ public final class AudioRenderer: @unchecked Sendable {
 
     /// Posts a new control. Any thread; never blocks the render thread for more than a copy.
     public func update(_ change: (inout RenderControl) -> Void) {
-        control.withLock { value in
+        control.withLockAnnotated { value in
             change(&value)
             value.generation += 1
         }
     }
 
     /// The current control (for the player's bookkeeping).
-    public var currentControl: RenderControl { control.withLock { $0 } }
+    public var currentControl: RenderControl { control.withLockAnnotated { $0 } }
 
     /// The latest report. Any thread.
-    public var currentStatus: RenderStatus { published.withLock { $0 } }
+    public var currentStatus: RenderStatus { published.withLockAnnotated { $0 } }
 
     // MARK: - The render thread
 
@@ -213,7 +214,7 @@ public final class AudioRenderer: @unchecked Sendable {
         let frameNanos = { (frames: Int64) in self.ring.format.nanoseconds(ofFrames: frames) }
         while running.load(ordering: .acquiring) {
             let writable = output.waitUntilWritable(timeout: Self.deviceWaitLimit)
-            if let latest = control.withLockIfAvailable({ $0 }), latest.generation != applied.generation {
+            if let latest = control.withLockIfAvailableAnnotated({ $0 }), latest.generation != applied.generation {
                 apply(latest)
             }
             dropStale()
@@ -322,7 +323,7 @@ public final class AudioRenderer: @unchecked Sendable {
 
     private func publish() {
         let snapshot = status
-        _ = published.withLockIfAvailable { $0 = snapshot }
+        _ = published.withLockIfAvailableAnnotated { $0 = snapshot }
     }
 
     private func apply(_ latest: RenderControl) {
@@ -598,7 +599,7 @@ public final class AudioRenderer: @unchecked Sendable {
         // does) instead of taking silence, unless the player has moved on or stops.
         if !output.isRealtime, pendingEnd == nil {
             while currentHead() == nil, running.load(ordering: .relaxed),
-                  control.withLockIfAvailable({ $0.generation }) ?? applied.generation == applied.generation {
+                  control.withLockIfAvailableAnnotated({ $0.generation }) ?? applied.generation == applied.generation {
                 usleep(Self.offlineIdleSleepMicroseconds)
             }
         }

@@ -1,6 +1,7 @@
 import Foundation
 import MediaClock
 import Synchronization
+import MutexAnnotations
 internal import CPulse
 
 /// Reads a PulseAudio server's own latency figures for the stream ALSA's `pulse` plugin
@@ -142,7 +143,7 @@ final class PulseLatencyProbe: @unchecked Sendable {
 
     /// The newest point. Never blocks: nil when the probe is busy publishing one (the
     /// caller keeps the last it read) or has none yet; once made, points are only replaced.
-    var point: Point? { latest.withLockIfAvailable { $0 } ?? nil }
+    var point: Point? { latest.withLockIfAvailableAnnotated { $0 } ?? nil }
 
     /// Stops asking and disconnects; waits for the probe's thread.
     func stop() {
@@ -284,7 +285,7 @@ final class PulseLatencyProbe: @unchecked Sendable {
         }
         heldJump = nil
         published = point
-        latest.withLock { $0 = point }
+        latest.withLockAnnotated { $0 = point }
     }
 
     /// How far apart two points place the stream: when `earlier`, carried forward to
