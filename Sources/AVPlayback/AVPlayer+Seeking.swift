@@ -44,7 +44,7 @@ extension AVPlayer {
             if state.itemLoaded, let format = state.format {
                 engine.seek(toFrame: frames(of: target, format: format), serial: state.serial)
             } else if let item = state.item {
-                item.lock.withLock { item.startTime = target }
+                item.startTime = target
             } else {
                 let pending = state.pendingSeek
                 state.pendingSeek = nil

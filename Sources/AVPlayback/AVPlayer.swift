@@ -182,11 +182,17 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// Whether playback may move to another machine. (External playback comes with casting.)
-    public var allowsExternalPlayback = true
+    public var allowsExternalPlayback: Bool {
+        get { lock.withLock { state.allowsExternalPlayback } }
+        set { lock.withLock { state.allowsExternalPlayback = newValue } }
+    }
     /// Whether playback is happening on another machine now.
     public var isExternalPlaybackActive: Bool { false }
     /// Whether to play externally while an external screen is active.
-    public var usesExternalPlaybackWhileExternalScreenIsActive = false
+    public var usesExternalPlaybackWhileExternalScreenIsActive: Bool {
+        get { lock.withLock { state.usesExternalPlaybackWhileExternalScreenIsActive } }
+        set { lock.withLock { state.usesExternalPlaybackWhileExternalScreenIsActive = newValue } }
+    }
 
     // MARK: - Playing
 
@@ -311,7 +317,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             state.serial += 1
             state.itemLoaded = false
             state.format = nil
-            state.position = item?.lock.withLock { item?.startTime } ?? .zero
+            state.position = item?.startTime ?? .zero
             state.endHandledSerial = nil
             state.readySerial = -1
             if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
@@ -763,6 +769,8 @@ struct PlayerState {
     var timeJumped = false
     var observers: [TimeObserver] = []
     var lastObservedTime = CMTime.invalid
+    var allowsExternalPlayback = true
+    var usesExternalPlaybackWhileExternalScreenIsActive = false
 }
 
 /// Item time `itemTime` is heard at master-clock time `masterTime`. With `rateBefore`, the
