@@ -15,8 +15,8 @@ extension AVPlayer {
     /// Calls `block` when playback passes any of `times` (item times) in normal play.
     public func addBoundaryTimeObserver(forTimes times: [CMTime], queue: DispatchQueue?,
                                         using block: @escaping @Sendable () -> Void) -> Any {
-        let observer = TimeObserver(kind: .boundary(times: times.filter(\.isNumeric).sorted(), block: block), queue: queue ?? .main)
-        observer.fireNow = false
+        let observer = TimeObserver(kind: .boundary(times: times.filter(\.isNumeric).sorted(), block: block), queue: queue ?? .main,
+                                    fireNow: false)
         lock.withLock { state.observers.append(observer) }
         return observer
     }
