@@ -12,6 +12,8 @@ import MutexAnnotations
 ///
 /// Thread-safety: `update(_:)` swaps the whole estimate under a mutex and readers copy it
 /// under the same mutex, so a reader never sees half of an old estimate and half of a new one.
+// @unchecked because a Sendable class cannot be checked when it has a superclass: its only
+// field of its own is `current`, a Mutex.
 public final class LeaderClock: CMClock, @unchecked Sendable {
     private let current = Mutex<ClockEstimate?>(nil)
 

@@ -20,7 +20,7 @@ import MutexAnnotations
 /// Thread-safety: all members may be called from any thread. The anchor and rate are
 /// guarded by a mutex that is never held while calling into the source, so chains of
 /// timebases cannot deadlock.
-public final class CMTimebase: @unchecked Sendable {
+public final class CMTimebase: Sendable {
     /// Posted (object: the timebase) when the time line is re-anchored by `setTime`,
     /// `setAnchorTime` or `setRateAndAnchorTime`.
     public static let timeJumpedNotification = Notification.Name("CMTimebaseNotification_TimeJumped")
