@@ -21,6 +21,9 @@ public enum AudioReaderEvent: Sendable, Equatable {
 ///
 /// Contract: `start()` once; `seek` and `stop` from any thread. Events arrive on the reader's
 /// thread and must not block it for long. The reader owns its `MediaSource` after `init`.
+// @unchecked: the vars (read position, serial, flags) and the decoder are the reader
+// thread's alone once `start()` has begun it (`init` sets them before); other threads reach
+// it only through `pendingSeek` (a Mutex), the atomics and the wake signal.
 public final class AudioReader: @unchecked Sendable {
     /// How far before a seek target decoding starts, so codecs that need earlier packets to
     /// rebuild their state (MP3's bit reservoir, AAC's overlap, Opus's 80 ms pre-roll) give

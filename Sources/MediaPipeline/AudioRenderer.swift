@@ -10,6 +10,9 @@ import MutexAnnotations
 /// logs, and meets other threads only through the ring's atomics and two mutexes it takes
 /// with `withLockIfAvailable`, so it never waits: a contended control is read next period,
 /// a contended status is published next period.
+// @unchecked: every var and the buffer belong to the render thread (they are set up in init,
+// before it starts); other threads meet it only through `control` and `published` (Mutexes),
+// the ring's atomics and `running`.
 public final class AudioRenderer: @unchecked Sendable {
     /// The longest the thread blocks on the device before re-reading its control, so that
     /// a stop is honoured promptly even if a device hangs.

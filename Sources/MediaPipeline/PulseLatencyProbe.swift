@@ -38,6 +38,9 @@ internal import CPulse
 /// input, the server reads each one's latency in turn, so a stream's place in the list
 /// (its age among the server's streams) would move the moment its figures describe away
 /// from the round trip's midpoint, by tens of µs, differently for every stream.
+// @unchecked: the question in flight (`mainloop`, `context`, the candidates and the index
+// found) is touched only by libpulse's mainloop thread once `init` has started it; what
+// other threads read is `latest` (a Mutex) and atomics.
 final class PulseLatencyProbe: @unchecked Sendable {
     /// One answer: at host time `host`, `queuedFrames` of the stream (in the sink's frames:
     /// the server counts its latency in audio, not in host time) stood before the frame
