@@ -5,6 +5,10 @@ import GroupSync
 
 /// A group follower: slaves a clock to the leader's, opens the item the leader announces
 /// over HTTP, and plays it on that clock so the same sample is heard everywhere at once.
+// @unchecked: the core and the item, poll and fade state (the fade timer too) are the
+// chorus.follow queue's alone, reached from other threads only through that queue; the poll
+// timer is made before the socket can queue a datagram, and `timer` and `statsTimer` belong
+// to the thread running `run`.
 final class GroupFollowerNode: @unchecked Sendable {
     /// How often the core is ticked: clock polls, keepalives, silence detection.
     static let tickInterval: Duration = .milliseconds(5)
@@ -85,13 +89,14 @@ final class GroupFollowerNode: @unchecked Sendable {
     /// Joins and follows until stopped.
     func run(stats: Bool) {
         let mapping = clock.mapping
+        // Before the first datagram can reach the queue: handling one arms this timer.
+        pollTimer = DeadlineTimer(label: "chorus.follow.poll", queue: queue) { [weak self] in
+            self?.handle(.tick)
+        }
         socket.startReceiving { [weak self] datagram in
             guard let self else { return }
             let receivedAt = mapping(datagram.receivedAt)
             queue.async { self.handle(.received(datagram.bytes, from: datagram.source, receivedAt: receivedAt)) }
-        }
-        pollTimer = DeadlineTimer(label: "chorus.follow.poll", queue: queue) { [weak self] in
-            self?.handle(.tick)
         }
         queue.sync { handle(.start) }
         let timer = RepeatingTimer(label: "chorus.follow.tick", interval: Self.tickInterval, queue: queue) { [weak self] in
