@@ -7,6 +7,9 @@ import MediaServer
 /// A group leader: answers clock requests, announces the group's playback state, serves
 /// the items over HTTP, and plays them itself through the same clock-held path as any
 /// follower (its player's master clock is its own host clock).
+// @unchecked: the core is the chorus.lead queue's alone, `published` is read and written
+// under `lock`, and the timer is set and cancelled by the one thread that starts and stops
+// the node.
 final class GroupLeaderNode: @unchecked Sendable {
     /// How often the core is ticked: its state period and follower timeouts are multiples.
     static let tickInterval: Duration = .milliseconds(10)
@@ -120,6 +123,7 @@ final class GroupLeaderNode: @unchecked Sendable {
 
 /// Plays for the whole group: every start, pause and seek is scheduled a little ahead on
 /// the leader's clock and announced, so followers make it at the same instant.
+// @unchecked: `current` is read and written under `lock`; the rest are lets.
 final class GroupTransport: PlaybackTransport, @unchecked Sendable {
     /// Time given to followers between an item's announcement and its first sample: enough
     /// to open the item over HTTP on a LAN and fill their buffers.

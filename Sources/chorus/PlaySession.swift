@@ -35,6 +35,7 @@ struct LocalTransport: PlaybackTransport {
 }
 
 /// Drives one player through a list of items for `chorus play` and `chorus lead`.
+// @unchecked: every var is read and written under `lock`; the rest are lets.
 final class PlaySession: @unchecked Sendable {
     /// How far the arrow keys seek.
     static let seekStep = CMTime(value: 5, timescale: 1)
