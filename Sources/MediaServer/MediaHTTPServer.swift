@@ -11,7 +11,7 @@ import MutexAnnotations
 /// and the connection is closed. Each connection has its own thread, bounded in number,
 /// every socket read has a timeout and every request header a deadline, so a stalled or
 /// trickling client cannot hold the server.
-public final class MediaHTTPServer: @unchecked Sendable {
+public final class MediaHTTPServer: Sendable {
     /// Connections served at once; more wait in the listen queue. Sixty-four is far above a
     /// household's rooms and small enough for a modest machine's threads.
     public static let maximumConnections = 64

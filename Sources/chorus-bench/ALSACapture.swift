@@ -24,6 +24,9 @@ import MutexAnnotations
 /// capture frame 0; an onset is placed with the median of the estimates around it, which
 /// removes the jitter of single latency reports. What this cannot remove is any constant
 /// error in the capture path's own latency report (see `StartBenchmark`'s notes).
+// @unchecked: the PCM and status handles are used by the capture thread while it runs, and
+// otherwise (opening, the drop after `stop` has waited for the thread, deinit) by one
+// thread with none running; what the capture learns is in `state`, a Mutex.
 final class ALSACapture: @unchecked Sendable {
     /// Frames per read by default: 5 ms gives two hundred timestamp estimates a second.
     static let defaultPeriod: Duration = .milliseconds(5)
