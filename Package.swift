@@ -83,7 +83,7 @@ let package = Package(
         .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock", "MutexAnnotations"], exclude: ["Fixtures"]),
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport"]),
-        .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "ChorusTestSupport"]),
+        .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "MutexAnnotations", "ChorusTestSupport"]),
         .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "MediaPipeline", "ChorusTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
