@@ -25,6 +25,8 @@ public final class PlaybackEngine: Sendable {
         var renderer: AudioRenderer?
         var reader: AudioReader?
         var readerError: MediaError?
+        /// Set by `shutdown`: an output opened after it is closed at once.
+        var isShutDown = false
     }
     private let parts = Mutex(Parts())
 
@@ -50,25 +52,41 @@ public final class PlaybackEngine: Sendable {
     public var underrunCount: Int { parts.withLockAnnotated { $0.output?.underrunCount } ?? 0 }
 
     /// Opens the output on first use (in `preferred` format, or as near as the device
-    /// allows) and starts the render thread. Later calls return the open format.
+    /// allows) and starts the render thread. Later calls return the open format. Blocks
+    /// while the device opens (a sound server's round trips), but without the engine's lock:
+    /// status, control and seeks from other threads go on meanwhile.
     @discardableResult
     public func prepare(preferred: AudioFormat) throws(MediaError) -> AudioFormat {
-        try parts.withLockAnnotated { parts throws(MediaError) -> AudioFormat in
-            if let output = parts.output { return output.format }
-            let candidate = spec.makeOutput()
-            try candidate.open(preferred: preferred)
-            let ring = AudioRing(format: candidate.format, capacity: Self.readAhead)
-            let renderer = AudioRenderer(output: candidate, ring: ring, hostMapping: hostMapping, capture: capture)
+        if let format = parts.withLockAnnotated({ $0.output?.format }) { return format }
+        let candidate = spec.makeOutput()
+        try candidate.open(preferred: preferred)
+        let ring = AudioRing(format: candidate.format, capacity: Self.readAhead)
+        let renderer = AudioRenderer(output: candidate, ring: ring, hostMapping: hostMapping, capture: capture)
+        enum Outcome: Sendable { case installed, alreadyOpen(AudioFormat), shutDown }
+        let outcome = parts.withLockAnnotated { parts -> Outcome in
+            if parts.isShutDown { return .shutDown }
+            if let output = parts.output { return .alreadyOpen(output.format) }
             parts.output = candidate
             parts.renderer = renderer
             renderer.start()
+            return .installed
+        }
+        switch outcome {
+        case .installed:
             return candidate.format
+        case .alreadyOpen(let format):
+            candidate.close()
+            return format
+        case .shutDown:
+            candidate.close()
+            throw .outputFailure(device: spec.description, reason: "the player was closed")
         }
     }
 
-    /// Starts reading `source` into the ring under `serial` from item frame `startFrame`,
-    /// replacing any previous reader. The render thread stays idle until told to play.
-    public func load(source: MediaSource, serial: Int, startFrame: Int64,
+    /// Makes a reader of `source` into the ring under `serial` from item frame `startFrame`,
+    /// replacing (and first stopping) any previous reader, and starts it unless `start` is
+    /// false (then `startReader()` does). The render thread stays idle until told to play.
+    public func load(source: MediaSource, serial: Int, startFrame: Int64, start: Bool = true,
                      onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
         unload()
         let ring: AudioRing? = parts.withLockAnnotated { $0.renderer?.ring }
@@ -80,7 +98,12 @@ public final class PlaybackEngine: Sendable {
             onEvent(event)
         }
         parts.withLockAnnotated { $0.reader = newReader }
-        newReader.start()
+        if start { newReader.start() }
+    }
+
+    /// Starts the current reader, when `load` was told not to.
+    public func startReader() {
+        parts.withLockAnnotated { $0.reader }?.start()
     }
 
     /// Stops the current reader; its blocks become stale at the next serial.
@@ -117,7 +140,7 @@ public final class PlaybackEngine: Sendable {
     public func shutdown() {
         unload()
         let (oldRenderer, oldOutput): (AudioRenderer?, (any AudioOutput)?) = parts.withLockAnnotated { parts in
-            defer { parts.renderer = nil; parts.output = nil }
+            defer { parts.renderer = nil; parts.output = nil; parts.isShutDown = true }
             return (parts.renderer, parts.output)
         }
         oldRenderer?.stop()
