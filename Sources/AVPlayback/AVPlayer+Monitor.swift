@@ -4,10 +4,12 @@ import Synchronization
 import MediaPipeline
 
 extension AVPlayer {
-    /// On the event queue: an event from the current item's reader.
-    func readerEvent(_ event: AudioReaderEvent) {
+    /// On the event queue: an event from the reader of `item`, ignored once it is not the
+    /// current item (a replaced item's reader can still be stopping).
+    func readerEvent(_ event: AudioReaderEvent, of item: AVPlayerItem) {
         var effects = Effects()
         state.withLockAnnotated { state in
+            guard state.item === item else { return }
             switch event {
             case .ready(let serial, _), .decodedToEnd(let serial, _), .failed(let serial, _, _):
                 state.readySerial = max(state.readySerial, serial)

@@ -21,6 +21,11 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     public let observationRegistry = ObservationRegistry()
     /// The serial queue on which state changes and their callbacks are delivered.
     public let eventQueue = DispatchQueue(label: "chorus.player.events")
+    /// Where the work that blocks is done, in order: opening the output device (a sound
+    /// server's round trips) and stopping and making readers (waiting for a reader's thread
+    /// to end). On the event queue it held up the 10 ms monitor, observers and completion
+    /// handlers. Only the player's own code runs here, never a caller's.
+    let setupQueue = DispatchQueue(label: "chorus.player.setup")
     /// Where the player sends its sound. Fixed at creation.
     public let outputSpec: OutputSpec
     /// The host clock of this machine (or a simulated one, in tests).
@@ -335,7 +340,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             if state.rate != 0 { setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: item == nil ? .noItemToPlay : .toMinimizeStalls, &effects) }
             return old
         }
-        engine.unload()
+        // The old reader's blocks are stale from now on; its thread is stopped in order with
+        // the setup of the next item, which must not start a reader before it has ended.
+        setupQueue.async { [engine] in engine.unload() }
         let serial = state.withLockAnnotated { $0.serial }
         engine.render { $0.mode = .idle(serial: serial); $0.flush = true }
         old?.player = nil
@@ -360,11 +367,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 } catch {
                     source = .failure(error)
                 }
-                self.eventQueue.async {
-                    switch source {
-                    case .success(let source): self.itemLoaded(item, info: info, source: source)
-                    case .failure(let error): self.itemFailedToLoad(item, error)
-                    }
+                switch source {
+                case .success(let source): self.setupQueue.async { self.itemLoaded(item, info: info, source: source) }
+                case .failure(let error): self.eventQueue.async { self.itemFailedToLoad(item, error) }
                 }
             }
         }
@@ -380,11 +385,12 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         effects.run(on: eventQueue)
     }
 
-    /// On the event queue: the item's media is open; start reading it.
+    /// On the setup queue: the item's media is open; opens the device if need be and the
+    /// item's reader, then announces the item ready on the event queue.
     private func itemLoaded(_ item: AVPlayerItem, info: MediaInfo, source: MediaSource) {
         guard state.withLockAnnotated({ state in state.item === item }) else { return }
         guard let track = info.preferredAudioTrack else {
-            item.failed(.noPlayableTrack(url: info.url))
+            eventQueue.async { item.failed(.noPlayableTrack(url: info.url)) }
             return
         }
         let preferred = AudioFormat(sampleRate: track.sampleRate ?? AudioFormat.fallback.sampleRate,
@@ -393,39 +399,55 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         do throws(MediaError) {
             format = try engine.prepare(preferred: preferred)
         } catch {
-            playerFailed(error)
-            item.failed(error)
+            eventQueue.async { [self] in
+                playerFailed(error)
+                item.failed(error)
+            }
             return
         }
-        let (serial, startFrame) = state.withLockAnnotated { state -> (Int, Int64) in
+        let reading = state.withLockAnnotated { state -> (serial: Int, startFrame: Int64)? in
+            guard state.item === item else { return nil }
             state.format = format
             return (state.serial, readerStartFrameLocked(&state, format: format))
         }
+        guard let reading else { return }
         do throws(MediaError) {
             let queue = eventQueue
-            try engine.load(source: source, serial: serial, startFrame: startFrame) { [weak self] event in
-                queue.async { [weak self] in self?.readerEvent(event) }
+            // Started below, once the item's readiness is queued: its events come after it.
+            try engine.load(source: source, serial: reading.serial, startFrame: reading.startFrame,
+                            start: false) { [weak self, weak item] event in
+                queue.async { [weak self, weak item] in
+                    guard let self, let item else { return }
+                    readerEvent(event, of: item)
+                }
             }
         } catch {
-            item.failed(error)
+            eventQueue.async { item.failed(error) }
             return
         }
         // The new renderer takes the volume (or the mute) before its first period: set
         // after the mode, a muted player's first periods played at full volume.
         applyVolume()
-        state.withLockAnnotated { state in
+        let current = state.withLockAnnotated { state -> Bool in
+            // Replaced meanwhile: the replacement's unload, queued behind this, drops the reader.
+            guard state.item === item else { return false }
             state.itemLoaded = true
             // A seek or scheduled start made while the reader was being opened has a newer
             // serial than the reader was started with: move the reader there too.
-            if state.serial != serial {
+            if state.serial != reading.serial {
                 engine.seek(toFrame: readerStartFrameLocked(&state, format: format), serial: state.serial)
             }
             applyModeLocked(&state, flush: false)
+            return true
         }
+        guard current else { return }
         // Ready is announced once the player can act on it at once.
-        item.becameReady(info, hostClock: hostClock)
-        applyVolume()
-        updateTimebase()
+        eventQueue.async { [self] in
+            item.becameReady(info, hostClock: hostClock)
+            applyVolume()
+            updateTimebase()
+        }
+        engine.startReader()
     }
 
     private func playerFailed(_ error: MediaError) {
@@ -723,6 +745,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     public func close() {
         replaceCurrentItem(with: nil)
         monitor?.cancel()
+        // An item being set up finishes first (it finds itself replaced and opens nothing),
+        // so nothing is opened after the output is closed.
+        setupQueue.sync {}
         engine.shutdown()
     }
 
