@@ -67,8 +67,10 @@ test: deps
 # The tests that hold no real-time bound, under ThreadSanitizer, in a build directory of
 # their own. Skipped, because the sanitizer slows every thread 5 to 15 times and they measure
 # time: the renderer's and ALSA's timing suites, host-time sync, master clocks and rates, the
-# repeating timer's tick count, two clock convergences over real sockets, and the group
-# command tests (a leader and followers measured against each other, one under libfaketime).
+# repeating timer's tick count, two clock convergences over real sockets, a seek that must be
+# superseded before the reader finishes it (on a loaded machine the sanitizer's slowness let
+# the first seek finish first), and the group command tests (a leader and followers measured
+# against each other, one under libfaketime, which does not run under the sanitizer).
 # Skipped because they are long and single-threaded, so the sanitizer has nothing to see: the
 # clock estimator's, the soft floor's and the recorded joins' simulations.
 TSAN_SCRATCH := .build-tsan
@@ -79,6 +81,7 @@ TSAN_TESTS := \
 	--skip ALSAOutputTests --skip HostTimeSyncTests --skip MasterClockTests \
 	--skip PlaybackRateTests --skip GroupCommandTests \
 	--skip leaderAndFollowerCoresTalkOverRealSockets --skip followerConvergesThroughALossyRelay \
+	--skip aSupersededSeekCompletesWithFalse \
 	--skip ClockEstimatorTests --skip SoftFloorFitTests --skip RecordedJoinTests
 # Every process the tests start (the chorus binary too) writes its reports here rather than
 # to a standard error a test may swallow; any report fails the run, and halt_on_error stops
