@@ -31,30 +31,36 @@ let package = Package(
         // The clock_gettime system call itself, bypassing the C library (see KernelClock), and
         // the kernel's per-datagram transmit stamps (see UDPSocket).
         .systemLibrary(name: "CKernelClock"),
+        // ThreadSanitizer's annotations, weakly linked: present only in a -sanitize=thread build.
+        .systemLibrary(name: "CThreadSanitizer"),
+
+        // Synchronization.Mutex with its hand-offs shown to ThreadSanitizer (see
+        // Mutex+ThreadSanitizer.swift): every module that shares state through a Mutex uses it.
+        .target(name: "MutexAnnotations", dependencies: ["CThreadSanitizer"]),
 
         // Pure time core: CMTime, CMTimeRange, CMClock, CMTimebase, HostTime, and a timer
         // that keeps time on the host clock. No I/O.
-        .target(name: "MediaClock", dependencies: ["CKernelClock"]),
+        .target(name: "MediaClock", dependencies: ["CKernelClock", "MutexAnnotations"]),
 
         // Demux -> decode -> convert -> bounded rings -> timed outputs (ALSA, null, wav).
-        .target(name: "MediaPipeline", dependencies: ["MediaClock", "CFFmpeg", "CALSA", "CPulse"]),
+        .target(name: "MediaPipeline", dependencies: ["MediaClock", "MutexAnnotations", "CFFmpeg", "CALSA", "CPulse"]),
 
         // The public AVFoundation-style playback API. Never imports a C module.
         // Its warnings go through swift-log; the application chooses the handler and level.
         .target(
             name: "AVPlayback",
-            dependencies: ["MediaClock", "MediaPipeline", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["MediaClock", "MediaPipeline", "MutexAnnotations", .product(name: "Logging", package: "swift-log")]
         ),
 
         // Group sync: wire codec with HMAC, clock estimator, leader and follower state machines
         // (pure, no I/O), and thin UDP adapters. Knows nothing of FFmpeg or ALSA.
         .target(
             name: "GroupSync",
-            dependencies: ["MediaClock", "CKernelClock", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["MediaClock", "CKernelClock", "MutexAnnotations", .product(name: "Crypto", package: "swift-crypto")]
         ),
 
         // The HTTP/1.1 range server a leader uses to hand its items to followers.
-        .target(name: "MediaServer"),
+        .target(name: "MediaServer", dependencies: ["MutexAnnotations"]),
 
         // The argument vector as the C library hands it to the program (see its header).
         .target(name: "CProcessArguments"),
@@ -64,13 +70,13 @@ let package = Package(
         // front end (a JSON API, a remote), drives.
         .target(
             name: "ChorusSession",
-            dependencies: ["AVPlayback", "MediaPipeline", "GroupSync", "MediaServer", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["AVPlayback", "MediaPipeline", "GroupSync", "MediaServer", "MutexAnnotations", .product(name: "Logging", package: "swift-log")]
         ),
 
         .executableTarget(
             name: "chorus",
             dependencies: [
-                "ChorusSession", "AVPlayback", "MediaClock", "GroupSync", "MediaServer", "CProcessArguments",
+                "ChorusSession", "AVPlayback", "MediaClock", "GroupSync", "MediaServer", "CProcessArguments", "MutexAnnotations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -80,24 +86,24 @@ let package = Package(
         .executableTarget(
             name: "chorus-bench",
             dependencies: [
-                "AVPlayback", "MediaPipeline", "MediaClock", "CALSA", "GroupSync",
+                "AVPlayback", "MediaPipeline", "MediaClock", "CALSA", "GroupSync", "MutexAnnotations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
         // Simulations for tests and benchmarks that the product never uses: a host clock
         // that moves only when told to.
-        .target(name: "ChorusSimulation", dependencies: ["MediaClock"], path: "Tests/ChorusSimulation"),
+        .target(name: "ChorusSimulation", dependencies: ["MediaClock", "MutexAnnotations"], path: "Tests/ChorusSimulation"),
 
         // Generated test media (real FFmpeg encodes), WAV reading, FFmpeg reference decodes.
         .target(name: "ChorusTestSupport", path: "Tests/ChorusTestSupport"),
-        .testTarget(name: "MediaClockTests", dependencies: ["MediaClock", "ChorusSimulation"]),
-        .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock", "ChorusSimulation"], exclude: ["Fixtures"]),
+        .testTarget(name: "MediaClockTests", dependencies: ["MediaClock", "MutexAnnotations", "ChorusSimulation"]),
+        .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock", "MutexAnnotations", "ChorusSimulation"], exclude: ["Fixtures"]),
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport", "ChorusSimulation"]),
-        .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "ChorusTestSupport"]),
+        .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "MutexAnnotations", "ChorusTestSupport"]),
         .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "MediaPipeline", "ChorusTestSupport"]),
-        .testTarget(name: "ChorusSessionTests", dependencies: ["ChorusSession", "AVPlayback", "GroupSync", "ChorusTestSupport"]),
+        .testTarget(name: "ChorusSessionTests", dependencies: ["ChorusSession", "AVPlayback", "GroupSync", "MutexAnnotations", "ChorusTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

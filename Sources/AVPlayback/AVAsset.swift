@@ -1,10 +1,14 @@
 import Foundation
+import MutexAnnotations
+import Synchronization
 import MediaPipeline
 
 /// A timed piece of media: a file or a network stream, opened with FFmpeg.
 ///
 /// Properties load asynchronously, once, on a background thread; every accessor is
 /// thread-safe. `AVURLAsset` is the concrete class.
+// @unchecked only because the class is open to subclassing, as Apple's is (a non-final class
+// cannot be checked): its own state is in `loading`, a Mutex, and every other field is a let.
 public class AVAsset: @unchecked Sendable {
     enum LoadState {
         case notLoaded
@@ -16,9 +20,13 @@ public class AVAsset: @unchecked Sendable {
 
     /// The address the asset reads, as given.
     let location: String
-    private let lock = NSLock()
-    private var state = LoadState.notLoaded
-    private var waiters: [(Result<MediaInfo, MediaError>) -> Void] = []
+    /// Where loading stands, and who waits for it to finish.
+    private let loading = Mutex<(state: LoadState, waiters: [Waiter])>((.notLoaded, []))
+
+    /// Called once with the outcome of loading, on the loading thread.
+    typealias Waiter = @Sendable (Result<MediaInfo, MediaError>) -> Void
+
+    private var state: LoadState { loading.withLockAnnotated { $0.state } }
 
     init(location: String) { self.location = location }
 
@@ -32,7 +40,7 @@ public class AVAsset: @unchecked Sendable {
 
     /// Where the loading of `property` stands, without starting it.
     public func status<Value>(of property: AVAsyncProperty<AVAsset, Value>) -> AVAsyncProperty<AVAsset, Value>.Status {
-        switch lock.withLock({ state }) {
+        switch state {
         case .notLoaded: return .notYetLoaded
         case .loading: return .loading
         case .loaded(let info): return .loaded(property.extract(self, info))
@@ -49,7 +57,7 @@ public class AVAsset: @unchecked Sendable {
 
     /// The status of one key of the older API; on failure `outError` receives the error.
     public func statusOfValue(forKey key: String, error outError: UnsafeMutablePointer<NSError?>? = nil) -> AVKeyValueStatus {
-        switch lock.withLock({ state }) {
+        switch state {
         case .notLoaded: return .unknown
         case .loading: return .loading
         case .loaded: return Self.knownKeys.contains(key) ? .loaded : .failed
@@ -66,11 +74,11 @@ public class AVAsset: @unchecked Sendable {
 
     /// Cancels loading that has not finished; waiting loads fail with `.cancelled`.
     public func cancelLoading() {
-        let pending: [(Result<MediaInfo, MediaError>) -> Void] = lock.withLock {
-            guard case .loading = state else { return [] }
-            state = .cancelled
-            defer { waiters = [] }
-            return waiters
+        let pending: [Waiter] = loading.withLockAnnotated { current in
+            guard case .loading = current.state else { return [] }
+            current.state = .cancelled
+            defer { current.waiters = [] }
+            return current.waiters
         }
         for waiter in pending { waiter(.failure(.cancelled(url: location))) }
     }
@@ -79,19 +87,19 @@ public class AVAsset: @unchecked Sendable {
 
     /// The duration if loaded, `.indefinite` otherwise (Apple's old synchronous accessor).
     public var duration: CMTime {
-        if case .loaded(let info) = lock.withLock({ state }) { return info.duration }
+        if case .loaded(let info) = state { return info.duration }
         return .indefinite
     }
 
     /// The tracks if loaded, empty otherwise.
     public var tracks: [AVAssetTrack] {
-        if case .loaded(let info) = lock.withLock({ state }) { return makeTracks(info) }
+        if case .loaded(let info) = state { return makeTracks(info) }
         return []
     }
 
     /// Whether the asset has loaded and can be played.
     public var isPlayable: Bool {
-        if case .loaded(let info) = lock.withLock({ state }) { return info.isPlayable }
+        if case .loaded(let info) = state { return info.isPlayable }
         return false
     }
 
@@ -102,7 +110,7 @@ public class AVAsset: @unchecked Sendable {
     }
 
     var loadedMediaInfo: MediaInfo? {
-        if case .loaded(let info) = lock.withLock({ state }) { return info }
+        if case .loaded(let info) = state { return info }
         return nil
     }
 
@@ -114,19 +122,19 @@ public class AVAsset: @unchecked Sendable {
     }
 
     /// Opens the media once; every caller gets the same result.
-    func requestInfo(_ completion: @escaping (Result<MediaInfo, MediaError>) -> Void) {
+    func requestInfo(_ completion: @escaping Waiter) {
         enum Next { case wait, start, done(Result<MediaInfo, MediaError>) }
-        let next: Next = lock.withLock {
-            switch state {
+        let next: Next = loading.withLockAnnotated { current in
+            switch current.state {
             case .loaded(let info): return .done(.success(info))
             case .failed(let error): return .done(.failure(error))
             case .cancelled: return .done(.failure(.cancelled(url: location)))
             case .loading:
-                waiters.append(completion)
+                current.waiters.append(completion)
                 return .wait
             case .notLoaded:
-                state = .loading
-                waiters.append(completion)
+                current.state = .loading
+                current.waiters.append(completion)
                 return .start
             }
         }
@@ -142,14 +150,14 @@ public class AVAsset: @unchecked Sendable {
                 } catch {
                     result = .failure(error)
                 }
-                let pending: [(Result<MediaInfo, MediaError>) -> Void] = lock.withLock {
-                    if case .cancelled = state { return [] }
+                let pending: [Waiter] = loading.withLockAnnotated { current in
+                    if case .cancelled = current.state { return [] }
                     switch result {
-                    case .success(let info): state = .loaded(info)
-                    case .failure(let error): state = .failed(error)
+                    case .success(let info): current.state = .loaded(info)
+                    case .failure(let error): current.state = .failed(error)
                     }
-                    defer { waiters = [] }
-                    return waiters
+                    defer { current.waiters = [] }
+                    return current.waiters
                 }
                 for waiter in pending { waiter(result) }
             }
@@ -159,6 +167,7 @@ public class AVAsset: @unchecked Sendable {
 
 /// An asset read from a URL: a local file (a path or file:// URL) or a network stream
 /// (http, https, HLS).
+// @unchecked restates its superclass's: it adds only a let.
 public final class AVURLAsset: AVAsset, @unchecked Sendable {
     /// The asset's URL.
     public let url: URL

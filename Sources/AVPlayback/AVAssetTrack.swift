@@ -5,9 +5,9 @@ import MediaPipeline
 public typealias CMPersistentTrackID = Int32
 
 /// One track of an asset: its kind, time range and format.
-public final class AVAssetTrack: @unchecked Sendable, Hashable {
+public final class AVAssetTrack: Sendable, Hashable {
     /// The asset the track belongs to.
-    public private(set) weak var asset: AVAsset?
+    public weak let asset: AVAsset?
     /// The track's identifier within its asset; never 0.
     public let trackID: CMPersistentTrackID
     public let mediaType: AVMediaType

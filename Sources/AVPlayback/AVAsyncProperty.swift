@@ -3,6 +3,8 @@ import MediaPipeline
 
 /// A property of `Root` that loads asynchronously, without its value type: what
 /// `AVAsset.status(of:)` and the property lists are made of.
+// @unchecked only because the class has a subclass (a non-final class cannot be checked):
+// its one field is a let of a Sendable type.
 public class AVPartialAsyncProperty<Root>: @unchecked Sendable, CustomStringConvertible {
     /// The property's key, as in the older `loadValuesAsynchronously(forKeys:)` API.
     public let name: String
@@ -12,10 +14,11 @@ public class AVPartialAsyncProperty<Root>: @unchecked Sendable, CustomStringConv
 
 /// A property of `Root` whose value of type `Value` loads asynchronously, as in
 /// `try await asset.load(.duration)`.
+// @unchecked restates its superclass's: it adds only a let of a Sendable function.
 public final class AVAsyncProperty<Root, Value>: AVPartialAsyncProperty<Root>, @unchecked Sendable {
-    let extract: (Root, MediaInfo) -> Value
+    let extract: @Sendable (Root, MediaInfo) -> Value
 
-    init(name: String, extract: @escaping (Root, MediaInfo) -> Value) {
+    init(name: String, extract: @escaping @Sendable (Root, MediaInfo) -> Value) {
         self.extract = extract
         super.init(name: name)
     }

@@ -1,11 +1,15 @@
 import Foundation
+import MutexAnnotations
+import Synchronization
 import MediaPipeline
 
 extension AVPlayer {
-    /// On the event queue: an event from the current item's reader.
-    func readerEvent(_ event: AudioReaderEvent) {
+    /// On the event queue: an event from the reader of `item`, ignored once it is not the
+    /// current item (a replaced item's reader can still be stopping).
+    func readerEvent(_ event: AudioReaderEvent, of item: AVPlayerItem) {
         var effects = Effects()
-        lock.withLock {
+        state.withLockAnnotated { state in
+            guard state.item === item else { return }
             switch event {
             case .ready(let serial, _), .decodedToEnd(let serial, _), .failed(let serial, _, _):
                 state.readySerial = max(state.readySerial, serial)
@@ -33,20 +37,20 @@ extension AVPlayer {
         let realtime = engine.isRealtime
         let now = HostTime(hostClock.time) ?? .now()
         var fire: (time: CMTime, playing: Bool, jumped: Bool, previous: CMTime, observers: [TimeObserver])?
-        lock.withLock {
+        state.withLockAnnotated { state in
             guard let item = state.item else { return }
-            refreshMasterTimelineLocked()
+            refreshMasterTimelineLocked(&state)
             if state.itemLoaded, state.rate != 0, status.serial == state.serial, status.generation > 0 {
                 switch status.phase {
                 case .playing:
                     // Playing means heard: a start waits until its first frame leaves the device.
                     if !realtime || now >= status.runStartHost {
-                        setTimeControlLocked(.playing, reason: nil, &effects)
+                        setTimeControlLocked(&state, .playing, reason: nil, &effects)
                     }
                 case .stalled:
                     if status.stalls != state.lastStallCount {
                         state.lastStallCount = status.stalls
-                        setTimeControlLocked(.waitingToPlayAtSpecifiedRate, reason: .toMinimizeStalls, &effects)
+                        setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: .toMinimizeStalls, &effects)
                         effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.playbackStalledNotification, object: item) }
                     }
                 case .ended, .failed:
@@ -54,12 +58,12 @@ extension AVPlayer {
                     if realtime && now < status.endHost { break }
                     guard state.endHandledSerial != state.serial else { break }
                     state.endHandledSerial = state.serial
-                    handleEndLocked(item: item, failed: status.phase == .failed, endFrame: status.endFrame, &effects)
+                    handleEndLocked(&state, item: item, failed: status.phase == .failed, endFrame: status.endFrame, &effects)
                 case .idle, .starting:
                     break
                 }
             }
-            let time = currentTimeLocked()
+            let time = currentTimeLocked(&state)
             let playing = state.timeControlStatus == .playing
             fire = (time, playing, state.timeJumped, state.lastObservedTime, state.observers)
             state.timeJumped = false
@@ -71,7 +75,7 @@ extension AVPlayer {
         }
     }
 
-    private func handleEndLocked(item: AVPlayerItem, failed: Bool, endFrame: Int64, _ effects: inout Effects) {
+    private func handleEndLocked(_ state: inout PlayerState, item: AVPlayerItem, failed: Bool, endFrame: Int64, _ effects: inout Effects) {
         if let format = state.format {
             state.position = CMTime(value: endFrame, timescale: Int32(format.sampleRate))
         }
@@ -83,13 +87,13 @@ extension AVPlayer {
                 NotificationCenter.default.post(name: AVPlayerItem.failedToPlayToEndTimeNotification, object: item,
                                                 userInfo: [AVPlayerItemFailedToPlayToEndTimeErrorKey: reported])
             }
-            pauseLocked(&effects)
+            pauseLocked(&state, &effects)
             return
         }
         effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.didPlayToEndTimeNotification, object: item) }
         switch state.actionAtItemEnd {
         case .pause:
-            pauseLocked(&effects)
+            pauseLocked(&state, &effects)
         case .advance:
             effects.after.append { [weak self] in self?.advanceAfterItemEnd() }
         case .none:

@@ -1,4 +1,6 @@
 import Foundation
+import MutexAnnotations
+import Synchronization
 import MediaPipeline
 
 extension AVPlayer {
@@ -31,7 +33,7 @@ extension AVPlayer {
             return
         }
         var effects = Effects()
-        lock.withLock {
+        state.withLockAnnotated { state in
             var target = max(time, .zero)
             if let duration = state.item?.duration, duration.isNumeric { target = min(target, duration) }
             if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
@@ -44,15 +46,15 @@ extension AVPlayer {
             if state.itemLoaded, let format = state.format {
                 engine.seek(toFrame: frames(of: target, format: format), serial: state.serial)
             } else if let item = state.item {
-                item.lock.withLock { item.startTime = target }
+                item.startTime = target
             } else {
                 let pending = state.pendingSeek
                 state.pendingSeek = nil
                 effects.completions.append { pending?.completion(false) }
             }
-            applyModeLocked(flush: true)
+            applyModeLocked(&state, flush: true)
             state.timeJumped = true
-            if state.rate != 0 { setTimeControlLocked(.waitingToPlayAtSpecifiedRate, reason: .toMinimizeStalls, &effects) }
+            if state.rate != 0 { setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: .toMinimizeStalls, &effects) }
             if let item = state.item {
                 effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.timeJumpedNotification, object: item) }
             }
@@ -69,7 +71,7 @@ extension AVPlayer {
 
     /// Cancels the seek in flight; its handler gets `false`.
     public func cancelPendingSeeks() {
-        let pending: PendingSeek? = lock.withLock { defer { state.pendingSeek = nil }; return state.pendingSeek }
+        let pending: PendingSeek? = state.withLockAnnotated { state in defer { state.pendingSeek = nil }; return state.pendingSeek }
         if let pending { eventQueue.async { pending.completion(false) } }
     }
 
@@ -78,7 +80,7 @@ extension AVPlayer {
     /// queue with `true` once data is there.
     public func preroll(atRate rate: Float, completionHandler: (@Sendable (Bool) -> Void)? = nil) {
         let handler = completionHandler ?? { _ in }
-        let immediate: Bool? = lock.withLock {
+        let immediate: Bool? = state.withLockAnnotated { state in
             guard state.rate == 0, state.itemLoaded else { return false }
             if state.readySerial >= state.serial { return true }
             state.pendingPrerolls.append(handler)
@@ -89,7 +91,7 @@ extension AVPlayer {
 
     /// Cancels prerolls in flight; their handlers get `false`.
     public func cancelPendingPrerolls() {
-        let pending = lock.withLock { defer { state.pendingPrerolls = [] }; return state.pendingPrerolls }
+        let pending = state.withLockAnnotated { state in defer { state.pendingPrerolls = [] }; return state.pendingPrerolls }
         if !pending.isEmpty { eventQueue.async { for handler in pending { handler(false) } } }
     }
 }

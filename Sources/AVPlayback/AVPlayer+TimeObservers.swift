@@ -1,4 +1,6 @@
 import Foundation
+import MutexAnnotations
+import Synchronization
 
 extension AVPlayer {
     /// Calls `block` every `interval` of item time while playing, and also whenever
@@ -8,23 +10,23 @@ extension AVPlayer {
     public func addPeriodicTimeObserver(forInterval interval: CMTime, queue: DispatchQueue?,
                                         using block: @escaping @Sendable (CMTime) -> Void) -> Any {
         let observer = TimeObserver(kind: .periodic(interval: interval, block: block), queue: queue ?? .main)
-        lock.withLock { state.observers.append(observer) }
+        state.withLockAnnotated { state in state.observers.append(observer) }
         return observer
     }
 
     /// Calls `block` when playback passes any of `times` (item times) in normal play.
     public func addBoundaryTimeObserver(forTimes times: [CMTime], queue: DispatchQueue?,
                                         using block: @escaping @Sendable () -> Void) -> Any {
-        let observer = TimeObserver(kind: .boundary(times: times.filter(\.isNumeric).sorted(), block: block), queue: queue ?? .main)
-        observer.fireNow = false
-        lock.withLock { state.observers.append(observer) }
+        let observer = TimeObserver(kind: .boundary(times: times.filter(\.isNumeric).sorted(), block: block), queue: queue ?? .main,
+                                    fireNow: false)
+        state.withLockAnnotated { state in state.observers.append(observer) }
         return observer
     }
 
     /// Removes a time observer. No call of its block begins after this returns.
     public func removeTimeObserver(_ observer: Any) {
         guard let observer = observer as? TimeObserver else { return }
-        lock.withLock { state.observers.removeAll { $0 === observer } }
+        state.withLockAnnotated { state in state.observers.removeAll { $0 === observer } }
         observer.remove()
     }
 

@@ -1,4 +1,6 @@
 import Foundation
+import MutexAnnotations
+import Synchronization
 
 extension AVPlayer {
     /// Whether the player can play at all.
@@ -48,47 +50,64 @@ extension AVPlayer {
 }
 
 /// A registered time observer; pass it to `removeTimeObserver(_:)`.
-final class TimeObserver: @unchecked Sendable {
+final class TimeObserver: Sendable {
     enum Kind {
         case periodic(interval: CMTime, block: @Sendable (CMTime) -> Void)
         case boundary(times: [CMTime], block: @Sendable () -> Void)
     }
-    let kind: Kind
-    let queue: DispatchQueue
-    private let lock = NSLock()
-    private var removed = false
-    private var running = false
-    /// Periodic: the next item time at which to fire.
-    var nextFire: CMTime = .invalid
-    /// Fire at the next tick whatever the time (start, stop, jump).
-    var fireNow = true
 
-    init(kind: Kind, queue: DispatchQueue) {
-        self.kind = kind
-        self.queue = queue
+    private struct State {
+        var removed = false
+        var running = false
+        /// Periodic: the next item time at which to fire.
+        var nextFire = CMTime.invalid
+        /// Fire at the next tick whatever the time (start, stop, jump).
+        var fireNow: Bool
     }
 
+    let kind: Kind
+    let queue: DispatchQueue
+    private let state: Mutex<State>
     /// Held while the block runs, so `remove()` returns only once no invocation can begin.
+    /// Recursive, and not a `Mutex`, because a block may remove its own observer.
     private let invocation = NSRecursiveLock()
 
+    init(kind: Kind, queue: DispatchQueue, fireNow: Bool = true) {
+        self.kind = kind
+        self.queue = queue
+        state = Mutex(State(fireNow: fireNow))
+    }
+
+    /// Periodic: the next item time at which to fire (read and set on the event queue).
+    var nextFire: CMTime {
+        get { state.withLockAnnotated { $0.nextFire } }
+        set { state.withLockAnnotated { $0.nextFire = newValue } }
+    }
+
+    /// Fire at the next tick whatever the time (start, stop, jump).
+    var fireNow: Bool {
+        get { state.withLockAnnotated { $0.fireNow } }
+        set { state.withLockAnnotated { $0.fireNow = newValue } }
+    }
+
     func remove() {
-        invocation.withLock { lock.withLock { removed = true } }
+        invocation.withLock { state.withLockAnnotated { $0.removed = true } }
     }
 
     /// Runs `work` on the observer's queue unless the observer was removed or its previous
     /// invocation is still running.
     func deliver(_ work: @escaping @Sendable () -> Void) {
-        let go: Bool = lock.withLock {
-            if removed || running { return false }
-            running = true
+        let go: Bool = state.withLockAnnotated { current in
+            if current.removed || current.running { return false }
+            current.running = true
             return true
         }
         guard go else { return }
         queue.async { [self] in
             invocation.withLock {
-                if lock.withLock({ !removed }) { work() }
+                if state.withLockAnnotated({ !$0.removed }) { work() }
             }
-            lock.withLock { running = false }
+            state.withLockAnnotated { $0.running = false }
         }
     }
 }

@@ -1,5 +1,7 @@
 import Foundation
 import MediaPipeline
+import MutexAnnotations
+import Synchronization
 
 /// Plays one item at a time through a timed audio output, with Apple's AVPlayer API.
 ///
@@ -7,6 +9,9 @@ import MediaPipeline
 /// observations, notifications and seek/preroll completion handlers happen on the player's
 /// serial `eventQueue`; time observers run on the queue given when they were added (the
 /// main queue when nil, as on Apple's platforms).
+// @unchecked only because the class is open, as Apple's is (a non-final class cannot be
+// checked): what changes is in `state`, a Mutex, and `monitor` is set once, in init, before
+// any other thread can see the player.
 open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// How often the player reads the render thread's report to update its status, fire
     /// time observers and notice the end: 10 ms, one device period, so observers are at
@@ -16,14 +21,20 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     public let observationRegistry = ObservationRegistry()
     /// The serial queue on which state changes and their callbacks are delivered.
     public let eventQueue = DispatchQueue(label: "chorus.player.events")
+    /// Where the work that blocks is done, in order: opening the output device (a sound
+    /// server's round trips) and stopping and making readers (waiting for a reader's thread
+    /// to end). On the event queue it held up the 10 ms monitor, observers and completion
+    /// handlers. Only the player's own code runs here, never a caller's.
+    let setupQueue = DispatchQueue(label: "chorus.player.setup")
     /// Where the player sends its sound. Fixed at creation.
     public let outputSpec: OutputSpec
     /// The host clock of this machine (or a simulated one, in tests).
     public let hostClock: CMClock
 
     let engine: PlaybackEngine
-    let lock = NSLock()
-    var state = PlayerState()
+    /// Everything the player knows. Methods named `…Locked` take it from a caller that holds
+    /// the lock.
+    let state: Mutex<PlayerState>
     private var monitor: RepeatingTimer?
 
     /// A player with no item.
@@ -57,7 +68,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         outputSpec = output
         self.hostClock = hostClock
         engine = PlaybackEngine(spec: output, hostMapping: hostMapping, capture: capture)
-        state.status = .readyToPlay
+        state = Mutex(PlayerState(status: .readyToPlay))
         startMonitor()
         if let item { replaceCurrentItem(with: item) }
     }
@@ -70,15 +81,15 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     // MARK: - Properties
 
     /// Whether the player can play; `.failed` when its output could not be opened.
-    public var status: Status { lock.withLock { state.status } }
+    public var status: Status { state.withLockAnnotated { $0.status } }
     /// Why the player failed.
-    public var error: (any Error)? { lock.withLock { state.error } }
+    public var error: (any Error)? { state.withLockAnnotated { $0.error } }
     /// The item being played.
-    public var currentItem: AVPlayerItem? { lock.withLock { state.item } }
+    public var currentItem: AVPlayerItem? { state.withLockAnnotated { $0.item } }
     /// What the player is doing now.
-    public var timeControlStatus: TimeControlStatus { lock.withLock { state.timeControlStatus } }
+    public var timeControlStatus: TimeControlStatus { state.withLockAnnotated { $0.timeControlStatus } }
     /// Why the player waits, while `timeControlStatus` is `.waitingToPlayAtSpecifiedRate`.
-    public var reasonForWaitingToPlay: WaitingReason? { lock.withLock { state.waitingReason } }
+    public var reasonForWaitingToPlay: WaitingReason? { state.withLockAnnotated { $0.waitingReason } }
     /// The render thread's latest report: timeline error, corrections, resyncs, stalls.
     /// (A Chorus addition, for statistics.)
     public var renderStatus: RenderStatus { engine.status }
@@ -94,7 +105,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// or non-finite rate is refused with a warning (logged through swift-log as
     /// `chorus.avplayback`) and changes nothing.
     public var rate: Float {
-        get { lock.withLock { state.rate } }
+        get { state.withLockAnnotated { $0.rate } }
         set {
             if newValue == 0 { pause(); return }
             guard let rate = Self.playableRate(newValue) else { return }
@@ -119,37 +130,37 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// The rate `play()` uses.
     public var defaultRate: Float {
-        get { lock.withLock { state.defaultRate } }
-        set { lock.withLock { state.defaultRate = newValue } }
+        get { state.withLockAnnotated { $0.defaultRate } }
+        set { state.withLockAnnotated { $0.defaultRate = newValue } }
     }
 
     /// What happens when the item ends; `.pause` by default (`.advance` for queue players).
     public var actionAtItemEnd: ActionAtItemEnd {
-        get { lock.withLock { state.actionAtItemEnd } }
-        set { lock.withLock { state.actionAtItemEnd = newValue } }
+        get { state.withLockAnnotated { $0.actionAtItemEnd } }
+        set { state.withLockAnnotated { $0.actionAtItemEnd = newValue } }
     }
 
     /// Whether playback waits for enough data before starting. True by default, as on
     /// Apple's platforms; must be false for `setRate(_:time:atHostTime:)`.
     public var automaticallyWaitsToMinimizeStalling: Bool {
-        get { lock.withLock { state.waitsToMinimizeStalling } }
-        set { lock.withLock { state.waitsToMinimizeStalling = newValue } }
+        get { state.withLockAnnotated { $0.waitsToMinimizeStalling } }
+        set { state.withLockAnnotated { $0.waitsToMinimizeStalling = newValue } }
     }
 
     /// Linear volume, 0...1.
     public var volume: Float {
-        get { lock.withLock { state.volume } }
+        get { state.withLockAnnotated { $0.volume } }
         set {
-            lock.withLock { state.volume = min(1, max(0, newValue.isFinite ? newValue : 1)) }
+            state.withLockAnnotated { state in state.volume = min(1, max(0, newValue.isFinite ? newValue : 1)) }
             applyVolume()
         }
     }
 
     /// Whether sound is muted.
     public var isMuted: Bool {
-        get { lock.withLock { state.isMuted } }
+        get { state.withLockAnnotated { $0.isMuted } }
         set {
-            lock.withLock { state.isMuted = newValue }
+            state.withLockAnnotated { $0.isMuted = newValue }
             applyVolume()
         }
     }
@@ -161,13 +172,13 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// moves far is followed by a skip. A group follower sets the clock it slaves to its
     /// leader; a leader sets the host clock, so its own device follows the same path.
     public var masterClock: CMClock? {
-        get { lock.withLock { state.masterClock } }
+        get { state.withLockAnnotated { $0.masterClock } }
         set {
-            lock.withLock {
+            state.withLockAnnotated { state in
                 state.masterClock = newValue
                 if state.rate != 0, newValue != nil {
                     state.masterAnchor = nil
-                    applyModeLocked(flush: false)
+                    applyModeLocked(&state, flush: false)
                 }
             }
         }
@@ -177,8 +188,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// its own processing), which playback compensates by starting that much earlier.
     /// Applies to starts on a `masterClock`. (A Chorus addition.)
     public var latencyCompensation: Duration {
-        get { lock.withLock { state.latencyCompensation } }
-        set { lock.withLock { state.latencyCompensation = newValue } }
+        get { state.withLockAnnotated { $0.latencyCompensation } }
+        set { state.withLockAnnotated { $0.latencyCompensation = newValue } }
     }
 
     /// Apple's newer name for `masterClock`.
@@ -188,11 +199,17 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// Whether playback may move to another machine. (External playback comes with casting.)
-    public var allowsExternalPlayback = true
+    public var allowsExternalPlayback: Bool {
+        get { state.withLockAnnotated { $0.allowsExternalPlayback } }
+        set { state.withLockAnnotated { $0.allowsExternalPlayback = newValue } }
+    }
     /// Whether playback is happening on another machine now.
     public var isExternalPlaybackActive: Bool { false }
     /// Whether to play externally while an external screen is active.
-    public var usesExternalPlaybackWhileExternalScreenIsActive = false
+    public var usesExternalPlaybackWhileExternalScreenIsActive: Bool {
+        get { state.withLockAnnotated { $0.usesExternalPlaybackWhileExternalScreenIsActive } }
+        set { state.withLockAnnotated { $0.usesExternalPlaybackWhileExternalScreenIsActive = newValue } }
+    }
 
     // MARK: - Playing
 
@@ -205,7 +222,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Pauses; the same as setting `rate` to 0.
     public func pause() {
         var effects = Effects()
-        lock.withLock { pauseLocked(&effects) }
+        state.withLockAnnotated { state in pauseLocked(&state, &effects) }
         effects.run(on: eventQueue)
     }
 
@@ -258,13 +275,13 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// before it; otherwise the current time projected at the current rate. Invalid when no
     /// item is loaded.
     public func itemTime(forHostTime hostTime: CMTime) -> CMTime {
-        lock.withLock {
+        state.withLockAnnotated { state in
             guard let host = HostTime(hostTime) else { return .invalid }
-            if let frame = timelineFrameLocked(at: host), let format = state.format {
+            if let frame = timelineFrameLocked(&state, at: host), let format = state.format {
                 return CMTime(value: Int64(frame.rounded()), timescale: Int32(format.sampleRate))
             }
             guard state.itemLoaded else { return .invalid }
-            let now = currentTimeLocked()
+            let now = currentTimeLocked(&state)
             let elapsed = (host - (HostTime(hostClock.time) ?? .now())).nanosecondsClamped
             return now + CMTime(value: Int64(Double(elapsed) * Double(state.rate)), timescale: 1_000_000_000)
         }
@@ -272,10 +289,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// The item frame the followed timeline puts at `host`, when playing on a master clock
     /// (at `rate`, the player's own unless given).
-    func timelineFrameLocked(at host: HostTime, rate: Float? = nil) -> Double? {
+    func timelineFrameLocked(_ state: inout PlayerState, at host: HostTime, rate: Float? = nil) -> Double? {
         guard state.itemLoaded, state.rate != 0, let master = state.masterClock, let format = state.format,
               state.masterAnchor != nil else { return nil }
-        let timeline = masterTimelineLocked(master: master, format: format, rate: rate ?? state.rate)
+        let timeline = masterTimelineLocked(&state, master: master, format: format, rate: rate ?? state.rate)
         let due = timeline.due(at: host - state.latencyCompensation, sampleRate: format.sampleRate)
         return due.isFinite ? due : nil
     }
@@ -283,9 +300,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Makes a scheduled rate change on the timeline being followed, if it continues it.
     private func changeRateContinuously(to rate: Float, at itemTime: CMTime, hostTime: HostTime) -> Bool {
         var effects = Effects()
-        let changed: Bool = lock.withLock {
+        let changed: Bool = state.withLockAnnotated { state in
             guard let master = state.masterClock, let format = state.format,
-                  let due = timelineFrameLocked(at: hostTime) else { return false }
+                  let due = timelineFrameLocked(&state, at: hostTime) else { return false }
             let continuing = CMTime(value: Int64(due.rounded()), timescale: Int32(format.sampleRate))
             let target = itemTime.isNumeric ? itemTime : continuing
             guard (target - continuing).absoluteValue <= Self.continuousChangeTolerance else { return false }
@@ -296,7 +313,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             if oldRate != rate {
                 effects.changes.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.rate, old: oldRate, new: rate) }
             }
-            applyModeLocked(flush: false)
+            applyModeLocked(&state, flush: false)
             return true
         }
         effects.run(on: eventQueue)
@@ -309,14 +326,14 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Replaces the current item; nil leaves the player empty.
     public func replaceCurrentItem(with item: AVPlayerItem?) {
         var effects = Effects()
-        let old: AVPlayerItem? = lock.withLock {
+        let old: AVPlayerItem? = state.withLockAnnotated { state in
             let old = state.item
             guard old !== item else { return nil }
             state.item = item
             state.serial += 1
             state.itemLoaded = false
             state.format = nil
-            state.position = item?.lock.withLock { item?.startTime } ?? .zero
+            state.position = item?.startTime ?? .zero
             state.endHandledSerial = nil
             state.readySerial = -1
             if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
@@ -325,11 +342,13 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             effects.changes.append { [weak self] in
                 self?.observationRegistry.notify(\AVPlayer.currentItem, old: oldItem as Any, new: item as Any)
             }
-            if state.rate != 0 { setTimeControlLocked(.waitingToPlayAtSpecifiedRate, reason: item == nil ? .noItemToPlay : .toMinimizeStalls, &effects) }
+            if state.rate != 0 { setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: item == nil ? .noItemToPlay : .toMinimizeStalls, &effects) }
             return old
         }
-        engine.unload()
-        let serial = lock.withLock { state.serial }
+        // The old reader's blocks are stale from now on; its thread is stopped in order with
+        // the setup of the next item, which must not start a reader before it has ended.
+        setupQueue.async { [engine] in engine.unload() }
+        let serial = state.withLockAnnotated { $0.serial }
         engine.render { $0.mode = .idle(serial: serial); $0.flush = true }
         old?.player = nil
         effects.run(on: eventQueue)
@@ -353,31 +372,30 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 } catch {
                     source = .failure(error)
                 }
-                self.eventQueue.async {
-                    switch source {
-                    case .success(let source): self.itemLoaded(item, info: info, source: source)
-                    case .failure(let error): self.itemFailedToLoad(item, error)
-                    }
+                switch source {
+                case .success(let source): self.setupQueue.async { self.itemLoaded(item, info: info, source: source) }
+                case .failure(let error): self.eventQueue.async { self.itemFailedToLoad(item, error) }
                 }
             }
         }
     }
 
     private func itemFailedToLoad(_ item: AVPlayerItem, _ error: MediaError) {
-        guard lock.withLock({ state.item === item }) else { return }
+        guard state.withLockAnnotated({ state in state.item === item }) else { return }
         item.failed(error)
         var effects = Effects()
-        lock.withLock {
-            if state.rate != 0 { setTimeControlLocked(.waitingToPlayAtSpecifiedRate, reason: .noItemToPlay, &effects) }
+        state.withLockAnnotated { state in
+            if state.rate != 0 { setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: .noItemToPlay, &effects) }
         }
         effects.run(on: eventQueue)
     }
 
-    /// On the event queue: the item's media is open; start reading it.
+    /// On the setup queue: the item's media is open; opens the device if need be and the
+    /// item's reader, then announces the item ready on the event queue.
     private func itemLoaded(_ item: AVPlayerItem, info: MediaInfo, source: MediaSource) {
-        guard lock.withLock({ state.item === item }) else { return }
+        guard state.withLockAnnotated({ state in state.item === item }) else { return }
         guard let track = info.preferredAudioTrack else {
-            item.failed(.noPlayableTrack(url: info.url))
+            eventQueue.async { item.failed(.noPlayableTrack(url: info.url)) }
             return
         }
         let preferred = AudioFormat(sampleRate: track.sampleRate ?? AudioFormat.fallback.sampleRate,
@@ -386,43 +404,59 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         do throws(MediaError) {
             format = try engine.prepare(preferred: preferred)
         } catch {
-            playerFailed(error)
-            item.failed(error)
+            eventQueue.async { [self] in
+                playerFailed(error)
+                item.failed(error)
+            }
             return
         }
-        let (serial, startFrame) = lock.withLock { () -> (Int, Int64) in
+        let reading = state.withLockAnnotated { state -> (serial: Int, startFrame: Int64)? in
+            guard state.item === item else { return nil }
             state.format = format
-            return (state.serial, readerStartFrameLocked(format: format))
+            return (state.serial, readerStartFrameLocked(&state, format: format))
         }
+        guard let reading else { return }
         do throws(MediaError) {
             let queue = eventQueue
-            try engine.load(source: source, serial: serial, startFrame: startFrame) { [weak self] event in
-                queue.async { [weak self] in self?.readerEvent(event) }
+            // Started below, once the item's readiness is queued: its events come after it.
+            try engine.load(source: source, serial: reading.serial, startFrame: reading.startFrame,
+                            start: false) { [weak self, weak item] event in
+                queue.async { [weak self, weak item] in
+                    guard let self, let item else { return }
+                    readerEvent(event, of: item)
+                }
             }
         } catch {
-            item.failed(error)
+            eventQueue.async { item.failed(error) }
             return
         }
         // The new renderer takes the volume (or the mute) before its first period: set
         // after the mode, a muted player's first periods played at full volume.
         applyVolume()
-        lock.withLock {
+        let current = state.withLockAnnotated { state -> Bool in
+            // Replaced meanwhile: the replacement's unload, queued behind this, drops the reader.
+            guard state.item === item else { return false }
             state.itemLoaded = true
             // A seek or scheduled start made while the reader was being opened has a newer
             // serial than the reader was started with: move the reader there too.
-            if state.serial != serial {
-                engine.seek(toFrame: readerStartFrameLocked(format: format), serial: state.serial)
+            if state.serial != reading.serial {
+                engine.seek(toFrame: readerStartFrameLocked(&state, format: format), serial: state.serial)
             }
-            applyModeLocked(flush: false)
+            applyModeLocked(&state, flush: false)
+            return true
         }
+        guard current else { return }
         // Ready is announced once the player can act on it at once.
-        item.becameReady(info, hostClock: hostClock)
-        applyVolume()
-        updateTimebase()
+        eventQueue.async { [self] in
+            item.becameReady(info, hostClock: hostClock)
+            applyVolume()
+            updateTimebase()
+        }
+        engine.startReader()
     }
 
     private func playerFailed(_ error: MediaError) {
-        let old: Status = lock.withLock {
+        let old: Status = state.withLockAnnotated { state in
             defer { state.status = .failed; state.error = error }
             return state.status
         }
@@ -433,17 +467,17 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// The current time of the current item: the item time the device presents now.
     public func currentTime() -> CMTime {
-        lock.withLock { currentTimeLocked() }
+        state.withLockAnnotated { state in currentTimeLocked(&state) }
     }
 
-    func currentTimeLocked() -> CMTime {
+    func currentTimeLocked(_ state: inout PlayerState) -> CMTime {
         guard let format = state.format else { return state.position }
-        guard let frame = renderedFrameLocked(format: format) else { return state.position }
+        guard let frame = renderedFrameLocked(&state, format: format) else { return state.position }
         return CMTime(value: frame, timescale: Int32(format.sampleRate))
     }
 
     /// The item frame presented now, when the render thread is playing this serial.
-    func renderedFrameLocked(format: AudioFormat) -> Int64? {
+    func renderedFrameLocked(_ state: inout PlayerState, format: AudioFormat) -> Int64? {
         guard state.itemLoaded, state.rate != 0 else { return nil }
         let status = engine.status
         guard status.serial == state.serial else { return nil }
@@ -462,9 +496,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// The loaded span: from the current time to the end of what is decoded.
     func loadedTimeRanges() -> [CMTimeRange] {
-        lock.withLock {
+        state.withLockAnnotated { state in
             guard state.itemLoaded, let format = state.format else { return [] }
-            let now = currentTimeLocked()
+            let now = currentTimeLocked(&state)
             let queued = CMTime(value: Int64(engine.queuedFrames), timescale: Int32(format.sampleRate))
             return [CMTimeRange(start: now, duration: queued)]
         }
@@ -484,7 +518,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// hour in it would take half a minute, fetching the whole hour over HTTP first). The
     /// reader then starts `lateStartMargin` before that frame, and the render thread skips
     /// the little that is late by its first period as for any scheduled start.
-    func readerStartFrameLocked(format: AudioFormat) -> Int64 {
+    func readerStartFrameLocked(_ state: inout PlayerState, format: AudioFormat) -> Int64 {
         let anchorFrame = frames(of: state.position, format: format)
         guard state.rate > 0 else { return anchorFrame }
         let anchorHost: HostTime?
@@ -521,14 +555,14 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Starts playing at `rate`, optionally from `itemTime`, optionally at `hostTime`.
     func start(rate: Float, at itemTime: CMTime?, hostTime: HostTime?, seekFirst: Bool) {
         var effects = Effects()
-        lock.withLock {
+        state.withLockAnnotated { state in
             let oldRate = state.rate
             state.rate = rate
             if oldRate != rate {
                 effects.changes.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.rate, old: oldRate, new: rate) }
             }
             if seekFirst {
-                state.position = itemTime ?? currentTimeLocked()
+                state.position = itemTime ?? currentTimeLocked(&state)
                 state.serial += 1
                 state.endHandledSerial = nil
                 state.scheduledHost = hostTime
@@ -540,21 +574,21 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                                  masterTime: master.time(atHostTime: hostTime ?? (HostTime(hostClock.time) ?? .now())))
                 }
                 if state.itemLoaded, let format = state.format {
-                    engine.seek(toFrame: readerStartFrameLocked(format: format), serial: state.serial)
+                    engine.seek(toFrame: readerStartFrameLocked(&state, format: format), serial: state.serial)
                 }
-                applyModeLocked(flush: true)
+                applyModeLocked(&state, flush: true)
                 state.timeJumped = true
             } else if oldRate == 0 {
                 state.scheduledHost = nil
                 state.masterAnchor = nil
-                applyModeLocked(flush: false)
+                applyModeLocked(&state, flush: false)
             } else if oldRate != rate {
-                changeRateWhilePlayingLocked(from: oldRate)
+                changeRateWhilePlayingLocked(&state, from: oldRate)
             }
             let reason: WaitingReason = state.item == nil || state.item?.status == .failed ? .noItemToPlay
                 : hostTime != nil ? .waitingForScheduledStart : .toMinimizeStalls
             if state.timeControlStatus != .playing || seekFirst {
-                setTimeControlLocked(.waitingToPlayAtSpecifiedRate, reason: reason, &effects)
+                setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: reason, &effects)
             }
             state.timeJumped = true
         }
@@ -567,8 +601,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// first period the render thread has not yet written (plus `rateChangeMargin` for the
     /// control to reach it), where the item stands then: what is already queued plays out
     /// at the old rate.
-    private func changeRateWhilePlayingLocked(from oldRate: Float) {
-        defer { applyModeLocked(flush: false) }
+    private func changeRateWhilePlayingLocked(_ state: inout PlayerState, from oldRate: Float) {
+        defer { applyModeLocked(&state, flush: false) }
         guard let master = state.masterClock, state.masterAnchor != nil, let format = state.format else { return }
         let now = HostTime(hostClock.time) ?? .now()
         let status = engine.status
@@ -581,7 +615,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             return
         }
         // The item frame due then on the timeline as it runs now, at the old rate.
-        guard let due = timelineFrameLocked(at: change + state.latencyCompensation, rate: oldRate) else { return }
+        guard let due = timelineFrameLocked(&state, at: change + state.latencyCompensation, rate: oldRate) else { return }
         state.masterAnchor = MasterAnchor(itemTime: CMTime(value: Int64(due.rounded()), timescale: Int32(format.sampleRate)),
                                           masterTime: master.time(atHostTime: change + state.latencyCompensation),
                                           rateBefore: oldRate)
@@ -592,9 +626,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// period that holds the change.
     static let rateChangeMargin: Duration = .milliseconds(20)
 
-    func pauseLocked(_ effects: inout Effects) {
+    func pauseLocked(_ state: inout PlayerState, _ effects: inout Effects) {
         let oldRate = state.rate
-        if let format = state.format, let frame = renderedFrameLocked(format: format) {
+        if let format = state.format, let frame = renderedFrameLocked(&state, format: format) {
             state.position = CMTime(value: frame, timescale: Int32(format.sampleRate))
         }
         state.rate = 0
@@ -608,19 +642,19 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             if state.itemLoaded, let format = state.format {
                 engine.seek(toFrame: frames(of: state.position, format: format), serial: state.serial)
             }
-            applyModeLocked(flush: true)
+            applyModeLocked(&state, flush: true)
             state.timeJumped = true
         }
-        setTimeControlLocked(.paused, reason: nil, &effects)
+        setTimeControlLocked(&state, .paused, reason: nil, &effects)
         effects.after.append { [weak self] in self?.updateTimebase() }
     }
 
     /// Tells the render thread what to do for the current state.
-    func applyModeLocked(flush: Bool) {
+    func applyModeLocked(_ state: inout PlayerState, flush: Bool) {
         let serial = state.serial
         let mode: RenderMode
         if state.itemLoaded, state.rate != 0, let format = state.format, let master = state.masterClock {
-            mode = .follow(serial: serial, timeline: masterTimelineLocked(master: master, format: format))
+            mode = .follow(serial: serial, timeline: masterTimelineLocked(&state, master: master, format: format))
         } else if state.itemLoaded, state.rate != 0, let format = state.format {
             let host = state.scheduledHost
             mode = .play(serial: serial, frame: frames(of: state.position, format: format), hostTime: host)
@@ -638,7 +672,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Where the item's frames fall on the host clock when playback follows `master`:
     /// the start anchored in the master clock's time, mapped to host time through the
     /// clock's current estimate, at `rate` (the player's own unless given).
-    func masterTimelineLocked(master: CMClock, format: AudioFormat, rate: Float? = nil) -> RenderTimeline {
+    func masterTimelineLocked(_ state: inout PlayerState, master: CMClock, format: AudioFormat, rate: Float? = nil) -> RenderTimeline {
         let anchor: MasterAnchor
         if let existing = state.masterAnchor {
             anchor = existing
@@ -658,10 +692,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// On each tick while following a master clock: moves the render thread onto the
     /// clock's latest estimate.
-    func refreshMasterTimelineLocked() {
+    func refreshMasterTimelineLocked(_ state: inout PlayerState) {
         guard state.itemLoaded, state.rate != 0, let master = state.masterClock, let format = state.format,
               state.masterAnchor != nil else { return }
-        let timeline = masterTimelineLocked(master: master, format: format)
+        let timeline = masterTimelineLocked(&state, master: master, format: format)
         let serial = state.serial
         let current = engine.currentControl?.mode
         if case .follow(serial, let posted)? = current,
@@ -682,13 +716,13 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     static let timelineRepostRateThreshold = 1e-8
 
     func applyVolume() {
-        let (volume, muted, item) = lock.withLock { (state.volume, state.isMuted, state.item) }
+        let (volume, muted, item) = state.withLockAnnotated { state in (state.volume, state.isMuted, state.item) }
         let audioDisabled = item?.tracks.contains { $0.assetTrack?.mediaType == .audio && !$0.isEnabled } ?? false
         let gain: Float = muted || audioDisabled ? 0 : volume
         engine.render { $0.volume = gain; $0.flush = false }
     }
 
-    func setTimeControlLocked(_ status: TimeControlStatus, reason: WaitingReason?, _ effects: inout Effects) {
+    func setTimeControlLocked(_ state: inout PlayerState, _ status: TimeControlStatus, reason: WaitingReason?, _ effects: inout Effects) {
         let old = state.timeControlStatus
         let oldReason = state.waitingReason
         state.timeControlStatus = status
@@ -704,9 +738,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// Keeps the item's timebase on the player's timeline.
     func updateTimebase() {
-        let (item, time, playing) = lock.withLock { (state.item, currentTimeLocked(), state.rate != 0 && state.timeControlStatus == .playing) }
+        let (item, time, playing) = state.withLockAnnotated { state in (state.item, currentTimeLocked(&state), state.rate != 0 && state.timeControlStatus == .playing) }
         guard let timebase = item?.timebase else { return }
-        let rate = lock.withLock { state.rate }
+        let rate = state.withLockAnnotated { $0.rate }
         // Both times are valid here, the only way this can fail.
         try? timebase.setRateAndAnchorTime(rate: playing ? Float64(rate) : 0, anchorTime: time, referenceTime: hostClock.time)
     }
@@ -716,6 +750,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     public func close() {
         replaceCurrentItem(with: nil)
         monitor?.cancel()
+        // An item being set up finishes first (it finds itself replaced and opens nothing),
+        // so nothing is opened after the output is closed.
+        setupQueue.sync {}
         engine.shutdown()
     }
 
@@ -768,6 +805,8 @@ struct PlayerState {
     var timeJumped = false
     var observers: [TimeObserver] = []
     var lastObservedTime = CMTime.invalid
+    var allowsExternalPlayback = true
+    var usesExternalPlaybackWhileExternalScreenIsActive = false
 }
 
 /// Item time `itemTime` is heard at master-clock time `masterTime`. With `rateBefore`, the

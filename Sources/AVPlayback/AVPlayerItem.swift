@@ -1,5 +1,7 @@
 import Foundation
 import MediaPipeline
+import MutexAnnotations
+import Synchronization
 
 /// The key under which `failedToPlayToEndTimeNotification` carries the error.
 public let AVPlayerItemFailedToPlayToEndTimeErrorKey = "AVPlayerItemFailedToPlayToEndTimeErrorKey"
@@ -20,7 +22,7 @@ public struct AVAudioTimePitchAlgorithm: RawRepresentable, Hashable, Sendable {
 ///
 /// Loading begins when the item is given to a player. Properties are thread-safe to read;
 /// changes (and their observations) happen on the owning player's event queue.
-public final class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
+public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     /// Whether the item can be played.
     public enum Status: Int, Sendable {
         /// Not yet loaded.
@@ -42,19 +44,38 @@ public final class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// Posted (object: the item) when the item's time changed discontinuously (a seek).
     public static let timeJumpedNotification = Notification.Name("AVPlayerItemTimeJumpedNotification")
 
+    /// Everything about the item that changes, read and written from any thread.
+    private struct State {
+        weak var player: AVPlayer?
+        var status = Status.unknown
+        var error: MediaError?
+        var duration = CMTime.indefinite
+        var tracks: [AVPlayerItemTrack] = []
+        var mediaInfo: MediaInfo?
+        var startTime = CMTime.zero
+        var damagedPackets = 0
+        var forwardPlaybackEndTime = CMTime.invalid
+        var reversePlaybackEndTime = CMTime.invalid
+        var preferredForwardBufferDuration: TimeInterval = 0
+        var audioTimePitchAlgorithm = AVAudioTimePitchAlgorithm.timeDomain
+        var timebase: CMTimebase?
+    }
+
     public let asset: AVAsset
     public let observationRegistry = ObservationRegistry()
-    let lock = NSLock()
-    weak var player: AVPlayer?
+    private let state = Mutex(State())
 
-    private var statusValue = Status.unknown
-    private var errorValue: MediaError?
-    private var durationValue = CMTime.indefinite
-    private var tracksValue: [AVPlayerItemTrack] = []
-    private var mediaInfo: MediaInfo?
+    /// The player the item is given to, if any.
+    var player: AVPlayer? {
+        get { state.withLockAnnotated { $0.player } }
+        set { state.withLockAnnotated { $0.player = newValue } }
+    }
+
     /// Where a new player starts this item (set by seeks made before it plays).
-    var startTime = CMTime.zero
-    private var damagedPacketsValue = 0
+    var startTime: CMTime {
+        get { state.withLockAnnotated { $0.startTime } }
+        set { state.withLockAnnotated { $0.startTime = newValue } }
+    }
 
     /// An item for the media at `url`.
     public convenience init(url: URL) {
@@ -73,27 +94,39 @@ public final class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// The item's status: `.unknown` until loaded by a player.
-    public var status: Status { lock.withLock { statusValue } }
+    public var status: Status { state.withLockAnnotated { $0.status } }
     /// Why the item failed; nil unless `status` is `.failed` (or playback stopped early).
-    public var error: (any Error)? { lock.withLock { errorValue } }
+    public var error: (any Error)? { state.withLockAnnotated { $0.error } }
     /// The item's duration: `.indefinite` until ready, and for live streams.
-    public var duration: CMTime { lock.withLock { durationValue } }
+    public var duration: CMTime { state.withLockAnnotated { $0.duration } }
     /// The item's tracks: empty until ready.
-    public var tracks: [AVPlayerItemTrack] { lock.withLock { tracksValue } }
+    public var tracks: [AVPlayerItemTrack] { state.withLockAnnotated { $0.tracks } }
     /// Damaged packets skipped so far while playing this item.
-    public var damagedPacketCount: Int { lock.withLock { damagedPacketsValue } }
+    public var damagedPacketCount: Int { state.withLockAnnotated { $0.damagedPackets } }
 
     /// The time at which playing forward stops, or `.invalid` for the end.
-    public var forwardPlaybackEndTime = CMTime.invalid
+    public var forwardPlaybackEndTime: CMTime {
+        get { state.withLockAnnotated { $0.forwardPlaybackEndTime } }
+        set { state.withLockAnnotated { $0.forwardPlaybackEndTime = newValue } }
+    }
     /// The time at which playing in reverse stops, or `.invalid` for the start.
-    public var reversePlaybackEndTime = CMTime.invalid
+    public var reversePlaybackEndTime: CMTime {
+        get { state.withLockAnnotated { $0.reversePlaybackEndTime } }
+        set { state.withLockAnnotated { $0.reversePlaybackEndTime = newValue } }
+    }
     /// How much media to buffer ahead, in seconds; 0 lets the player choose.
-    public var preferredForwardBufferDuration: TimeInterval = 0
+    public var preferredForwardBufferDuration: TimeInterval {
+        get { state.withLockAnnotated { $0.preferredForwardBufferDuration } }
+        set { state.withLockAnnotated { $0.preferredForwardBufferDuration = newValue } }
+    }
     /// How pitch behaves at rates other than 1. Chorus renders every rate as
     /// `.varispeed` for now (the pitch follows the rate, as a turntable's does): that keeps
     /// every frame's place on the timeline exact, which a group's rooms need to stay on the
     /// same sample. The pitch-keeping algorithms are accepted and not yet applied.
-    public var audioTimePitchAlgorithm = AVAudioTimePitchAlgorithm.timeDomain
+    public var audioTimePitchAlgorithm: AVAudioTimePitchAlgorithm {
+        get { state.withLockAnnotated { $0.audioTimePitchAlgorithm } }
+        set { state.withLockAnnotated { $0.audioTimePitchAlgorithm = newValue } }
+    }
 
     /// Forward rates faster and slower than 1 play once the item is ready (from 1/32 to 8);
     /// reverse play is not supported yet.
@@ -108,12 +141,12 @@ public final class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
 
     /// The item's timebase: item time against the host clock, at the item's rate. Read-only
     /// to users; the player keeps it current. Nil until the item is ready.
-    public private(set) var timebase: CMTimebase?
+    public var timebase: CMTimebase? { state.withLockAnnotated { $0.timebase } }
 
     /// The current time of the item: what its player's device is presenting now.
     public func currentTime() -> CMTime {
         if let player, player.currentItem === self { return player.currentTime() }
-        return lock.withLock { startTime }
+        return startTime
     }
 
     /// The spans of media already loaded and ready to play.
@@ -124,9 +157,9 @@ public final class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
 
     /// The spans a seek can reach: the whole item when the input can seek.
     public var seekableTimeRanges: [CMTimeRange] {
-        lock.withLock {
-            guard let mediaInfo, mediaInfo.isSeekable, durationValue.isNumeric else { return [] }
-            return [CMTimeRange(start: .zero, duration: durationValue)]
+        state.withLockAnnotated { current in
+            guard let mediaInfo = current.mediaInfo, mediaInfo.isSeekable, current.duration.isNumeric else { return [] }
+            return [CMTimeRange(start: .zero, duration: current.duration)]
         }
     }
 
@@ -143,7 +176,7 @@ public final class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
                         completionHandler: completionHandler ?? { _ in })
             return
         }
-        lock.withLock { startTime = time.isNumeric ? max(time, .zero) : .zero }
+        startTime = time.isNumeric ? max(time, .zero) : .zero
         completionHandler?(true)
     }
 
@@ -154,20 +187,20 @@ public final class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
 
     // MARK: - Updates from the player (on its event queue)
 
-    var loadedInfo: MediaInfo? { lock.withLock { mediaInfo } }
+    var loadedInfo: MediaInfo? { state.withLockAnnotated { $0.mediaInfo } }
 
     func becameReady(_ info: MediaInfo, hostClock: CMClock) {
         let tracks = asset.makeTracks(info).map { AVPlayerItemTrack(assetTrack: $0) }
         let timebase = CMTimebase(sourceClock: hostClock)
-        let (oldStatus, oldDuration): (Status, CMTime) = lock.withLock {
+        let (oldStatus, oldDuration): (Status, CMTime) = state.withLockAnnotated { current in
             defer {
-                mediaInfo = info
-                statusValue = .readyToPlay
-                durationValue = info.duration
-                tracksValue = tracks
-                self.timebase = timebase
+                current.mediaInfo = info
+                current.status = .readyToPlay
+                current.duration = info.duration
+                current.tracks = tracks
+                current.timebase = timebase
             }
-            return (statusValue, durationValue)
+            return (current.status, current.duration)
         }
         observationRegistry.notify(\AVPlayerItem.duration, old: oldDuration, new: info.duration)
         observationRegistry.notify(\AVPlayerItem.tracks, old: [AVPlayerItemTrack](), new: tracks)
@@ -175,29 +208,28 @@ public final class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     }
 
     func failed(_ error: MediaError) {
-        let oldStatus: Status = lock.withLock {
-            defer { statusValue = .failed; errorValue = error }
-            return statusValue
+        let oldStatus: Status = state.withLockAnnotated { current in
+            defer { current.status = .failed; current.error = error }
+            return current.status
         }
         observationRegistry.notify(\AVPlayerItem.status, old: oldStatus, new: Status.failed)
     }
 
-    func noteDamage(_ count: Int) { lock.withLock { damagedPacketsValue = count } }
+    func noteDamage(_ count: Int) { state.withLockAnnotated { $0.damagedPackets = count } }
 }
 
 /// One track of an item as it plays: the asset's track, and whether it is enabled.
-public final class AVPlayerItemTrack: @unchecked Sendable {
+public final class AVPlayerItemTrack: Sendable {
     /// The asset track this stands for.
     public let assetTrack: AVAssetTrack?
-    private let lock = NSLock()
-    private var enabled = true
+    private let enabled = Mutex(true)
 
     init(assetTrack: AVAssetTrack) { self.assetTrack = assetTrack }
 
     /// Whether the track plays. Disabling the audio track of an item silences it.
     public var isEnabled: Bool {
-        get { lock.withLock { enabled } }
-        set { lock.withLock { enabled = newValue } }
+        get { enabled.withLockAnnotated { $0 } }
+        set { enabled.withLockAnnotated { $0 = newValue } }
     }
 
     /// A video track's frame rate as played; 0 for audio.

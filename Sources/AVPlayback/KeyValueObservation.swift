@@ -1,4 +1,6 @@
 import Foundation
+import MutexAnnotations
+import Synchronization
 
 /// Which values a key-value observation delivers, as in Apple's Foundation.
 ///
@@ -33,15 +35,18 @@ public struct NSKeyValueObservedChange<Value> {
 }
 
 /// A live observation. Observation stops when it is invalidated or released.
-public final class NSKeyValueObservation: @unchecked Sendable {
-    private let lock = NSLock()
-    private var cancel: (() -> Void)?
+public final class NSKeyValueObservation: Sendable {
+    /// Removes the handler from its registry; nil once done.
+    private let cancel: Mutex<(@Sendable () -> Void)?>
 
-    init(cancel: @escaping () -> Void) { self.cancel = cancel }
+    init(cancel: @escaping @Sendable () -> Void) { self.cancel = Mutex(cancel) }
 
     /// Stops the observation; no handler call begins after this returns.
     public func invalidate() {
-        let action: (() -> Void)? = lock.withLock { defer { cancel = nil }; return cancel }
+        let action = cancel.withLockAnnotated { current -> (@Sendable () -> Void)? in
+            defer { current = nil }
+            return current
+        }
         action?()
     }
 
@@ -52,6 +57,10 @@ public final class NSKeyValueObservation: @unchecked Sendable {
 ///
 /// Handlers run synchronously on the thread that made the change; for players and items
 /// that is the player's event queue. A handler may read the object but must not block.
+// @unchecked: `entries` and `nextID` are read and written only under `lock`. They are not in
+// a Mutex because the handlers are plain closures (Apple's observe(_:options:changeHandler:)
+// takes one that need not be Sendable), which cannot be handed out of a Mutex to be called
+// after it is released; `delivery` orders their calls against removal instead.
 public final class ObservationRegistry: @unchecked Sendable {
     private struct Entry {
         let keyPath: AnyKeyPath
@@ -139,7 +148,7 @@ extension AVKeyValueObservable {
 }
 
 /// Keeps an observation alive for as long as an async stream needs it.
-private final class ObservationBox: @unchecked Sendable {
+private final class ObservationBox: Sendable {
     let observation: NSKeyValueObservation
     init(_ observation: NSKeyValueObservation) { self.observation = observation }
 }

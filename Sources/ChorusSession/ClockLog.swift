@@ -1,6 +1,8 @@
 import Foundation
 import GroupSync
 import MediaClock
+import MutexAnnotations
+import Synchronization
 
 /// `--clock-log`: every clock exchange a follower completes and the estimate it gave, one
 /// CSV row each, for measuring the estimator on a real path (`chorus-bench sync` compares
@@ -9,16 +11,18 @@ import MediaClock
 /// Columns: the exchange's four timestamps (t1 and t4 on this node's clock, t2 and t3 on
 /// the leader's, ns); the estimate's leader time at t4 (ns); its published offset
 /// deviation (ns); its rate and rate deviation (ppm); the floor spread it learned (ns).
-/// Written on the follower's control queue, buffered, never from the audio thread.
-final class ClockLog: @unchecked Sendable {
-    // @unchecked: the file is written and closed only on the follower's core queue.
+/// Written on the follower's control queue, buffered, never from the audio thread; closed
+/// by the thread that ends the node, after which rows still arriving are dropped.
+final class ClockLog: Sendable {
     static let header = "t1,t2,t3,t4,estimate_at_t4,uncertainty,rate_ppm,rate_uncertainty_ppm,floor_spread\n"
-    private let file: UnsafeMutablePointer<FILE>
+    /// The open file; nil once closed. A datagram queued before the socket closed can still
+    /// bring a row while the node closes the log.
+    private let file: Mutex<UnsafeMutablePointer<FILE>?>
 
     init(path: String) throws {
         guard let file = fopen(path, "w") else { throw ClockLogError(path: path, reason: String(cString: strerror(errno))) }
-        self.file = file
         fputs(Self.header, file)
+        self.file = Mutex(file)
     }
 
     func write(_ sample: ClockSample, _ estimate: ClockEstimate) {
@@ -27,11 +31,16 @@ final class ClockLog: @unchecked Sendable {
                     String(estimate.uncertainty.nanosecondsClamped), String(estimate.ratePPM),
                     String(estimate.rateUncertaintyPPM), String(estimate.floorSpread.nanosecondsClamped)]
             .joined(separator: ",")
-        fputs(line + "\n", file)
+        file.withLockAnnotated { file in
+            if let file { fputs(line + "\n", file) }
+        }
     }
 
     func close() {
-        fclose(file)
+        file.withLockAnnotated { file in
+            if let open = file { fclose(open) }
+            file = nil
+        }
     }
 }
 

@@ -3,6 +3,7 @@ import Foundation
 import GroupSync
 import Logging
 import MediaServer
+import MutexAnnotations
 import Synchronization
 
 /// A group leader: plays a list of items like local play, through the same clock-held path
@@ -35,11 +36,11 @@ public final class LeaderSession: Sendable {
         let channel = Mutex<PlaylistSession?>(nil)
         node = try LeaderNode(configuration: configuration, listen: listen, httpPort: httpPort,
                               reportMembership: reportMembership) { level, text in
-            _ = channel.withLock { $0?.message(level, text) }
+            _ = channel.withLockAnnotated { $0?.message(level, text) }
         }
         playlist = PlaylistSession(player: player, urls: urls, start: nil, positionInterval: positionInterval,
                                    transport: GroupTransport(node: node))
-        channel.withLock { $0 = playlist }
+        channel.withLockAnnotated { $0 = playlist }
     }
 
     /// Carries out `command` for the whole group. Any thread; returns at once.
@@ -127,7 +128,7 @@ final class LeaderNode: @unchecked Sendable {
 
     /// Serves `url` (a local file) to followers; returns the path they fetch it by.
     func publish(_ url: URL, index: Int) -> String {
-        published.withLock { published in
+        published.withLockAnnotated { published in
             if let path = published[index] { return path }
             let path = url.isFileURL ? http.publish(url, id: String(index)) : url.absoluteString
             published[index] = path

@@ -1,6 +1,7 @@
 import AVPlayback
 import Foundation
 import Logging
+import MutexAnnotations
 import Synchronization
 
 /// Plays a list of items on one player, in turn, driven by `SessionCommand`s and reporting
@@ -88,7 +89,7 @@ public final class PlaylistSession: Sendable {
             // Past the last item there is nothing to go to: the command does nothing, rather
             // than ending the session (and, for a leader, the group's play).
             let count = urls.count
-            let done: WakeSignal? = state.withLock { state in
+            let done: WakeSignal? = state.withLockAnnotated { state in
                 let target = max(0, state.currentIndex + (command == .next ? 1 : -1))
                 guard target < count else { return nil }
                 state.jump = target
@@ -99,7 +100,7 @@ public final class PlaylistSession: Sendable {
             guard volume.isFinite else { return channel.message(.warning, "volume needs a number from 0 to 1") }
             player.volume = min(max(volume, 0), 1)
         case .stop:
-            let done: WakeSignal? = state.withLock { state in
+            let done: WakeSignal? = state.withLockAnnotated { state in
                 state.stopRequested = true
                 return state.finished
             }
@@ -133,16 +134,16 @@ public final class PlaylistSession: Sendable {
         var index = 0
         var first = true
         while index < urls.count, index >= 0 {
-            if state.withLock({ $0.stopRequested }) { break }
+            if state.withLockAnnotated({ $0.stopRequested }) { break }
             let url = urls[index]
             let from = first ? start ?? .zero : .zero
             first = false
-            state.withLock { state in
+            state.withLockAnnotated { state in
                 state.currentIndex = index
                 state.jump = nil
             }
             if !play(AVPlayerItem(url: url), index: index, url: url, from: from) { allGood = false }
-            index = state.withLock { $0.jump } ?? index + 1
+            index = state.withLockAnnotated { $0.jump } ?? index + 1
         }
         transport.finish(on: player)
         if let positionObserver { player.removeTimeObserver(positionObserver) }
@@ -166,7 +167,7 @@ public final class PlaylistSession: Sendable {
     private func play(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime) -> Bool {
         let done = WakeSignal()
         let name = url.isFileURL ? url.path : url.absoluteString
-        let stopped = state.withLock { state in
+        let stopped = state.withLockAnnotated { state in
             state.finished = done
             state.failure = nil
             return state.stopRequested
@@ -178,12 +179,12 @@ public final class PlaylistSession: Sendable {
         }
         let failedEarly = center.addObserver(forName: AVPlayerItem.failedToPlayToEndTimeNotification, object: item, queue: nil) { [self] note in
             let error = note.userInfo?[AVPlayerItemFailedToPlayToEndTimeErrorKey]
-            state.withLock { $0.failure = error.map { "\($0)" } ?? "\(name): playback failed" }
+            state.withLockAnnotated { $0.failure = error.map { "\($0)" } ?? "\(name): playback failed" }
             done.signal()
         }
         let statusWatch = item.observe(\.status) { [self] item, _ in
             if item.status == .failed {
-                state.withLock { $0.failure = item.error.map { "\($0)" } ?? "\(name): cannot be played" }
+                state.withLockAnnotated { $0.failure = item.error.map { "\($0)" } ?? "\(name): cannot be played" }
                 done.signal()
             }
         }
@@ -196,7 +197,7 @@ public final class PlaylistSession: Sendable {
         channel.yield(.item(index: index, count: urls.count, url: url))
         transport.begin(item, index: index, url: url, from: start, on: player)
         done.wait()
-        if let failure = state.withLock({ $0.failure }) {
+        if let failure = state.withLockAnnotated({ $0.failure }) {
             channel.message(.error, failure)
             return false
         }

@@ -1,6 +1,7 @@
 import AVPlayback
 import Foundation
 import GroupSync
+import MutexAnnotations
 import Synchronization
 
 /// How a session starts, pauses and seeks: on its own (local play) or for a whole group (a
@@ -59,7 +60,7 @@ final class GroupTransport: PlaybackTransport {
 
     func begin(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime, on player: AVPlayer) {
         let path = node.publish(url, index: index)
-        current.withLock { $0 = (index, path) }
+        current.withLockAnnotated { $0 = (index, path) }
         schedule(rate: Double(player.defaultRate), at: start, lead: Self.startLead, on: player)
     }
 
@@ -110,7 +111,7 @@ final class GroupTransport: PlaybackTransport {
     }
 
     private func announce(rate: Double, at time: CMTime, leader: LeaderTime, player: AVPlayer) {
-        let (index, path) = current.withLock { $0 }
+        let (index, path) = current.withLockAnnotated { $0 }
         let duration = player.currentItem?.asset.duration ?? .indefinite
         node.announce(state(index: index, path: path, duration: duration, rate: rate, at: time, leader: leader))
     }

@@ -1,6 +1,7 @@
 import Foundation
 import MediaClock
 import Synchronization
+import MutexAnnotations
 
 /// A user-space UDP relay that impairs traffic like netem (which this kernel lacks):
 /// delay, jitter, loss, reordering and duplication, from a seeded generator.
@@ -113,7 +114,7 @@ public final class ImpairmentRelay: Sendable {
     public var listenEndpoint: UDPEndpoint { front.localEndpoint }
 
     /// What the relay has done so far.
-    public var counters: Counters { state.withLock { $0.counters } }
+    public var counters: Counters { state.withLockAnnotated { $0.counters } }
 
     /// Starts relaying from `listen` (port 0 for an ephemeral port) to `target`.
     public init(listeningOn listen: UDPEndpoint, forwardingTo target: UDPEndpoint, impairment: Impairment) throws(UDPSocket.SocketError) {
@@ -132,7 +133,7 @@ public final class ImpairmentRelay: Sendable {
         // Delays count from the kernel's receive stamp, like netem's from the packet's
         // arrival, not from whenever the receive thread got round to it.
         front.startReceiving(name: "chorus.relay.front") { [self] datagram in
-            state.withLock { $0.client = datagram.source }
+            state.withLockAnnotated { $0.client = datagram.source }
             enqueue(datagram.bytes, arrivedAt: datagram.receivedAt, towardTarget: true)
         }
         back.startReceiving(name: "chorus.relay.back") { [self] datagram in
@@ -150,7 +151,7 @@ public final class ImpairmentRelay: Sendable {
 
     /// Stops relaying, waits for the threads and closes the sockets. Idempotent.
     public func stop() {
-        let wasStopped = state.withLock { current -> Bool in
+        let wasStopped = state.withLockAnnotated { current -> Bool in
             defer { current.stopped = true }
             return current.stopped
         }
@@ -167,7 +168,7 @@ public final class ImpairmentRelay: Sendable {
 
     private func enqueue(_ bytes: [UInt8], arrivedAt now: HostTime, towardTarget: Bool) {
         defer { arrivals.signal() }
-        state.withLock { current in
+        state.withLockAnnotated { current in
             guard !current.stopped else { return }
             if current.generator.unit() < impairment.lossProbability {
                 current.counters.lost += 1
@@ -223,7 +224,7 @@ public final class ImpairmentRelay: Sendable {
     private func deliveryLoop() {
         while true {
             let now = HostTime.now()
-            let (due, client, stopped, next) = state.withLock { current -> ([Pending], UDPEndpoint?, Bool, HostTime?) in
+            let (due, client, stopped, next) = state.withLockAnnotated { current -> ([Pending], UDPEndpoint?, Bool, HostTime?) in
                 var ready: [Pending] = []
                 current.queue.removeAll { pending in
                     guard pending.due <= now else { return false }

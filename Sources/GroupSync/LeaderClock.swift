@@ -1,5 +1,6 @@
 import MediaClock
 import Synchronization
+import MutexAnnotations
 
 /// The leader's clock as seen from a follower: a `CMClock` whose time is the leader's
 /// time, read through the latest `ClockEstimate`. Hand it to the follower's `AVPlayer` as
@@ -11,6 +12,8 @@ import Synchronization
 ///
 /// Thread-safety: `update(_:)` swaps the whole estimate under a mutex and readers copy it
 /// under the same mutex, so a reader never sees half of an old estimate and half of a new one.
+// @unchecked because a Sendable class cannot be checked when it has a superclass: its only
+// field of its own is `current`, a Mutex.
 public final class LeaderClock: CMClock, @unchecked Sendable {
     private let current = Mutex<ClockEstimate?>(nil)
 
@@ -21,12 +24,12 @@ public final class LeaderClock: CMClock, @unchecked Sendable {
 
     /// Installs a new estimate (from `FollowerCore.Action.updateClock`); `nil` forgets it.
     public func update(_ estimate: ClockEstimate?) {
-        current.withLock { $0 = estimate }
+        current.withLockAnnotated { $0 = estimate }
     }
 
     /// The estimate the clock currently reads through.
     public var estimate: ClockEstimate? {
-        current.withLock { $0 }
+        current.withLockAnnotated { $0 }
     }
 
     /// The leader's clock speed in leader seconds per follower host second.

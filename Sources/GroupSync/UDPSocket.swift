@@ -2,6 +2,7 @@ import CKernelClock
 import Foundation
 import MediaClock
 import Synchronization
+import MutexAnnotations
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -56,8 +57,11 @@ public final class UDPSocket: Sendable {
     private let reportsTransmitStamps: Bool
     /// Held while the error queue is read: `sendStamped` takes its own datagram's stamp
     /// straight after sending it, and the receive loop drains whatever is left (a stamp
-    /// that came late), since an entry left in the queue would keep `poll` waking.
-    private let errorQueue = Mutex<Void>(())
+    /// that came late), since an entry left in the queue would keep `poll` waking. It holds
+    /// the descriptor the queue is read through: a mutex of nothing (`Void`) made each
+    /// access to its empty value an access at the address of the field after it, which
+    /// ThreadSanitizer reported as a race with every read of that field.
+    private let errorQueue: Mutex<Int32>
     private let wakePipe: (read: Int32, write: Int32)
     private let state = Mutex<(closed: Bool, started: Bool, loopThread: pthread_t?)>((false, false, nil))
     private let finishedSignal = DispatchSemaphore(value: 0)
@@ -98,6 +102,7 @@ public final class UDPSocket: Sendable {
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
         }
         descriptor = fd
+        errorQueue = Mutex(fd)
         reportsTransmitStamps = chorus_enable_transmit_stamps(fd) == 0
         wakePipe = (pipeEnds[0], pipeEnds[1])
         localEndpoint = local
@@ -124,17 +129,17 @@ public final class UDPSocket: Sendable {
     /// code, several µs slower between the clock read and the wire than a reply sent
     /// straight after receiving, and a two-way exchange reads half that as offset.
     public func sendStamped(_ bytes: [UInt8], to destination: UDPEndpoint) throws(SocketError) -> HostTime? {
-        let outcome: (sent: Int, code: Int32, stamp: HostTime?) = errorQueue.withLock { _ in
+        let outcome: (sent: Int, code: Int32, stamp: HostTime?) = errorQueue.withLockAnnotated { socket in
             let before = HostTime.now()
             let sent = bytes.withUnsafeBytes { buffer in
-                destination.withSocketAddress { chorus_send_stamped(descriptor, buffer.baseAddress, buffer.count, $0, $1) }
+                destination.withSocketAddress { chorus_send_stamped(socket, buffer.baseAddress, buffer.count, $0, $1) }
             }
             guard sent >= 0 else { return (sent, errno, nil) }
             guard reportsTransmitStamps else { return (sent, 0, nil) }
             var stamp: HostTime?
             var realtime: Int64 = 0
             while true {
-                let taken = chorus_take_transmit_stamp(descriptor, &realtime)
+                let taken = chorus_take_transmit_stamp(socket, &realtime)
                 if taken <= 0 { break }
                 // An older datagram's late stamp can still be queued: only one taken after
                 // this call began can be this datagram's.
@@ -153,26 +158,26 @@ public final class UDPSocket: Sendable {
     /// clears a pending socket error: either keeps `poll` reporting an error, and the loop
     /// would spin.
     private func drainErrorQueue() {
-        errorQueue.withLock { _ in
+        errorQueue.withLockAnnotated { socket in
             var realtime: Int64 = 0
-            while chorus_take_transmit_stamp(descriptor, &realtime) > 0 {}
+            while chorus_take_transmit_stamp(socket, &realtime) > 0 {}
             var pending: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
-            _ = getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &pending, &length)
+            _ = getsockopt(socket, SOL_SOCKET, SO_ERROR, &pending, &length)
         }
     }
 
     /// Starts the receive thread, calling `handler` for every datagram until `close`.
     /// Call at most once.
     public func startReceiving(name: String = "chorus.sync.receive", _ handler: @escaping @Sendable (Datagram) -> Void) {
-        let started = state.withLock { current -> Bool in
+        let started = state.withLockAnnotated { current -> Bool in
             guard !current.closed, !current.started else { return false }
             current.started = true
             return true
         }
         guard started else { return }
         let thread = Thread { [self] in
-            state.withLock { $0.loopThread = pthread_self() }
+            state.withLockAnnotated { $0.loopThread = pthread_self() }
             receiveLoop(handler)
             finishedSignal.signal()
         }
@@ -183,7 +188,7 @@ public final class UDPSocket: Sendable {
     /// Stops the receive loop (waking it), waits for it to end, and closes the socket.
     /// Idempotent.
     public func close() {
-        let (alreadyClosed, started, loopThread) = state.withLock { current -> (Bool, Bool, pthread_t?) in
+        let (alreadyClosed, started, loopThread) = state.withLockAnnotated { current -> (Bool, Bool, pthread_t?) in
             defer { current.closed = true }
             return (current.closed, current.started, current.loopThread)
         }
@@ -202,7 +207,7 @@ public final class UDPSocket: Sendable {
     private func receiveLoop(_ handler: (Datagram) -> Void) {
         var buffer = [UInt8](repeating: 0, count: WireCodec.maximumDatagramBytes)
         var control = [UInt8](repeating: 0, count: Self.controlBufferBytes)
-        while !state.withLock({ $0.closed }) {
+        while !state.withLockAnnotated({ $0.closed }) {
             var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)]
             let ready = poll(&fds, 2, Self.pollTimeoutMilliseconds)

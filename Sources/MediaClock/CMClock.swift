@@ -10,6 +10,8 @@
 ///
 /// Thread-safety: instances of this class are immutable and may be used from any
 /// thread; subclasses must keep their overrides thread-safe.
+// @unchecked only because the class is open (a non-final class cannot be checked): its
+// fields are lets of Sendable types, and each subclass answers for its own.
 open class CMClock: @unchecked Sendable {
     /// The host clock this clock is a function of; also what `time` reads.
     public let hostClock: any HostClock

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import MutexAnnotations
 
 /// A controllable time line driven by a source clock or by another timebase
 /// (`CMTimebase`): `time = anchorTime + (sourceTime - anchorSourceTime) * rate`.
@@ -19,7 +20,7 @@ import Synchronization
 /// Thread-safety: all members may be called from any thread. The anchor and rate are
 /// guarded by a mutex that is never held while calling into the source, so chains of
 /// timebases cannot deadlock.
-public final class CMTimebase: @unchecked Sendable {
+public final class CMTimebase: Sendable {
     /// Posted (object: the timebase) when the time line is re-anchored by `setTime`,
     /// `setAnchorTime` or `setRateAndAnchorTime`.
     public static let timeJumpedNotification = Notification.Name("CMTimebaseNotification_TimeJumped")
@@ -101,7 +102,7 @@ public final class CMTimebase: @unchecked Sendable {
 
     /// The rate relative to the source: 0 stopped, 1 normal, negative reverse.
     public var rate: Float64 {
-        state.withLock { $0.rate }
+        state.withLockAnnotated { $0.rate }
     }
 
     /// The rate relative to the ultimate source clock: this rate times every ancestor
@@ -117,14 +118,14 @@ public final class CMTimebase: @unchecked Sendable {
     /// The timebase time at host time `hostTime` under the current anchor and rate.
     public func time(atHostTime hostTime: HostTime) -> CMTime {
         let sourceTime = sourceTime(atHostTime: hostTime)
-        return Self.map(state.withLock { $0 }, sourceTime: sourceTime)
+        return Self.map(state.withLockAnnotated { $0 }, sourceTime: sourceTime)
     }
 
     /// The host time at which the timebase reads `time` under the current anchor and
     /// rates (inverse of `time(atHostTime:)`, rounded to the nanosecond); `nil` when the
     /// effective rate is 0, `time` is not numeric, or the result is out of range.
     public func hostTime(forTime time: CMTime) -> HostTime? {
-        let snapshot = state.withLock { $0 }
+        let snapshot = state.withLockAnnotated { $0 }
         guard time.isNumeric, snapshot.rate != 0,
               let sinceAnchor = (time - snapshot.anchorTime).duration,
               let sourceElapsed = ExactArithmetic.divide(sinceAnchor.roundedNanoseconds, by: snapshot.rate)
@@ -146,7 +147,7 @@ public final class CMTimebase: @unchecked Sendable {
     public func setTime(_ time: CMTime) throws(CMTimebaseError) {
         guard time.isNumeric else { throw CMTimebaseError.invalidParameter }
         let sourceNow = currentSourceTime()
-        state.withLock {
+        state.withLockAnnotated {
             $0.anchorTime = time
             $0.anchorSourceTime = sourceNow
         }
@@ -161,7 +162,7 @@ public final class CMTimebase: @unchecked Sendable {
     public func setRate(_ rate: Float64) throws(CMTimebaseError) {
         guard rate.isFinite else { throw CMTimebaseError.invalidParameter }
         let sourceNow = currentSourceTime()
-        let changed = state.withLock { current -> Bool in
+        let changed = state.withLockAnnotated { current -> Bool in
             guard current.rate != rate else { return false }
             let now = Self.map(current, sourceTime: sourceNow)
             current = State(rate: rate, anchorTime: now, anchorSourceTime: sourceNow)
@@ -184,7 +185,7 @@ public final class CMTimebase: @unchecked Sendable {
         guard rate.isFinite, anchorTime.isNumeric, referenceTime.isNumeric else {
             throw CMTimebaseError.invalidParameter
         }
-        let changed = state.withLock { current -> Bool in
+        let changed = state.withLockAnnotated { current -> Bool in
             let changed = current.rate != rate
             current = State(rate: rate, anchorTime: anchorTime, anchorSourceTime: referenceTime)
             return changed
@@ -201,7 +202,7 @@ public final class CMTimebase: @unchecked Sendable {
     /// - Throws: `CMTimebaseError.invalidParameter` for non-numeric times.
     public func setAnchorTime(_ time: CMTime, referenceTime: CMTime) throws(CMTimebaseError) {
         guard time.isNumeric, referenceTime.isNumeric else { throw CMTimebaseError.invalidParameter }
-        state.withLock {
+        state.withLockAnnotated {
             $0.anchorTime = time
             $0.anchorSourceTime = referenceTime
         }

@@ -15,6 +15,9 @@ internal import CKernelClock
 /// Signals do not count: several before a wait wake it once. Waiters re-check whatever they
 /// wait for, as with any condition. One thread waits at a time; any thread may signal,
 /// including a real-time one (a single system call, no lock, no allocation).
+// @unchecked: the one field is a pointer to the futex word, which the kernel must be given
+// by address (so it cannot be a Swift Atomic); it is read and written only by the shim's
+// atomic operations and the futex system call, and freed in deinit when no thread can wait.
 public final class WakeSignal: @unchecked Sendable {
     // The futex word: 1 while a signal is pending. Allocated so its address is stable;
     // touched only through the shim's atomic operations.

@@ -11,6 +11,9 @@ internal import CALSA
 /// delay in frames, which the renderer plays out at the device's learned rate to find when
 /// the next written frame will be heard. Underruns are recovered with `snd_pcm_recover` and
 /// counted.
+// @unchecked: as `AudioOutput` requires, `open` and `close` run while no render thread uses
+// the output, and everything else on the render thread alone, so the PCM handles and the
+// timing state have one thread at a time; other threads read only atomics.
 public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     /// The buffer asked of the device: 100 ms rides out a render thread scheduled late on a
     /// loaded two-core machine, and is still a small share of a sound server's own latency.

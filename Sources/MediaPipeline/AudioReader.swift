@@ -1,6 +1,7 @@
 import Foundation
 import MediaClock
 import Synchronization
+import MutexAnnotations
 internal import CFFmpeg
 
 /// What a reader tells its owner. Delivered on the reader's own thread.
@@ -20,6 +21,9 @@ public enum AudioReaderEvent: Sendable, Equatable {
 ///
 /// Contract: `start()` once; `seek` and `stop` from any thread. Events arrive on the reader's
 /// thread and must not block it for long. The reader owns its `MediaSource` after `init`.
+// @unchecked: the vars (read position, serial, flags) and the decoder are the reader
+// thread's alone once `start()` has begun it (`init` sets them before); other threads reach
+// it only through `pendingSeek` (a Mutex), the atomics and the wake signal.
 public final class AudioReader: @unchecked Sendable {
     /// How far before a seek target decoding starts, so codecs that need earlier packets to
     /// rebuild their state (MP3's bit reservoir, AAC's overlap, Opus's 80 ms pre-roll) give
@@ -68,7 +72,7 @@ public final class AudioReader: @unchecked Sendable {
         decoder = try AudioDecoder(source: source, streamIndex: Int32(track.streamIndex), output: ring.format)
         discardBefore = startFrame
         if startFrame > 0 {
-            pendingSeek.withLock { $0 = (startFrame, serial) }
+            pendingSeek.withLockAnnotated { $0 = (startFrame, serial) }
         } else {
             nextFrame = nil
         }
@@ -88,7 +92,7 @@ public final class AudioReader: @unchecked Sendable {
 
     /// Moves reading to item frame `frame`; blocks produced after this carry `serial`.
     public func seek(toFrame frame: Int64, serial: Int) {
-        pendingSeek.withLock { $0 = (frame, serial) }
+        pendingSeek.withLockAnnotated { $0 = (frame, serial) }
         wake.signal()
     }
 
@@ -113,7 +117,7 @@ public final class AudioReader: @unchecked Sendable {
         defer { var p: UnsafeMutablePointer<AVPacket>? = packet; av_packet_free(&p) }
         var consecutiveErrors = 0
         while !stopping {
-            if let seek = pendingSeek.withLock({ value -> (frame: Int64, serial: Int)? in defer { value = nil }; return value }) {
+            if let seek = pendingSeek.withLockAnnotated({ value -> (frame: Int64, serial: Int)? in defer { value = nil }; return value }) {
                 perform(seek: seek)
                 consecutiveErrors = 0
             }
@@ -199,7 +203,7 @@ public final class AudioReader: @unchecked Sendable {
         }
     }
 
-    private var pendingSeekIsEmpty: Bool { pendingSeek.withLock { $0 == nil } }
+    private var pendingSeekIsEmpty: Bool { pendingSeek.withLockAnnotated { $0 == nil } }
 
     /// The item frame a stream timestamp stands for at the output rate.
     private func itemFrame(forPTS pts: Int64) -> Int64 {

@@ -1,6 +1,7 @@
 import Foundation
 import MediaClock
 import Synchronization
+import MutexAnnotations
 
 /// The real-time render thread: pulls PCM from an `AudioRing`, places it on the output's
 /// timeline as the player asks, and reports when each frame is heard.
@@ -9,6 +10,9 @@ import Synchronization
 /// logs, and meets other threads only through the ring's atomics and two mutexes it takes
 /// with `withLockIfAvailable`, so it never waits: a contended control is read next period,
 /// a contended status is published next period.
+// @unchecked: every var and the buffer belong to the render thread (they are set up in init,
+// before it starts); other threads meet it only through `control` and `published` (Mutexes),
+// the ring's atomics and `running`.
 public final class AudioRenderer: @unchecked Sendable {
     /// The longest the thread blocks on the device before re-reading its control, so that
     /// a stop is honoured promptly even if a device hangs.
@@ -138,17 +142,17 @@ public final class AudioRenderer: @unchecked Sendable {
 
     /// Posts a new control. Any thread; never blocks the render thread for more than a copy.
     public func update(_ change: (inout RenderControl) -> Void) {
-        control.withLock { value in
+        control.withLockAnnotated { value in
             change(&value)
             value.generation += 1
         }
     }
 
     /// The current control (for the player's bookkeeping).
-    public var currentControl: RenderControl { control.withLock { $0 } }
+    public var currentControl: RenderControl { control.withLockAnnotated { $0 } }
 
     /// The latest report. Any thread.
-    public var currentStatus: RenderStatus { published.withLock { $0 } }
+    public var currentStatus: RenderStatus { published.withLockAnnotated { $0 } }
 
     // MARK: - The render thread
 
@@ -158,7 +162,7 @@ public final class AudioRenderer: @unchecked Sendable {
         while running.load(ordering: .acquiring) {
             let wanted = timingPrecision == .relaxed ? output.relaxedWriteFrames : output.periodFrames
             let writable = output.waitUntilWritable(frames: wanted, timeout: Self.deviceWaitLimit)
-            if let latest = control.withLockIfAvailable({ $0 }), latest.generation != applied.generation {
+            if let latest = control.withLockIfAvailableAnnotated({ $0 }), latest.generation != applied.generation {
                 apply(latest)
             }
             dropStale()
@@ -286,7 +290,7 @@ public final class AudioRenderer: @unchecked Sendable {
 
     private func publish() {
         let snapshot = status
-        _ = published.withLockIfAvailable { $0 = snapshot }
+        _ = published.withLockIfAvailableAnnotated { $0 = snapshot }
     }
 
     private func apply(_ latest: RenderControl) {
@@ -555,7 +559,7 @@ public final class AudioRenderer: @unchecked Sendable {
         // does) instead of taking silence, unless the player has moved on or stops.
         if !output.isRealtime, pendingEnd == nil {
             while currentHead() == nil, running.load(ordering: .relaxed),
-                  control.withLockIfAvailable({ $0.generation }) ?? applied.generation == applied.generation {
+                  control.withLockIfAvailableAnnotated({ $0.generation }) ?? applied.generation == applied.generation {
                 usleep(Self.offlineIdleSleepMicroseconds)
             }
         }

@@ -30,6 +30,9 @@ public struct AudioBlockHeader: Sendable {
 /// an acquire load and hands it back the same way. Blocks are tagged with a seek serial so
 /// that the consumer can drop stale data after a seek without the producer's help (ffplay's
 /// scheme).
+// @unchecked: the sample and header buffers are raw memory shared by one producer and one
+// consumer; a block is the producer's until `written` is stored with release ordering and
+// the consumer's until `read` is, so each block has one owner at a time.
 public final class AudioRing: @unchecked Sendable {
     /// Frames one block holds. 1024 frames is one AAC frame and about 21 ms at 48 kHz: small
     /// enough that a seek discards little, large enough that per-block overhead is noise.

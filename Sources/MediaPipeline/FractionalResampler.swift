@@ -26,7 +26,8 @@ import Foundation
 ///
 /// Real-time contract: `init` allocates everything; `prime` and `render` allocate nothing,
 /// take no locks, and call their `pull` closure for input frames on the calling thread.
-public final class FractionalResampler: @unchecked Sendable {
+/// Not `Sendable`: a resampler belongs to one thread (a renderer's).
+public final class FractionalResampler {
     /// Taps of the interpolation filter, in output frames: 16 keeps aliasing and ripple far
     /// below audibility for ratios within ±0.1 % and costs 16 multiply-adds per sample. The
     /// anti-aliasing filter spans as many output frames, `tapCount × ratio` input frames.

@@ -8,6 +8,9 @@ internal import CFFmpeg
 /// Not thread-safe: one thread uses a source at a time (the asset loader while probing, then
 /// the reader thread while playing). `interrupt()` alone may be called from any thread; it
 /// makes a blocked read return promptly so that a player never hangs on a dead server.
+// @unchecked: the FFmpeg context is used by one thread at a time, handed over whole (the
+// asset loader, then the player's event queue, then the reader thread); `interrupt()`,
+// the one call from anywhere, touches only atomics.
 public final class MediaSource: @unchecked Sendable {
     /// How long one network read may block before the input is declared unreachable.
     /// Five seconds: long enough for a slow LAN server, short enough that a bad URL is

@@ -11,6 +11,9 @@ import Synchronization
 /// model is a FIFO of `bufferFrames` drained from the first write at
 /// `sampleRate * (1 + driftPPM / 1e6)` frames per host second; when the FIFO runs dry the
 /// device underruns and restarts at the next write, as ALSA does.
+// @unchecked: as `AudioOutput` requires, `open` and `close` run while no render thread uses
+// the output and everything else on the render thread alone, so the FIFO's state has one
+// thread at a time; the underrun count, read anywhere, is atomic.
 public final class NullOutput: AudioOutput, @unchecked Sendable {
     /// One period: 10 ms, the common low-latency period of real cards.
     public static let periodDuration: Duration = .milliseconds(10)

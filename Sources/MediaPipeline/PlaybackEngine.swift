@@ -1,5 +1,6 @@
 import Foundation
 import MediaClock
+import MutexAnnotations
 import Synchronization
 
 /// One player's audio path: an output opened once, a ring, the render thread, and the
@@ -8,7 +9,7 @@ import Synchronization
 /// Contract: methods may be called from any thread but are meant to be driven by one owner
 /// (the player) that serialises them; the engine guards its own fields with a lock that
 /// the render thread never touches.
-public final class PlaybackEngine: @unchecked Sendable {
+public final class PlaybackEngine: Sendable {
     /// Decoded audio held ahead of the device: two seconds absorbs a slow network read or a
     /// busy core without a stall, and is what a seek throws away at most.
     public static let readAhead: Duration = .seconds(2)
@@ -18,11 +19,16 @@ public final class PlaybackEngine: @unchecked Sendable {
     private let hostMapping: @Sendable (HostTime) -> HostTime
     /// Where the render thread records presentation times, when asked.
     public let capture: RenderCapture?
-    private let lock = NSLock()
-    private var output: (any AudioOutput)?
-    private var renderer: AudioRenderer?
-    private var reader: AudioReader?
-    private var readerError: MediaError?
+    /// What the engine has opened and started so far.
+    private struct Parts {
+        var output: (any AudioOutput)?
+        var renderer: AudioRenderer?
+        var reader: AudioReader?
+        var readerError: MediaError?
+        /// Set by `shutdown`: an output opened after it is closed at once.
+        var isShutDown = false
+    }
+    private let parts = Mutex(Parts())
 
     /// An engine for `spec`. `hostMapping` converts the real CLOCK_MONOTONIC times devices
     /// report into the host clock the player uses (identity, unless the process simulates
@@ -37,84 +43,105 @@ public final class PlaybackEngine: @unchecked Sendable {
     deinit { shutdown() }
 
     /// The output's format, once open.
-    public var format: AudioFormat? { lock.withLock { output?.format } }
+    public var format: AudioFormat? { parts.withLockAnnotated { $0.output?.format } }
     /// The output's name, once open.
-    public var outputName: String { lock.withLock { output?.name } ?? spec.description }
+    public var outputName: String { parts.withLockAnnotated { $0.output?.name } ?? spec.description }
     /// Whether frames are heard in real time (false when rendering to a file).
-    public var isRealtime: Bool { lock.withLock { output?.isRealtime } ?? true }
+    public var isRealtime: Bool { parts.withLockAnnotated { $0.output?.isRealtime } ?? true }
     /// Device underruns recovered so far.
-    public var underrunCount: Int { lock.withLock { output?.underrunCount } ?? 0 }
+    public var underrunCount: Int { parts.withLockAnnotated { $0.output?.underrunCount } ?? 0 }
 
     /// Opens the output on first use (in `preferred` format, or as near as the device
-    /// allows) and starts the render thread. Later calls return the open format.
+    /// allows) and starts the render thread. Later calls return the open format. Blocks
+    /// while the device opens (a sound server's round trips), but without the engine's lock:
+    /// status, control and seeks from other threads go on meanwhile.
     @discardableResult
     public func prepare(preferred: AudioFormat) throws(MediaError) -> AudioFormat {
-        lock.lock()
-        defer { lock.unlock() }
-        if let output { return output.format }
+        if let format = parts.withLockAnnotated({ $0.output?.format }) { return format }
         let candidate = spec.makeOutput()
         try candidate.open(preferred: preferred)
         let ring = AudioRing(format: candidate.format, capacity: Self.readAhead)
         let renderer = AudioRenderer(output: candidate, ring: ring, hostMapping: hostMapping, capture: capture)
-        output = candidate
-        self.renderer = renderer
-        renderer.start()
-        return candidate.format
+        enum Outcome: Sendable { case installed, alreadyOpen(AudioFormat), shutDown }
+        let outcome = parts.withLockAnnotated { parts -> Outcome in
+            if parts.isShutDown { return .shutDown }
+            if let output = parts.output { return .alreadyOpen(output.format) }
+            parts.output = candidate
+            parts.renderer = renderer
+            renderer.start()
+            return .installed
+        }
+        switch outcome {
+        case .installed:
+            return candidate.format
+        case .alreadyOpen(let format):
+            candidate.close()
+            return format
+        case .shutDown:
+            candidate.close()
+            throw .outputFailure(device: spec.description, reason: "the player was closed")
+        }
     }
 
-    /// Starts reading `source` into the ring under `serial` from item frame `startFrame`,
-    /// replacing any previous reader. The render thread stays idle until told to play.
-    public func load(source: MediaSource, serial: Int, startFrame: Int64,
+    /// Makes a reader of `source` into the ring under `serial` from item frame `startFrame`,
+    /// replacing (and first stopping) any previous reader, and starts it unless `start` is
+    /// false (then `startReader()` does). The render thread stays idle until told to play.
+    public func load(source: MediaSource, serial: Int, startFrame: Int64, start: Bool = true,
                      onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
         unload()
-        let ring: AudioRing? = lock.withLock { renderer?.ring }
+        let ring: AudioRing? = parts.withLockAnnotated { $0.renderer?.ring }
         guard let ring else { throw .outputFailure(device: spec.description, reason: "output not open") }
         source.resetInterrupt()
-        lock.withLock { readerError = nil }
+        parts.withLockAnnotated { $0.readerError = nil }
         let newReader = try AudioReader(source: source, ring: ring, serial: serial, startFrame: startFrame) { [weak self] event in
-            if case .failed(_, _, let error) = event { self?.lock.withLock { self?.readerError = error } }
+            if case .failed(_, _, let error) = event { self?.parts.withLockAnnotated { $0.readerError = error } }
             onEvent(event)
         }
-        lock.withLock { reader = newReader }
-        newReader.start()
+        parts.withLockAnnotated { $0.reader = newReader }
+        if start { newReader.start() }
+    }
+
+    /// Starts the current reader, when `load` was told not to.
+    public func startReader() {
+        parts.withLockAnnotated { $0.reader }?.start()
     }
 
     /// Stops the current reader; its blocks become stale at the next serial.
     public func unload() {
-        let old: AudioReader? = lock.withLock { defer { reader = nil }; return reader }
+        let old: AudioReader? = parts.withLockAnnotated { parts in defer { parts.reader = nil }; return parts.reader }
         old?.stop()
     }
 
     /// Moves the current reader to item frame `frame` under a new `serial`.
     public func seek(toFrame frame: Int64, serial: Int) {
-        lock.withLock { reader }?.seek(toFrame: frame, serial: serial)
+        parts.withLockAnnotated { $0.reader }?.seek(toFrame: frame, serial: serial)
     }
 
     /// Changes what the render thread does.
     public func render(_ change: (inout RenderControl) -> Void) {
-        lock.withLock { renderer }?.update(change)
+        parts.withLockAnnotated { $0.renderer }?.update(change)
     }
 
     /// Frames decoded and waiting in the ring.
     public var queuedFrames: Int {
-        lock.withLock { renderer }.map { $0.ring.queuedBlocks * AudioRing.framesPerBlock } ?? 0
+        parts.withLockAnnotated { $0.renderer }.map { $0.ring.queuedBlocks * AudioRing.framesPerBlock } ?? 0
     }
 
     /// The error the current reader stopped on, if it failed.
-    public var lastReaderError: MediaError? { lock.withLock { readerError } }
+    public var lastReaderError: MediaError? { parts.withLockAnnotated { $0.readerError } }
 
     /// The control last posted to the render thread.
-    public var currentControl: RenderControl? { lock.withLock { renderer }?.currentControl }
+    public var currentControl: RenderControl? { parts.withLockAnnotated { $0.renderer }?.currentControl }
 
     /// The render thread's latest report.
-    public var status: RenderStatus { lock.withLock { renderer }?.currentStatus ?? RenderStatus() }
+    public var status: RenderStatus { parts.withLockAnnotated { $0.renderer }?.currentStatus ?? RenderStatus() }
 
     /// Stops reading and rendering and closes the output.
     public func shutdown() {
         unload()
-        let (oldRenderer, oldOutput): (AudioRenderer?, (any AudioOutput)?) = lock.withLock {
-            defer { renderer = nil; output = nil }
-            return (renderer, output)
+        let (oldRenderer, oldOutput): (AudioRenderer?, (any AudioOutput)?) = parts.withLockAnnotated { parts in
+            defer { parts.renderer = nil; parts.output = nil; parts.isShutDown = true }
+            return (parts.renderer, parts.output)
         }
         oldRenderer?.stop()
         oldOutput?.close()

@@ -1,6 +1,7 @@
 import Foundation
 import MediaClock
 import Synchronization
+import MutexAnnotations
 internal import CPulse
 
 /// Reads a PulseAudio server's own latency figures for the stream ALSA's `pulse` plugin
@@ -37,6 +38,9 @@ internal import CPulse
 /// input, the server reads each one's latency in turn, so a stream's place in the list
 /// (its age among the server's streams) would move the moment its figures describe away
 /// from the round trip's midpoint, by tens of µs, differently for every stream.
+// @unchecked: the question in flight (`mainloop`, `context`, the candidates and the index
+// found) is touched only by libpulse's mainloop thread once `init` has started it; what
+// other threads read is `latest` (a Mutex) and atomics.
 final class PulseLatencyProbe: @unchecked Sendable {
     /// One answer: at host time `host`, `queuedFrames` of the stream (in the sink's frames:
     /// the server counts its latency in audio, not in host time) stood before the frame
@@ -173,7 +177,7 @@ final class PulseLatencyProbe: @unchecked Sendable {
 
     /// The newest point. Never blocks: nil when the probe is busy publishing one (the
     /// caller keeps the last it read) or has none yet; once made, points are only replaced.
-    var point: Point? { latest.withLockIfAvailable { $0 } ?? nil }
+    var point: Point? { latest.withLockIfAvailableAnnotated { $0 } ?? nil }
 
     /// Stops asking and disconnects; waits for the probe's thread.
     func stop() {
@@ -324,7 +328,7 @@ final class PulseLatencyProbe: @unchecked Sendable {
         case .publishMoved:
             moves.add(1, ordering: .relaxed)
         }
-        latest.withLock { $0 = point }
+        latest.withLockAnnotated { $0 = point }
     }
 
     /// On the mainloop's thread: one sink input of the answer, or its end.

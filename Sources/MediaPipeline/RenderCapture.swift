@@ -18,6 +18,9 @@ import MediaClock
 /// device's own report, smoothed_ns the smoothed line playback was placed by (the same for a
 /// device whose reports are exact), rate the item frames played per frame heard (1 at
 /// normal speed, so a period's content moves on by `frames × rate`).
+// @unchecked: the record buffer is raw memory shared by one producer (the render thread)
+// and one consumer (the writer thread), each record owned by one side at a time through the
+// release/acquire `written` and `read` counters; the file is the writer thread's.
 public final class RenderCapture: @unchecked Sendable {
     struct Record {
         var hostNanoseconds: Int64

@@ -11,6 +11,9 @@ import Synchronization
 ///
 /// The render thread writes through a buffer allocated at `open`; the file is written with
 /// plain `write(2)` calls, which is acceptable here because nothing is heard in real time.
+// @unchecked: as `AudioOutput` requires, `open` and `close` run while no render thread uses
+// the output and everything else on the render thread alone, so the descriptor and counts
+// have one thread at a time.
 public final class WAVFileOutput: AudioOutput, @unchecked Sendable {
     /// Frames rendered per call: 4096 keeps system calls few without much memory.
     public static let periodFrameCount = 4096

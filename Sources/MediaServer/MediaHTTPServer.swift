@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import MutexAnnotations
 
 /// A small HTTP/1.1 server for the files a group leader plays, so that followers on other
 /// machines can open them with FFmpeg.
@@ -10,7 +11,7 @@ import Synchronization
 /// and the connection is closed. Each connection has its own thread, bounded in number,
 /// every socket read has a timeout and every request header a deadline, so a stalled or
 /// trickling client cannot hold the server.
-public final class MediaHTTPServer: @unchecked Sendable {
+public final class MediaHTTPServer: Sendable {
     /// Connections served at once; more wait in the listen queue. Sixty-four is far above a
     /// household's rooms and small enough for a modest machine's threads.
     public static let maximumConnections = 64
@@ -78,7 +79,7 @@ public final class MediaHTTPServer: @unchecked Sendable {
     public func publish(_ file: URL, id: String) -> String {
         let name = file.lastPathComponent.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? "item"
         let path = "/items/\(id)/\(name)"
-        files.withLock { $0[path] = file }
+        files.withLockAnnotated { $0[path] = file }
         return path
     }
 
@@ -185,7 +186,7 @@ public final class MediaHTTPServer: @unchecked Sendable {
             respond(client, status: 405, reason: "Method Not Allowed", extra: ["Allow: GET, HEAD"], close: !keepAlive)
             return keepAlive
         }
-        guard let file = files.withLock({ $0[path] }) else {
+        guard let file = files.withLockAnnotated({ $0[path] }) else {
             respond(client, status: 404, reason: "Not Found", close: !keepAlive)
             return keepAlive
         }

@@ -3,6 +3,7 @@ import Foundation
 import MediaClock
 import MediaPipeline
 import Synchronization
+import MutexAnnotations
 
 /// Records an ALSA capture device on a thread of its own, maps every captured frame to the
 /// host time at which it was captured, and finds onsets: sound after a stretch of silence,
@@ -23,6 +24,9 @@ import Synchronization
 /// capture frame 0; an onset is placed with the median of the estimates around it, which
 /// removes the jitter of single latency reports. What this cannot remove is any constant
 /// error in the capture path's own latency report (see `StartBenchmark`'s notes).
+// @unchecked: the PCM and status handles are used by the capture thread while it runs, and
+// otherwise (opening, the drop after `stop` has waited for the thread, deinit) by one
+// thread with none running; what the capture learns is in `state`, a Mutex.
 final class ALSACapture: @unchecked Sendable {
     /// Frames per read by default: 5 ms gives two hundred timestamp estimates a second.
     static let defaultPeriod: Duration = .milliseconds(5)
@@ -174,10 +178,10 @@ final class ALSACapture: @unchecked Sendable {
     }
 
     /// Frames captured so far: onsets after this mark are new.
-    var mark: Int64 { state.withLock { $0.framesRead } }
+    var mark: Int64 { state.withLockAnnotated { $0.framesRead } }
 
     /// Overruns recovered so far.
-    var overruns: Int { state.withLock { $0.overruns } }
+    var overruns: Int { state.withLockAnnotated { $0.overruns } }
 
     /// Waits for the first onset after capture frame `mark` and for the reads around it,
     /// then places it in host time. Nil when none came within `timeout`.
@@ -185,7 +189,7 @@ final class ALSACapture: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout
         let window = format.frames(in: Self.estimateWindow)
         while ContinuousClock.now < deadline {
-            let onset: Onset? = try state.withLock { state throws(BenchError) in
+            let onset: Onset? = try state.withLockAnnotated { state throws(BenchError) in
                 if let failure = state.failure { throw BenchError(failure) }
                 guard let frame = state.onsets.first(where: { $0 > mark }), state.framesRead >= frame + window,
                       let edge = state.edges[frame] else { return nil }
@@ -219,11 +223,11 @@ final class ALSACapture: @unchecked Sendable {
                 let code = Int32(got)
                 if code == chorus_eagain() || code == chorus_eintr() { continue }
                 if snd_pcm_recover(pcm, code, 1) < 0 {
-                    state.withLock { $0.failure = "capture \(device): \(String(cString: snd_strerror(code)))" }
+                    state.withLockAnnotated { $0.failure = "capture \(device): \(String(cString: snd_strerror(code)))" }
                     return
                 }
                 snd_pcm_start(pcm)
-                state.withLock { state in
+                state.withLockAnnotated { state in
                     state.overruns += 1
                     state.validFrom = state.framesRead
                     state.silentFrames = 0
@@ -232,7 +236,7 @@ final class ALSACapture: @unchecked Sendable {
             }
             let frames = Int(got)
             let origin = captureOrigin()
-            state.withLock { state in
+            state.withLockAnnotated { state in
                 for index in 0..<frames {
                     var level: Float = 0
                     for channel in 0..<channels { level = max(level, abs(buffer[index * channels + channel])) }

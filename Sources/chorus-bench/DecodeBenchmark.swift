@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import MediaPipeline
+import MutexAnnotations
+import Synchronization
 
 /// `chorus-bench decode FILE...`: CPU time per second of audio to decode and convert to the
 /// device format with Chorus's reader, next to ffmpeg decoding the same files.
@@ -164,9 +166,8 @@ struct DecodeBenchmark: ParsableCommand {
 }
 
 /// The reader's failure message, handed from its thread to the draining one.
-private final class ReaderFailure: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: String?
-    var message: String? { lock.withLock { value } }
-    func set(_ message: String) { lock.withLock { value = message } }
+private final class ReaderFailure: Sendable {
+    private let value = Mutex<String?>(nil)
+    var message: String? { value.withLockAnnotated { $0 } }
+    func set(_ message: String) { value.withLockAnnotated { $0 = message } }
 }

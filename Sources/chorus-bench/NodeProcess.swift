@@ -1,5 +1,7 @@
 import Foundation
 import MediaClock
+import MutexAnnotations
+import Synchronization
 
 /// A program run in the background for the length of a benchmark scenario (a `chorus lead`,
 /// a `chorus follow`, a snapserver or snapclient), unlike `ChildProcess`, which runs one to
@@ -9,7 +11,7 @@ import MediaClock
 /// (CLOCK_MONOTONIC, the clock of render captures) it arrived at, and copied to a log file;
 /// its standard input is a pipe when asked for (for `chorus lead --commands`), else
 /// /dev/null; its standard output is discarded.
-final class NodeProcess: @unchecked Sendable {
+final class NodeProcess: Sendable {
     /// One line of standard error and when it arrived.
     struct Line {
         var host: HostTime
@@ -19,27 +21,35 @@ final class NodeProcess: @unchecked Sendable {
     let name: String
     let arguments: [String]
     let environment: [String: String]
-    /// Host time just before the process was started.
-    private(set) var launchedAt = HostTime(nanoseconds: 0)
+    /// What the reading of standard error has gathered, and where it copies it: the pipe's
+    /// handler writes it on a thread of its own, and `stop` may give up waiting for that.
+    private struct Output {
+        var launchedAt = HostTime(nanoseconds: 0)
+        var lines: [Line] = []
+        var partial = Data()
+        /// The log file; nil once closed, so that a late line is not written to it.
+        var log: FileHandle?
+    }
+
     private let process = Process()
     private let input: Pipe?
     private let errors = Pipe()
-    private let log: FileHandle?
-    private let lock = NSLock()
-    private var lines: [Line] = []
-    private var partial = Data()
+    private let output: Mutex<Output>
     private let drained = DispatchSemaphore(value: 0)
+
+    /// Host time just before the process was started.
+    var launchedAt: HostTime { output.withLockAnnotated { $0.launchedAt } }
 
     init(name: String, arguments: [String], environment: [String: String] = [:], stdin: Bool = false, logPath: String?) {
         self.name = name
         self.arguments = arguments
         self.environment = environment
         input = stdin ? Pipe() : nil
+        var log: FileHandle?
         if let logPath, FileManager.default.createFile(atPath: logPath, contents: nil) {
             log = FileHandle(forWritingAtPath: logPath)
-        } else {
-            log = nil
         }
+        output = Mutex(Output(log: log))
     }
 
     /// The command as a shell would read it.
@@ -67,7 +77,7 @@ final class NodeProcess: @unchecked Sendable {
             }
             self.take(data)
         }
-        launchedAt = HostTime.now()
+        output.withLockAnnotated { $0.launchedAt = HostTime.now() }
         do {
             try process.run()
         } catch {
@@ -77,13 +87,13 @@ final class NodeProcess: @unchecked Sendable {
 
     private func take(_ data: Data) {
         let now = HostTime.now()
-        log?.write(data)
-        lock.withLock {
-            partial.append(data)
-            while let newline = partial.firstIndex(of: UInt8(ascii: "\n")) {
-                let text = String(decoding: partial[partial.startIndex..<newline], as: UTF8.self)
-                lines.append(Line(host: now, text: text))
-                partial.removeSubrange(partial.startIndex...newline)
+        output.withLockAnnotated { output in
+            output.log?.write(data)
+            output.partial.append(data)
+            while let newline = output.partial.firstIndex(of: UInt8(ascii: "\n")) {
+                let text = String(decoding: output.partial[output.partial.startIndex..<newline], as: UTF8.self)
+                output.lines.append(Line(host: now, text: text))
+                output.partial.removeSubrange(output.partial.startIndex...newline)
             }
         }
     }
@@ -96,7 +106,7 @@ final class NodeProcess: @unchecked Sendable {
     var isRunning: Bool { process.isRunning }
 
     /// Lines of standard error so far.
-    var errorLines: [Line] { lock.withLock { lines } }
+    var errorLines: [Line] { output.withLockAnnotated { $0.lines } }
 
     /// Asks it to stop with `signal` (or, for a leader, the `quit` command when `quit` is
     /// set) and waits up to `timeout`, then kills it. Returns its exit status.
@@ -119,7 +129,10 @@ final class NodeProcess: @unchecked Sendable {
         // The reader hands over the last lines when the pipe closes; don't wait forever for
         // a grandchild that keeps it open.
         _ = drained.wait(timeout: .now() + 1)
-        try? log?.close()
+        output.withLockAnnotated { output in
+            try? output.log?.close()
+            output.log = nil
+        }
         return process.terminationStatus
     }
 }

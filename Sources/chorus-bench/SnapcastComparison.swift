@@ -1,6 +1,7 @@
 import Foundation
 import MediaClock
 import MediaPipeline
+import MutexAnnotations
 import Synchronization
 
 /// Snapcast and Chorus side by side, measured the same way from outside: each client (or
@@ -359,11 +360,10 @@ struct SnapcastComparison {
 
 /// Collects every onset an `ALSACapture` finds, as host times, on a thread of its own (the
 /// capture keeps only a few seconds of timestamp estimates, so onsets are placed as they come).
-final class OnsetCollector: @unchecked Sendable {
+final class OnsetCollector: Sendable {
     let capture: ALSACapture
-    private let lock = NSLock()
-    private var hosts: [Int64] = []
-    private var failed: String?
+    /// The onsets found so far (host nanoseconds), and why collecting stopped early.
+    private let found = Mutex<(hosts: [Int64], failed: String?)>(([], nil))
     private let running = Atomic<Bool>(true)
     private let exited = DispatchSemaphore(value: 0)
 
@@ -377,10 +377,10 @@ final class OnsetCollector: @unchecked Sendable {
                 do {
                     if let onset = try capture.waitForOnset(after: mark, timeout: .milliseconds(200)) {
                         mark = onset.frame
-                        lock.withLock { hosts.append(onset.hostTime.nanoseconds) }
+                        found.withLockAnnotated { $0.hosts.append(onset.hostTime.nanoseconds) }
                     }
                 } catch {
-                    lock.withLock { failed = "\(error)" }
+                    found.withLockAnnotated { $0.failed = "\(error)" }
                     break
                 }
             }
@@ -396,11 +396,11 @@ final class OnsetCollector: @unchecked Sendable {
         capture.stop()
     }
 
-    var failure: String? { lock.withLock { failed } }
+    var failure: String? { found.withLockAnnotated { $0.failed } }
 
     /// Onsets heard within `window` (host nanoseconds).
     func onsets(in window: ClosedRange<Int64>) -> [Int64] {
-        lock.withLock { hosts.filter { window.contains($0) } }
+        found.withLockAnnotated { $0.hosts.filter { window.contains($0) } }
     }
 }
 

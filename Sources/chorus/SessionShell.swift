@@ -2,6 +2,7 @@ import AVPlayback
 import ChorusSession
 import Foundation
 import Logging
+import MutexAnnotations
 import Synchronization
 
 /// A session as the command line drives it: commands in, events out, and the player it
@@ -55,7 +56,7 @@ final class SessionShell: Sendable {
             for await event in events { show(event) }
             drained.signal()
         }
-        signalSources.withLock { sources in
+        signalSources.withLockAnnotated { sources in
             sources = [SIGINT, SIGTERM].map { sig in
                 signal(sig, SIG_IGN)
                 let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
@@ -71,7 +72,7 @@ final class SessionShell: Sendable {
     func finish() {
         // The stream ends when the session does; its last events are a few lines.
         drained.wait(timeout: .seconds(2))
-        signalSources.withLock { $0.forEach { $0.cancel() } }
+        signalSources.withLockAnnotated { $0.forEach { $0.cancel() } }
         terminal?.clearLine()
         terminal?.restore()
     }
@@ -143,10 +144,10 @@ final class SessionShell: Sendable {
         case .clock(let statistics):
             log.notice("\(statistics.line)")
         case .state(let state):
-            status.withLock { $0.state = state }
+            status.withLockAnnotated { $0.state = state }
             drawStatus()
         case .position(let time, let duration, let rate):
-            status.withLock { line in
+            status.withLockAnnotated { line in
                 line.position = time
                 line.duration = duration
                 line.rate = rate
@@ -159,7 +160,7 @@ final class SessionShell: Sendable {
 
     private func drawStatus() {
         guard let terminal else { return }
-        let line = status.withLock { $0 }
+        let line = status.withLockAnnotated { $0 }
         let position = line.position.isNumeric ? line.position.seconds : 0
         let total = line.duration.isNumeric ? line.duration.seconds : 0
         let filled = total > 0 ? min(Self.barWidth, max(0, Int(Double(Self.barWidth) * position / total))) : 0

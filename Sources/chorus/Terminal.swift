@@ -1,24 +1,32 @@
 import Foundation
+import MutexAnnotations
+import Synchronization
 
 /// The terminal as `chorus play` uses it: raw key input and a status line on stderr.
-final class Terminal: @unchecked Sendable {
+final class Terminal: Sendable {
     enum Key { case space, left, right, quit, slower, faster, normalSpeed, next, previous }
 
-    private var saved = termios()
-    private var raw = false
-    private let lock = NSLock()
+    /// The settings raw mode replaced, while it is on. A session restores them from
+    /// whichever thread ends it (a key, a signal, the end of the list), so the change of
+    /// mode and its record are made together under this lock.
+    private let saved = Mutex<termios?>(nil)
 
     /// Puts standard input in raw mode and calls `onKey` for each key on a reader thread.
     func enterRawMode(onKey: @escaping @Sendable (Key) -> Void) {
-        guard tcgetattr(STDIN_FILENO, &saved) == 0 else { return }
-        var settings = saved
+        var original = termios()
+        guard tcgetattr(STDIN_FILENO, &original) == 0 else { return }
+        var settings = original
         settings.c_lflag &= ~tcflag_t(ICANON | ECHO)
         withUnsafeMutableBytes(of: &settings.c_cc) { bytes in
             bytes[Int(VMIN)] = 1
             bytes[Int(VTIME)] = 0
         }
-        guard tcsetattr(STDIN_FILENO, TCSANOW, &settings) == 0 else { return }
-        raw = true
+        let entered = saved.withLockAnnotated { saved -> Bool in
+            guard saved == nil, tcsetattr(STDIN_FILENO, TCSANOW, &settings) == 0 else { return false }
+            saved = original
+            return true
+        }
+        guard entered else { return }
         let thread = Thread {
             var escape: [UInt8] = []
             var byte: UInt8 = 0
@@ -51,11 +59,10 @@ final class Terminal: @unchecked Sendable {
 
     /// Restores the terminal's settings.
     func restore() {
-        lock.withLock {
-            guard raw else { return }
-            var settings = saved
+        saved.withLockAnnotated { saved in
+            guard var settings = saved else { return }
             tcsetattr(STDIN_FILENO, TCSANOW, &settings)
-            raw = false
+            saved = nil
         }
     }
 

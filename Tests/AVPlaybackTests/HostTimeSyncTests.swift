@@ -1,4 +1,5 @@
 import Foundation
+import MutexAnnotations
 import Testing
 import ChorusTestSupport
 @testable import AVPlayback
@@ -80,7 +81,7 @@ import ChorusTestSupport
         let hostTime = HostTime.now() - .seconds(30)
         player.setRate(1, time: .zero, atHostTime: hostTime.cmTime)
         let format = try #require(player.engine.format)
-        let readFrom = player.lock.withLock { player.readerStartFrameLocked(format: format) }
+        let readFrom = player.state.withLockAnnotated { player.readerStartFrameLocked(&$0, format: format) }
         let marginFrames = format.frames(inNanoseconds: AVPlayer.lateStartMargin.nanosecondsClamped)
         // Due now, less the margin: at least 30 s in, and not past what a slow test machine
         // could have let pass since.
@@ -94,7 +95,7 @@ import ChorusTestSupport
         // A start ahead reads from its own item time.
         let ahead = HostTime.now() + .milliseconds(300)
         player.setRate(1, time: CMTime(value: 1, timescale: 1), atHostTime: ahead.cmTime)
-        #expect(player.lock.withLock { player.readerStartFrameLocked(format: format) } == 48_000)
+        #expect(player.state.withLockAnnotated { player.readerStartFrameLocked(&$0, format: format) } == 48_000)
     }
 
     @Test func refusedWhileWaitingToMinimizeStalls() throws {

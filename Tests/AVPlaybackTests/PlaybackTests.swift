@@ -153,6 +153,46 @@ import ChorusTestSupport
         #expect(refused.all == [false])
     }
 
+    /// Every property may be read and set from any thread while the player plays. Each is
+    /// set and read by two threads at once with nothing else between them (another lock
+    /// taken in between would order the two threads and hide a missing one from the
+    /// sanitizer), so under `make test-tsan` a property left outside its lock fails this.
+    @Test func itemAndPlayerPropertiesAreSafeFromTwoThreadsAtOnce() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil { item.status == .readyToPlay })
+        player.play()
+        let accesses: [@Sendable (Int) -> Void] = [
+            { step in item.forwardPlaybackEndTime = CMTime(value: Int64(step), timescale: 100); _ = item.forwardPlaybackEndTime },
+            { step in item.reversePlaybackEndTime = CMTime(value: Int64(step), timescale: 100); _ = item.reversePlaybackEndTime },
+            { step in item.preferredForwardBufferDuration = Double(step); _ = item.preferredForwardBufferDuration },
+            { step in item.audioTimePitchAlgorithm = step.isMultiple(of: 2) ? .varispeed : .spectral; _ = item.audioTimePitchAlgorithm },
+            { step in item.tracks.first?.isEnabled = true; _ = item.timebase?.rate },
+            { step in player.allowsExternalPlayback = step.isMultiple(of: 2); _ = player.allowsExternalPlayback },
+            { step in
+                player.usesExternalPlaybackWhileExternalScreenIsActive = step.isMultiple(of: 2)
+                _ = player.usesExternalPlaybackWhileExternalScreenIsActive
+            },
+        ]
+        for access in accesses {
+            // Threads of their own: Dispatch's concurrentPerform, under the sanitizer, ran
+            // the two halves one after the other.
+            let done = DispatchSemaphore(value: 0)
+            for _ in 0..<2 {
+                Thread {
+                    for step in 0..<2_000 { access(step) }
+                    done.signal()
+                }.start()
+            }
+            done.wait()
+            done.wait()
+        }
+        #expect(item.forwardPlaybackEndTime == CMTime(value: 1_999, timescale: 100))
+        #expect(!player.allowsExternalPlayback)
+        #expect(player.rate == 1)
+    }
+
     @Test func rateKeyValueObservationSeesPlayAndPause() throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))

@@ -3,6 +3,7 @@ import ChorusSession
 import ChorusTestSupport
 import Foundation
 import GroupSync
+import MutexAnnotations
 import Synchronization
 import Testing
 
@@ -83,7 +84,7 @@ import Testing
         let seen = Mutex<[Int]>([])
         let log = EventLog(session.events) { event in
             guard case .item(let index, _, _) = event else { return }
-            let count = seen.withLock { $0.append(index); return $0.count }
+            let count = seen.withLockAnnotated { $0.append(index); return $0.count }
             // next (to 1), previous (to 0, at once: not yet 3 s in), next, next (to 2),
             // next on the last item (nothing), then stop.
             switch count {

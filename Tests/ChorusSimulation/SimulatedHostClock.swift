@@ -1,5 +1,6 @@
 import MediaClock
 import Synchronization
+import MutexAnnotations
 
 /// A deterministic host clock for tests: its time moves only when told to, by
 /// `advance(by:)` or `set(_:)`, like NIO's `EmbeddedEventLoop.advanceTime`.
@@ -16,18 +17,18 @@ public final class SimulatedHostClock: HostClock {
 
     /// The frozen current time.
     public func now() -> HostTime {
-        current.withLock { $0 }
+        current.withLockAnnotated { $0 }
     }
 
     /// Moves time by `duration` (rounded to nanoseconds, saturating). A negative
     /// duration moves it backwards, which real monotonic clocks never do; tests use
     /// that only to probe robustness.
     public func advance(by duration: Duration) {
-        current.withLock { $0 = $0 + duration }
+        current.withLockAnnotated { $0 = $0 + duration }
     }
 
     /// Jumps to `time`, forwards or backwards.
     public func set(_ time: HostTime) {
-        current.withLock { $0 = time }
+        current.withLockAnnotated { $0 = time }
     }
 }

@@ -3,6 +3,7 @@ import Testing
 import GroupSync
 import MediaClock
 import Synchronization
+import MutexAnnotations
 
 /// Collects datagrams from a receive thread and lets a test wait for them (bounded).
 final class Inbox: Sendable {
@@ -10,7 +11,7 @@ final class Inbox: Sendable {
     private let arrived = DispatchSemaphore(value: 0)
 
     func put(_ datagram: UDPSocket.Datagram) {
-        items.withLock { $0.append(datagram) }
+        items.withLockAnnotated { $0.append(datagram) }
         arrived.signal()
     }
 
@@ -18,7 +19,7 @@ final class Inbox: Sendable {
     func next(timeout: Duration = .seconds(5)) -> UDPSocket.Datagram? {
         let nanoseconds = Int(timeout.components.seconds) * 1_000_000_000 + Int(timeout.components.attoseconds / 1_000_000_000)
         guard arrived.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success else { return nil }
-        return items.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        return items.withLockAnnotated { $0.isEmpty ? nil : $0.removeFirst() }
     }
 }
 

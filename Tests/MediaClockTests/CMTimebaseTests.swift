@@ -1,6 +1,7 @@
 import ChorusSimulation
 import Foundation
 import Synchronization
+import MutexAnnotations
 import Testing
 import MediaClock
 
@@ -18,11 +19,11 @@ private final class NotificationLog: Sendable {
     }
 
     private func record(_ name: Notification.Name) {
-        names.withLock { $0.append(name) }
+        names.withLockAnnotated { $0.append(name) }
     }
 
     func drain() -> [Notification.Name] {
-        names.withLock { current in
+        names.withLockAnnotated { current in
             defer { current.removeAll() }
             return current
         }

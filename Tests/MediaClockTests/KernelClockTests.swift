@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import MediaClock
 import Synchronization
+import MutexAnnotations
 
 /// Kernel stamps converted to host time by their age, and the timer that keeps its ticks
 /// on the host clock.
@@ -101,13 +102,13 @@ import Synchronization
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
             let took = WakeupPrecision.requestForCurrentThread()
-            outcome.withLock { $0.took = took; $0.own = WakeupPrecision.currentThreadSlack }
+            outcome.withLockAnnotated { $0.took = took; $0.own = WakeupPrecision.currentThreadSlack }
             done.signal()
         }
         thread.start()
         done.wait()
         let other = WakeupPrecision.currentThreadSlack
-        let (took, own, _) = outcome.withLock { $0 }
+        let (took, own, _) = outcome.withLockAnnotated { $0 }
         #expect(took)
         #expect(own == WakeupPrecision.preciseSlack)
         // Another thread keeps its own (the default 50 µs unless something set it).
