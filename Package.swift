@@ -95,12 +95,15 @@ let package = Package(
         // that moves only when told to.
         .target(name: "ChorusSimulation", dependencies: ["MediaClock", "MutexAnnotations"], path: "Tests/ChorusSimulation"),
 
+        // Counts a thread's heap allocations in the test process (the render path's must be none).
+        .target(name: "CAllocationCounter", path: "Tests/CAllocationCounter"),
+
         // Generated test media (real FFmpeg encodes), WAV reading, FFmpeg reference decodes.
         .target(name: "ChorusTestSupport", path: "Tests/ChorusTestSupport"),
         .testTarget(name: "MediaClockTests", dependencies: ["MediaClock", "MutexAnnotations", "ChorusSimulation"]),
         .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock", "MutexAnnotations", "ChorusSimulation"], exclude: ["Fixtures"]),
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "MediaPipeline", "ChorusTestSupport"]),
-        .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport", "ChorusSimulation"]),
+        .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport", "ChorusSimulation", "CAllocationCounter"]),
         .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "MutexAnnotations", "ChorusTestSupport"]),
         .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "ChorusSessionTests", dependencies: ["ChorusSession", "AVPlayback", "GroupSync", "MutexAnnotations", "ChorusTestSupport"]),

@@ -134,6 +134,15 @@ public final class AudioRenderer: @unchecked Sendable {
         thread.start()
     }
 
+    /// Runs `cycles` passes of the loop on the calling thread, for a test that watches what
+    /// a pass does (its allocations), instead of on the render thread, which must not be
+    /// running.
+    func cycleForTests(_ cycles: Int) {
+        running.store(true, ordering: .releasing)
+        for _ in 0..<cycles { cycle() }
+        running.store(false, ordering: .releasing)
+    }
+
     /// Stops the thread and waits for it to leave the device alone.
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
@@ -157,94 +166,98 @@ public final class AudioRenderer: @unchecked Sendable {
     // MARK: - The render thread
 
     private func run() {
+        while running.load(ordering: .acquiring) { cycle() }
+        publish()
+    }
+
+    /// One pass of the loop: waits for the device, takes the player's control, and
+    /// renders, writes and reports a period (or, in plain play, a few). Allocates nothing
+    /// in steady play; `RenderAllocationTests` counts.
+    func cycle() {
         let channels = ring.format.channels
-        let frameNanos = { (frames: Int64) in self.ring.format.nanoseconds(ofFrames: frames) }
-        while running.load(ordering: .acquiring) {
-            let wanted = timingPrecision == .relaxed ? output.relaxedWriteFrames : output.periodFrames
-            let writable = output.waitUntilWritable(frames: wanted, timeout: Self.deviceWaitLimit)
-            if let latest = control.withLockIfAvailableAnnotated({ $0 }), latest.generation != applied.generation {
-                apply(latest)
-            }
-            dropStale()
-            if !output.isRealtime && !hasWorkOffline() {
-                usleep(Self.offlineIdleSleepMicroseconds)
-                continue
-            }
-            let precision = neededPrecision()
-            if precision != timingPrecision {
-                timingPrecision = precision
-                output.setTimingPrecision(precision)
-            }
-            guard writable >= output.periodFrames else { continue }
-            // Plain play writes whole periods, as many as are free up to the relaxed write;
-            // everything kept to a schedule is placed a period at a time.
-            let frames = precision == .relaxed
-                ? min(bufferFrames, writable / output.periodFrames * output.periodFrames)
-                : min(bufferFrames, output.periodFrames)
-            // An underrun restarted the device, or its timing now comes from elsewhere: its
-            // timeline moved, and the line must follow.
-            let underruns = output.underrunCount
-            let sourceChanges = output.timingSourceChanges
-            if underruns != seenUnderruns || sourceChanges != seenSourceChanges {
-                // Reports from another source measured something else (the pulse plugin's
-                // interpolation, not the server's figures): the rate they gave is not kept.
-                timing.reset(keepingRate: sourceChanges == seenSourceChanges)
-                if underruns != seenUnderruns { replaceAfterUnderrun() }
-                seenUnderruns = underruns
-                seenSourceChanges = sourceChanges
-            }
-            // The device says when it read its state and how many frames it then held ahead
-            // of the next one; those play at its own rate, learned on the player's clock by
-            // the timing filter (nominal for a file). Counted at the nominal rate, a sound
-            // server's 100 ms would misplace every period by 10 µs per 100 ppm of the device's.
-            let timestamp = output.presentationTimestamp()
-            let mapped = PresentationTimestamp(host: hostMapping(timestamp.host), queuedFrames: timestamp.queuedFrames,
-                                               isRunning: timestamp.isRunning)
-            let frameNanoseconds = nominalFrameNanoseconds * (output.isRealtime ? timing.frameDurationRatio : 1)
-            let reported = mapped.presentation(frameNanoseconds: frameNanoseconds)
-            // The same moment on the device's own clock, for the capture.
-            let deviceHost = timestamp.presentation(frameNanoseconds: frameNanoseconds / hostMappingSlope)
-            noticeTimelineBreak(at: reported)
-            // A file's clock is exact already; a device's reports jitter.
-            let host = output.isRealtime ? timing.filter(mapped, frames: frames) : reported
-            let filled = render(into: buffer, frames: frames, channels: channels, host: host)
-            if let capture, status.phase == .playing || status.phase == .ended || status.phase == .failed {
-                // The content position of this period's first frame: the anchor projected
-                // back to the period start when content began partway through it.
-                let lead = Double((status.anchorHost - host).nanosecondsClamped) * Double(ring.format.sampleRate) / 1e9
-                    * status.anchorRate
-                let smoothing = host.nanoseconds &- reported.nanoseconds
-                let captured = output.isRealtime ? frames : filled
-                if let split = rateChangeSplit, split.frames < captured {
-                    // A period that changed speed partway is recorded as its two parts, so a
-                    // reader interpolating between rows never reads across two speeds.
-                    let second = deviceHost + .nanoseconds(Int64((Double(split.frames) * frameNanoseconds / hostMappingSlope).rounded()))
-                    capture.record(hostNanoseconds: deviceHost.nanoseconds, smoothedNanoseconds: deviceHost.nanoseconds &+ smoothing,
-                                   position: status.anchorPosition - lead, frames: split.frames,
-                                   sampleRate: ring.format.sampleRate, serial: applied.mode.serial, rate: status.anchorRate)
-                    capture.record(hostNanoseconds: second.nanoseconds, smoothedNanoseconds: second.nanoseconds &+ smoothing,
-                                   position: split.position, frames: captured - split.frames,
-                                   sampleRate: ring.format.sampleRate, serial: applied.mode.serial, rate: split.rate)
-                } else {
-                    capture.record(hostNanoseconds: deviceHost.nanoseconds, smoothedNanoseconds: deviceHost.nanoseconds &+ smoothing,
-                                   position: status.anchorPosition - lead, frames: captured,
-                                   sampleRate: ring.format.sampleRate, serial: applied.mode.serial, rate: status.anchorRate)
-                }
-            }
-            rateChangeSplit = nil
-            // A device must be fed whole periods (silence pads them); a file takes exactly
-            // the frames that would be heard, so a stall or the end adds nothing to it.
-            let count = output.isRealtime ? frames : filled
-            var offset = 0
-            while offset < count && running.load(ordering: .relaxed) {
-                let taken = output.write(buffer + offset * channels, frames: count - offset)
-                if taken <= 0 { break }
-                offset += taken
-            }
-            status.updatedAt = host + .nanoseconds(frameNanos(Int64(count)))
-            expectedHost = status.updatedAt
-            publish()
+        let wanted = timingPrecision == .relaxed ? output.relaxedWriteFrames : output.periodFrames
+        let writable = output.waitUntilWritable(frames: wanted, timeout: Self.deviceWaitLimit)
+        if let latest = control.withLockIfAvailableAnnotated({ $0 }), latest.generation != applied.generation {
+            apply(latest)
         }
+        dropStale()
+        if !output.isRealtime && !hasWorkOffline() {
+            usleep(Self.offlineIdleSleepMicroseconds)
+            return
+        }
+        let precision = neededPrecision()
+        if precision != timingPrecision {
+            timingPrecision = precision
+            output.setTimingPrecision(precision)
+        }
+        guard writable >= output.periodFrames else { return }
+        // Plain play writes whole periods, as many as are free up to the relaxed write;
+        // everything kept to a schedule is placed a period at a time.
+        let frames = precision == .relaxed
+            ? min(bufferFrames, writable / output.periodFrames * output.periodFrames)
+            : min(bufferFrames, output.periodFrames)
+        // An underrun restarted the device, or its timing now comes from elsewhere: its
+        // timeline moved, and the line must follow.
+        let underruns = output.underrunCount
+        let sourceChanges = output.timingSourceChanges
+        if underruns != seenUnderruns || sourceChanges != seenSourceChanges {
+            // Reports from another source measured something else (the pulse plugin's
+            // interpolation, not the server's figures): the rate they gave is not kept.
+            timing.reset(keepingRate: sourceChanges == seenSourceChanges)
+            if underruns != seenUnderruns { replaceAfterUnderrun() }
+            seenUnderruns = underruns
+            seenSourceChanges = sourceChanges
+        }
+        // The device says when it read its state and how many frames it then held ahead
+        // of the next one; those play at its own rate, learned on the player's clock by
+        // the timing filter (nominal for a file). Counted at the nominal rate, a sound
+        // server's 100 ms would misplace every period by 10 µs per 100 ppm of the device's.
+        let timestamp = output.presentationTimestamp()
+        let mapped = PresentationTimestamp(host: hostMapping(timestamp.host), queuedFrames: timestamp.queuedFrames,
+                                           isRunning: timestamp.isRunning)
+        let frameNanoseconds = nominalFrameNanoseconds * (output.isRealtime ? timing.frameDurationRatio : 1)
+        let reported = mapped.presentation(frameNanoseconds: frameNanoseconds)
+        // The same moment on the device's own clock, for the capture.
+        let deviceHost = timestamp.presentation(frameNanoseconds: frameNanoseconds / hostMappingSlope)
+        noticeTimelineBreak(at: reported)
+        // A file's clock is exact already; a device's reports jitter.
+        let host = output.isRealtime ? timing.filter(mapped, frames: frames) : reported
+        let filled = render(into: buffer, frames: frames, channels: channels, host: host)
+        if let capture, status.phase == .playing || status.phase == .ended || status.phase == .failed {
+            // The content position of this period's first frame: the anchor projected
+            // back to the period start when content began partway through it.
+            let lead = Double((status.anchorHost - host).nanosecondsClamped) * Double(ring.format.sampleRate) / 1e9
+                * status.anchorRate
+            let smoothing = host.nanoseconds &- reported.nanoseconds
+            let captured = output.isRealtime ? frames : filled
+            if let split = rateChangeSplit, split.frames < captured {
+                // A period that changed speed partway is recorded as its two parts, so a
+                // reader interpolating between rows never reads across two speeds.
+                let second = deviceHost + .nanoseconds(Int64((Double(split.frames) * frameNanoseconds / hostMappingSlope).rounded()))
+                capture.record(hostNanoseconds: deviceHost.nanoseconds, smoothedNanoseconds: deviceHost.nanoseconds &+ smoothing,
+                               position: status.anchorPosition - lead, frames: split.frames,
+                               sampleRate: ring.format.sampleRate, serial: applied.mode.serial, rate: status.anchorRate)
+                capture.record(hostNanoseconds: second.nanoseconds, smoothedNanoseconds: second.nanoseconds &+ smoothing,
+                               position: split.position, frames: captured - split.frames,
+                               sampleRate: ring.format.sampleRate, serial: applied.mode.serial, rate: split.rate)
+            } else {
+                capture.record(hostNanoseconds: deviceHost.nanoseconds, smoothedNanoseconds: deviceHost.nanoseconds &+ smoothing,
+                               position: status.anchorPosition - lead, frames: captured,
+                               sampleRate: ring.format.sampleRate, serial: applied.mode.serial, rate: status.anchorRate)
+            }
+        }
+        rateChangeSplit = nil
+        // A device must be fed whole periods (silence pads them); a file takes exactly
+        // the frames that would be heard, so a stall or the end adds nothing to it.
+        let count = output.isRealtime ? frames : filled
+        var offset = 0
+        while offset < count && running.load(ordering: .relaxed) {
+            let taken = output.write(buffer + offset * channels, frames: count - offset)
+            if taken <= 0 { break }
+            offset += taken
+        }
+        status.updatedAt = host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(count)))
+        expectedHost = status.updatedAt
         publish()
     }
 

@@ -1,0 +1,72 @@
+import CAllocationCounter
+import ChorusTestSupport
+import Foundation
+import MediaClock
+import Testing
+@testable import MediaPipeline
+
+/// The render path allocates nothing once playing: its passes are run on the test's thread,
+/// whose allocations the test process counts (the C library's allocator stood in for).
+@Suite(.serialized) struct RenderAllocationTests {
+    let format = AudioFormat(sampleRate: 48_000, channels: 2)
+    /// Passes before counting: a start, the device's first fill, the timing filter's first
+    /// reports. Plain play writes up to 40 ms a pass, so the ring's second lasts it 25.
+    static let warmUpCycles = 8
+    /// Passes counted: 12 periods of following, or about half a second of plain play.
+    static let countedCycles = 12
+
+    /// A ring holding a second of a ramp, of `serial`.
+    func filledRing(serial: Int) -> AudioRing {
+        let ring = AudioRing(format: format, capacity: .seconds(1))
+        var frame: Int64 = 0
+        while let samples = ring.nextWritableBlock() {
+            for index in 0..<(AudioRing.framesPerBlock * format.channels) { samples[index] = Float(index % 97) / 97 }
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: frame, frameCount: AudioRing.framesPerBlock, kind: .samples))
+            frame += Int64(AudioRing.framesPerBlock)
+        }
+        return ring
+    }
+
+    /// The allocations of `countedCycles` passes after the warm-up, on a null device.
+    func allocations(capture: Bool = false, _ control: (inout RenderControl) -> Void) throws -> Int {
+        let output = NullOutput()
+        try output.open(preferred: format)
+        let path = TestMedia.folder.appendingPathComponent("allocations-\(getpid()).cap").path
+        let renderer = AudioRenderer(output: output, ring: filledRing(serial: 1), capture: capture ? try RenderCapture(path: path) : nil)
+        renderer.update(control)
+        renderer.cycleForTests(Self.warmUpCycles)
+        #expect(renderer.currentStatus.phase == .playing, "the counted passes play content")
+        chorus_allocation_counting_start()
+        renderer.cycleForTests(Self.countedCycles)
+        return chorus_allocation_counting_stop()
+    }
+
+
+    @Test func theCounterSeesAnAllocation() throws {
+        try #require(chorus_allocation_counting_available() != 0, "not countable under a sanitizer")
+        chorus_allocation_counting_start()
+        let array = Array(repeating: UInt8(7), count: 4_096 + Int(getpid() % 3))
+        let counted = chorus_allocation_counting_stop()
+        #expect(array.count > 4_000)
+        #expect(counted >= 1, "an array's storage is an allocation the test must see")
+    }
+
+    @Test(arguments: [1.0, 1.5])
+    func plainPlayAllocatesNothing(rate: Double) throws {
+        try #require(chorus_allocation_counting_available() != 0, "not countable under a sanitizer")
+        let counted = try allocations { control in
+            control.mode = .play(serial: 1, frame: 0, hostTime: nil)
+            control.rate = rate
+        }
+        #expect(counted == 0, "\(counted) allocations in \(Self.countedCycles) passes at rate \(rate)")
+    }
+
+    @Test func followingATimelineWithACaptureAllocatesNothing() throws {
+        try #require(chorus_allocation_counting_available() != 0, "not countable under a sanitizer")
+        let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(50), rate: 1)
+        let counted = try allocations(capture: true) { control in
+            control.mode = .follow(serial: 1, timeline: timeline)
+        }
+        #expect(counted == 0, "\(counted) allocations in \(Self.countedCycles) passes")
+    }
+}
