@@ -86,14 +86,15 @@ let package = Package(
         .executableTarget(
             name: "chorus-bench",
             dependencies: [
-                "AVPlayback", "MediaPipeline", "MediaClock", "CALSA", "GroupSync", "MutexAnnotations",
+                "AVPlayback", "MediaPipeline", "MediaClock", "CALSA", "GroupSync", "MutexAnnotations", "ChorusSimulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
         // Simulations for tests and benchmarks that the product never uses: a host clock
-        // that moves only when told to.
-        .target(name: "ChorusSimulation", dependencies: ["MediaClock", "MutexAnnotations"], path: "Tests/ChorusSimulation"),
+        // that moves only when told to, and a relay that delays, drops, reorders and
+        // duplicates datagrams.
+        .target(name: "ChorusSimulation", dependencies: ["MediaClock", "GroupSync", "MutexAnnotations"], path: "Tests/ChorusSimulation"),
 
         // Counts a thread's heap allocations in the test process (the render path's must be none).
         .target(name: "CAllocationCounter", path: "Tests/CAllocationCounter"),

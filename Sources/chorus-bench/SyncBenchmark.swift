@@ -1,3 +1,4 @@
+import ChorusSimulation
 import ArgumentParser
 import Foundation
 import GroupSync

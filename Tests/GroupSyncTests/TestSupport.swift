@@ -1,3 +1,4 @@
+import ChorusSimulation
 import Foundation
 import GroupSync
 import MediaClock

@@ -1,4 +1,5 @@
 import Foundation
+import GroupSync
 import MediaClock
 import Synchronization
 import MutexAnnotations
