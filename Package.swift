@@ -73,14 +73,23 @@ let package = Package(
             dependencies: ["AVPlayback", "MediaPipeline", "GroupSync", "MediaServer", "MutexAnnotations", .product(name: "Logging", package: "swift-log")]
         ),
 
-        .executableTarget(
-            name: "chorus",
+        // The command line: arguments into sessions, keys and script commands into session
+        // commands, events into log lines and the status line.
+        .target(
+            name: "ChorusCommandLine",
             dependencies: [
                 "ChorusSession", "AVPlayback", "MediaClock", "GroupSync", "MediaServer", "CProcessArguments", "MutexAnnotations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+
+        .executableTarget(name: "chorus", dependencies: ["ChorusCommandLine"]),
+
+        // The command line with every group node on a simulated clock (--clock-offset,
+        // --clock-skew), for tests, benchmarks and the demo; not a product.
+        .executableTarget(name: "chorus-sim", dependencies: ["ChorusCommandLine", "ChorusSession", "ChorusSimulation"],
+                          path: "Tests/chorus-sim"),
 
         // Benchmarks: figures and ratios against ffmpeg, ffplay and others, run side by side.
         .executableTarget(
@@ -94,7 +103,7 @@ let package = Package(
         // Simulations for tests and benchmarks that the product never uses: a host clock
         // that moves only when told to, and a relay that delays, drops, reorders and
         // duplicates datagrams.
-        .target(name: "ChorusSimulation", dependencies: ["MediaClock", "GroupSync", "MutexAnnotations"], path: "Tests/ChorusSimulation"),
+        .target(name: "ChorusSimulation", dependencies: ["MediaClock", "GroupSync", "ChorusSession", "MutexAnnotations"], path: "Tests/ChorusSimulation"),
 
         // Counts a thread's heap allocations in the test process (the render path's must be none).
         .target(name: "CAllocationCounter", path: "Tests/CAllocationCounter"),
@@ -106,8 +115,8 @@ let package = Package(
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport", "ChorusSimulation", "CAllocationCounter"]),
         .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "MutexAnnotations", "ChorusTestSupport"]),
-        .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "MediaPipeline", "ChorusTestSupport"]),
-        .testTarget(name: "ChorusSessionTests", dependencies: ["ChorusSession", "AVPlayback", "GroupSync", "MutexAnnotations", "ChorusTestSupport"]),
+        .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "chorus-sim", "MediaPipeline", "ChorusTestSupport"]),
+        .testTarget(name: "ChorusSessionTests", dependencies: ["ChorusSession", "AVPlayback", "GroupSync", "MutexAnnotations", "ChorusTestSupport", "ChorusSimulation"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -19,6 +19,7 @@ mkdir -p "$runtime"
 echo "== building (release) =="
 "$swift" build -c release "${scratch[@]}" --product chorus-bench 2>&1 | tail -1
 "$swift" build -c release "${scratch[@]}" --product chorus 2>&1 | tail -1
+"$swift" build -c release "${scratch[@]}" --product chorus-sim 2>&1 | tail -1
 bin=$("$swift" build -c release "${scratch[@]}" --show-bin-path)
 
 started_pulse=
@@ -27,6 +28,6 @@ if ! pactl info >/dev/null 2>&1; then
     started_pulse=1
 fi
 status=0
-"$bin/chorus-bench" sync --chorus "$bin/chorus" --work "$runtime/bench-sync" "$@" || status=$?
+"$bin/chorus-bench" sync --chorus "$bin/chorus-sim" --work "$runtime/bench-sync" "$@" || status=$?
 [ -n "$started_pulse" ] && scripts/pulse.sh stop "$runtime/pulse-bench-sync"
 exit $status

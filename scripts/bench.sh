@@ -50,9 +50,11 @@ fi
 echo "== building (release) =="
 "$swift" build -c release "${scratch[@]}" --product chorus-bench 2>&1 | tail -1
 "$swift" build -c release "${scratch[@]}" --product chorus 2>&1 | tail -1
+"$swift" build -c release "${scratch[@]}" --product chorus-sim 2>&1 | tail -1
 bin=$("$swift" build -c release "${scratch[@]}" --show-bin-path)
 bench="$bin/chorus-bench"
 chorus="$bin/chorus"
+chorus_sim="$bin/chorus-sim"
 
 if [ -n "${RUNTIME:-}" ]; then
     media="$RUNTIME/bench-media"
@@ -116,7 +118,7 @@ echo "(clock: $((SECONDS - started)) s)"
 echo
 
 started=$SECONDS
-(cd "$media" && "$bench" sync --chorus "$chorus" --seconds "$sync_seconds" --capture-seconds "$sync_capture_seconds" \
+(cd "$media" && "$bench" sync --chorus "$chorus_sim" --seconds "$sync_seconds" --capture-seconds "$sync_capture_seconds" \
     --work "$media/sync" --summary "$summary")
 echo "(sync: $((SECONDS - started)) s)"
 echo

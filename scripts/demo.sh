@@ -9,6 +9,9 @@
 # compared sample by sample, and the two rooms' against each other.
 set -euo pipefail
 chorus=${CHORUS:-.build/release/chorus}
+# The followers stand for other machines: chorus-sim is the same command line with
+# --clock-offset and --clock-skew, which put a node on a clock of its own.
+chorus_sim=${CHORUS_SIM:-.build/release/chorus-sim}
 tune=${1:?tune file}
 runtime=${2:?runtime dir}
 port=${DEMO_PORT:-7790}
@@ -21,10 +24,10 @@ echo "Leader: playing $(basename "$tune") on alsa:default, group port $port"
 "$chorus" lead --listen "127.0.0.1:$port" --output alsa:default --capture "$runtime/leader.cap" "$tune" &
 leader=$!
 sleep 0.5
-"$chorus" follow "127.0.0.1:$port" --name kitchen --output null:drift=80 --clock-offset=2.5 --clock-skew=150 \
+"$chorus_sim" follow "127.0.0.1:$port" --name kitchen --output null:drift=80 --clock-offset=2.5 --clock-skew=150 \
     --capture "$runtime/kitchen.cap" --stats 2> >(sed -u 's/^chorus:/kitchen:/' >&2) &
 pids+=($!)
-"$chorus" follow "127.0.0.1:$port" --name bedroom --output null:drift=-60 --clock-offset=-4 --clock-skew=-120 \
+"$chorus_sim" follow "127.0.0.1:$port" --name bedroom --output null:drift=-60 --clock-offset=-4 --clock-skew=-120 \
     --capture "$runtime/bedroom.cap" --stats 2> >(sed -u 's/^chorus:/bedroom:/' >&2) &
 pids+=($!)
 wait "$leader"

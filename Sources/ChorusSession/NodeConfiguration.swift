@@ -51,38 +51,36 @@ public struct NodeConfiguration: Sendable {
 }
 
 /// A node's host clock and the mapping from the machine's real clock onto it: the machine's
-/// own, or, for running several nodes on one machine as if on several, one that runs
-/// `offset` seconds off and `skewPPM` fast or slow, as another machine's would.
+/// own, or, for tests and benchmarks that run several nodes on one machine as if on several,
+/// a simulated one (the package's `ChorusSimulation`).
 public struct NodeClock: Sendable {
-    let clock: SkewedHostClock
+    let clock: any HostClock
     let cmClock: CMClock
+    private let map: @Sendable (HostTime) -> HostTime
+    /// How the clock maps the machine's; nil for the machine's own.
+    public let mappingDescription: String?
 
     /// The machine's own clock.
-    public init() { self.init(offset: 0, skewPPM: 0) }
+    public init() {
+        self.init(clock: MonotonicHostClock(), mapping: { $0 }, description: nil)
+    }
 
-    /// A clock `offset` seconds off the machine's and `skewPPM` fast (negative: slow).
-    public init(offset: Double, skewPPM: Int64) {
-        let real = MonotonicHostClock()
-        clock = SkewedHostClock(wrapping: real, offset: .nanoseconds(Int64((offset * 1e9).rounded())),
-                                skewPPM: skewPPM, base: real.now())
+    /// A clock that reads `clock`, onto which `mapping` carries a real CLOCK_MONOTONIC time
+    /// (as devices and sockets report), described as `description` in a node's log so that
+    /// a measurement can compare what the node believes with the truth.
+    package init(clock: any HostClock, mapping: @escaping @Sendable (HostTime) -> HostTime, description: String?) {
+        self.clock = clock
         cmClock = CMClock(hostClock: clock)
+        map = mapping
+        mappingDescription = description
     }
 
     /// Whether this is another clock than the machine's.
-    public var isSimulated: Bool { clock.offset != .zero || clock.skewPPM != 0 }
-
-    /// How the clock maps the machine's, so that a measurement can compare what the node
-    /// believes with the truth.
-    public var mappingDescription: String {
-        "offset \(clock.offset.nanosecondsClamped) ns, skew \(clock.skewPPM) ppm, pivot \(clock.base.nanoseconds) ns of CLOCK_MONOTONIC"
-    }
+    public var isSimulated: Bool { mappingDescription != nil }
 
     /// Now, on this node's clock.
     public func now() -> HostTime { clock.now() }
 
     /// A real CLOCK_MONOTONIC time (as devices and sockets report) on this node's clock.
-    var mapping: @Sendable (HostTime) -> HostTime {
-        let clock = self.clock
-        return { clock.map($0) }
-    }
+    var mapping: @Sendable (HostTime) -> HostTime { map }
 }

@@ -35,7 +35,7 @@ extension Duration {
     }
 
     /// The duration in whole nanoseconds, rounded half away from zero.
-    var roundedNanoseconds: Int128 {
+    package var roundedNanoseconds: Int128 {
         // Dividing by 1e9 cannot overflow, so the optional is always present.
         ExactArithmetic.multiplyDivide(
             totalAttoseconds, 1, Self.attosecondsPerNanosecond, rounding: .halfAwayFromZero

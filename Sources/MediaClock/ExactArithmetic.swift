@@ -2,9 +2,9 @@
 /// done exactly is done exactly (no detour through `Double`).
 ///
 /// All functions are pure and therefore trivially thread-safe.
-enum ExactArithmetic {
+package enum ExactArithmetic {
     /// How an inexact quotient is turned into an integer.
-    enum Rounding: Sendable {
+    package enum Rounding: Sendable {
         case halfAwayFromZero
         case towardZero
         case awayFromZero
@@ -18,7 +18,7 @@ enum ExactArithmetic {
     /// - Parameter c: must be positive; a non-positive divisor yields `nil` rather than a trap.
     /// - Returns: the rounded quotient and whether it was exact, or `nil` if the
     ///   quotient does not fit in `Int128`.
-    static func multiplyDivide(
+    package static func multiplyDivide(
         _ a: Int128, _ b: Int128, _ c: Int128, rounding: Rounding
     ) -> (value: Int128, isExact: Bool)? {
         guard c > 0 else { return nil }
@@ -89,7 +89,7 @@ enum ExactArithmetic {
     }
 
     /// Clamps a 128-bit integer into `Int64`, for callers whose contract is saturation.
-    static func clampToInt64(_ x: Int128) -> Int64 {
+    package static func clampToInt64(_ x: Int128) -> Int64 {
         if x > Int128(Int64.max) { return .max }
         if x < Int128(Int64.min) { return .min }
         return Int64(x)

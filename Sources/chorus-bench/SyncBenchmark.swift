@@ -70,7 +70,7 @@ struct SyncBenchmark: ParsableCommand {
     static let ticksP99Aim = 120.0
     static let joinAim = 1.0
 
-    @Option(name: .long, help: "The chorus binary (default: next to this one).")
+    @Option(name: .long, help: "The chorus-sim binary: the chorus command line with --clock-offset and --clock-skew, which put every node on a simulated clock (default: next to this one).")
     var chorus: String?
 
     @Option(name: .long, help: "Seconds of play per Chorus scenario (300 for the steady-play hard-resync check).")
@@ -117,9 +117,9 @@ struct SyncBenchmark: ParsableCommand {
     }
 
     func run() throws {
-        let chorusPath = chorus ?? Self.siblingBinary("chorus")
+        let chorusPath = chorus ?? Self.siblingBinary("chorus-sim")
         guard FileManager.default.isExecutableFile(atPath: chorusPath) else {
-            throw BenchError("no chorus binary at \(chorusPath); build it or pass --chorus")
+            throw BenchError("no chorus-sim binary at \(chorusPath); build it (swift build --product chorus-sim) or pass --chorus")
         }
         let workDir: String
         var temporary = false

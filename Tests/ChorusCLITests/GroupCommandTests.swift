@@ -18,7 +18,10 @@ import MediaPipeline
             // Spawned directly, as a shell runs `LD_PRELOAD=... FAKETIME=... chorus follow ...`:
             // with libfaketime preloaded so, /proc/self/cmdline reads back empty, and chorus
             // must take its arguments from the vector the C library hands it.
-            process.executableURL = TestEnvironment.chorusExecutable
+            // A node on a simulated clock runs the same command line as chorus-sim, which
+            // takes the clock's options; every other runs chorus itself.
+            let simulated = arguments.contains { $0.hasPrefix("--clock-offset") || $0.hasPrefix("--clock-skew") }
+            process.executableURL = simulated ? TestEnvironment.chorusSimExecutable : TestEnvironment.chorusExecutable
             process.arguments = arguments
             if !environment.isEmpty {
                 process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }

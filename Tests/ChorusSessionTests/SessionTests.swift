@@ -1,5 +1,6 @@
 import AVPlayback
 import ChorusSession
+import ChorusSimulation
 import ChorusTestSupport
 import Foundation
 import GroupSync
@@ -132,7 +133,7 @@ import Testing
         let leaderLog = EventLog(leader.events)
         let followers = try [(name: "fast", offset: 4.2, skew: Int64(180), drift: 90.0), ("slow", -9, -150, -70)].map { node in
             try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: node.drift), capturePath: capture(node.name),
-                                                                 clock: NodeClock(offset: node.offset, skewPPM: node.skew)),
+                                                                 clock: .simulated(offset: node.offset, skewPPM: node.skew)),
                                 leader: leader.endpoint, name: node.name, statisticsInterval: .milliseconds(500))
         }
         let followerLogs = followers.map { EventLog($0.events) }

@@ -15,10 +15,17 @@ public enum TestEnvironment {
     public static var hasFakeTime: Bool { FileManager.default.fileExists(atPath: fakeTimeLibrary) }
 
     /// The `chorus` executable built next to the test bundle.
-    public static var chorusExecutable: URL {
+    public static var chorusExecutable: URL { builtExecutable("chorus") }
+
+    /// `chorus-sim`: the same command line with `--clock-offset` and `--clock-skew`, which
+    /// put a group node on a simulated clock.
+    public static var chorusSimExecutable: URL { builtExecutable("chorus-sim") }
+
+    /// An executable of this package, built beside the tests.
+    static func builtExecutable(_ name: String) -> URL {
         let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let candidates = [here.appendingPathComponent("chorus"),
-                          here.deletingLastPathComponent().appendingPathComponent("chorus")]
+        let candidates = [here.appendingPathComponent(name),
+                          here.deletingLastPathComponent().appendingPathComponent(name)]
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
     }
 }

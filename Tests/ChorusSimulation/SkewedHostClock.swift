@@ -1,3 +1,4 @@
+import MediaClock
 /// A host clock that reports another clock as seen from a different machine: shifted
 /// by a fixed offset and running fast or slow by a fixed skew.
 ///

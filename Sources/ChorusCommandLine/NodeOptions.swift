@@ -18,16 +18,6 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: "Record every rendered period's presentation time to this file (for measurements).")
     var capture: String?
 
-    @Option(name: .long, help: .hidden)
-    var clockOffset: Double = 0
-
-    @Option(name: .long, help: .hidden)
-    var clockSkew: Int64 = 0
-
-    func validate() throws {
-        guard clockOffset.isFinite, abs(clockOffset) < 1e6 else { throw ValidationError("--clock-offset must be a number of seconds") }
-        guard clockSkew.magnitude <= 10_000 else { throw ValidationError("--clock-skew must be within ±10000 ppm") }
-    }
 
     /// The output, parsed.
     func outputSpec() throws -> OutputSpec {
@@ -47,13 +37,14 @@ struct NodeOptions: ParsableArguments {
         }
     }
 
-    /// This node's host clock: the machine's own, or (for testing on one machine) one
-    /// that runs `--clock-offset` seconds off and `--clock-skew` ppm fast or slow, as
-    /// another machine's would. A simulated clock is announced on standard error, so that a
-    /// measurement can compare what the node believes with the truth.
+    /// This node's host clock: the machine's own, or the one the program running the
+    /// command line gave (`ChorusCommandLine.main(nodeClock:)`: a simulated clock, for tests
+    /// and benchmarks that run several nodes on one machine). A simulated clock is announced
+    /// on standard error, so that a measurement can compare what the node believes with the
+    /// truth.
     func nodeClock() -> NodeClock {
-        let clock = NodeClock(offset: clockOffset, skewPPM: clockSkew)
-        if clock.isSimulated { log.notice("simulated clock: \(clock.mappingDescription)") }
+        let clock = ChorusCommandLine.makeNodeClock()
+        if let description = clock.mappingDescription { log.notice("simulated clock: \(description)") }
         return clock
     }
 

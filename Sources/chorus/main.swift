@@ -1,0 +1,3 @@
+import ChorusCommandLine
+
+ChorusCommandLine.main()
