@@ -337,9 +337,6 @@ public final class FollowerSession: @unchecked Sendable {
         }
     }
 
-    /// The clock and output figures now.
-    public var statistics: ClockStatistics { queue.sync { makeStatistics() } }
-
     private func postStatistics() { channel.yield(.clock(makeStatistics())) }
 
     private func makeStatistics() -> ClockStatistics {

@@ -33,14 +33,12 @@ public final class LeaderSession: Sendable {
         player.masterClock = configuration.clock.cmClock
         player.volume = min(max(volume, 0), 1)
         player.defaultRate = rate
-        let channel = Mutex<PlaylistSession?>(nil)
+        // The node's messages go out with the playlist's events, on one stream.
+        let channel = EventChannel()
         node = try LeaderNode(configuration: configuration, listen: listen, httpPort: httpPort,
-                              reportMembership: reportMembership) { level, text in
-            _ = channel.withLockAnnotated { $0?.message(level, text) }
-        }
+                              reportMembership: reportMembership) { level, text in channel.message(level, text) }
         playlist = PlaylistSession(player: player, urls: urls, start: nil, positionInterval: positionInterval,
-                                   transport: GroupTransport(node: node))
-        channel.withLockAnnotated { $0 = playlist }
+                                   transport: GroupTransport(node: node), channel: channel)
     }
 
     /// Carries out `command` for the whole group. Any thread; returns at once.
@@ -55,11 +53,6 @@ public final class LeaderSession: Sendable {
         node.stop()
         return succeeded
     }
-}
-
-extension PlaylistSession {
-    /// Passes on a message from the session's group node.
-    func message(_ level: Logger.Level, _ text: String) { post(.message(level, text)) }
 }
 
 /// The leader's network side: the core, the socket, the HTTP server.

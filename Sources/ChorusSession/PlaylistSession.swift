@@ -27,7 +27,7 @@ public final class PlaylistSession: Sendable {
     private let urls: [URL]
     private let start: CMTime?
     private let positionInterval: CMTime?
-    private let channel = EventChannel()
+    private let channel: EventChannel
     /// Callbacks from the player (time and key-value observers) arrive here, in order.
     private let callbacks = DispatchQueue(label: "chorus.session")
     private let state = Mutex(State())
@@ -47,19 +47,19 @@ public final class PlaylistSession: Sendable {
     /// sending a position event every `positionInterval` (nil: none).
     public convenience init(player: AVPlayer, urls: [URL], start: CMTime? = nil,
                             positionInterval: CMTime? = PlaylistSession.defaultPositionInterval) {
-        self.init(player: player, urls: urls, start: start, positionInterval: positionInterval, transport: LocalTransport())
+        self.init(player: player, urls: urls, start: start, positionInterval: positionInterval, transport: LocalTransport(),
+                  channel: EventChannel())
     }
 
-    init(player: AVPlayer, urls: [URL], start: CMTime?, positionInterval: CMTime?, transport: any PlaybackTransport) {
+    init(player: AVPlayer, urls: [URL], start: CMTime?, positionInterval: CMTime?, transport: any PlaybackTransport,
+         channel: EventChannel) {
         self.player = player
+        self.channel = channel
         self.urls = urls
         self.start = start
         self.positionInterval = positionInterval
         self.transport = transport
     }
-
-    /// Sends `event` to the consumer. Any thread.
-    func post(_ event: SessionEvent) { channel.yield(event) }
 
     /// Carries out `command`. Any thread; returns at once.
     public func send(_ command: SessionCommand) {
