@@ -347,7 +347,7 @@ public final class FollowerSession: @unchecked Sendable {
             offset: estimate?.offset, offsetUncertainty: estimate?.uncertainty,
             ratePPM: estimate?.ratePPM, rateUncertaintyPPM: estimate?.rateUncertaintyPPM,
             roundTrip: estimate?.bestRoundTrip,
-            outputError: .nanoseconds(Int64((render.timelineError * 1e9).rounded())), correctionPPM: render.correctionPPM,
+            outputError: render.timelineError, correctionPPM: render.correctionPPM,
             hardResyncs: render.hardResyncs, underruns: render.timelineBreaks, phase: "\(core.phase)",
             droppedDatagrams: counters.total, dropBreakdown: counters.breakdown)
     }

@@ -8,9 +8,9 @@ import Synchronization
 /// through `events`: local play on its own, and a group leader's play through the group's
 /// transport (`LeaderSession`).
 public final class PlaylistSession: Sendable {
-    /// Going to the previous item this far into the current one (seconds) starts the
-    /// current one again instead, as music players do.
-    public static let restartThreshold = 3.0
+    /// Going to the previous item this far into the current one starts the current one
+    /// again instead, as music players do.
+    public static let restartThreshold = CMTime(value: 3, timescale: 1)
     /// The speeds a player's slower and faster keys step through: the usual ones for
     /// listening faster or following slowly, each a clear step from the next.
     public static let rateSteps: [Float] = [0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 2]
@@ -28,7 +28,7 @@ public final class PlaylistSession: Sendable {
     private let start: CMTime?
     private let positionInterval: CMTime?
     private let channel: EventChannel
-    /// Callbacks from the player (time and key-value observers) arrive here, in order.
+    /// The periodic time observer's callbacks (position events) arrive here, in order.
     private let callbacks = DispatchQueue(label: "chorus.session")
     private let state = Mutex(State())
 
@@ -82,7 +82,8 @@ public final class PlaylistSession: Sendable {
             }
             transport.changeRate(to: min(max(rate, AVPlayer.slowestRate), AVPlayer.fastestRate), on: player)
         case .next, .previous:
-            if command == .previous && player.currentTime().seconds > Self.restartThreshold {
+            let elapsed = player.currentTime()
+            if command == .previous && elapsed.isNumeric && elapsed > Self.restartThreshold {
                 transport.seek(to: .zero, on: player)
                 return
             }

@@ -605,7 +605,7 @@ public final class AudioRenderer: @unchecked Sendable {
         let rate = ring.format.sampleRate
         let position = Double(resampler.centerFrame) + resampler.phase
         let error = (timeline.due(at: host, sampleRate: rate) - position) / Double(rate)
-        status.timelineError = error
+        status.timelineError = Self.duration(seconds: error)
         let correction: Double
         switch servo.step(error: error, at: host, timeline: timeline, sampleRate: rate) {
         case .resync:
@@ -645,6 +645,14 @@ public final class AudioRenderer: @unchecked Sendable {
         let playbackRate = timeline.rate(at: host)
         return resampledContent(into: out, from: from, frames: frames, channels: channels, host: host,
                                 ratio: Self.boundedRate(playbackRate * gear), anchorRate: playbackRate)
+    }
+
+    /// An error measured in seconds, as the status reports it: whole nanoseconds, saturating,
+    /// and zero for a value that is not finite, so no measurement can trap the render thread.
+    static func duration(seconds: Double) -> Duration {
+        let nanoseconds = (seconds * 1e9).rounded()
+        guard nanoseconds.isFinite else { return .zero }
+        return .nanoseconds(Int64(min(max(nanoseconds, -9e18), 9e18)))
     }
 
     /// A rate from outside (a caller's, a group's State), bounded to what the resampler

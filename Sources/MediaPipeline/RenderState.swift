@@ -111,9 +111,9 @@ public struct RenderStatus: Sendable, Equatable {
     /// Times the device's timeline broke (an underrun, a restart) under a scheduled start or
     /// a followed timeline, so content was placed afresh, skipping what the break swallowed.
     public var timelineBreaks: Int = 0
-    /// Following a timeline: how far the content heard is from where the timeline puts it,
-    /// in seconds (positive: late), measured at the last period.
-    public var timelineError: Double = 0
+    /// Following a timeline: how far the content heard is from where the timeline puts it
+    /// (positive: late), to the nanosecond, measured at the last period.
+    public var timelineError: Duration = .zero
     /// Following a timeline: how far the playback rate is set from the timeline's, in ppm:
     /// the device's learned rate plus the soft tier's correction.
     public var correctionPPM: Double = 0

@@ -6,60 +6,62 @@ import MediaClock
 /// slower (the dead band and the soft tier's PI loop). The render thread steps it once a
 /// period; tests step it against a simulated device.
 ///
-/// It allocates nothing and keeps only a few numbers, so it runs on the render thread.
-public struct TimelineServo: Sendable {
+/// It allocates nothing and keeps only a few numbers, so it runs on the render thread. It
+/// works in seconds and ppm as `Double`s, and is internal to the module: the status the
+/// render thread publishes carries its error as a `Duration`.
+struct TimelineServo: Sendable {
     /// Errors smaller than this (seconds) leave the proportional term alone, and larger ones
     /// count only by their excess over it, so the loop does not chase the clock estimate's
     /// microsecond updates and has no step at the band's edge to cycle on. The error rests
     /// near the band's edge while the device's fed-forward rate is a fraction of a ppm off,
     /// so the band is also the standing error: 3 µs, a seventh of a frame at 48 kHz.
-    public static let deadBand = 3e-6
+    static let deadBand = 3e-6
     /// The most the soft tier's loop moves the playback rate, in ppm, beyond the device's own
     /// rate (which is fed forward): above the clock estimate's residual and the device rate's
     /// error at a start, and at 0.05 % a pitch change (under a cent) nobody hears.
-    public static let maximumSoftCorrectionPPM = 500.0
+    static let maximumSoftCorrectionPPM = 500.0
     /// Past this error (seconds) the content is skipped or padded at once instead: at the
     /// soft tier's full rate 3 ms would take six seconds to remove.
-    public static let hardResyncThreshold = 3e-3
+    static let hardResyncThreshold = 3e-3
     /// For this long after a start (seconds), the hard tier acts on much smaller errors:
     /// while a device's timing settles its first reports can be a millisecond or two off,
     /// and a skip or pad right at the start is not heard, where the soft tier would take
     /// seconds to pull the error in. Only the device's error counts: as much error as the
     /// timeline itself has moved since the start (a clock estimate still settling on a
     /// jittery path) is left to the soft tier, as at any other time.
-    public static let settlingTime = 1.5
+    static let settlingTime = 1.5
     /// The hard tier's threshold while settling (seconds): a quarter of a millisecond.
-    public static let settlingHardResyncThreshold = 250e-6
+    static let settlingHardResyncThreshold = 250e-6
     /// Settling resyncs allowed per start: two catch a device's start-up error and its
     /// first correction; more would mean the error is not a start-up effect.
-    public static let maximumSettlingResyncs = 2
+    static let maximumSettlingResyncs = 2
     /// Proportional gain, ppm per second of error: 3 ppm per µs. With the integral gain below
     /// the loop is critically damped with a natural frequency of 1.5 rad/s: a step of the
     /// timeline or a device's drift is absorbed in two or three seconds, while the device
     /// timing (already smoothed by `DeviceTimingFilter`) moves the rate by only a few ppm.
-    public static let proportionalGain = 3e6
+    static let proportionalGain = 3e6
     /// Integral gain, ppm per second of error per second: lets the loop settle on a
     /// device's constant drift with no standing error (ζ = Kp·10⁻⁶ / (2·√(Ki·10⁻⁶)) = 1).
-    public static let integralGain = 2.25e6
+    static let integralGain = 2.25e6
     /// Time constant of the low-pass filter on the measured error (seconds): smooths the
     /// sub-millisecond jitter of a sound server's latency reports.
-    public static let errorFilterTime = 0.2
+    static let errorFilterTime = 0.2
     /// For this long after a start (seconds of playing), the loop acquires: it runs
     /// `acquisitionSpeedup` times faster. A follower starts on a clock estimate still
     /// firming up (on a jittery path its line moves by 100 µs in the first second while the
     /// rate is learned) and the steady loop, tuned to ignore a sound server's report noise,
     /// lags such a moving target by as much again. Three seconds covers the estimate's
     /// settling on a path with milliseconds of jitter.
-    public static let acquisitionTime = 3.0
+    static let acquisitionTime = 3.0
     /// How much faster the acquiring loop is: natural frequency 4 × 1.5 = 6 rad/s, still
     /// critically damped (proportional gain × 4, integral × 16, error filter ÷ 4), so a
     /// timeline moving at 150 ppm is followed within 12 µs instead of 50. The device's rate
     /// is known within `startingRateError` before a start, so its reports move the faster
     /// loop by tens of ppm at most, far below what is heard.
-    public static let acquisitionSpeedup = 4.0
+    static let acquisitionSpeedup = 4.0
 
     /// What to do with the period about to be played.
-    public enum Action: Sendable, Equatable {
+    enum Action: Sendable, Equatable {
         /// Restart on the timeline: skip or pad to it at once. `settling` says it was the
         /// lower threshold of a start's first moments that called for it.
         case resync(settling: Bool)
@@ -69,25 +71,25 @@ public struct TimelineServo: Sendable {
     }
 
     /// The error after the low-pass filter (seconds).
-    public private(set) var filteredError = 0.0
+    private(set) var filteredError = 0.0
     /// The integral term: the drift learned so far (ppm).
-    public private(set) var integralPPM = 0.0
+    private(set) var integralPPM = 0.0
     /// When the loop last ran.
     private var lastStep: HostTime?
     /// When content first played on the current timeline.
-    public private(set) var startedAt: HostTime?
+    private(set) var startedAt: HostTime?
     /// The timeline as it was when content started (or last resynced) while settling: the
     /// settling tier allows as much more error as the timeline has moved since.
     private var settlingTimeline: RenderTimeline?
     /// Resyncs made at the settling threshold since the start.
-    public private(set) var settlingResyncs = 0
+    private(set) var settlingResyncs = 0
 
-    public init() {}
+    init() {}
 
     /// A new timeline to follow from scratch: the loop forgets what it learned. (When it last
     /// ran is kept: the next step's elapsed time is then long, and the filter takes that
     /// step's error whole.)
-    public mutating func reset() {
+    mutating func reset() {
         startedAt = nil
         settlingTimeline = nil
         settlingResyncs = 0
@@ -97,7 +99,7 @@ public struct TimelineServo: Sendable {
 
     /// Content started playing on `timeline` at `host`. Only the first start after a
     /// `reset` counts: a restart after a resync does not begin the settling time again.
-    public mutating func contentStarted(at host: HostTime, on timeline: RenderTimeline) {
+    mutating func contentStarted(at host: HostTime, on timeline: RenderTimeline) {
         guard startedAt == nil else { return }
         startedAt = host
         settlingTimeline = timeline
@@ -105,7 +107,7 @@ public struct TimelineServo: Sendable {
 
     /// One period: the content about to be heard at `host` is `error` seconds behind
     /// `timeline` (negative: ahead), at `sampleRate`.
-    public mutating func step(error: Double, at host: HostTime, timeline: RenderTimeline, sampleRate: Int) -> Action {
+    mutating func step(error: Double, at host: HostTime, timeline: RenderTimeline, sampleRate: Int) -> Action {
         // Settling counts from the first start on this timeline, not from resyncs.
         let sinceStart = startedAt.map { Double((host - $0).nanosecondsClamped) / 1e9 } ?? 0
         let settling = sinceStart < Self.settlingTime && settlingResyncs < Self.maximumSettlingResyncs

@@ -17,12 +17,12 @@ public final class MediaHTTPServer: Sendable {
     public static let maximumConnections = 64
     /// How long one read or write may wait: an idle keep-alive connection, or a stalled
     /// transfer, is closed after this.
-    public static let readTimeoutSeconds = 15
+    public static let readTimeout: Duration = .seconds(15)
     /// The longest request header accepted, in bytes.
     public static let maximumHeaderBytes = 16 * 1024
     /// How long a request header may take once its first bytes have come: a real client
     /// sends it at once, while one that trickles a byte now and then (each read well inside
-    /// `readTimeoutSeconds`) would otherwise hold a connection for days, and sixty-four of
+    /// `readTimeout`) would otherwise hold a connection for days, and sixty-four of
     /// them every connection. It may overrun by one read timeout.
     public static let defaultHeaderTimeout: Duration = .seconds(10)
     /// Bytes read from the file and written to the socket per step.
@@ -107,7 +107,7 @@ public final class MediaHTTPServer: Sendable {
                 continue
             }
             connections.add(1, ordering: .relaxed)
-            var timeout = timeval(tv_sec: Self.readTimeoutSeconds, tv_usec: 0)
+            var timeout = timeval(tv_sec: Int(Self.readTimeout.components.seconds), tv_usec: 0)
             setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             var noSignal: Int32 = 1

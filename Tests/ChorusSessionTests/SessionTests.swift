@@ -131,7 +131,7 @@ import Testing
         let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 20), capturePath: capture("leader")),
                                        listen: loopback, httpPort: 0, urls: [media], positionInterval: nil)
         let leaderLog = EventLog(leader.events)
-        let followers = try [(name: "fast", offset: 4.2, skew: Int64(180), drift: 90.0), ("slow", -9, -150, -70)].map { node in
+        let followers = try [(name: "fast", offset: Duration.milliseconds(4_200), skew: Int64(180), drift: 90.0), ("slow", .seconds(-9), -150, -70)].map { node in
             try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: node.drift), capturePath: capture(node.name),
                                                                  clock: .simulated(offset: node.offset, skewPPM: node.skew)),
                                 leader: leader.endpoint, name: node.name, statisticsInterval: .milliseconds(500))

@@ -253,7 +253,7 @@ import MediaClock
         while Date() < end {
             usleep(50_000)
             let status = renderer.currentStatus
-            if status.phase == .playing { errors.append(status.timelineError) }
+            if status.phase == .playing { errors.append(status.timelineError / .seconds(1)) }
             if !changed, Date() > changeAt, let change {
                 change(renderer, timeline)
                 changed = true
@@ -527,7 +527,7 @@ import MediaClock
             renderer.update { $0.mode = .follow(serial: 1, timeline: moved) }
             let status = renderer.currentStatus
             // From 0.3 s, once the ramp has had time to build a lag.
-            if status.phase == .playing, HostTime.now() > start + .milliseconds(300) { errors.append(status.timelineError) }
+            if status.phase == .playing, HostTime.now() > start + .milliseconds(300) { errors.append(status.timelineError / .seconds(1)) }
         }
         #expect(renderer.currentStatus.hardResyncs == 0)
         #expect(errors.count > 40)

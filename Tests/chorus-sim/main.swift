@@ -52,7 +52,7 @@ while index < arguments.count {
 }
 
 let simulated = offset != 0 || skew != 0
-let pivotOffset = offset, pivotSkew = skew
+let pivotOffset = Duration.nanoseconds(Int64((offset * 1e9).rounded())), pivotSkew = skew
 ChorusCommandLine.main(arguments: passed) {
     simulated ? NodeClock.simulated(offset: pivotOffset, skewPPM: pivotSkew) : NodeClock()
 }
