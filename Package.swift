@@ -15,10 +15,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
-        // C libraries, found by pkg-config; each module map also carries `static inline`
-        // shims for the macros Swift cannot import. Nothing outside MediaPipeline imports them,
-        // but for CKernelClock, which MediaClock wraps and GroupSync's UDP adapter asks for
-        // transmit stamps through.
+        // C libraries, found by pkg-config where its flags suit SwiftPM; each module map also
+        // carries `static inline` shims for the macros Swift cannot import. Only MediaPipeline
+        // imports FFmpeg, ALSA and PulseAudio (and chorus-bench, ALSA, to record a capture
+        // device); MediaClock wraps CKernelClock, and GroupSync's UDP adapter asks for
+        // transmit stamps through it.
         .systemLibrary(
             name: "CFFmpeg",
             pkgConfig: "libavformat libavcodec libavutil libswresample",
@@ -78,7 +79,7 @@ let package = Package(
         .target(
             name: "ChorusCommandLine",
             dependencies: [
-                "ChorusSession", "AVPlayback", "MediaClock", "GroupSync", "MediaServer", "CProcessArguments", "MutexAnnotations",
+                "ChorusSession", "AVPlayback", "MediaClock", "GroupSync", "CProcessArguments", "MutexAnnotations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
