@@ -10,12 +10,12 @@ RUNTIME      ?= $(CURDIR)/.build-runtime
 PULSE_DIR     = $(RUNTIME)/pulse-$@
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-# Build: FFmpeg's libraries, ALSA, Opus, PulseAudio's client library (the server's own latency
+# Build: FFmpeg's libraries, ALSA, PulseAudio's client library (the server's own latency
 # figures for a stream through ALSA's pulse plugin). Run: ffmpeg (test media and benchmarks),
 # PulseAudio with ALSA's pulse plugin (a real, clocked device where there is no sound card),
 # libfaketime (a node on a clock an outside tool moves).
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswresample-dev \
-                libasound2-dev libopus-dev libpulse-dev ffmpeg pulseaudio pulseaudio-utils \
+                libasound2-dev libpulse-dev ffmpeg pulseaudio pulseaudio-utils \
                 libasound2-plugins alsa-utils faketime
 
 # The benchmarks also run Snapcast side by side.

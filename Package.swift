@@ -26,7 +26,6 @@ let package = Package(
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswresample-dev"])]
         ),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
-        .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         // (No pkg-config for libpulse: its flags carry -pthread, which SwiftPM refuses.)
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
         // The clock_gettime system call itself, bypassing the C library (see KernelClock), and
