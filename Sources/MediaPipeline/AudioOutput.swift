@@ -88,8 +88,10 @@ public struct PresentationTimestamp: Sendable, Equatable {
         self.isRunning = isRunning
     }
 
-    /// The presentation time, with the queued frames played at `frameNanoseconds` each.
-    public func presentation(frameNanoseconds: Double) -> HostTime {
+    /// The presentation time, with the queued frames played at `frameNanoseconds` each: a
+    /// device's learned frame duration, which only the render thread knows, so this stays
+    /// inside the module.
+    func presentation(frameNanoseconds: Double) -> HostTime {
         let nanoseconds = queuedFrames * frameNanoseconds
         // A device's count is finite and small; anything else counts as nothing queued.
         guard nanoseconds.isFinite, abs(nanoseconds) < 1e15 else { return host }
