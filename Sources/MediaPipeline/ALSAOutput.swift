@@ -30,6 +30,16 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     /// clock) is not trusted; the host clock read next to the status call is used instead
     /// (some plugins leave the timestamp at zero).
     static let timestampTrustWindow: Duration = .milliseconds(20)
+    /// A stream that frees no period for this long, while frames wait in it, is taken for
+    /// dead and opened afresh: five buffers' worth. A sound server's plugin can be left with
+    /// a stream the server no longer plays (seen through PulseAudio on a loaded machine,
+    /// after underruns made the plugin re-create its stream: the stream's sink input was
+    /// gone, or empty while the plugin waited for the server to ask for more), and then
+    /// reports neither space nor an error. A card that stops would be caught the same way.
+    static let stallLimit: Duration = .milliseconds(500)
+    /// How long the render thread sleeps when the device woke it with no period free: a
+    /// tenth of a period, so a spurious wake-up costs little and a broken one cannot spin.
+    static let wakeWithoutSpaceBackoff: Duration = .milliseconds(1)
 
     public let device: String
     public var name: String { "alsa:\(device)" }
@@ -38,6 +48,13 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     public private(set) var bufferFrames = 4800
     public let isRealtime = true
     private let underruns = Atomic<Int>(0)
+    private let stalls = Atomic<Int>(0)
+    /// Streams found dead and opened afresh (`stallLimit`); each also counts as an underrun.
+    public var stallCount: Int { stalls.load(ordering: .relaxed) }
+    /// What `open` was asked for, to open a dead stream afresh the same way.
+    private var openedPreferred: AudioFormat?
+    /// When the device last had a period free (or was opened): the render thread's alone.
+    private var lastProgress = HostTime(nanoseconds: 0)
     /// Underruns ALSA reported, and the moves of a sound server's stream its figures showed
     /// (the server ran dry: the pulse plugin does not report that as an underrun, yet the
     /// stream plays later by the gap).
@@ -131,6 +148,8 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
         if snd_pcm_type(handle) == SND_PCM_TYPE_IOPLUG {
             probe = PulseLatencyProbe(counter: written, sampleRate: format.sampleRate)
         }
+        openedPreferred = preferred
+        lastProgress = openedAt
     }
 
     private func failure(_ what: String, _ code: Int32) -> MediaError {
@@ -146,6 +165,52 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     }
 
     public func waitUntilWritable(frames: Int, timeout: Duration) -> Int {
+        guard pcm != nil else {
+            // Closed after a dead stream could not be opened again: wait, then try again,
+            // rather than spin (the render thread may run at real-time priority).
+            guard openedPreferred != nil else { return 0 }
+            var request = timespec(tv_sec: 0, tv_nsec: Int(Self.periodDuration.components.attoseconds / 1_000_000_000))
+            nanosleep(&request, nil)
+            if HostTime.now() - lastProgress > Self.stallLimit { reopenStalledStream() }
+            return 0
+        }
+        let available = waitForSpace(frames: frames, timeout: timeout)
+        let now = HostTime.now()
+        if available >= periodFrames {
+            lastProgress = now
+        } else if now - lastProgress > Self.stallLimit {
+            reopenStalledStream()
+            return 0
+        }
+        return available
+    }
+
+    /// Closes a stream that stopped taking frames and opens the device again as before. The
+    /// frames queued in it are lost: counted as an underrun, so the renderer places its
+    /// content afresh on the new stream's timing.
+    private func reopenStalledStream() {
+        guard let preferred = openedPreferred else { return }
+        let previous = format
+        stalls.add(1, ordering: .relaxed)
+        // The retiring probe's moves stay counted, so the underrun count never goes back.
+        underruns.add(1 + (probe?.timelineMoves ?? 0), ordering: .relaxed)
+        close()
+        openedPreferred = preferred
+        lastProgress = .now()
+        do {
+            try open(preferred: preferred)
+            // The ring and the renderer's buffers were made for the first format.
+            if format != previous { close(); openedPreferred = preferred; format = previous }
+        } catch {
+            close()
+            openedPreferred = preferred
+            format = previous
+        }
+        lastProgress = .now()
+        pointsValidFrom.store(written.frames.load(ordering: .relaxed), ordering: .relaxed)
+    }
+
+    private func waitForSpace(frames: Int, timeout: Duration) -> Int {
         guard let pcm else { return 0 }
         var available = snd_pcm_avail_update(pcm)
         if available < 0 {
@@ -172,6 +237,13 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
         if waited < 0 { recover(waited) }
         available = snd_pcm_avail_update(pcm)
         if available < 0 { recover(Int32(available)); return 0 }
+        if available < periodFrames {
+            // Woken with no period free: a plugin whose stream has gone bad can return at
+            // once, every time. Never spin on it (this thread may be real-time and would
+            // starve the sound server itself); `stallLimit` then opens the stream afresh.
+            var request = timespec(tv_sec: 0, tv_nsec: Int(Self.wakeWithoutSpaceBackoff.components.attoseconds / 1_000_000_000))
+            nanosleep(&request, nil)
+        }
         return Int(available)
     }
 
@@ -253,6 +325,7 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     }
 
     public func close() {
+        openedPreferred = nil
         probe?.stop()
         probe = nil
         probePoint = nil

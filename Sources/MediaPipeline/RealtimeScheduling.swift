@@ -2,9 +2,12 @@ import Foundation
 
 /// Raises the calling thread to real-time scheduling where the system allows it.
 enum RealtimeScheduling {
-    /// SCHED_FIFO priority for the render thread: above ordinary threads, below the
-    /// kernel's own interrupt threads (which sit at 50).
-    static let renderPriority: Int32 = 40
+    /// SCHED_FIFO priority for the render thread: above every ordinary thread, and below a
+    /// sound server's own real-time threads (PulseAudio's default is 5). The render thread
+    /// only feeds the server; at 40, as it was, three followers' render threads on one
+    /// machine pre-empted the server's mixing threads, and a render thread that woke without
+    /// space in a loop held a core from them, so the server stopped serving every stream.
+    static let renderPriority: Int32 = 4
 
     /// Best effort: without the privilege (no CAP_SYS_NICE, no rtkit) the thread stays at
     /// normal priority, which a 10 ms period tolerates on an idle machine.
