@@ -37,6 +37,9 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     /// gone, or empty while the plugin waited for the server to ask for more), and then
     /// reports neither space nor an error. A card that stops would be caught the same way.
     static let stallLimit: Duration = .milliseconds(500)
+    /// For this long after opening, a stream that takes nothing is not judged: an idle
+    /// PulseAudio sink holds a new stream's first writes for up to a second while it wakes.
+    static let stallGrace: Duration = .seconds(2)
     /// How long the render thread sleeps when the device woke it with no period free: a
     /// tenth of a period, so a spurious wake-up costs little and a broken one cannot spin.
     static let wakeWithoutSpaceBackoff: Duration = .milliseconds(1)
@@ -178,7 +181,7 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
         let now = HostTime.now()
         if available >= periodFrames {
             lastProgress = now
-        } else if now - lastProgress > Self.stallLimit {
+        } else if now - lastProgress > Self.stallLimit && now - openedAt > Self.stallGrace {
             reopenStalledStream()
             return 0
         }
