@@ -387,8 +387,10 @@ import MediaClock
         #expect((errors.map(abs).max() ?? 1) < 30e-6, "worst \((errors.map(abs).max() ?? 1) * 1e6) µs")
     }
 
-    /// Where a scheduled change falls in a period: well inside one.
-    static let rateChangePhases: [Duration] = [.microseconds(4_321)]
+    /// Where a scheduled change falls in a period: a nanosecond after the period's start,
+    /// where the render loop wakes and a change made then lands (a frame forced to the old
+    /// rate there put the item 31 µs off), and well inside one.
+    static let rateChangePhases: [Duration] = [.zero, .microseconds(4_321)]
 
     @Test(arguments: rateChangePhases)
     func aScheduledRateChangeIsMadeWithoutABreak(phase: Duration) throws {
