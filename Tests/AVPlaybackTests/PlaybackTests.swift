@@ -105,6 +105,38 @@ import ChorusTestSupport
         #expect(times.count == afterRemoval)
     }
 
+    /// The periodic schedule, tick by tick: the monitor's ticks are fed to the observers
+    /// directly, at item times chosen here, so what fires does not depend on when a loaded
+    /// machine lets the monitor run.
+    @Test func aPeriodicObserverFiresOnceAtEveryMultipleOfItsInterval() throws {
+        let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let queue = DispatchQueue(label: "observer")
+        let times = Collected<CMTime>()
+        let interval = CMTime(value: 1, timescale: 10)
+        let observer = TimeObserver(kind: .periodic(interval: interval, block: { times.append($0) }), queue: queue)
+        var previous = CMTime.invalid
+        func tick(atFrame frame: Int64, jumped: Bool = false) {
+            let time = CMTime(value: frame, timescale: 48_000)
+            player.fireTimeObservers(now: time, playing: true, jumped: jumped, previous: previous, observers: [observer])
+            // A block still running when the next tick comes is not called again: let it run.
+            queue.sync {}
+            previous = time
+        }
+        // A second of play ticked every 10 ms (480 frames) from a start, which fires at
+        // once: then exactly once at each tenth of a second, at the tick that reaches it.
+        tick(atFrame: 0, jumped: true)
+        for period in 1...100 { tick(atFrame: Int64(period * 480)) }
+        #expect(times.all == (0...10).map { CMTime(value: Int64($0 * 4_800), timescale: 48_000) })
+        // A tick held up past two multiples fires once for both, and the schedule goes on
+        // from the multiple after it.
+        times.removeAll()
+        tick(atFrame: 48_000 + 11_000)
+        tick(atFrame: 48_000 + 14_000)
+        tick(atFrame: 48_000 + 14_400)
+        #expect(times.all == [CMTime(value: 48_000 + 11_000, timescale: 48_000), CMTime(value: 48_000 + 14_400, timescale: 48_000)])
+    }
+
     @Test func boundaryObserversFireWhenPlaybackPassesTheirTimes() throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))

@@ -42,6 +42,7 @@ final class Collected<Value>: @unchecked Sendable {
     func append(_ value: Value) { lock.withLock { items.append(value) } }
     var all: [Value] { lock.withLock { items } }
     var count: Int { lock.withLock { items.count } }
+    func removeAll() { lock.withLock { items.removeAll() } }
 }
 
 /// Plays `url` to its end into a WAV file and returns what the file holds; the file is
