@@ -68,9 +68,11 @@ test: deps
 # their own. Skipped, because the sanitizer slows every thread 5 to 15 times and they measure
 # time: ALSA's timing suite, the repeating timer's tick count, two clock convergences over
 # real sockets, a seek that must be superseded before the reader finishes it (on a loaded
-# machine the sanitizer's slowness let the first seek finish first), and the group command
-# and session tests (a leader and followers measured against each other to a millisecond; in
-# the command tests one runs under libfaketime, which does not run under the sanitizer).
+# machine the sanitizer's slowness let the first seek finish first), the session tests that
+# measure a leader and followers against each other to a millisecond, and the group command
+# tests (a leader and followers as processes, each slowed by the sanitizer: on a loaded
+# machine a leader took longer than the tests' 40 s to start playing; and one runs under
+# libfaketime, which does not run under the sanitizer).
 # Skipped because they are single-threaded simulations, so the sanitizer has nothing to see:
 # the clock estimator's, the soft floor's and the recorded joins' (long ones), and the render
 # loop's on a simulated device (its render thread runs here, in RenderThreadTests). Skipped
