@@ -2,7 +2,10 @@
 # Chorus's benchmarks, each side by side with a peer; figures are printed, never asserted.
 #   decode    CPU per audio second to decode + convert to the device format, vs ffmpeg
 #   playback  CPU and peak memory of `chorus play` vs `ffplay` through ALSA
-#   start     accuracy of setRate(_:time:atHostTime:) on the null device and through ALSA
+#   start     accuracy of setRate(_:time:atHostTime:) on the null device (exact and 200 ppm
+#             fast) and through ALSA
+#   follow    how closely a player on a master clock holds its timeline, through a start and
+#             a rate change, on a drifting null device
 #   clock     the clock estimator alone on simulated paths: error against the true leader
 #             time from the first exchange on (deterministic, seconds)
 #   sync      offsets between a leader and followers (clean, impaired, join, pause/seek, speed), and
@@ -30,6 +33,10 @@ playback_seconds=20
 onset_seconds=2
 # Runs per start configuration (output x API).
 start_runs=20
+# Runs of the follow benchmark, and seconds of play each (a start, a change half-way, and a
+# settled stretch on either side of it).
+follow_runs=3
+follow_seconds=8
 # Seconds of play per sync scenario (5 of them), and per side of the Snapcast comparison.
 # The 5-minute steady-play check is scripts/bench-sync.sh --scenario clean --seconds 300.
 sync_seconds=40
@@ -107,9 +114,18 @@ echo "(playback: $((SECONDS - started)) s)"
 echo
 
 started=$SECONDS
-(cd "$media" && "$bench" start --output null --output alsa:default --api player --api engine \
+(cd "$media" && "$bench" start --output null --output null:drift=200 --output alsa:default --api player --api engine \
     --runs "$start_runs" --summary "$summary" onset.wav)
 echo "(start: $((SECONDS - started)) s)"
+echo
+
+started=$SECONDS
+# A tone at the device rate, long enough for every run.
+[ -s "$media/follow.wav" ] || ffmpeg -nostdin -v error -y -f lavfi \
+    -i "aevalsrc=0.5*sin(2*PI*440*t)|0.5*sin(2*PI*440*t):s=48000:d=$((follow_seconds + 4))" -c:a pcm_s16le "$media/follow.wav"
+(cd "$media" && "$bench" follow --output null:drift=-80 --clock-ppm 300 --change-rate 1.5 \
+    --runs "$follow_runs" --seconds "$follow_seconds" --summary "$summary" follow.wav)
+echo "(follow: $((SECONDS - started)) s)"
 echo
 
 started=$SECONDS

@@ -30,6 +30,22 @@ extension AVPlayer {
         observer.remove()
     }
 
+    /// The first multiple of `interval` (positive) after `time`: exactly, in integers, where
+    /// the quotient's floor in doubles came out one short at some multiples (0.3 / 0.1 is
+    /// 2.9999999999999996), so an observer fired at 0.3 s fired again at the next tick.
+    static func multiple(of interval: CMTime, after time: CMTime) -> CMTime {
+        if time.isNumeric, time.timescale > 0, interval.value > 0, interval.timescale > 0,
+           let whole = ExactArithmetic.multiplyDivide(Int128(time.value), Int128(interval.timescale),
+                                                      Int128(time.timescale) * Int128(interval.value), rounding: .towardNegativeInfinity),
+           case let (product, overflow) = (whole.value + 1).multipliedReportingOverflow(by: Int128(interval.value)),
+           !overflow, let value = Int64(exactly: product) {
+            return CMTime(value: value, timescale: interval.timescale)
+        }
+        // Beyond 64 bits of the interval's timescale: as near as a double gets.
+        let steps = (time.seconds / interval.seconds).rounded(.down) + 1
+        return CMTime(seconds: steps * interval.seconds, preferredTimescale: time.timescale > 0 ? max(time.timescale, interval.timescale) : 1_000_000)
+    }
+
     /// On the event queue, each tick: fires the observers that are due.
     func fireTimeObservers(now time: CMTime, playing: Bool, jumped: Bool, previous: CMTime, observers: [TimeObserver]) {
         for observer in observers {
@@ -46,9 +62,7 @@ extension AVPlayer {
                 guard due else { continue }
                 observer.fireNow = false
                 if interval.isNumeric, interval > .zero, interval.seconds > 0 {
-                    // The next multiple of the interval after `time`.
-                    let steps = (time.seconds / interval.seconds).rounded(.down) + 1
-                    observer.nextFire = CMTime(seconds: steps * interval.seconds, preferredTimescale: time.timescale > 0 ? max(time.timescale, interval.timescale) : 1_000_000)
+                    observer.nextFire = Self.multiple(of: interval, after: time)
                 }
                 observer.deliver { block(time) }
             case .boundary(let times, let block):

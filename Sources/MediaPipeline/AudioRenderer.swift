@@ -628,21 +628,32 @@ public final class AudioRenderer: @unchecked Sendable {
         // differs from after): the frames before the change are read at the old rate.
         let periodNanoseconds = Double(ring.format.nanoseconds(ofFrames: Int64(frames - from)))
         let untilChange = Double((timeline.host - host).nanosecondsClamped)
+        var playbackRate = timeline.rate(at: host)
         if timeline.rateBefore != timeline.rate, untilChange > 0, untilChange < periodNanoseconds {
-            let before = min(frames - from - 1, max(1, Int((untilChange / nominalFrameNanoseconds).rounded())))
-            let filled = resampledContent(into: out, from: from, frames: from + before, channels: channels, host: host,
-                                          ratio: Self.boundedRate(timeline.rateBefore * gear), anchorRate: timeline.rateBefore)
-            guard status.phase == .playing else { return filled }
-            let anchor = (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate)
-            let changeHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(before)))
-            let rest = resampledContent(into: out, from: from + before, frames: frames, channels: channels, host: changeHost,
+            // The change falls on the frame nearest it. Within half a frame of the period's
+            // start or end, the whole period is read at the rate in force from or until
+            // then: a frame forced to the other rate would move the item by as much as a
+            // frame times the change of rate (31 µs from 2 to 0.5), for the loop to pull in.
+            let before = Int((untilChange / nominalFrameNanoseconds).rounded())
+            guard before > 0 else {
+                return resampledContent(into: out, from: from, frames: frames, channels: channels, host: host,
                                         ratio: Self.boundedRate(timeline.rate * gear), anchorRate: timeline.rate)
-            rateChangeSplit = (from + before, status.anchorPosition, status.anchorRate)
-            // The period's report is anchored at its first frame.
-            if status.phase == .playing { (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate) = anchor }
-            return rest
+            }
+            if before < frames - from {
+                let filled = resampledContent(into: out, from: from, frames: from + before, channels: channels, host: host,
+                                              ratio: Self.boundedRate(timeline.rateBefore * gear), anchorRate: timeline.rateBefore)
+                guard status.phase == .playing else { return filled }
+                let anchor = (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate)
+                let changeHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(before)))
+                let rest = resampledContent(into: out, from: from + before, frames: frames, channels: channels, host: changeHost,
+                                            ratio: Self.boundedRate(timeline.rate * gear), anchorRate: timeline.rate)
+                rateChangeSplit = (from + before, status.anchorPosition, status.anchorRate)
+                // The period's report is anchored at its first frame.
+                if status.phase == .playing { (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate) = anchor }
+                return rest
+            }
+            playbackRate = timeline.rateBefore
         }
-        let playbackRate = timeline.rate(at: host)
         return resampledContent(into: out, from: from, frames: frames, channels: channels, host: host,
                                 ratio: Self.boundedRate(playbackRate * gear), anchorRate: playbackRate)
     }

@@ -213,7 +213,7 @@ struct StartBenchmark: ParsableCommand {
         let requested = HostTime.now() + .milliseconds(leadMilliseconds)
         player.setRate(1, time: .zero, atHostTime: requested.cmTime)
         sleep(until: requested + Self.settleAfterStart)
-        let predicted = frameZeroFromCurrentTime(player).map { $0 - requested }
+        let predicted = frameZeroFromCurrentTime(player, frameRateRatio: Self.frameRateRatio(spec)).map { $0 - requested }
         var measurement = Measurement(predicted: predicted)
         if let capture, let mark, let onset = try capture.waitForOnset(after: mark, timeout: Self.captureTimeout) {
             measurement.captured = onset.hostTime - requested
@@ -248,7 +248,7 @@ struct StartBenchmark: ParsableCommand {
         // A start that never plays is reported as a missing figure, not an abort.
         let status = engine.status
         let playing = status.serial == serial && status.phase == .playing
-        let frameZero = status.anchorHost - format.duration(ofFrames: status.anchorFrame)
+        let frameZero = status.anchorHost - .nanoseconds(Int64((Double(format.nanoseconds(ofFrames: status.anchorFrame)) / Self.frameRateRatio(spec)).rounded()))
         var measurement = Measurement(predicted: playing ? frameZero - requested : nil)
         if let capture, let mark, let onset = try capture.waitForOnset(after: mark, timeout: Self.captureTimeout) {
             measurement.captured = onset.hostTime - requested
@@ -258,10 +258,20 @@ struct StartBenchmark: ParsableCommand {
         return measurement
     }
 
+    /// How much faster than nominal the device plays its frames, where that is known: a
+    /// null device's drift (1 + ppm / 10⁶); 1 for ALSA, whose crystal is measured from outside.
+    /// Frame 0 is projected back from a later frame at that rate: at the nominal rate, the
+    /// 160 ms from a start to its anchor would read 32 µs off on a device 200 ppm fast.
+    static func frameRateRatio(_ spec: OutputSpec) -> Double {
+        if case .null(let drift) = spec { return 1 + drift / 1e6 }
+        return 1
+    }
+
     /// Host time of item frame 0 implied by `currentTime()`: each reading says which frame
     /// is presented at the moment of the call, so frame 0 was presented that many frame
-    /// periods earlier. Readings are averaged to remove their one-frame quantisation.
-    private func frameZeroFromCurrentTime(_ player: AVPlayer) -> HostTime? {
+    /// periods earlier (at the device's rate, `frameRateRatio`). Readings are averaged to
+    /// remove their one-frame quantisation.
+    private func frameZeroFromCurrentTime(_ player: AVPlayer, frameRateRatio: Double) -> HostTime? {
         var offsets: [Double] = []
         var reference: HostTime?
         for _ in 0..<Self.currentTimeSamples {
@@ -273,7 +283,7 @@ struct StartBenchmark: ParsableCommand {
             let base = reference ?? before
             reference = base
             let middle = Double((before - base).nanosecondsClamped) + Double((after - before).nanosecondsClamped) / 2
-            offsets.append(middle - Double(time.value) * 1e9 / Double(time.timescale))
+            offsets.append(middle - Double(time.value) * 1e9 / Double(time.timescale) / frameRateRatio)
         }
         guard let reference, !offsets.isEmpty else { return nil }
         return reference + .nanoseconds(Int64(Statistics(offsets).mean.rounded()))

@@ -13,6 +13,17 @@ func waitUntil(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
     return condition()
 }
 
+/// Monitor ticks a window for something that must not happen lasts: 30 (300 ms), each a
+/// chance for the player to do it. Only such windows are slept through: a loaded machine
+/// that runs fewer ticks in one can make the check see less, never fail it.
+let quietWindowTicks = 30
+
+/// Sleeps through `quietWindowTicks` of the player's monitor, for a check that nothing
+/// more happens; anything awaited is polled for with `waitUntil` instead.
+func sleepThroughQuietWindow() {
+    usleep(UInt32(Int64(quietWindowTicks) * AVPlayer.monitorInterval.nanosecondsClamped / 1_000))
+}
+
 /// Counts notifications of one name for one object.
 final class NotificationCounter: @unchecked Sendable {
     private let lock = NSLock()
@@ -42,6 +53,7 @@ final class Collected<Value>: @unchecked Sendable {
     func append(_ value: Value) { lock.withLock { items.append(value) } }
     var all: [Value] { lock.withLock { items } }
     var count: Int { lock.withLock { items.count } }
+    func removeAll() { lock.withLock { items.removeAll() } }
 }
 
 /// Plays `url` to its end into a WAV file and returns what the file holds; the file is

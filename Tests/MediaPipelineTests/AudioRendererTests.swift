@@ -3,18 +3,24 @@ import Testing
 import MediaClock
 @testable import MediaPipeline
 
-/// The render thread on a real-time null device: scheduled starts land on the requested
-/// host time, content plays in order, the end is reported with its presentation time.
-@Suite(.serialized) struct AudioRendererTests {
+/// The render loop stepped pass by pass on a simulated device (`SimulatedDevice`): scheduled
+/// starts land on the requested host time, content plays in order, the end is reported with
+/// its presentation time. What the device really heard, from its own model, is the truth
+/// each figure is checked against; no thread, no sleep, every run the same.
+@Suite struct AudioRendererTests {
     let format = AudioFormat(sampleRate: 48_000, channels: 1)
+    /// One frame at 48 kHz (ns): the resolution a copied start is placed to.
+    static let oneFrame: Int64 = 20_834
 
-    /// A ring holding `blocks` blocks of a ramp (sample value = item frame) and an end marker.
-    func rampRing(serial: Int, from first: Int64, blocks: Int) -> AudioRing {
-        let ring = AudioRing(format: format, capacity: .seconds(1))
+    /// A ring holding `blocks` blocks of a ramp whose sample value is its item frame plus one
+    /// (so that no content is mistaken for silence; exact in a Float to 16 million frames),
+    /// then an end marker.
+    func rampRing(serial: Int, from first: Int64, blocks: Int, capacity: Duration = .seconds(1)) -> AudioRing {
+        let ring = AudioRing(format: format, capacity: capacity)
         for block in 0..<blocks {
             guard let samples = ring.nextWritableBlock() else { break }
             let start = first + Int64(block * AudioRing.framesPerBlock)
-            for index in 0..<AudioRing.framesPerBlock { samples[index] = Float(start + Int64(index)) }
+            for index in 0..<AudioRing.framesPerBlock { samples[index] = Float(start + Int64(index) + 1) }
             ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: start, frameCount: AudioRing.framesPerBlock, kind: .samples))
         }
         if ring.nextWritableBlock() != nil {
@@ -23,359 +29,262 @@ import MediaClock
         return ring
     }
 
-    func waitFor(_ renderer: AudioRenderer, seconds: Double = 5, _ condition: (RenderStatus) -> Bool) -> RenderStatus {
-        let deadline = Date().addingTimeInterval(seconds)
-        var status = renderer.currentStatus
-        while !condition(status) && Date() < deadline {
-            usleep(2_000)
-            status = renderer.currentStatus
-        }
-        return status
+    /// A renderer on a simulated device drifting `driftPPM`, playing `ring` under `control`.
+    func rendering(_ ring: AudioRing, driftPPM: Double = 0, _ control: (inout RenderControl) -> Void) throws -> SimulatedRendering {
+        let rendering = try SimulatedRendering(device: SimulatedDevice(driftPPM: driftPPM), format: format, ring: ring)
+        rendering.renderer.update(control)
+        return rendering
     }
 
-    @Test func startsExactlyAtTheScheduledHostTime() throws {
-        let output = NullOutput()
-        try output.open(preferred: format)
-        let ring = rampRing(serial: 1, from: 0, blocks: 20)
-        let renderer = AudioRenderer(output: output, ring: ring)
-        let scheduled = HostTime.now() + .milliseconds(200)
-        renderer.update { $0.mode = .play(serial: 1, frame: 0, hostTime: scheduled) }
-        renderer.start()
-        defer { renderer.stop() }
-        let status = waitFor(renderer) { $0.phase == .playing }
-        #expect(status.phase == .playing)
+    /// Every content frame the device heard: when, and which item frame (from the ramp).
+    func heardContent(_ device: SimulatedDevice) -> [(host: HostTime, frame: Int64)] {
+        device.heardFrames.filter { $0.value > 0 }.map { ($0.host, Int64($0.value) - 1) }
+    }
+
+    /// A start scheduled ahead holds the item in silence and plays frame 0 at the scheduled
+    /// host time, on a device exact or off by the crystal's error either way (a device's
+    /// drift moves a lead-in of under a period by under 2 µs).
+    @Test(arguments: [0.0, 200, -80])
+    func startsExactlyAtTheScheduledHostTime(driftPPM: Double) throws {
+        let scheduled = SimulatedDevice.origin + .milliseconds(200)
+        let rendering = try rendering(rampRing(serial: 1, from: 0, blocks: 20), driftPPM: driftPPM) {
+            $0.mode = .play(serial: 1, frame: 0, hostTime: scheduled)
+        }
+        let status = rendering.run(until: { $0.phase == .playing })
+        rendering.run(for: .milliseconds(50))
         #expect(status.runStartFrame == 0)
-        // The anchor of the first period with content: frame `anchorFrame` at `anchorHost`.
-        // Projected back to frame 0, it must be the scheduled time to within one frame.
-        let frameZeroHost = status.anchorHost - format.duration(ofFrames: status.anchorFrame)
-        let error = abs((frameZeroHost - scheduled).nanosecondsClamped)
-        #expect(error <= format.nanoseconds(ofFrames: 1))
+        let content = heardContent(rendering.device)
+        // Nothing before the schedule, then the item from its first frame, every frame in order.
+        let first = try #require(content.first)
+        #expect(first.frame == 0)
+        #expect(abs((first.host - scheduled).nanosecondsClamped) <= Self.oneFrame, "frame 0 heard \((first.host - scheduled).nanosecondsClamped) ns off")
+        #expect(content.enumerated().allSatisfy { $0.element.frame == Int64($0.offset) })
+        // The renderer's own report agrees: its anchor projected back to frame 0.
+        let reported = status.anchorHost - format.duration(ofFrames: status.anchorFrame)
+        #expect(abs((reported - scheduled).nanosecondsClamped) <= Self.oneFrame)
     }
 
     @Test func aStartInThePastSkipsToWhereItShouldBe() throws {
-        let output = NullOutput()
-        try output.open(preferred: format)
-        let ring = rampRing(serial: 3, from: 0, blocks: 40)
-        let renderer = AudioRenderer(output: output, ring: ring)
-        // Started 100 ms ago: the first frame heard is about frame 4800, not frame 0.
-        let scheduled = HostTime.now() - .milliseconds(100)
-        renderer.update { $0.mode = .play(serial: 3, frame: 0, hostTime: scheduled) }
-        renderer.start()
-        defer { renderer.stop() }
-        let status = waitFor(renderer) { $0.phase == .playing }
+        // Started 100 ms before the device's first period: the first frame heard is about
+        // frame 4800, not frame 0, and it is heard where a start 100 ms ago puts it.
+        let scheduled = SimulatedDevice.origin - .milliseconds(100)
+        let rendering = try rendering(rampRing(serial: 3, from: 0, blocks: 40)) {
+            $0.mode = .play(serial: 3, frame: 0, hostTime: scheduled)
+        }
+        let status = rendering.run(until: { $0.phase == .playing })
+        rendering.run(for: .milliseconds(50))
         #expect(status.runStartFrame >= 4_800)
-        let frameZeroHost = status.anchorHost - format.duration(ofFrames: status.anchorFrame)
-        #expect(abs((frameZeroHost - scheduled).nanosecondsClamped) <= format.nanoseconds(ofFrames: 1))
+        let first = try #require(heardContent(rendering.device).first)
+        #expect(first.frame == status.runStartFrame)
+        let due = scheduled + format.duration(ofFrames: first.frame)
+        #expect(abs((first.host - due).nanosecondsClamped) <= Self.oneFrame, "heard \((first.host - due).nanosecondsClamped) ns off")
     }
 
-    @Test func staleSerialsAreDroppedAndTheEndIsReported() throws {
-        let output = NullOutput()
-        try output.open(preferred: format)
-        let ring = rampRing(serial: 5, from: 0, blocks: 4)
-        let renderer = AudioRenderer(output: output, ring: ring)
-        renderer.start()
-        defer { renderer.stop() }
+    @Test func staleSerialsAreDroppedUnheard() throws {
         // Serial 6 has no data: everything of serial 5 is stale and is dropped unheard.
-        renderer.update { $0.mode = .play(serial: 6, frame: 0, hostTime: nil) }
-        let dropped = waitFor(renderer) { _ in ring.queuedBlocks == 0 }
+        let ring = rampRing(serial: 5, from: 0, blocks: 4)
+        let rendering = try rendering(ring) { $0.mode = .play(serial: 6, frame: 0, hostTime: nil) }
+        rendering.run(for: .milliseconds(100))
         #expect(ring.queuedBlocks == 0)
-        #expect(dropped.phase != .playing)
-    }
-
-    /// A renderer on a real-time null device playing `ring` under `control`, started.
-    func startedRenderer(_ ring: AudioRing, _ control: (inout RenderControl) -> Void) throws -> AudioRenderer {
-        let output = NullOutput()
-        try output.open(preferred: format)
-        let renderer = AudioRenderer(output: output, ring: ring)
-        renderer.update(control)
-        renderer.start()
-        return renderer
+        #expect(rendering.renderer.currentStatus.phase != .playing)
+        #expect(heardContent(rendering.device).isEmpty)
     }
 
     @Test func playsToTheEndAndSaysWhenItIsHeard() throws {
         let blocks = 10
-        let renderer = try startedRenderer(rampRing(serial: 1, from: 0, blocks: blocks)) {
+        let frames = Int64(blocks * AudioRing.framesPerBlock)
+        let rendering = try rendering(rampRing(serial: 1, from: 0, blocks: blocks)) {
             $0.mode = .play(serial: 1, frame: 0, hostTime: nil)
         }
-        defer { renderer.stop() }
-        let status = waitFor(renderer) { $0.phase == .ended }
+        let status = rendering.run(until: { $0.phase == .ended })
         #expect(status.phase == .ended)
-        #expect(status.endFrame == Int64(blocks * AudioRing.framesPerBlock))
-        // The end is heard one ring's worth after the start.
-        let started = status.anchorHost
-        #expect(status.endHost > started)
+        #expect(status.endFrame == frames)
+        // Every frame heard once, in order, and the end heard right after the last of them.
+        let content = heardContent(rendering.device)
+        #expect(content.map(\.frame) == Array(0..<frames))
+        let last = try #require(content.last)
+        let endError = (status.endHost - (last.host + format.duration(ofFrames: 1))).nanosecondsClamped
+        #expect(abs(endError) <= Self.oneFrame, "end reported \(endError) ns off")
     }
 
     @Test func atRateTwoTheItemPassesTwiceAsFastAndEndsWhenHeard() throws {
         let blocks = 20
-        let renderer = try startedRenderer(rampRing(serial: 1, from: 0, blocks: blocks)) {
+        let frames = Int64(blocks * AudioRing.framesPerBlock)
+        let rendering = try rendering(rampRing(serial: 1, from: 0, blocks: blocks)) {
             $0.mode = .play(serial: 1, frame: 0, hostTime: nil)
             $0.rate = 2
         }
-        defer { renderer.stop() }
-        let status = waitFor(renderer) { $0.phase == .ended }
+        let status = rendering.run(until: { $0.phase == .ended })
         #expect(status.phase == .ended)
-        let frames = Int64(blocks * AudioRing.framesPerBlock)
         #expect(status.endFrame == frames)
-        // The whole item is heard in half its duration: from its first frame to its end.
-        let heard = Double((status.endHost - status.runStartHost).nanosecondsClamped) / 1e9
-        let duration = Double(frames) / Double(format.sampleRate)
-        #expect(abs(heard - duration / 2) < 0.002, "heard \(heard) s of a \(duration) s item")
-    }
-
-    /// A null device that records the size of every write and the timing precision the
-    /// render thread asks of it.
-    final class WriteSizeRecorder: AudioOutput, @unchecked Sendable {
-        let device = NullOutput()
-        private let lock = NSLock()
-        private var sizes: [Int] = []
-        private var precisions: [TimingPrecision] = []
-        init() { sizes.reserveCapacity(1_000) }
-        var writes: [Int] { lock.withLock { sizes } }
-        var precisionsAsked: [TimingPrecision] { lock.withLock { precisions } }
-        var name: String { device.name }
-        var format: AudioFormat { device.format }
-        var periodFrames: Int { device.periodFrames }
-        var relaxedWriteFrames: Int { device.relaxedWriteFrames }
-        var isRealtime: Bool { true }
-        var underrunCount: Int { device.underrunCount }
-        func setTimingPrecision(_ precision: TimingPrecision) { lock.withLock { precisions.append(precision) } }
-        func open(preferred: AudioFormat) throws(MediaError) { try device.open(preferred: preferred) }
-        func waitUntilWritable(frames: Int, timeout: Duration) -> Int { device.waitUntilWritable(frames: frames, timeout: timeout) }
-        func presentationTimestamp() -> PresentationTimestamp { device.presentationTimestamp() }
-        func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int {
-            lock.withLock { sizes.append(frames) }
-            return device.write(samples, frames: frames)
-        }
-        func flush() { device.flush() }
-        func close() { device.close() }
+        // The whole item is heard in half its duration, from its first frame to its end:
+        // within a few frames (the resampler's filter settles over its first taps).
+        let heard = status.endHost - status.runStartHost
+        let half = format.duration(ofFrames: frames / 2)
+        #expect(abs((heard - half).nanosecondsClamped) <= 4 * Self.oneFrame, "heard \(heard) of a \(half * 2) item")
+        // What the device heard really advanced two item frames a frame, in order.
+        let content = rendering.device.heardFrames.map { Double($0.value) }.filter { $0 > 0 }
+        let middle = content[content.count / 4..<content.count * 3 / 4]
+        let steps = zip(middle, middle.dropFirst()).map { $1 - $0 }
+        #expect(steps.allSatisfy { abs($0 - 2) < 0.01 }, "steps from \(steps.min() ?? 0) to \(steps.max() ?? 0)")
     }
 
     @Test func plainPlayWritesTheDeviceInLargerPiecesAndAScheduleGoesBackToPeriods() throws {
-        let recorder = WriteSizeRecorder()
-        try recorder.open(preferred: format)
-        let period = recorder.periodFrames
-        let relaxed = recorder.relaxedWriteFrames
+        let rendering = try rendering(rampRing(serial: 1, from: 0, blocks: 60)) {
+            $0.mode = .play(serial: 1, frame: 0, hostTime: nil)
+        }
+        let device = rendering.device
+        let period = device.periodFrames
+        let relaxed = device.relaxedWriteFrames
         #expect(relaxed == 4 * period, "40 ms of 10 ms periods")
-        let renderer = AudioRenderer(output: recorder, ring: rampRing(serial: 1, from: 0, blocks: 60))
-        renderer.update { $0.mode = .play(serial: 1, frame: 0, hostTime: nil) }
-        renderer.start()
-        defer { renderer.stop() }
         // Past the first fill of the device's buffer, plain play writes whole periods, as many
         // as are free, up to the relaxed piece: a few wake-ups a second rather than a hundred.
-        _ = waitFor(renderer) { _ in recorder.writes.count >= 12 }
-        let plain = recorder.writes
-        #expect(recorder.precisionsAsked == [.relaxed])
+        while device.writes.count < 12 { rendering.run(for: .milliseconds(10)) }
+        let plain = device.writes.map(\.frames)
+        #expect(device.precisionsAsked == [.relaxed])
         #expect(plain.allSatisfy { $0 % period == 0 && $0 <= relaxed }, "\(plain)")
         #expect(plain.dropFirst(4).filter { $0 == relaxed }.count >= 6, "\(plain)")
 
         // A schedule needs the device's timing every period again.
-        renderer.update { $0.mode = .play(serial: 1, frame: 0, hostTime: HostTime.now() + .milliseconds(100)) }
-        _ = waitFor(renderer) { _ in recorder.writes.count >= plain.count + 20 }
-        #expect(recorder.precisionsAsked == [.relaxed, .everyPeriod])
-        #expect(recorder.writes.suffix(10).allSatisfy { $0 == period }, "\(recorder.writes.suffix(10))")
+        rendering.renderer.update { $0.mode = .play(serial: 1, frame: 0, hostTime: device.now + .milliseconds(100)) }
+        while device.writes.count < plain.count + 20 { rendering.run(for: .milliseconds(10)) }
+        #expect(device.precisionsAsked == [.relaxed, .everyPeriod])
+        #expect(device.writes.suffix(10).allSatisfy { $0.frames == period }, "\(device.writes.suffix(10).map(\.frames))")
     }
 
     @Test(arguments: [-100, 150])
-    func aScheduledStartAtHalfSpeedIsPlacedOnItsSchedule(millisecondsFromNow: Int) throws {
+    func aScheduledStartAtHalfSpeedIsPlacedOnItsSchedule(millisecondsFromStart: Int) throws {
         // Started 100 ms ago at half speed, the first frame heard is about frame 2400; 150 ms
         // ahead, frame 0 waits behind 150 ms of silence (not the 75 ms that half as many
         // item frames would be at full speed).
-        let scheduled = HostTime.now() + .milliseconds(millisecondsFromNow)
-        let renderer = try startedRenderer(rampRing(serial: 2, from: 0, blocks: 40)) {
+        let scheduled = SimulatedDevice.origin + .milliseconds(millisecondsFromStart)
+        let rendering = try rendering(rampRing(serial: 2, from: 0, blocks: 40)) {
             $0.mode = .play(serial: 2, frame: 0, hostTime: scheduled)
             $0.rate = 0.5
         }
-        defer { renderer.stop() }
-        let status = waitFor(renderer) { $0.phase == .playing && $0.anchorRate == 0.5 }
+        let status = rendering.run(until: { $0.phase == .playing && $0.anchorRate == 0.5 })
+        rendering.run(for: .milliseconds(200))
         #expect(status.anchorRate == 0.5)
         // Frame 0 projected back from the anchor at half speed lands on the schedule.
         let frameZeroHost = status.anchorHost - format.duration(ofFrames: Int64((status.anchorPosition * 2).rounded()))
-        #expect(abs((frameZeroHost - scheduled).nanosecondsClamped) <= format.nanoseconds(ofFrames: 2))
+        #expect(abs((frameZeroHost - scheduled).nanosecondsClamped) <= 2 * Self.oneFrame)
+        // And so does what the device heard: past the resampler's first taps, each frame
+        // holds the item position the schedule puts at its time, at half speed.
+        let content = rendering.device.heardFrames.filter { $0.value > 0 }
+        let inside = content.dropFirst(FractionalResampler.tapCount * 4).prefix(4_800)
+        #expect(inside.count == 4_800)
+        let errors = inside.map { frame -> Double in
+            let due = Double((frame.host - scheduled).nanosecondsClamped) * 0.5 * 48_000 / 1e9
+            return (due - (Double(frame.value) - 1)) / 48_000 / 0.5
+        }
+        let worst = errors.map(abs).max() ?? 1
+        #expect(worst <= 2 * Double(Self.oneFrame) / 1e9, "worst \(worst * 1e6) µs off the schedule")
     }
 }
 
-/// Following a timeline on a device whose clock drifts: the three tiers of correction.
-@Suite(.serialized) struct FollowModeTests {
+/// Following a timeline on a simulated device whose clock drifts: the three tiers of
+/// correction, checked against when the device really heard each period.
+@Suite struct FollowModeTests {
     let format = AudioFormat(sampleRate: 48_000, channels: 1)
+    /// How often the renderer's own error report is sampled, in simulated time, as a status
+    /// line would read it.
+    static let reportInterval: Duration = .milliseconds(50)
 
-    /// A producer thread that keeps `ring` full of a ramp for `serial` until stopped.
-    final class Feeder: @unchecked Sendable {
-        let ring: AudioRing
-        let serial: Int
-        private var running = true
-        private let lock = NSLock()
-        init(ring: AudioRing, serial: Int) {
-            self.ring = ring
-            self.serial = serial
-            Thread { [self] in
-                var frame: Int64 = 0
-                while lock.withLock({ running }) {
-                    guard let block = ring.nextWritableBlock() else { usleep(1_000); continue }
-                    for index in 0..<AudioRing.framesPerBlock { block[index] = Float(frame + Int64(index)) / 1e6 }
-                    ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: frame, frameCount: AudioRing.framesPerBlock, kind: .samples))
-                    frame += Int64(AudioRing.framesPerBlock)
-                }
-            }.start()
-        }
-        func stop() { lock.withLock { running = false } }
+    /// A renderer on `device` following `timeline`, its ring kept full of a ramp.
+    func following(_ device: SimulatedDevice, _ timeline: RenderTimeline, from first: Int64 = 0) throws -> SimulatedRendering {
+        let rendering = try SimulatedRendering(device: device, format: format, feeding: 1, from: first)
+        rendering.renderer.update { $0.mode = .follow(serial: 1, timeline: timeline) }
+        return rendering
     }
 
-    /// A renderer following `timeline` on `output` (opened here), its ring kept full by a
-    /// feeder, until stopped.
-    final class Following {
-        let renderer: AudioRenderer
-        let feeder: Feeder
-        init(output: any AudioOutput, format: AudioFormat, timeline: RenderTimeline) throws {
-            try output.open(preferred: format)
-            let ring = AudioRing(format: format, capacity: .milliseconds(500))
-            feeder = Feeder(ring: ring, serial: 1)
-            renderer = AudioRenderer(output: output, ring: ring)
-            renderer.update { $0.mode = .follow(serial: 1, timeline: timeline) }
-            renderer.start()
-        }
-        func stop() {
-            renderer.stop()
-            feeder.stop()
+    /// How far from `timeline` (seconds, positive: late) each period with content heard
+    /// after `after` really was: the ramp's value is its item frame over a million.
+    func heardErrors(_ device: SimulatedDevice, against timeline: RenderTimeline, after: HostTime? = nil) -> [Double] {
+        device.writes.filter { write in write.firstValue > 0 && after.map { write.heardAt > $0 } != false }.map { write in
+            (timeline.due(at: write.heardAt, sampleRate: 48_000) - Double(write.firstValue) * 1e6) / 48_000
         }
     }
 
+    /// Follows a timeline of `timelineRate` starting 100 ms in, on a device `driftPPM` off,
+    /// for `seconds`, making `change` `changeAfter` seconds in (half-way by default).
+    /// Returns the last report, the reported errors every `reportInterval` while playing,
+    /// and the device.
     func follow(driftPPM: Double, timelineRate: Double, seconds: Double, changeAfter: Double? = nil,
-                then change: ((AudioRenderer, RenderTimeline) -> Void)? = nil) throws -> (RenderStatus, [Double]) {
-        let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(100), rate: timelineRate)
-        let following = try Following(output: NullOutput(driftPPM: driftPPM), format: format, timeline: timeline)
-        defer { following.stop() }
-        let renderer = following.renderer
+                then change: ((AudioRenderer, RenderTimeline) -> Void)? = nil) throws -> (RenderStatus, [Double], SimulatedDevice) {
+        let device = SimulatedDevice(driftPPM: driftPPM)
+        let start = device.now
+        let timeline = RenderTimeline(frame: 0, host: start + .milliseconds(100), rate: timelineRate)
+        let rendering = try following(device, timeline)
+        let renderer = rendering.renderer
         var errors: [Double] = []
-        let end = Date().addingTimeInterval(seconds)
-        let changeAt = Date().addingTimeInterval(changeAfter ?? seconds / 2)
+        var nextReport = start + Self.reportInterval
+        let changeAt = start + .nanoseconds(Int64((changeAfter ?? seconds / 2) * 1e9))
         var changed = false
-        while Date() < end {
-            usleep(50_000)
+        rendering.run(until: start + .nanoseconds(Int64(seconds * 1e9))) {
+            guard device.now >= nextReport else { return }
+            nextReport = nextReport + Self.reportInterval
             let status = renderer.currentStatus
             if status.phase == .playing { errors.append(status.timelineError / .seconds(1)) }
-            if !changed, Date() > changeAt, let change {
+            if !changed, device.now >= changeAt, let change {
                 change(renderer, timeline)
                 changed = true
             }
         }
-        return (renderer.currentStatus, errors)
+        return (renderer.currentStatus, errors, device)
     }
 
-    @Test func aDriftingDeviceIsPulledOntoTheTimelineSoftly() throws {
-        // The device runs 100 ppm fast and the group's clock 150 ppm slow against this host.
-        let (status, errors) = try follow(driftPPM: 100, timelineRate: 1 - 150e-6, seconds: 6)
+    /// A device 100 ppm fast against a group's clock 150 ppm slow; a device 80 ppm slow
+    /// against a master clock 300 ppm fast (what a player on a leader's clock meets).
+    @Test(arguments: [(100.0, -150.0), (-80, 300)])
+    func aDriftingDeviceIsPulledOntoTheTimelineSoftly(driftPPM: Double, clockPPM: Double) throws {
+        let (status, errors, device) = try follow(driftPPM: driftPPM, timelineRate: 1 + clockPPM * 1e-6, seconds: 6)
         #expect(status.phase == .playing)
         #expect(status.hardResyncs == 0)
         // Settled: the last second of errors within 50 µs. The timeline's rate is applied
-        // as given, so the correction absorbs only the device's 100 ppm: -100 ppm.
+        // as given, so the correction absorbs only the device's drift, the other way.
         let settled = errors.suffix(20)
         #expect(settled.allSatisfy { abs($0) < 50e-6 }, "\(settled)")
-        #expect(abs(status.correctionPPM + 100) < 30, "\(status.correctionPPM)")
-    }
-
-    /// Passes everything to a null device and notes, for every period written, when the
-    /// device really plays its first frame and what that frame holds: the truth the
-    /// renderer's own figures are checked against.
-    final class HeardRecorder: AudioOutput, @unchecked Sendable {
-        let device: NullOutput
-        private let lock = NSLock()
-        private var heard: [(host: HostTime, value: Float)] = []
-        private var written: [Float] = []
-        init(device: NullOutput) {
-            self.device = device
-            heard.reserveCapacity(4_000)
-            written.reserveCapacity(480_000)
-        }
-        /// Every sample written, of the first channel.
-        var samples: [Float] { lock.withLock { written } }
-        var name: String { device.name }
-        var format: AudioFormat { device.format }
-        var periodFrames: Int { device.periodFrames }
-        var isRealtime: Bool { true }
-        var underrunCount: Int { device.underrunCount }
-        var timingSourceChanges: Int { 0 }
-        /// When the device's timing counts as settled (nil: from the start).
-        var settlesAt: HostTime?
-        var isTimingSettled: Bool { settlesAt.map { HostTime.now() >= $0 } ?? true }
-        var periods: [(host: HostTime, value: Float)] { lock.withLock { heard } }
-        /// How far from `timeline` (seconds, positive: late) each period with content heard
-        /// after `after` really was: the ramp's value is its item frame over a million.
-        func errors(against timeline: RenderTimeline, after: HostTime? = nil) -> [Double] {
-            periods.filter { period in period.value > 0 && after.map { period.host > $0 } != false }.map { period in
-                (timeline.due(at: period.host, sampleRate: 48_000) - Double(period.value) * 1e6) / 48_000
-            }
-        }
-        /// Once past this host time, the next wait for the device sleeps until it has run
-        /// dry and `stallBeyondQueue` more: the render thread scheduled out for too long.
-        var stallAt: HostTime?
-        var stallBeyondQueue: Duration = .zero
-        func open(preferred: AudioFormat) throws(MediaError) { try device.open(preferred: preferred) }
-        func waitUntilWritable(frames: Int, timeout: Duration) -> Int {
-            if let stallAt, HostTime.now() >= stallAt {
-                self.stallAt = nil
-                let queued = device.presentationTimestamp().queuedFrames / Double(device.format.sampleRate)
-                let sleep = queued + Double(stallBeyondQueue.nanosecondsClamped) / 1e9
-                usleep(UInt32(sleep * 1e6))
-            }
-            return device.waitUntilWritable(frames: frames, timeout: timeout)
-        }
-        func presentationTimestamp() -> PresentationTimestamp { device.presentationTimestamp() }
-        func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int {
-            let taken = device.write(samples, frames: frames)
-            // The device's frames really last 1/(1 + drift) of their nominal duration; asked
-            // once it runs, the device says when the frame after these is heard.
-            let frameNanoseconds = 1e9 / Double(device.format.sampleRate) / (1 + device.driftPPM / 1e6)
-            let after = device.presentationTimestamp().presentation(frameNanoseconds: frameNanoseconds)
-            let heardAt = after - .nanoseconds(Int64((Double(taken) * frameNanoseconds).rounded()))
-            let channels = device.format.channels
-            lock.withLock {
-                heard.append((heardAt, samples[0]))
-                for frame in 0..<taken { written.append(samples[frame * channels]) }
-            }
-            return taken
-        }
-        func flush() { device.flush() }
-        func close() { device.close() }
+        #expect(abs(status.correctionPPM + driftPPM) < 30, "\(status.correctionPPM)")
+        // And the device really heard the last seconds there.
+        let timeline = RenderTimeline(frame: 0, host: SimulatedDevice.origin + .milliseconds(100), rate: 1 + clockPPM * 1e-6)
+        let heard = heardErrors(device, against: timeline, after: timeline.host + .seconds(4))
+        #expect(heard.count > 150)
+        #expect((heard.map(abs).max() ?? 1) < 50e-6, "worst \((heard.map(abs).max() ?? 1) * 1e6) µs heard off the timeline")
     }
 
     @Test func aDeepQueueOnAnOffCrystalIsPlayedOutAtTheDevicesRate() throws {
         // A device 600 ppm fast (PulseAudio's null sink has been measured 700 ppm fast) with
         // 240 ms queued, as a sound server holds: counted at the nominal rate, that queue
         // would put every period 144 µs late of where the device really plays it.
-        let recorder = HeardRecorder(device: NullOutput(driftPPM: 600, periodsPerBuffer: 24))
-        let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(300), rate: 1)
-        let following = try Following(output: recorder, format: format, timeline: timeline)
-        let renderer = following.renderer
-        Thread.sleep(forTimeInterval: 8)
-        following.stop()
-        #expect(renderer.currentStatus.hardResyncs <= 2)
+        let device = SimulatedDevice(driftPPM: 600, periodsPerBuffer: 24)
+        let timeline = RenderTimeline(frame: 0, host: device.now + .milliseconds(300), rate: 1)
+        let rendering = try following(device, timeline)
+        rendering.run(for: .seconds(8))
+        #expect(rendering.renderer.currentStatus.hardResyncs <= 2)
         // From the sixth second on: how far from the timeline each period was really heard.
-        let errors = recorder.errors(against: timeline, after: timeline.host + .seconds(6))
+        let errors = heardErrors(device, against: timeline, after: timeline.host + .seconds(6))
         #expect(errors.count > 100)
         let worst = errors.map(abs).max() ?? 1
         #expect(worst < 10e-6, "worst \(worst * 1e6) µs, median \(errors.sorted()[errors.count / 2] * 1e6) µs")
     }
 
     @Test func anUnderrunIsMetByPlacingContentAfresh() throws {
-        // Two seconds in, the render thread is held off until the device has run dry for
+        // Two seconds in, the render loop is held off until the device has run dry for
         // 1.5 ms. Everything after the gap would be 1.5 ms late: under the hard tier's
         // threshold, so the soft tier would need three seconds at its limit to pull it in.
         // Placed afresh on the restarted device instead, what follows the gap is where the
         // timeline says within a period, and no resync is counted.
-        let recorder = HeardRecorder(device: NullOutput(driftPPM: 0))
-        let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(100), rate: 1)
-        recorder.stallAt = timeline.host + .seconds(2)
-        recorder.stallBeyondQueue = .microseconds(1_500)
-        let following = try Following(output: recorder, format: format, timeline: timeline)
-        let renderer = following.renderer
-        Thread.sleep(forTimeInterval: 3)
-        following.stop()
-        let status = renderer.currentStatus
-        #expect(recorder.device.underrunCount == 1)
+        let device = SimulatedDevice()
+        let timeline = RenderTimeline(frame: 0, host: device.now + .milliseconds(100), rate: 1)
+        device.stallAt = timeline.host + .seconds(2)
+        device.stallBeyondQueue = .microseconds(1_500)
+        let rendering = try following(device, timeline)
+        rendering.run(for: .seconds(3))
+        let status = rendering.renderer.currentStatus
+        #expect(device.underrunCount == 1)
         #expect(status.timelineBreaks == 1)
         #expect(status.hardResyncs == 0)
-        let errors = recorder.errors(against: timeline, after: timeline.host + .seconds(2))
+        let errors = heardErrors(device, against: timeline, after: timeline.host + .seconds(2))
         #expect(errors.count > 50)
         let worst = errors.map(abs).max() ?? 1
         #expect(worst < 30e-6, "worst \(worst * 1e6) µs after the underrun")
@@ -385,58 +294,79 @@ import MediaClock
         // The device's timing settles (a sound server's figures arrive) 400 ms after the
         // timeline's start: nothing is played before, and what is played after is where the
         // timeline says, the first 400 ms skipped rather than played late.
-        let recorder = HeardRecorder(device: NullOutput(driftPPM: 0))
-        let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(100), rate: 1)
+        let device = SimulatedDevice()
+        let timeline = RenderTimeline(frame: 0, host: device.now + .milliseconds(100), rate: 1)
         let settled = timeline.host + .milliseconds(400)
-        recorder.settlesAt = settled
-        let following = try Following(output: recorder, format: format, timeline: timeline)
-        let renderer = following.renderer
-        Thread.sleep(forTimeInterval: 1.5)
-        following.stop()
-        let content = recorder.periods.filter { $0.value > 0 }
-        let first = try #require(content.first)
-        #expect(first.host >= settled, "content heard \((settled - first.host).nanosecondsClamped / 1000) µs before the timing settled")
-        let errors = recorder.errors(against: timeline)
+        device.settlesAt = settled
+        let rendering = try following(device, timeline)
+        rendering.run(for: .milliseconds(1_500))
+        let first = try #require(device.writes.first { $0.firstValue > 0 })
+        #expect(first.heardAt >= settled, "content heard \((settled - first.heardAt).nanosecondsClamped / 1000) µs before the timing settled")
+        let errors = heardErrors(device, against: timeline)
         #expect((errors.map(abs).max() ?? 1) < 30e-6, "worst \((errors.map(abs).max() ?? 1) * 1e6) µs")
-        #expect(renderer.currentStatus.hardResyncs == 0)
+        #expect(rendering.renderer.currentStatus.hardResyncs == 0)
     }
 
-    @Test func aScheduledRateChangeIsMadeWithoutABreak() throws {
+    @Test func aFollowedTimelineAtRateTwoStartsOnItsInstant() throws {
+        // A start ahead at rate 2 from item frame 24 000 (as a player on a master clock asks
+        // when its rate was set before the start, its reader starting there): silence until
+        // then, then frame 24 000 heard at the instant and the item running at twice the pace.
+        let device = SimulatedDevice()
+        let timeline = RenderTimeline(frame: 24_000, host: device.now + .milliseconds(400), rate: 2)
+        let rendering = try following(device, timeline, from: 24_000)
+        rendering.run(for: .seconds(1))
+        #expect(rendering.renderer.currentStatus.hardResyncs == 0)
+        #expect(rendering.renderer.currentStatus.anchorRate == 2)
+        let first = try #require(device.heardFrames.first { $0.value > 0 })
+        #expect(abs((first.host - timeline.host).nanosecondsClamped) <= AudioRendererTests.oneFrame, "content began \((first.host - timeline.host).nanosecondsClamped) ns off the instant")
+        // Each period from the next on where the timeline puts it (the first begins with the
+        // resampler's filter rising from the silence before, so its first value is no position).
+        let errors = heardErrors(device, against: timeline, after: first.host)
+        #expect(errors.count > 50)
+        #expect((errors.map(abs).max() ?? 1) < 30e-6, "worst \((errors.map(abs).max() ?? 1) * 1e6) µs")
+    }
+
+    /// Where a scheduled change falls in a period: a nanosecond after the period's start,
+    /// where the render loop wakes and a change made then lands (a frame forced to the old
+    /// rate there put the item 31 µs off), and well inside one.
+    static let rateChangePhases: [Duration] = [.zero, .microseconds(4_321)]
+
+    @Test(arguments: rateChangePhases)
+    func aScheduledRateChangeIsMadeWithoutABreak(phase: Duration) throws {
         // Two seconds into play at rate 1, the timeline doubles its rate 200 ms ahead, from
         // where it then stands; later it halves it. Every period, before, across and after
         // each change, is heard where the timeline says, and nothing is skipped or padded.
-        let recorder = HeardRecorder(device: NullOutput(driftPPM: 0))
-        var timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(100), rate: 1)
-        let following = try Following(output: recorder, format: format, timeline: timeline)
-        let renderer = following.renderer
+        let device = SimulatedDevice()
+        var timeline = RenderTimeline(frame: 0, host: device.now + .milliseconds(100), rate: 1)
+        let rendering = try following(device, timeline)
+        let renderer = rendering.renderer
         var changes: [RenderTimeline] = []
         for (after, rate) in [(2.0, 2.0), (1.5, 0.5)] {
-            Thread.sleep(forTimeInterval: after)
-            let at = HostTime.now() + .milliseconds(200)
+            rendering.run(for: .nanoseconds(Int64(after * 1e9)))
+            let at = device.now + .milliseconds(200) + phase
             timeline = RenderTimeline(frame: Int64(timeline.due(at: at, sampleRate: 48_000).rounded()), host: at,
                                       rate: rate, rateBefore: timeline.rate)
             changes.append(timeline)
             renderer.update { [timeline] in $0.mode = .follow(serial: 1, timeline: timeline) }
         }
-        Thread.sleep(forTimeInterval: 1.5)
-        following.stop()
+        rendering.run(for: .milliseconds(1_500))
         #expect(renderer.currentStatus.hardResyncs == 0)
         // Each stretch against the timeline in force then.
         let first = changes[0], second = changes[1]
         let start = first.host - .seconds(1)
-        let periods = recorder.periods.filter { $0.value > 0 && $0.host > start }
+        let periods = device.writes.filter { $0.firstValue > 0 && $0.heardAt > start }
         let errors = periods.map { period -> Double in
-            let timeline = period.host < second.host ? first : second
-            return (timeline.due(at: period.host, sampleRate: 48_000) - Double(period.value) * 1e6) / 48_000
+            let timeline = period.heardAt < second.host ? first : second
+            return (timeline.due(at: period.heardAt, sampleRate: 48_000) - Double(period.firstValue) * 1e6) / 48_000
         }
         #expect(errors.count > 200)
         let worst = errors.map(abs).max() ?? 1
         #expect(worst < 30e-6, "worst \(worst * 1e6) µs")
         // The item really ran at each rate: frames heard per second of host time.
         func rate(between a: HostTime, and b: HostTime) -> Double {
-            let inside = periods.filter { $0.host > a && $0.host < b }
-            guard let p = inside.first, let q = inside.last, q.host > p.host else { return 0 }
-            return Double(q.value - p.value) * 1e6 / 48_000 / (Double((q.host - p.host).nanosecondsClamped) / 1e9)
+            let inside = periods.filter { $0.heardAt > a && $0.heardAt < b }
+            guard let p = inside.first, let q = inside.last, q.heardAt > p.heardAt else { return 0 }
+            return Double(q.firstValue - p.firstValue) * 1e6 / 48_000 / (Double((q.heardAt - p.heardAt).nanosecondsClamped) / 1e9)
         }
         #expect(abs(rate(between: first.host + .milliseconds(100), and: second.host) - 2) < 0.001)
         #expect(abs(rate(between: second.host + .milliseconds(100), and: second.host + .seconds(1)) - 0.5) < 0.001)
@@ -446,19 +376,20 @@ import MediaClock
         // A ramp copied as it is at rate 1, then read at 1.5 from the next period: the
         // output stays a ramp whose slope steps from 1 to 1.5 (in millionths a frame), with
         // no dip where the resampler takes over from the copy.
-        let recorder = HeardRecorder(device: NullOutput())
-        try recorder.open(preferred: format)
-        let ring = AudioRing(format: format, capacity: .milliseconds(500))
-        let feeder = Feeder(ring: ring, serial: 1)
-        let renderer = AudioRenderer(output: recorder, ring: ring)
+        let device = SimulatedDevice()
+        let rendering = try SimulatedRendering(device: device, format: format, feeding: 1)
+        let renderer = rendering.renderer
         renderer.update { $0.mode = .play(serial: 1, frame: 0, hostTime: nil) }
-        renderer.start()
-        Thread.sleep(forTimeInterval: 0.4)
+        rendering.run(for: .milliseconds(400))
+        let serial = renderer.currentStatus.serial
+        let runStart = renderer.currentStatus.runStartFrame
         renderer.update { $0.rate = 1.5 }
-        Thread.sleep(forTimeInterval: 0.4)
-        renderer.stop()
-        feeder.stop()
-        let samples = recorder.samples.drop { $0 == 0 }.map(Double.init)
+        rendering.run(for: .milliseconds(400))
+        // The same run goes on: no restart, no stall.
+        #expect(renderer.currentStatus.serial == serial && renderer.currentStatus.runStartFrame == runStart)
+        #expect(renderer.currentStatus.stalls == 0)
+        #expect(renderer.currentStatus.anchorRate == 1.5)
+        let samples = device.samples.drop { $0 == 0 }.map(Double.init)
         #expect(samples.count > 20_000)
         let slopes = zip(samples, samples.dropFirst()).map { ($1 - $0) * 1e6 }
         #expect(slopes.contains { abs($0 - 1.5) < 0.01 }, "the speed never changed")
@@ -475,8 +406,9 @@ import MediaClock
     }
 
     @Test func aSmallTimelineMoveIsCorrectedWithoutASkip() throws {
-        let (status, errors) = try follow(driftPPM: 0, timelineRate: 1, seconds: 6) { Self.move($0, $1, by: .microseconds(400)) }
+        let (status, errors, _) = try follow(driftPPM: 0, timelineRate: 1, seconds: 6) { Self.move($0, $1, by: .microseconds(400)) }
         #expect(status.hardResyncs == 0)
+        #expect(errors.contains { $0 < -350e-6 }, "the move was not seen")
         #expect(abs(errors.last ?? 1) < 50e-6, "\(errors.suffix(10))")
     }
 
@@ -484,8 +416,9 @@ import MediaClock
         // Half a second into play (inside the settling time) the clock estimate moves the
         // timeline by 400 µs, past the settling tier's 250 µs: the device did not err, so
         // the soft tier absorbs it as it would later.
-        let (status, errors) = try follow(driftPPM: 0, timelineRate: 1, seconds: 6, changeAfter: 0.6) { Self.move($0, $1, by: .microseconds(400)) }
+        let (status, errors, _) = try follow(driftPPM: 0, timelineRate: 1, seconds: 6, changeAfter: 0.6) { Self.move($0, $1, by: .microseconds(400)) }
         #expect(status.hardResyncs == 0)
+        #expect(errors.contains { $0 < -350e-6 }, "the move was not seen")
         #expect(abs(errors.last ?? 1) < 50e-6, "\(errors.suffix(10))")
     }
 
@@ -495,7 +428,7 @@ import MediaClock
         // seconds. An integral that kept growing meanwhile carries the error far past zero
         // (186 µs when tried); a conditional one meets the timeline, but for what the error
         // filter's 0.2 s lag carries on at the slew rate (about 50 µs).
-        let (status, errors) = try follow(driftPPM: 0, timelineRate: 1, seconds: 8, changeAfter: 1.8) { Self.move($0, $1, by: .microseconds(1_500)) }
+        let (status, errors, _) = try follow(driftPPM: 0, timelineRate: 1, seconds: 8, changeAfter: 1.8) { Self.move($0, $1, by: .microseconds(1_500)) }
         #expect(status.hardResyncs == 0)
         guard let deepest = errors.indices.min(by: { errors[$0] < errors[$1] }) else {
             Issue.record("no errors recorded")
@@ -514,20 +447,20 @@ import MediaClock
         // learned does on a jittery path. The steady loop (1.5 rad/s) would lag such a ramp
         // by about 40 µs, plus the error filter's 30 µs; while a start acquires, the loop
         // is four times faster and keeps within a quarter of that.
-        var timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(100), rate: 1)
-        let following = try Following(output: NullOutput(driftPPM: 0), format: format, timeline: timeline)
-        defer { following.stop() }
-        let renderer = following.renderer
+        let device = SimulatedDevice()
+        var timeline = RenderTimeline(frame: 0, host: device.now + .milliseconds(100), rate: 1)
+        let rendering = try following(device, timeline)
+        let renderer = rendering.renderer
         let start = timeline.host
         var errors: [Double] = []
-        while HostTime.now() < start + .milliseconds(1_500) {
-            usleep(20_000)
+        while device.now < start + .milliseconds(1_500) {
+            rendering.run(for: .milliseconds(20))
             timeline.host = timeline.host + .microseconds(3)
             let moved = timeline
             renderer.update { $0.mode = .follow(serial: 1, timeline: moved) }
             let status = renderer.currentStatus
             // From 0.3 s, once the ramp has had time to build a lag.
-            if status.phase == .playing, HostTime.now() > start + .milliseconds(300) { errors.append(status.timelineError / .seconds(1)) }
+            if status.phase == .playing, device.now > start + .milliseconds(300) { errors.append(status.timelineError / .seconds(1)) }
         }
         #expect(renderer.currentStatus.hardResyncs == 0)
         #expect(errors.count > 40)
@@ -536,7 +469,7 @@ import MediaClock
     }
 
     @Test func aLargeTimelineMoveResyncsAtOnce() throws {
-        let (status, errors) = try follow(driftPPM: 0, timelineRate: 1, seconds: 3) { Self.move($0, $1, by: .milliseconds(20)) }
+        let (status, errors, _) = try follow(driftPPM: 0, timelineRate: 1, seconds: 3) { Self.move($0, $1, by: .milliseconds(20)) }
         #expect(status.hardResyncs == 1)
         #expect(abs(errors.last ?? 1) < 50e-6)
     }
