@@ -27,6 +27,9 @@ struct LeaderClockTests {
         let a = ClockEstimate(referenceHostTime: HostTime(nanoseconds: 0), offset: .seconds(1), ratePPT: 0)
         let b = ClockEstimate(referenceHostTime: HostTime(nanoseconds: 0), offset: .seconds(2), ratePPT: 400_000_000)
         let valid: Set<Int64> = [2_000_000_000, 3_000_400_000]
+        // Read through an estimate from the start: a reader scheduled before the writer's
+        // first update would otherwise read the host's own time, which is not a torn read.
+        clock.update(a)
         await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 for index in 0..<20_000 { clock.update(index.isMultiple(of: 2) ? a : b) }
