@@ -51,9 +51,6 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     public private(set) var bufferFrames = 4800
     public let isRealtime = true
     private let underruns = Atomic<Int>(0)
-    private let stalls = Atomic<Int>(0)
-    /// Streams found dead and opened afresh (`stallLimit`); each also counts as an underrun.
-    public var stallCount: Int { stalls.load(ordering: .relaxed) }
     /// What `open` was asked for, to open a dead stream afresh the same way.
     private var openedPreferred: AudioFormat?
     /// When the device last had a period free (or was opened): the render thread's alone.
@@ -194,12 +191,10 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     private func reopenStalledStream() {
         guard let preferred = openedPreferred else { return }
         let previous = format
-        stalls.add(1, ordering: .relaxed)
         // The retiring probe's moves stay counted, so the underrun count never goes back.
         underruns.add(1 + (probe?.timelineMoves ?? 0), ordering: .relaxed)
         close()
         openedPreferred = preferred
-        lastProgress = .now()
         do {
             try open(preferred: preferred)
             // The ring and the renderer's buffers were made for the first format.
