@@ -197,11 +197,35 @@ public struct ClockEstimator: Sendable {
     /// fits since: the centre of a window of exchanges moves little from one exchange to
     /// the next, and judging it sorts the window four times, which at every fit made the
     /// estimator several times slower.
-    private var balance: (shift: (offset: Double, deviation: Double)?, fitsSince: Int)?
+    private var balance: (shift: (offset: Double, deviation: Double)?, spreadsAlike: Bool?, fitsSince: Int)?
     /// Fits between two judgements of the balance (`DelayBalance`): a sixteenth of the
     /// exchanges in a steady window at most, so a judgement is never more than 1.6 s old at
     /// the steady poll rate, and on the join's fast polls 16 ms.
     static let balanceJudgementInterval = 16
+    /// In the centre's mode, the floors' rate is kept while it lies within this many
+    /// combined deviations of the centre's own: where both floors still trace lines (only
+    /// their offsets differ) their rate is known far better than a fit to the exchanges'
+    /// scattered offsets knows it, and a line through the centre's centroid at the floors'
+    /// rate is better at the newest exchange, which lies up to a memory's span from the
+    /// centroid. Ten, not three: a floor that ramps up from a tick rather than standing
+    /// sharp can tilt the floors' rate by a ppm while claiming a few ppb, and at three the
+    /// centre's own rate (off by several ppm in its first tens of seconds) took over and
+    /// put the estimate further off, 120 µs at the 99th percentile of eight simulated
+    /// followers against 80 µs at ten. Only floors that bend grossly are left.
+    static let agreeingSlopeDeviations = 10.0
+    /// The exchanges' own offsets over a long memory (`CentreLine`).
+    private var centre = CentreLine()
+    /// Set once the floors' line is shown to lie off the exchanges' centre while both
+    /// directions spread alike (`DelayBalance`): the centre's line is published from then
+    /// on, until the directions spread unlike or the history is let go. Kept rather than
+    /// judged afresh at each fit: on a path whose floors differ the floors' line wanders
+    /// (one direction's floor follows the phase of a relay's ticks), and at times comes
+    /// near the centre by chance, yet is no better for it.
+    private var centreMode = false
+    /// The centre's offset deviation at its centroid (ns) at the last fit, or `nil`.
+    /// While in the centre's mode it sets the poll: the centre's error falls with the
+    /// exchanges it has counted, and the window's with its span.
+    private var centreDeviation: Double?
 
     /// An estimator with no samples.
     public init() {}
@@ -226,11 +250,38 @@ public struct ClockEstimator: Sendable {
     public func nextPollInterval(requestsSent: Int) -> Duration {
         if requestsSent < Self.burstCount { return Self.burstInterval }
         guard let estimate, FollowerCore.canStart(on: estimate) else { return Self.startingInterval }
+        if centreMode, let centreDeviation {
+            // The centre's error falls with its long memory, not with the window, and a
+            // faster poll only shortens the span the window's floors give the rate over.
+            return centreDeviation > Double(Self.joinedUncertainty.nanosecondCount) ? Self.convergingInterval : Self.settlingInterval
+        }
         let joined = estimate.uncertainty <= Self.joinedUncertainty && estimate.rateUncertaintyPPM <= Self.joinedRateUncertaintyPPM
         if !joined { return Self.convergingInterval }
         guard estimate.uncertainty <= Self.settledUncertainty,
               estimate.rateUncertaintyPPM <= Self.settledRateUncertaintyPPM else { return Self.settlingInterval }
         return Self.steadyInterval
+    }
+
+    /// How far a poll interval is varied either way, as a share of it (`dithered`): half,
+    /// so successive requests leave at phases spread over any timer a path releases them
+    /// on, while the schedule's rate stays as `nextPollInterval` asks.
+    static let pollDitherShare = 0.5
+    /// The fractional part of the golden ratio: multiples of it mod 1 fill [0, 1) as evenly
+    /// as any sequence can, with no period for a timer to lock to.
+    static let goldenFraction = 0.618_033_988_749_894_8
+
+    /// `interval` varied by up to `pollDitherShare` either way, deterministically from the
+    /// count of requests sent (the mean over any run of requests is `interval`). Requests
+    /// sent at exactly even intervals keep one phase against a relay that releases datagrams
+    /// on its timer's ticks, which drifts only with the two clocks' rates: the fastest
+    /// requests then all wait for the tick alike, and the floor they trace bends with the
+    /// drift (a 1 ms timer tilted the line by up to 60 ppm in `chorus-bench clock`). Spread
+    /// phases put some requests just before a tick at every moment, so the floor stays a
+    /// line. The join burst is left even: its spacing is chosen to fix the rate.
+    public static func dithered(_ interval: Duration, requestsSent: Int) -> Duration {
+        guard requestsSent >= burstCount else { return interval }
+        let fraction = (Double(requestsSent) * goldenFraction).truncatingRemainder(dividingBy: 1)
+        return interval * (1 + pollDitherShare * (2 * fraction - 1))
     }
 
     /// Adds a sample and returns the new published estimate, or `nil` if the sample was
@@ -244,8 +295,11 @@ public struct ClockEstimator: Sendable {
         if let previous = estimate, hasConverged, revealsClockJump(sample, previous) {
             // The leader's clock moved: history describes another clock.
             window.removeAll()
+            centre.reset()
+            centreMode = false
         }
         window.insert(sample)
+        centre.add(sample)
         samplesSinceSpread += 1
         window.removeOldest(window.count - Self.windowSize)
         if let newest = window.samples.last?.midpoint {
@@ -295,6 +349,8 @@ public struct ClockEstimator: Sendable {
             let dropped = window.count / 2
             window.removeOldest(dropped)
             contradictedSampleCount += dropped
+            centre.reset()
+            centreMode = false
             bounds = ExchangeBounds(window)
             line = bounds.posteriorLine()
         }
@@ -332,10 +388,35 @@ public struct ClockEstimator: Sendable {
         if balance == nil || (balance?.fitsSince ?? 0) >= Self.balanceJudgementInterval {
             let judged = DelayBalance(x: bounds.points.x, upper: bounds.points.upper, lower: bounds.points.lower,
                                       slope: line.slope, offset: line.offset)
-            balance = (judged.shift, 0)
+            balance = (judged.shift, judged.spreadsAlike, 0)
         }
         balance?.fitsSince += 1
-        if let shift = balance?.shift {
+        let centreLine = centre.line(reference: bounds.reference, base: bounds.baseOffset)
+        centreDeviation = centreLine?.centroidDeviation
+        if let centreLine, !centreMode, balance?.spreadsAlike == true {
+            // The centre's long memory can see the floors' line lie off it before the window
+            // alone can: compared where the centre is known best, its centroid.
+            let departure = centreLine.offset + centreLine.slope * centreLine.centroid - (line.offset + line.slope * centreLine.centroid)
+            if abs(departure) > DelayBalance.leastDeparture, abs(departure) > DelayBalance.significantErrors * centreLine.centroidDeviation {
+                centreMode = true
+            }
+        }
+        if balance?.shift != nil { centreMode = true }
+        if balance?.spreadsAlike == false { centreMode = false }
+        if centreMode, let centreLine {
+            let slopesAgree = abs(centreLine.slope - line.slope) <= Self.agreeingSlopeDeviations * (centreLine.slopeDeviation * centreLine.slopeDeviation + line.slopeDeviation * line.slopeDeviation).squareRoot()
+            if slopesAgree,
+               let through = centre.line(reference: bounds.reference, base: bounds.baseOffset, slope: line.slope, slopeDeviation: line.slopeDeviation) {
+                line.offset = through.offset
+                line.offsetDeviation = through.offsetDeviation
+            } else {
+                line.slope = centreLine.slope
+                line.offset = centreLine.offset
+                line.slopeDeviation = centreLine.slopeDeviation
+                line.offsetDeviation = centreLine.offsetDeviation
+            }
+            balancedFitCount += 1
+        } else if let shift = balance?.shift {
             line.offset += shift.offset
             line.offsetDeviation = shift.deviation
             balancedFitCount += 1

@@ -45,12 +45,15 @@ struct DelayBalance {
     /// standard error (ns); `nil` when the exchanges balance about the line or the two
     /// directions spread unlike.
     let shift: (offset: Double, deviation: Double)?
+    /// Whether both directions' delays spread alike about the line (so that their centre can
+    /// be trusted); `nil` with too few exchanges to say.
+    let spreadsAlike: Bool?
 
     /// Judges the exchanges (x: ns from the newest midpoint; bounds: ns from the base
     /// offset, as `ExchangeBounds.coordinates`) against the line `offset + slope·x` (ns).
     init(x: [Double], upper: [Double], lower: [Double], slope: Double, offset: Double) {
         let n = x.count
-        guard n >= Self.minimumExchanges else { shift = nil; return }
+        guard n >= Self.minimumExchanges else { shift = nil; spreadsAlike = nil; return }
         var residuals: [Double] = [], forward: [Double] = [], backward: [Double] = []
         residuals.reserveCapacity(n)
         forward.reserveCapacity(n)
@@ -62,7 +65,8 @@ struct DelayBalance {
             backward.append(line - lower[index])
         }
         let spreads = (Self.winsorizedDeviation(forward), Self.winsorizedDeviation(backward))
-        guard min(spreads.0, spreads.1) * Self.alikeSpreads >= max(spreads.0, spreads.1) else { shift = nil; return }
+        spreadsAlike = min(spreads.0, spreads.1) * Self.alikeSpreads >= max(spreads.0, spreads.1)
+        guard spreadsAlike == true else { shift = nil; return }
         let sorted = residuals.sorted()
         let cut = Int(Double(n) * Self.trimmedShare)
         let kept = sorted[cut..<(n - cut)]

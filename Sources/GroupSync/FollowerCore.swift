@@ -388,7 +388,7 @@ public struct FollowerCore: Sendable {
         if pending.count > Self.maximumPendingRequests { pending.removeFirst(pending.count - Self.maximumPendingRequests) }
         append(.clockRequest(.init(requestID: nextRequestID, t1: now.nanoseconds)), into: &actions)
         requestsSent += 1
-        let interval = estimator.nextPollInterval(requestsSent: requestsSent)
+        let interval = ClockEstimator.dithered(estimator.nextPollInterval(requestsSent: requestsSent), requestsSent: requestsSent)
         let unanswered = phase == .joining && requestsSent >= ClockEstimator.burstCount
         nextPollAt = now + (unanswered ? max(interval, Self.unansweredPollInterval) : interval)
     }

@@ -287,7 +287,7 @@ struct ClockBenchmark: ParsableCommand {
                     inFlight.append((arrival, ClockSample(t1: HostTime(nanoseconds: now), t2: t2, t3: t3,
                                                           t4: HostTime(nanoseconds: arrival))))
                 }
-                nextRequest = now + Int64(estimator.nextPollInterval(requestsSent: sent).nanosecondCount)
+                nextRequest = now + Int64(ClockEstimator.dithered(estimator.nextPollInterval(requestsSent: sent), requestsSent: sent).nanosecondCount)
             } else {
                 if let estimate = estimator.estimate {
                     let estimated = estimate.leaderTime(atHost: HostTime(nanoseconds: now))

@@ -18,7 +18,7 @@ struct ClockEstimatorTests {
             let sample = path.exchange(at: trueTime, follower: follower)
             if let estimate = estimator.add(sample) { check(estimate, sample.t4) }
             requestsSent += 1
-            trueTime += estimator.nextPollInterval(requestsSent: requestsSent)
+            trueTime += ClockEstimator.dithered(estimator.nextPollInterval(requestsSent: requestsSent), requestsSent: requestsSent)
         }
         return follower
     }
@@ -273,36 +273,68 @@ struct ClockEstimatorTests {
 
     /// 5 ms ± 2 ms each way through a relay that releases on its 1 ms timer's ticks: the
     /// replies leave just after the tick that released their requests and wait nearly a
-    /// tick for the next, the requests leave at phases that drift over it, so the fastest
-    /// replies take most of a tick longer than the fastest requests. The floors' line sat
-    /// about 430 µs off (half of that); the exchanges' centre does not, and from 12 s on
-    /// the estimate's median error is within 30 µs and no more than a few per cent of its
-    /// errors pass 120 µs.
-    @Test(arguments: [UInt64(31), 32])
-    func tickReleasedDelaysDoNotBiasTheEstimate(seed: UInt64) {
-        var path = SimulatedPath(seed: seed)
-        path.baseDelay = .milliseconds(5)
-        path.jitter = .milliseconds(2)
-        path.releaseTick = .milliseconds(1)
-        path.tickOrigin = HostTime(nanoseconds: 1_000_000_000 + Int64(seed % 997) * 1_000)
-        path.leaderProcessing = .microseconds(30)
-        var estimator = ClockEstimator()
-        var now = HostTime(nanoseconds: 1_000_000_000)
-        var sent = 0
-        let skewPPM: Int64 = seed % 2 == 0 ? 120 : -170
-        let offset: Duration = .seconds(4) + .microseconds(321)
-        let clock = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: .seconds(12),
-                             estimator: &estimator, trueTime: &now, requestsSent: &sent)
-        var errors: [Double] = []
-        _ = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: .seconds(8),
-                     estimator: &estimator, trueTime: &now, requestsSent: &sent) { estimate, followerTime in
-            errors.append(Self.error(estimate, at: followerTime, clock: clock).microsecondsValue)
+    /// tick for the next, the requests leave at phases spread over it, so the fastest
+    /// replies take most of a tick longer than the fastest requests. The floors' line sits
+    /// about 430 µs off (half of that); the exchanges' centre does not. Over six
+    /// followers from 12 s to 20 s: no bias the followers share (the mean of their median
+    /// errors within 15 µs), each follower's error within 100 µs at the 99th percentile
+    /// (the aim for a pair was 120 µs), and the published deviation honest (under
+    /// 2 % of errors beyond three of it, where an honest one has 0.3 %).
+    @Test func tickReleasedDelaysDoNotBiasTheEstimate() {
+        var medians: [Double] = [], magnitudes: [Double] = []
+        var beyond = 0
+        for seed in UInt64(31)...36 {
+            var path = SimulatedPath(seed: seed)
+            path.baseDelay = .milliseconds(5)
+            path.jitter = .milliseconds(2)
+            path.releaseTick = .milliseconds(1)
+            path.tickOrigin = HostTime(nanoseconds: 1_000_000_000 + Int64(seed % 997) * 1_000)
+            path.leaderProcessing = .microseconds(30)
+            var estimator = ClockEstimator()
+            var now = HostTime(nanoseconds: 1_000_000_000)
+            var sent = 0
+            let skewPPM: Int64 = seed % 2 == 0 ? 120 : -170
+            let offset: Duration = .seconds(4) + .microseconds(321)
+            let clock = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: .seconds(12),
+                                 estimator: &estimator, trueTime: &now, requestsSent: &sent)
+            var errors: [Double] = []
+            _ = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: .seconds(8),
+                         estimator: &estimator, trueTime: &now, requestsSent: &sent) { estimate, followerTime in
+                let error = Self.error(estimate, at: followerTime, clock: clock).microsecondsValue
+                errors.append(error)
+                if abs(error) > 3 * estimate.uncertainty.microsecondsValue { beyond += 1 }
+            }
+            medians.append(errors.sorted()[errors.count / 2])
+            magnitudes += errors.map(abs)
         }
-        let sorted = errors.sorted()
-        let median = sorted[sorted.count / 2]
-        let beyond = errors.filter { abs($0) > 120 }.count
-        #expect(abs(median) < 30, "seed \(seed): median error \(median) µs")
-        #expect(Double(beyond) < 0.05 * Double(errors.count), "seed \(seed): \(beyond) of \(errors.count) errors beyond 120 µs")
+        let bias = medians.reduce(0, +) / Double(medians.count)
+        magnitudes.sort()
+        let p99 = magnitudes[magnitudes.count * 99 / 100]
+        #expect(abs(bias) < 15, "mean of the followers' median errors \(bias) µs; medians \(medians)")
+        #expect(p99 < 100, "99th percentile error \(p99) µs")
+        #expect(Double(beyond) < 0.02 * Double(magnitudes.count), "\(beyond) of \(magnitudes.count) errors beyond three published deviations")
+    }
+
+    /// Dithered polls keep the schedule's rate and leave at phases spread over any timer:
+    /// requests asked for every 2 ms, against a 1 ms tick, fall in every tenth of it.
+    @Test func ditheredPollsKeepTheirRateAndSpreadTheirPhases() {
+        let interval = Duration.milliseconds(2)
+        #expect(ClockEstimator.dithered(interval, requestsSent: ClockEstimator.burstCount - 1) == interval)
+        var now = Duration.zero
+        var phases = Set<Int>()
+        var shortest = interval, longest = interval
+        let count = 1000
+        for sent in ClockEstimator.burstCount..<(ClockEstimator.burstCount + count) {
+            let step = ClockEstimator.dithered(interval, requestsSent: sent)
+            shortest = min(shortest, step)
+            longest = max(longest, step)
+            now += step
+            phases.insert(Int((now.microsecondsValue / 100).rounded(.down)) % 10)
+        }
+        let mean = now.microsecondsValue / Double(count)
+        #expect(abs(mean - 2000) < 20, "mean interval \(mean) µs")
+        #expect(shortest >= interval / 2 && longest <= interval * 1.5)
+        #expect(phases.count == 10, "phases \(phases.sorted())")
     }
 
     @Test func pollScheduleGoesBurstThenConvergingThenSteady() throws {
