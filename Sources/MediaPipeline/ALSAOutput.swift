@@ -52,6 +52,17 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     public private(set) var periodFrames = 480
     public private(set) var bufferFrames = 4800
     public let isRealtime = true
+    /// False when the device is a sound server's plugin (PulseAudio's, in practice). The
+    /// server's main thread, which serves the plugin's stream (connections, requests for
+    /// data, a stream's creation and removal), is an ordinary thread, and so is the
+    /// plugin's own client thread: a render thread at real-time priority runs ahead of
+    /// both. Under load (`chorus-bench sync --scenario snapcast --load`) three followers'
+    /// render threads at SCHED_FIFO 4 left the server unable to serve their streams for
+    /// most of the run (0 to 8 of 200 clicks heard per sink, in five runs; the server's
+    /// main thread was seen waiting on its sink thread while `pactl` timed out); as
+    /// ordinary threads, 161 to 179. The server holds the real deadline, and the 100 ms
+    /// buffer leaves the render thread time enough at ordinary priority.
+    public private(set) var wantsRealtimePriority = true
     /// ALSA's configuration to open `device` in, instead of the system's (a test's device of
     /// its own); nil for the system's.
     let configuration: String?
@@ -132,6 +143,7 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
         format = opened.format
         periodFrames = opened.periodFrames
         bufferFrames = opened.bufferFrames
+        wantsRealtimePriority = !opened.isPlugin
         install(opened)
         // A fresh stream must be what the ring and the renderer's buffers were made for.
         let (device, configuration, pulseServer, name, counter) = (device, configuration, pulseServer, name, written)

@@ -30,6 +30,11 @@ public protocol AudioOutput: AnyObject, Sendable {
     /// False for outputs that render as fast as possible (a file): their presentation
     /// times are virtual, counted from `open` at the nominal rate.
     var isRealtime: Bool { get }
+    /// Whether the render thread should run at real-time priority
+    /// (`RealtimeScheduling.renderPriority`): true for a device whose deadline is the
+    /// render thread's own (a card), false where a sound server's ordinary threads must run
+    /// for the stream to play. Read once, after `open`, as the render thread starts.
+    var wantsRealtimePriority: Bool { get }
     /// Underruns recovered so far.
     var underrunCount: Int { get }
     /// Streams given up so far because they stopped taking frames, each replaced by a fresh
@@ -182,6 +187,8 @@ extension AudioOutput {
     public var timingSourceChanges: Int { 0 }
     /// Most outputs' streams never die: a file, a null device.
     public var streamRestartCount: Int { 0 }
+    /// Most outputs are fed by the render thread alone, which real-time priority keeps on time.
+    public var wantsRealtimePriority: Bool { true }
     /// Most outputs' timing is what it will be from the first report.
     public var isTimingSettled: Bool { true }
 }

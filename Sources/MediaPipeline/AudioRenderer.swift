@@ -126,7 +126,7 @@ public final class AudioRenderer: @unchecked Sendable {
     public func start() {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let thread = Thread { [self] in
-            RealtimeScheduling.promoteCurrentThread()
+            if output.wantsRealtimePriority { RealtimeScheduling.promoteCurrentThread() }
             run()
             exited.signal()
         }
