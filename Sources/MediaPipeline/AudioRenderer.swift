@@ -191,17 +191,17 @@ public final class AudioRenderer: @unchecked Sendable {
             timingPrecision = precision
             output.setTimingPrecision(precision)
         }
+        let restarts = output.streamRestartCount
         guard writable >= output.periodFrames else {
             // A dead stream being replaced takes nothing for a while: its restart is
             // reported meanwhile, not only once the new stream plays.
-            let restarts = output.streamRestartCount
             if restarts != status.streamRestarts {
                 status.streamRestarts = restarts
                 publish()
             }
             return
         }
-        status.streamRestarts = output.streamRestartCount
+        status.streamRestarts = restarts
         // Plain play writes whole periods, as many as are free up to the relaxed write;
         // everything kept to a schedule is placed a period at a time.
         let frames = precision == .relaxed
@@ -210,7 +210,6 @@ public final class AudioRenderer: @unchecked Sendable {
         // An underrun restarted the device, a dead stream was replaced, or its timing now
         // comes from elsewhere: its timeline moved, and the line must follow.
         let underruns = output.underrunCount
-        let restarts = output.streamRestartCount
         let sourceChanges = output.timingSourceChanges
         if underruns != seenUnderruns || restarts != seenRestarts || sourceChanges != seenSourceChanges {
             // Reports from another source measured something else (the pulse plugin's
