@@ -348,7 +348,8 @@ public final class FollowerSession: @unchecked Sendable {
             ratePPM: estimate?.ratePPM, rateUncertaintyPPM: estimate?.rateUncertaintyPPM,
             roundTrip: estimate?.bestRoundTrip,
             outputError: render.timelineError, correctionPPM: render.correctionPPM,
-            hardResyncs: render.hardResyncs, underruns: render.timelineBreaks, phase: "\(core.phase)",
+            hardResyncs: render.hardResyncs, underruns: render.timelineBreaks, streamRestarts: render.streamRestarts,
+            phase: "\(core.phase)",
             droppedDatagrams: counters.total, dropBreakdown: counters.breakdown)
     }
 }

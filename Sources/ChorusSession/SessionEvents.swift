@@ -52,6 +52,10 @@ public struct ClockStatistics: Sendable, Equatable {
     /// Restarts on the timeline since the last start, and device underruns.
     public var hardResyncs: Int
     public var underruns: Int
+    /// Streams the output gave up because they stopped taking frames, each replaced by a
+    /// fresh one (through a sound server's plugin: a stream the server no longer serves).
+    /// Counted apart from underruns; content is placed afresh after each all the same.
+    public var streamRestarts: Int = 0
     /// The follower's phase (joining, following, holdover, waiting).
     public var phase: String
     /// Datagrams dropped, and by reason.
@@ -69,7 +73,7 @@ public struct ClockStatistics: Sendable, Equatable {
         let rtt = roundTrip.map { String(format: "%.3f ms", seconds($0) * 1e3) } ?? "-"
         let drops = droppedDatagrams == 0 ? "0" : "\(droppedDatagrams) (\(dropBreakdown))"
         let figures = String(format: "error %+.1f µs correction %+.1f ppm", seconds(outputError) * 1e6, correctionPPM)
-        return "offset \(offset) \(uncertainty) rate \(rate) rtt \(rtt) \(figures) resyncs \(hardResyncs) underruns \(underruns) phase \(phase) drops \(drops)"
+        return "offset \(offset) \(uncertainty) rate \(rate) rtt \(rtt) \(figures) resyncs \(hardResyncs) underruns \(underruns) restarts \(streamRestarts) phase \(phase) drops \(drops)"
     }
 }
 

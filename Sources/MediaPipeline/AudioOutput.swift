@@ -16,6 +16,10 @@ import MediaClock
 ///   rate, which only the caller learns (`DeviceTimingFilter`), and a sound server's 100 ms
 ///   converted at the nominal rate instead is 10 µs off for every 100 ppm the device is off.
 /// - An underrun is recovered inside `write` and counted; it never surfaces as an error.
+/// - A stream that stops taking frames may be given up and replaced by a fresh one, counted
+///   in `streamRestartCount`. The replacing happens off the render thread: meanwhile
+///   `waitUntilWritable` returns 0 within its timeout, and the caller places its content
+///   afresh once the new stream takes frames, as after an underrun.
 public protocol AudioOutput: AnyObject, Sendable {
     /// A short name for status lines: "alsa:default", "null", "wav:out.wav".
     var name: String { get }
@@ -26,8 +30,17 @@ public protocol AudioOutput: AnyObject, Sendable {
     /// False for outputs that render as fast as possible (a file): their presentation
     /// times are virtual, counted from `open` at the nominal rate.
     var isRealtime: Bool { get }
+    /// Whether the render thread should run at real-time priority
+    /// (`RealtimeScheduling.renderPriority`): true for a device whose deadline is the
+    /// render thread's own (a card), false where a sound server's ordinary threads must run
+    /// for the stream to play. Read once, after `open`, as the render thread starts.
+    var wantsRealtimePriority: Bool { get }
     /// Underruns recovered so far.
     var underrunCount: Int { get }
+    /// Streams given up so far because they stopped taking frames, each replaced by a fresh
+    /// one (the frames queued in it were lost). Kept apart from underruns: the device did not
+    /// run dry, its stream died. Any thread.
+    var streamRestartCount: Int { get }
     /// How often the source of `presentationTimestamp()` changed (a sound server's own
     /// figures in place of the device's reports, or back): each change may move the
     /// reported timeline, as an underrun does, so the smoothed line restarts.
@@ -172,6 +185,10 @@ extension AudioOutput {
     public func setTimingPrecision(_ precision: TimingPrecision) {}
     /// Most outputs time themselves one way only.
     public var timingSourceChanges: Int { 0 }
+    /// Most outputs' streams never die: a file, a null device.
+    public var streamRestartCount: Int { 0 }
+    /// Most outputs are fed by the render thread alone, which real-time priority keeps on time.
+    public var wantsRealtimePriority: Bool { true }
     /// Most outputs' timing is what it will be from the first report.
     public var isTimingSettled: Bool { true }
 }

@@ -86,8 +86,9 @@ public final class AudioRenderer: @unchecked Sendable {
     /// The period just rendered changed speed this many frames in, at this item position,
     /// to this rate.
     private var rateChangeSplit: (frames: Int, position: Double, rate: Double)?
-    /// The output's underrun count when last looked at.
+    /// The output's underrun and restart counts when last looked at.
     private var seenUnderruns = 0
+    private var seenRestarts = 0
     private var seenSourceChanges = 0
     /// How closely the output was last told its timing is needed.
     private var timingPrecision = TimingPrecision.everyPeriod
@@ -125,7 +126,7 @@ public final class AudioRenderer: @unchecked Sendable {
     public func start() {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let thread = Thread { [self] in
-            RealtimeScheduling.promoteCurrentThread()
+            if output.wantsRealtimePriority { RealtimeScheduling.promoteCurrentThread() }
             run()
             exited.signal()
         }
@@ -190,22 +191,37 @@ public final class AudioRenderer: @unchecked Sendable {
             timingPrecision = precision
             output.setTimingPrecision(precision)
         }
-        guard writable >= output.periodFrames else { return }
+        let restarts = output.streamRestartCount
+        guard writable >= output.periodFrames else {
+            // A dead stream being replaced takes nothing for a while: its restart is
+            // reported meanwhile, not only once the new stream plays.
+            if restarts != status.streamRestarts {
+                status.streamRestarts = restarts
+                publish()
+            }
+            return
+        }
+        status.streamRestarts = restarts
         // Plain play writes whole periods, as many as are free up to the relaxed write;
         // everything kept to a schedule is placed a period at a time.
         let frames = precision == .relaxed
             ? min(bufferFrames, writable / output.periodFrames * output.periodFrames)
             : min(bufferFrames, output.periodFrames)
-        // An underrun restarted the device, or its timing now comes from elsewhere: its
-        // timeline moved, and the line must follow.
+        // An underrun restarted the device, a dead stream was replaced, or its timing now
+        // comes from elsewhere: its timeline moved, and the line must follow.
         let underruns = output.underrunCount
         let sourceChanges = output.timingSourceChanges
-        if underruns != seenUnderruns || sourceChanges != seenSourceChanges {
+        if underruns != seenUnderruns || restarts != seenRestarts || sourceChanges != seenSourceChanges {
             // Reports from another source measured something else (the pulse plugin's
             // interpolation, not the server's figures): the rate they gave is not kept.
             timing.reset(keepingRate: sourceChanges == seenSourceChanges)
-            if underruns != seenUnderruns { replaceAfterUnderrun() }
+            if underruns != seenUnderruns {
+                replaceAfterUnderrun(countingBreak: true)
+            } else if restarts != seenRestarts {
+                replaceAfterUnderrun(countingBreak: false)
+            }
             seenUnderruns = underruns
+            seenRestarts = restarts
             seenSourceChanges = sourceChanges
         }
         // The device says when it read its state and how many frames it then held ahead
@@ -288,13 +304,14 @@ public final class AudioRenderer: @unchecked Sendable {
     /// is placed afresh on the restarted device, skipping what the gap swallowed, as at a
     /// start: the soft tier would take seconds at its limit to pull in a gap of a
     /// millisecond, and the hard tier would count a device fault as the loop losing track.
-    /// An unscheduled play just carries on.
-    private func replaceAfterUnderrun() {
+    /// An unscheduled play just carries on. A replaced stream (`countingBreak` false) is
+    /// handled the same way and counted by the output alone.
+    private func replaceAfterUnderrun(countingBreak: Bool) {
         guard status.phase == .playing else { return }
         switch applied.mode {
         case .follow, .play(_, _, .some):
             status.phase = .stalled
-            status.timelineBreaks += 1
+            if countingBreak { status.timelineBreaks += 1 }
             resampler.reset()
         case .idle, .play(_, _, nil):
             break

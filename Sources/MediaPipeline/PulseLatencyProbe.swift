@@ -103,6 +103,8 @@ final class PulseLatencyProbe: @unchecked Sendable {
     }
 
     private let counter: WriteCounter
+    /// The server to ask; nil for libpulse's choice, as the plugin's.
+    private let server: String?
     /// The stream's rate: the server's microseconds of latency are this many frames a second.
     private let sampleRate: Int
     private let processID = String(getpid())
@@ -151,11 +153,12 @@ final class PulseLatencyProbe: @unchecked Sendable {
     /// scatter (tens of µs) and the sink's drift between two points, far below a write.
     static let jumpLimit: Duration = .milliseconds(3)
 
-    /// Starts asking the server that ALSA's pulse plugin would use (`PULSE_SERVER`, else the
-    /// default) on a thread of its own.
-    init(counter: WriteCounter, sampleRate: Int) {
+    /// Starts asking the server that ALSA's pulse plugin would use (`server`, or when nil
+    /// `PULSE_SERVER`, else the default) on a thread of its own.
+    init(counter: WriteCounter, sampleRate: Int, server: String? = nil) {
         self.counter = counter
         self.sampleRate = sampleRate
+        self.server = server
         confirmation = JumpConfirmation(sampleRate: sampleRate)
         let thread = Thread { [self] in
             run()
@@ -219,7 +222,7 @@ final class PulseLatencyProbe: @unchecked Sendable {
         guard let api = pa_threaded_mainloop_get_api(loop),
               let ctx = pa_context_new(api, "chorus latency probe") else { return false }
         context = ctx
-        guard pa_context_connect(ctx, nil, PA_CONTEXT_NOAUTOSPAWN, nil) >= 0,
+        guard pa_context_connect(ctx, server, PA_CONTEXT_NOAUTOSPAWN, nil) >= 0,
               pa_threaded_mainloop_start(loop) >= 0 else { return false }
         let deadline = HostTime.now() + Self.connectTimeout
         while HostTime.now() < deadline && running.load(ordering: .acquiring) {

@@ -108,9 +108,14 @@ public struct RenderStatus: Sendable, Equatable {
     public var endHost = HostTime(nanoseconds: 0)
     /// Times the ring ran dry while playing.
     public var stalls: Int = 0
-    /// Times the device's timeline broke (an underrun, a restart) under a scheduled start or
-    /// a followed timeline, so content was placed afresh, skipping what the break swallowed.
+    /// Times the device's timeline broke (an underrun, or a move of its reports past
+    /// `AudioRenderer.timelineBreakTolerance`) under a scheduled start or a followed
+    /// timeline, so content was placed afresh, skipping what the break swallowed.
     public var timelineBreaks: Int = 0
+    /// The output's stream restarts (`AudioOutput.streamRestartCount`) as last seen: streams
+    /// that stopped taking frames and were replaced. Content kept to a schedule is placed
+    /// afresh after one as after an underrun, without counting it in `timelineBreaks`.
+    public var streamRestarts: Int = 0
     /// Following a timeline: how far the content heard is from where the timeline puts it
     /// (positive: late), to the nanosecond, measured at the last period.
     public var timelineError: Duration = .zero

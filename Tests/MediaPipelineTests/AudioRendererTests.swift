@@ -290,6 +290,27 @@ import MediaClock
         #expect(worst < 30e-6, "worst \(worst * 1e6) µs after the underrun")
     }
 
+    @Test func aReplacedStreamIsMetByPlacingContentAfreshAndCountedApart() throws {
+        // Two seconds in, the device's stream dies and a fresh one takes frames 600 ms later,
+        // as ALSA's output replaces a stream a sound server stopped serving. What follows is
+        // placed on the timeline afresh, the gap skipped; the restart is reported as such,
+        // neither as an underrun nor as a resync.
+        let device = SimulatedDevice()
+        let timeline = RenderTimeline(frame: 0, host: device.now + .milliseconds(100), rate: 1)
+        device.restartAt = timeline.host + .seconds(2)
+        let rendering = try following(device, timeline)
+        rendering.run(for: .seconds(4))
+        let status = rendering.renderer.currentStatus
+        #expect(device.streamRestartCount == 1)
+        #expect(status.streamRestarts == 1)
+        #expect(status.timelineBreaks == 0)
+        #expect(status.hardResyncs == 0)
+        let errors = heardErrors(device, against: timeline, after: timeline.host + .seconds(2))
+        #expect(errors.count > 50)
+        let worst = errors.map(abs).max() ?? 1
+        #expect(worst < 30e-6, "worst \(worst * 1e6) µs after the restart")
+    }
+
     @Test func aStartWaitsForSettledTimingAndKeepsToTheTimeline() throws {
         // The device's timing settles (a sound server's figures arrive) 400 ms after the
         // timeline's start: nothing is played before, and what is played after is where the

@@ -68,4 +68,33 @@ struct RenderAllocationTests {
         }
         #expect(counted == 0, "\(counted) allocations in \(Self.countedCycles) passes")
     }
+
+    /// A stream as `ALSAOutput` hands one over: a value holding a reference (its probe).
+    struct HandedStream: Sendable {
+        final class Probe: Sendable {}
+        let number: Int
+        let probe: Probe
+    }
+
+    @Test func handingAStalledStreamOverAndTakingTheFreshOneAllocatesNothing() {
+        let reopener = StreamReopener<HandedStream>(label: "test.reopen", retryInterval: .milliseconds(1),
+                                                    open: { HandedStream(number: 2, probe: .init()) }, close: { _ in })
+        defer { reopener.shutDown() }
+        let stalled = HandedStream(number: 1, probe: .init())
+        // A first look, with nothing ready, as the render thread makes while it waits: the
+        // runtime's one-time set-up of the types involved is not the path's.
+        #expect(reopener.takeReady() == nil)
+        chorus_allocation_counting_start()
+        let handedOver = reopener.retire(stalled)
+        let retiring = chorus_allocation_counting_stop()
+        #expect(handedOver)
+        #expect(retiring == 0, "\(retiring) allocations handing a stream over")
+        let deadline = HostTime.now() + .seconds(20)
+        while reopener.openedStreams == 0 && HostTime.now() < deadline { usleep(1_000) }
+        chorus_allocation_counting_start()
+        let fresh = reopener.takeReady()
+        let taking = chorus_allocation_counting_stop()
+        #expect(fresh?.number == 2)
+        #expect(taking == 0, "\(taking) allocations taking the fresh stream")
+    }
 }

@@ -40,6 +40,14 @@ final class SimulatedDevice: AudioOutput, @unchecked Sendable {
     /// `stallBeyondQueue` more: a render thread held off for too long by the machine.
     var stallAt: HostTime?
     var stallBeyondQueue: Duration = .zero
+    /// Once the clock reaches this, the stream dies and is replaced, as `ALSAOutput` replaces
+    /// one that stopped taking frames: its queue is lost, nothing is writable for
+    /// `restartGap` (the render thread's waits return empty, a period at a time), then a
+    /// fresh stream takes frames, and the restart is counted.
+    var restartAt: HostTime?
+    var restartGap: Duration = .milliseconds(600)
+    private(set) var streamRestartCount = 0
+    private var replacedUntil: HostTime?
 
     init(driftPPM: Double = 0, periodsPerBuffer: Int = NullOutput.defaultPeriodsPerBuffer, start: HostTime = SimulatedDevice.origin) {
         clock = SimulatedHostClock(start: start)
@@ -68,6 +76,19 @@ final class SimulatedDevice: AudioOutput, @unchecked Sendable {
     private var writableNow: Int { device.waitUntilWritable(frames: device.bufferFrames, timeout: .zero) }
 
     func waitUntilWritable(frames: Int, timeout: Duration) -> Int {
+        if let restartAt, clock.now() >= restartAt {
+            self.restartAt = nil
+            streamRestartCount += 1
+            device.flush()
+            replacedUntil = clock.now() + restartGap
+        }
+        if let until = replacedUntil {
+            guard clock.now() >= until else {
+                clock.advance(by: min(timeout, ALSAOutput.restartPollInterval, until - clock.now()))
+                return 0
+            }
+            replacedUntil = nil
+        }
         if let stallAt, clock.now() >= stallAt {
             self.stallAt = nil
             let queued = device.presentationTimestamp().queuedFrames * frameNanoseconds
