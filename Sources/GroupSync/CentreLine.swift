@@ -78,6 +78,14 @@ struct CentreLine {
         return (meanX, meanY, slope / 1e9, residual.squareRoot())
     }
 
+    /// The offset's deviation (ns) at the centroid, where it is known best, or `nil` before
+    /// `minimumExchanges`: what the estimator's poll in the centre's mode follows, since it
+    /// falls with the exchanges counted and not with the window's span.
+    var centroidDeviation: Double? {
+        guard let fit = fitted else { return nil }
+        return fit.residualDeviation * squaredWeight.squareRoot() / weight
+    }
+
     /// The line through the centroid with a slope known from elsewhere (`slope`, with
     /// deviation `slopeDeviation`; dimensionless), read as `line(reference:base:)`. The
     /// floors' slope, where they trace lines, is known far better than a fit to the

@@ -197,7 +197,7 @@ public struct ClockEstimator: Sendable {
     /// fits since: the centre of a window of exchanges moves little from one exchange to
     /// the next, and judging it sorts the window four times, which at every fit made the
     /// estimator several times slower.
-    private var balance: (shift: (offset: Double, deviation: Double)?, spreadsAlike: Bool?, fitsSince: Int)?
+    private var balance: (judged: DelayBalance, fitsSince: Int)?
     /// Fits between two judgements of the balance (`DelayBalance`): a sixteenth of the
     /// exchanges in a steady window at most, so a judgement is never more than 1.6 s old at
     /// the steady poll rate, and on the join's fast polls 16 ms.
@@ -228,10 +228,6 @@ public struct ClockEstimator: Sendable {
     /// (one direction's floor follows the phase of a relay's ticks), and at times comes
     /// near the centre by chance, yet is no better for it.
     private var centreMode = false
-    /// The centre's offset deviation at its centroid (ns) at the last fit, or `nil`.
-    /// While in the centre's mode it sets the poll: the centre's error falls with the
-    /// exchanges it has counted, and the window's with its span.
-    private var centreDeviation: Double?
 
     /// An estimator with no samples.
     public init() {}
@@ -255,7 +251,7 @@ public struct ClockEstimator: Sendable {
     /// `steadyInterval`.
     public func nextPollInterval(requestsSent: Int) -> Duration {
         if requestsSent < Self.burstCount { return Self.burstInterval }
-        if centreMode, let centreDeviation {
+        if centreMode, let centreDeviation = centre.centroidDeviation {
             // The centre's error falls with the exchanges it has counted, not with the
             // window's, and a faster poll only shortens the span the window's floors give
             // the rate over: at the starting poll the window spanned two seconds, the
@@ -397,12 +393,11 @@ public struct ClockEstimator: Sendable {
         if balance == nil || (balance?.fitsSince ?? 0) >= Self.balanceJudgementInterval {
             let judged = DelayBalance(x: bounds.points.x, upper: bounds.points.upper, lower: bounds.points.lower,
                                       slope: line.slope, offset: line.offset)
-            balance = (judged.shift, judged.spreadsAlike, 0)
+            balance = (judged, 0)
         }
         balance?.fitsSince += 1
         let centreLine = centre.line(reference: bounds.reference, base: bounds.baseOffset)
-        centreDeviation = centreLine?.centroidDeviation
-        if let centreLine, !centreMode, balance?.spreadsAlike == true {
+        if let centreLine, !centreMode, balance?.judged.spreadsAlike == true {
             // The centre's long memory can see the floors' line lie off it before the window
             // alone can: compared where the centre is known best, its centroid.
             let departure = centreLine.offset + centreLine.slope * centreLine.centroid - (line.offset + line.slope * centreLine.centroid)
@@ -410,8 +405,8 @@ public struct ClockEstimator: Sendable {
                 centreMode = true
             }
         }
-        if balance?.shift != nil { centreMode = true }
-        if balance?.spreadsAlike == false { centreMode = false }
+        if balance?.judged.shift != nil { centreMode = true }
+        if balance?.judged.spreadsAlike == false { centreMode = false }
         if centreMode, let centreLine {
             let slopesAgree = abs(centreLine.slope - line.slope) <= Self.agreeingSlopeDeviations * (centreLine.slopeDeviation * centreLine.slopeDeviation + line.slopeDeviation * line.slopeDeviation).squareRoot()
             // Both rates, weighed by their deviations (the centre's taken as
@@ -436,7 +431,7 @@ public struct ClockEstimator: Sendable {
                 line.offsetDeviation = centreLine.offsetDeviation
             }
             balancedFitCount += 1
-        } else if let shift = balance?.shift {
+        } else if let shift = balance?.judged.shift {
             line.offset += shift.offset
             line.offsetDeviation = shift.deviation
             balancedFitCount += 1
