@@ -46,6 +46,12 @@ struct SnapcastComparison {
     let followerNodes: [SyncBenchmark.SimulatedNode]
     /// Whether clients run on clocks libfaketime moves (else on --clock-offset/--clock-skew).
     let fakeTime: Bool
+    /// Whether each sink's monitor is also captured through ALSA (`ALSACapture`). Each
+    /// capture asks its sink for `capturePeriod` of latency, so the server must serve every
+    /// stream of the sink in 2 ms steps and post each step to four recording clients: a
+    /// load of its own, which a busy machine may not carry. The one recording of all sinks
+    /// (parec, 20 ms) is taken either way.
+    var sinkCaptures = true
     let summary: SummaryFile
     /// The sinks' configured latencies (seconds), read at the end of the phase being measured.
     var latencyCorrections: [Double?] = []
@@ -97,7 +103,7 @@ struct SnapcastComparison {
         defer { for module in modules { _ = PulseControl.pactl(["unload-module", module]) } }
         var collectors: [OnsetCollector] = []
         defer { collectors.forEach { $0.stop() } }
-        for sink in sinks {
+        for sink in sinks where sinkCaptures {
             // ALSA's pulse plugin connects to PULSE_SOURCE when it opens.
             setenv("PULSE_SOURCE", "\(sink).monitor", 1)
             let capture = try ALSACapture(device: "pulse", format: Self.format, period: Self.capturePeriod)
@@ -301,6 +307,10 @@ struct SnapcastComparison {
 
     private func addCaptureRows(_ table: inout Table, system: String, collectors: [OnsetCollector], window: ClosedRange<Int64>,
                                 notes: inout [String]) {
+        guard sinkCaptures else {
+            notes.append("\(system): sink monitor captures not taken (--no-sink-captures)")
+            return
+        }
         let onsets = collectors.enumerated().map { index, collector in
             let correction = index < latencyCorrections.count ? (latencyCorrections[index] ?? 0) : 0
             return collector.onsets(in: window).map { Double($0) / 1e9 + correction }

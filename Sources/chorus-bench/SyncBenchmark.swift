@@ -13,8 +13,11 @@ import MediaClock
 /// machine share, so the offset between two nodes at the same item position is a
 /// difference of two captured times. Scenarios: clean loopback; every follower's path
 /// impaired (an `ImpairmentRelay` per follower, 5 ms ± 2 ms, 10% loss each way); the same
-/// relays releasing each datagram on their next 1 ms timer tick; a follower joining mid-item; the leader pausing and seeking; the leader changing speed.
-/// `--scenario snapcast` adds the
+/// relays releasing each datagram on their next 1 ms timer tick; a follower joining
+/// mid-item; the leader pausing and seeking; the leader changing speed. `--scenario relay`
+/// puts every follower behind a relay process of `--relay-command`'s (such as
+/// `scripts/netpath.py`, written apart from the project's own relay, so that a path the
+/// estimator was not shaped on can be measured). `--scenario snapcast` adds the
 /// side-by-side run against Snapcast, measured by recording PulseAudio null sinks
 /// (`SnapcastComparison`). Figures are printed, never asserted.
 struct SyncBenchmark: ParsableCommand {
@@ -23,7 +26,10 @@ struct SyncBenchmark: ParsableCommand {
         abstract: "Offsets between a leader and followers playing in step, and Snapcast side by side.")
 
     enum Scenario: String, CaseIterable, ExpressibleByArgument {
-        case clean, impaired, ticks, join, pauseSeek = "pause-seek", speed, snapcast
+        case clean, impaired, ticks, join, pauseSeek = "pause-seek", speed, snapcast, relay
+
+        /// Run when no scenario is named: all but `relay`, which needs `--relay-command`.
+        static let standard = allCases.filter { $0 != .relay }
     }
 
     /// A process's simulated machine: its clock and its device's crystal.
@@ -58,6 +64,11 @@ struct SyncBenchmark: ParsableCommand {
     static let tickImpairment = ImpairmentRelay.Impairment(delay: .milliseconds(5), jitter: .milliseconds(2),
                                                            distribution: .uniform, lossProbability: 0.10,
                                                            releaseTick: .milliseconds(1))
+    /// Follower f's external relay listens on the leader's port + this + f (clear of the
+    /// HTTP port and Snapcast's two).
+    static let externalRelayPortOffset = 10
+    /// Time given an external relay to bind its port before its follower starts.
+    static let externalRelayStartup: Duration = .milliseconds(500)
     /// When a follower never converges, its figures are taken from this long after launch.
     static let unconvergedSkip: Duration = .seconds(5)
     /// How long to wait for the leader to start playing.
@@ -79,8 +90,13 @@ struct SyncBenchmark: ParsableCommand {
     @Option(name: .customLong("capture-seconds"), help: "Seconds of play per side of the Snapcast comparison.")
     var captureSeconds = 30
 
-    @Option(name: .long, help: "Scenarios to run (repeatable): clean, impaired, ticks, join, pause-seek, speed, snapcast. Default: all.")
-    var scenario: [Scenario] = Scenario.allCases
+    @Option(name: .long, help: "Scenarios to run (repeatable): clean, impaired, ticks, join, pause-seek, speed, snapcast, relay. Default: all but relay.")
+    var scenario: [Scenario] = Scenario.standard
+
+    @Option(name: .customLong("relay-command"), help: ArgumentHelp(
+        "The relay scenario's path: a shell command that relays UDP from 127.0.0.1:{port} to the leader at {leader}, run once per follower with {port}, {leader} and {seed} filled in (for example: python3 scripts/netpath.py --listen {port} --to {leader} --seed {seed}).",
+        valueName: "command"))
+    var relayCommand: String?
 
     @Option(name: .long, help: "Directory for media, captures and logs (default: a temporary one, removed after).")
     var work: String?
@@ -94,6 +110,9 @@ struct SyncBenchmark: ParsableCommand {
     @Flag(name: .customLong("no-fake-time"), help: "In the comparison, run clients on this machine's clock, not on clocks libfaketime puts off.")
     var noFakeTime = false
 
+    @Flag(name: .customLong("no-sink-captures"), help: "In the comparison, take only the one recording of all sinks (parec, 20 ms), not each sink's monitor through ALSA in 2 ms periods, which makes the server serve every stream in 2 ms steps.")
+    var noSinkCaptures = false
+
     @Flag(name: .long, help: "Run `chorus-bench load` (two busy threads and a 50 MB allocator) beside every scenario.")
     var load = false
 
@@ -101,6 +120,9 @@ struct SyncBenchmark: ParsableCommand {
     var summary: String?
 
     func validate() throws {
+        if scenario.contains(.relay) && relayCommand == nil {
+            throw ValidationError("the relay scenario needs --relay-command")
+        }
         guard seconds >= 10 else { throw ValidationError("--seconds must be at least 10") }
         guard captureSeconds >= 10 else { throw ValidationError("--capture-seconds must be at least 10") }
         guard (2...4).contains(clients) else { throw ValidationError("--clients must be 2 to 4") }
@@ -158,6 +180,7 @@ struct SyncBenchmark: ParsableCommand {
                                                     seconds: captureSeconds, clients: clients, port: port,
                                                     leaderNode: Self.leaderNode, followerNodes: Array(Self.followerNodes.prefix(clients)),
                                                     fakeTime: !noFakeTime && SnapcastComparison.fakeTimeInstalled,
+                                                    sinkCaptures: !noSinkCaptures,
                                                     summary: SummaryFile(path: summary))
                 comparison.run()
                 continue
@@ -183,6 +206,8 @@ struct SyncBenchmark: ParsableCommand {
         var followers: [(node: SimulatedNode, delay: Double)]
         /// Every follower's path through its own relay, impaired so; direct when `nil`.
         var impairment: ImpairmentRelay.Impairment?
+        /// Every follower's path through a process of `--relay-command`'s instead.
+        var external = false
         var commands: [(at: Double, command: String)] = []
         var description: String
     }
@@ -214,6 +239,9 @@ struct SyncBenchmark: ParsableCommand {
             return Plan(followers: three,
                         commands: [(faster, "rate 1.5"), (slower, "rate 0.75"), (normal, "rate 1")],
                         description: "leader: speed 1.5 at \(Int(faster)) s, 0.75 at \(Int(slower)) s, 1 at \(Int(normal)) s (each made everywhere 300 ms later, without a break)")
+        case .relay:
+            return Plan(followers: three, external: true,
+                        description: "every follower's UDP path through its own process of `\(relayCommand ?? "")`; HTTP direct")
         case .snapcast:
             fatalError("not a Chorus-only scenario")
         }
@@ -235,6 +263,7 @@ struct SyncBenchmark: ParsableCommand {
                                  stdin: true, logPath: "\(dir)/leader.log")
         var followers: [NodeProcess] = []
         var relays: [ImpairmentRelay] = []
+        var externalRelays: [NodeProcess] = []
         var stopped = false
         func stopAll() {
             guard !stopped else { return }
@@ -242,6 +271,7 @@ struct SyncBenchmark: ParsableCommand {
             for follower in followers { follower.stop() }
             leader.stop(quit: true)
             for relay in relays { relay.stop() }
+            for relay in externalRelays { _ = relay.stop() }
         }
         defer { stopAll() }
 
@@ -262,6 +292,20 @@ struct SyncBenchmark: ParsableCommand {
                     }
                     relays.append(relay)
                     target = relay.listenEndpoint.description
+                }
+                if plan.external {
+                    let relayPort = Int(port) + Self.externalRelayPortOffset + index
+                    let command = (relayCommand ?? "")
+                        .replacingOccurrences(of: "{port}", with: "\(relayPort)")
+                        .replacingOccurrences(of: "{leader}", with: leaderAddress)
+                        .replacingOccurrences(of: "{seed}", with: "\(index + 1)")
+                    let relay = NodeProcess(name: "relay\(index + 1)", arguments: ["sh", "-c", "exec " + command],
+                                            logPath: "\(dir)/relay\(index + 1).log")
+                    try relay.start()
+                    externalRelays.append(relay)
+                    Thread.sleep(forTimeInterval: Self.externalRelayStartup.seconds)
+                    guard relay.isRunning else { throw BenchError("the relay command exited at once: \(command) (see \(dir)/relay\(index + 1).log)") }
+                    target = "127.0.0.1:\(relayPort)"
                 }
                 let node = entry.node
                 let follower = NodeProcess(name: node.name,
@@ -360,7 +404,7 @@ struct SyncBenchmark: ParsableCommand {
         let sink = SummaryFile(path: summary)
         let aim = switch which {
         case .impaired: Self.impairedP99Aim
-        case .ticks: Self.ticksP99Aim
+        case .ticks, .relay: Self.ticksP99Aim
         default: Self.cleanP99Aim
         }
         sink.record("sync", "\(which.rawValue): worst pair p99 |offset| µs", Format.fixed(worstP99, 1), aim: "≤ \(Int(aim)) µs")
@@ -411,7 +455,8 @@ struct SyncBenchmark: ParsableCommand {
     }
 
     private func reproduceCommand(_ which: Scenario) -> String {
-        ["chorus-bench", "sync", "--scenario", which.rawValue, "--seconds", "\(seconds)", "--port", "\(port)"]
+        (["chorus-bench", "sync", "--scenario", which.rawValue, "--seconds", "\(seconds)", "--port", "\(port)"]
+            + (which == .relay ? ["--relay-command", relayCommand ?? ""] : []))
             .map(ChildProcess.quoted).joined(separator: " ")
     }
 
