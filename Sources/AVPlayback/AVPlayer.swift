@@ -488,9 +488,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             let upper = status.phase == .ended || status.phase == .failed ? status.endFrame : status.writtenEndFrame
             if !engine.isRealtime { return upper }
             let now = HostTime(hostClock.time) ?? .now()
-            let heard = Double(format.frames(inNanoseconds: (now - status.anchorHost).nanosecondsClamped))
-            let elapsed = Int64((heard * (status.anchorRate.isFinite ? status.anchorRate : 1)).rounded())
-            return min(max(status.anchorFrame + elapsed, status.runStartFrame), upper)
+            let position = status.position(at: now, sampleRate: format.sampleRate)
+            let frame = position.isFinite ? Int64(min(max(position.rounded(), -9e18), 9e18)) : status.anchorFrame
+            return min(max(frame, status.runStartFrame), upper)
         }
     }
 

@@ -86,6 +86,9 @@ public final class AudioRenderer: @unchecked Sendable {
     /// The period just rendered changed speed this many frames in, at this item position,
     /// to this rate.
     private var rateChangeSplit: (frames: Int, position: Double, rate: Double)?
+    /// Where the rate changed inside the last period written (split by `rateChangeSplit`),
+    /// for the next report's `rateSince`: that period's report is anchored at its start.
+    private var rateChangedAt: HostTime?
     /// The output's underrun and restart counts when last looked at.
     private var seenUnderruns = 0
     private var seenRestarts = 0
@@ -543,7 +546,7 @@ public final class AudioRenderer: @unchecked Sendable {
                 status.anchorFrame = blockFrame
                 status.anchorPosition = Double(blockFrame)
                 status.anchorHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(filled)))
-                status.anchorRate = 1
+                setAnchorRate(1, since: status.anchorHost)
                 anchored = true
             }
             let source = head.samples + headOffset * channels
@@ -665,14 +668,28 @@ public final class AudioRenderer: @unchecked Sendable {
                 let rest = resampledContent(into: out, from: from + before, frames: frames, channels: channels, host: changeHost,
                                             ratio: Self.boundedRate(timeline.rate * gear), anchorRate: timeline.rate)
                 rateChangeSplit = (from + before, status.anchorPosition, status.anchorRate)
-                // The period's report is anchored at its first frame.
-                if status.phase == .playing { (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate) = anchor }
+                // The period's report is anchored at its first frame; the next one says the
+                // new rate took effect at the change.
+                if status.phase == .playing {
+                    (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate) = anchor
+                    rateChangedAt = changeHost
+                }
                 return rest
             }
             playbackRate = timeline.rateBefore
         }
         return resampledContent(into: out, from: from, frames: frames, channels: channels, host: host,
                                 ratio: Self.boundedRate(playbackRate * gear), anchorRate: playbackRate)
+    }
+
+    /// Sets the report's rate; a new one is noted as in force from `since` (when the first
+    /// frame read at it is heard), the old one kept for the frames heard before.
+    private func setAnchorRate(_ rate: Double, since: HostTime) {
+        if rate != status.anchorRate {
+            status.rateBefore = status.anchorRate
+            status.rateSince = since
+        }
+        status.anchorRate = rate
     }
 
     /// An error measured in seconds, as the status reports it: whole nanoseconds, saturating,
@@ -707,7 +724,8 @@ public final class AudioRenderer: @unchecked Sendable {
         status.anchorFrame = Int64(first.rounded())
         status.anchorPosition = first
         status.anchorHost = host
-        status.anchorRate = anchorRate
+        setAnchorRate(anchorRate, since: rateChangedAt ?? host)
+        rateChangedAt = nil
         nextFrame = resampler.centerFrame
         status.writtenEndFrame = nextFrame
         if let end = pendingEnd, resampler.centerFrame >= end.frame {

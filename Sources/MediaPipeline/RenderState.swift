@@ -96,6 +96,11 @@ public struct RenderStatus: Sendable, Equatable {
     /// Item frames per frame heard from the anchor on: the playback rate (times the soft
     /// tier's correction, following a timeline).
     public var anchorRate: Double = 1
+    /// When `anchorRate` took effect, and the rate before it: a change of rate is written
+    /// a device's queue ahead of when it is heard, so the frames heard until then, up to
+    /// the anchor, still run at `rateBefore`.
+    public var rateSince = HostTime(nanoseconds: 0)
+    public var rateBefore: Double = 1
     /// The first item frame of the current continuous run of content.
     public var runStartFrame: Int64 = 0
     /// When that frame is heard: until then the device still plays what came before.
@@ -126,4 +131,18 @@ public struct RenderStatus: Sendable, Equatable {
     public var hardResyncs: Int = 0
     /// Host time of the last period written: how fresh this report is.
     public var updatedAt = HostTime(nanoseconds: 0)
+
+    /// The (fractional) item frame heard at host time `time`, counted from the anchor: at
+    /// `anchorRate` back to `rateSince`, and at `rateBefore` before it. Counting back at the
+    /// anchor's rate alone put a time read in the lead-in of a change the rate change times
+    /// the device's queue off (38 ms going from 1 to 1.5 over a 100 ms queue).
+    public func position(at time: HostTime, sampleRate: Int) -> Double {
+        let rate = anchorRate.isFinite ? anchorRate : 1
+        let framesPerNanosecond = Double(sampleRate) / 1e9
+        guard time < rateSince, rateSince <= anchorHost, rateBefore.isFinite else {
+            return anchorPosition + Double((time - anchorHost).nanosecondsClamped) * framesPerNanosecond * rate
+        }
+        let atChange = anchorPosition - Double((anchorHost - rateSince).nanosecondsClamped) * framesPerNanosecond * rate
+        return atChange - Double((rateSince - time).nanosecondsClamped) * framesPerNanosecond * rateBefore
+    }
 }

@@ -393,6 +393,41 @@ import MediaClock
         #expect(abs(rate(between: second.host + .milliseconds(100), and: second.host + .seconds(1)) - 0.5) < 0.001)
     }
 
+    @Test(arguments: rateChangePhases)
+    func thePositionHeardInAChangesLeadInIsCountedAtTheOldRate(phase: Duration) throws {
+        // A change to 1.5 scheduled 300 ms ahead is written a device's queue (100 ms) before
+        // it is heard. Read every period from 200 ms before the change to 200 ms after, the
+        // reported position stays where the timeline puts the frame heard then: before
+        // the change at the old rate, though the report is anchored past it.
+        let device = SimulatedDevice()
+        var timeline = RenderTimeline(frame: 0, host: device.now + .milliseconds(100), rate: 1)
+        let rendering = try following(device, timeline)
+        let renderer = rendering.renderer
+        rendering.run(for: .seconds(2))
+        let at = device.now + .milliseconds(300) + phase
+        timeline = RenderTimeline(frame: Int64(timeline.due(at: at, sampleRate: 48_000).rounded()), host: at,
+                                  rate: 1.5, rateBefore: 1)
+        renderer.update { [timeline] in $0.mode = .follow(serial: 1, timeline: timeline) }
+        rendering.run(until: at - .milliseconds(200))
+        var errors: [Double] = []
+        var countedAtTheAnchorsRate: [Double] = []
+        rendering.run(until: at + .milliseconds(200)) {
+            let status = renderer.currentStatus
+            let due = timeline.due(at: device.now, sampleRate: 48_000)
+            errors.append((status.position(at: device.now, sampleRate: 48_000) - due) / 48_000)
+            let counted = status.anchorPosition + Double((device.now - status.anchorHost).nanosecondsClamped) * 48_000e-9 * status.anchorRate
+            countedAtTheAnchorsRate.append((counted - due) / 48_000)
+        }
+        // The case is the one that matters: counted back at the anchor's rate alone, some
+        // reading in the lead-in would have been milliseconds off.
+        #expect((countedAtTheAnchorsRate.map(abs).max() ?? 0) > 10e-3)
+        #expect(errors.count > 35)
+        let worst = errors.map(abs).max() ?? 1
+        // The renderer's own placement error is tens of µs at most (above); a count at the
+        // wrong rate over the queue would be up to 50 ms.
+        #expect(worst < 100e-6, "worst \(worst * 1e6) µs")
+    }
+
     @Test func aSpeedChangeWhilePlayingGoesOnWithoutADip() throws {
         // A ramp copied as it is at rate 1, then read at 1.5 from the next period: the
         // output stays a ramp whose slope steps from 1 to 1.5 (in millionths a frame), with
