@@ -347,6 +347,13 @@ import MediaClock
         #expect((errors.map(abs).max() ?? 1) < 30e-6, "worst \((errors.map(abs).max() ?? 1) * 1e6) µs")
     }
 
+    /// A renderer on a device of its own, following rate 1 from 100 ms in.
+    func followingAtRateOne() throws -> (SimulatedDevice, RenderTimeline, SimulatedRendering) {
+        let device = SimulatedDevice()
+        let timeline = RenderTimeline(frame: 0, host: device.now + .milliseconds(100), rate: 1)
+        return (device, timeline, try following(device, timeline))
+    }
+
     /// Where a scheduled change falls in a period: a nanosecond after the period's start,
     /// where the render loop wakes and a change made then lands (a frame forced to the old
     /// rate there put the item 31 µs off), and well inside one.
@@ -357,9 +364,8 @@ import MediaClock
         // Two seconds into play at rate 1, the timeline doubles its rate 200 ms ahead, from
         // where it then stands; later it halves it. Every period, before, across and after
         // each change, is heard where the timeline says, and nothing is skipped or padded.
-        let device = SimulatedDevice()
-        var timeline = RenderTimeline(frame: 0, host: device.now + .milliseconds(100), rate: 1)
-        let rendering = try following(device, timeline)
+        let (device, initial, rendering) = try followingAtRateOne()
+        var timeline = initial
         let renderer = rendering.renderer
         var changes: [RenderTimeline] = []
         for (after, rate) in [(2.0, 2.0), (1.5, 0.5)] {
@@ -399,9 +405,8 @@ import MediaClock
         // it is heard. Read every period from 200 ms before the change to 200 ms after, the
         // reported position stays where the timeline puts the frame heard then: before
         // the change at the old rate, though the report is anchored past it.
-        let device = SimulatedDevice()
-        var timeline = RenderTimeline(frame: 0, host: device.now + .milliseconds(100), rate: 1)
-        let rendering = try following(device, timeline)
+        let (device, initial, rendering) = try followingAtRateOne()
+        var timeline = initial
         let renderer = rendering.renderer
         rendering.run(for: .seconds(2))
         let at = device.now + .milliseconds(300) + phase
