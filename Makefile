@@ -10,13 +10,15 @@ RUNTIME      ?= $(CURDIR)/.build-runtime
 PULSE_DIR     = $(RUNTIME)/pulse-$@
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-# Build: FFmpeg's libraries, ALSA, PulseAudio's client library (the server's own latency
-# figures for a stream through ALSA's pulse plugin). Run: ffmpeg (test media and benchmarks),
-# PulseAudio with ALSA's pulse plugin (a real, clocked device where there is no sound card),
-# libfaketime (a node on a clock an outside tool moves).
+# Build: FFmpeg's libraries (libswscale for pictures a window cannot show as decoded), ALSA,
+# PulseAudio's client library (the server's own latency figures for a stream through ALSA's
+# pulse plugin), SDL2 (the video window). Run: ffmpeg (test media and benchmarks), PulseAudio
+# with ALSA's pulse plugin (a real, clocked device where there is no sound card), Xvfb (a
+# real X display where there is no screen), libfaketime (a node on a clock an outside tool
+# moves).
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswresample-dev \
-                libasound2-dev libpulse-dev ffmpeg pulseaudio pulseaudio-utils \
-                libasound2-plugins alsa-utils faketime
+                libswscale-dev libsdl2-dev libasound2-dev libpulse-dev ffmpeg pulseaudio \
+                pulseaudio-utils libasound2-plugins alsa-utils faketime xvfb
 
 # The benchmarks also run Snapcast side by side.
 BENCH_PACKAGES := snapserver snapclient

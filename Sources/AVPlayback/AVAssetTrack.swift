@@ -13,8 +13,16 @@ public final class AVAssetTrack: Sendable, Hashable {
     public let mediaType: AVMediaType
     /// The track's span in asset time.
     public let timeRange: CMTimeRange
-    /// A video track's frame size; `.zero` for other tracks.
+    /// A video track's picture size in square pixels, before `preferredTransform` (its
+    /// coded width scaled by the pixels' aspect ratio); `.zero` for other tracks.
     public let naturalSize: CGSize
+    /// How a video track's pictures are turned for display (the container's display
+    /// matrix, a quarter turn or none, with the translation that keeps the picture in the
+    /// positive quadrant, as Apple's are); `.identity` for other tracks.
+    public let preferredTransform: CGAffineTransform
+    /// The shortest time between two pictures of a video track, at its nominal rate;
+    /// `.invalid` for other tracks.
+    public let minFrameDuration: CMTime
     /// A video track's frame rate in frames per second; 0 for other tracks.
     public let nominalFrameRate: Float
     /// Bits per second, or 0 when unknown.
@@ -36,6 +44,14 @@ public final class AVAssetTrack: Sendable, Hashable {
     public let languageCode: String?
     /// FFmpeg's stream index, for tools that speak ffprobe's terms.
     public let streamIndex: Int
+    /// A video track's display rotation in clockwise degrees (a Chorus addition: the angle
+    /// `preferredTransform` turns by).
+    public let rotationDegrees: Double
+    /// A video track's pixel shape, width to height, when the container gives one (a Chorus
+    /// addition).
+    public let sampleAspectRatio: (width: Int, height: Int)?
+    /// A video track's decoded pixel layout, FFmpeg's name ("yuv420p", ...) (a Chorus addition).
+    public let pixelFormat: String?
 
     init(info: TrackInfo, asset: AVAsset, isPreferredAudio: Bool) {
         self.asset = asset
@@ -47,7 +63,12 @@ public final class AVAssetTrack: Sendable, Hashable {
         case .data, .attachment, .unknown: mediaType = .muxed
         }
         timeRange = info.timeRange
-        naturalSize = CGSize(width: info.width ?? 0, height: info.height ?? 0)
+        var width = Double(info.width ?? 0)
+        let height = Double(info.height ?? 0)
+        if let ratio = info.sampleAspectRatio, ratio.height > 0 { width = width * Double(ratio.width) / Double(ratio.height) }
+        naturalSize = CGSize(width: width.rounded(), height: height)
+        preferredTransform = Self.transform(clockwiseDegrees: info.rotationDegrees, size: naturalSize)
+        minFrameDuration = info.frameDuration
         nominalFrameRate = Float(info.frameRate ?? 0)
         estimatedDataRate = Float(info.bitRate ?? 0)
         isPlayable = isPreferredAudio
@@ -58,6 +79,20 @@ public final class AVAssetTrack: Sendable, Hashable {
         channelLayoutDescription = info.channelLayout
         languageCode = info.language
         streamIndex = info.streamIndex
+        rotationDegrees = info.rotationDegrees
+        sampleAspectRatio = info.sampleAspectRatio
+        pixelFormat = info.pixelFormat
+    }
+
+    /// A display rotation as Apple writes it for a movie: the turn on a y-down screen, then
+    /// the shift that brings the turned picture back to the origin.
+    static func transform(clockwiseDegrees: Double, size: CGSize) -> CGAffineTransform {
+        switch clockwiseDegrees {
+        case 90: return CGAffineTransform(a: 0, b: 1, c: -1, d: 0, tx: size.height, ty: 0)
+        case 180: return CGAffineTransform(a: -1, b: 0, c: 0, d: -1, tx: size.width, ty: size.height)
+        case 270: return CGAffineTransform(a: 0, b: -1, c: 1, d: 0, tx: 0, ty: size.width)
+        default: return .identity
+        }
     }
 
     public static func == (lhs: AVAssetTrack, rhs: AVAssetTrack) -> Bool { lhs === rhs }

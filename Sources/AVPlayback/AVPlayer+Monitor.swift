@@ -64,6 +64,7 @@ extension AVPlayer {
                 }
             }
             let time = currentTimeLocked(&state)
+            publishVideoTimelineLocked(&state, status: status, now: now, time: time)
             let playing = state.timeControlStatus == .playing
             fire = (time, playing, state.timeJumped, state.lastObservedTime, state.observers)
             state.timeJumped = false

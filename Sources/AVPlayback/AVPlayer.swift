@@ -35,6 +35,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Everything the player knows. Methods named `…Locked` take it from a caller that holds
     /// the lock.
     let state: Mutex<PlayerState>
+    /// How many layers and video outputs show this player's pictures.
+    let videoConsumers = Mutex(0)
     private var monitor: RepeatingTimer?
 
     /// A player with no item.

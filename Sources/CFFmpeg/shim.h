@@ -9,6 +9,10 @@
 #include <libavutil/opt.h>
 #include <libavutil/samplefmt.h>
 #include <libswresample/swresample.h>
+#include <libswscale/swscale.h>
+#include <libavutil/display.h>
+#include <libavutil/pixdesc.h>
+#include <libavutil/imgutils.h>
 
 /* Swift cannot import function-like or compound macros; these wrap the ones Chorus needs. */
 
@@ -39,5 +43,16 @@ static inline int chorus_layout_is_unspecified(const AVChannelLayout *layout) {
 /* FFmpeg's logging goes to stderr by default; Chorus reports errors itself. */
 static inline void chorus_av_quiet(void) { av_log_set_level(AV_LOG_QUIET); }
 static inline void chorus_av_log_errors(void) { av_log_set_level(AV_LOG_ERROR); }
+
+/* The rotation a stream's display matrix asks for, in degrees counter-clockwise as FFmpeg
+   reports it; NAN when the stream has no display matrix. */
+static inline double chorus_stream_rotation(const AVStream *stream) {
+    const uint8_t *matrix = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, NULL);
+    if (!matrix) return NAN;
+    return av_display_rotation_get((const int32_t *)matrix);
+}
+
+/* Frame threading and slice threading, as the codec allows. */
+static inline int chorus_thread_frame_and_slice(void) { return FF_THREAD_FRAME | FF_THREAD_SLICE; }
 
 #endif

@@ -33,8 +33,8 @@ struct Probe: ParsableCommand {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let data = try encoder.encode(report)
         print(String(decoding: data, as: UTF8.self))
-        if !report.playable {
-            log.error("\(url): no audio track to play")
+        if !report.playable && !report.tracks.contains(where: { $0.mediaType == "video" && $0.frameRate != nil }) {
+            log.error("\(url): no audio or video track to play")
             throw ExitCode(1)
         }
     }
@@ -53,6 +53,14 @@ struct ProbeReport: Encodable {
         var width: Int?
         var height: Int?
         var frameRate: Double?
+        /// Clockwise degrees the picture is turned for display.
+        var rotation: Double?
+        /// The shape of a coded pixel, "W:H", when not square.
+        var sampleAspectRatio: String?
+        var pixelFormat: String?
+        /// The picture's size as displayed: scaled to square pixels and turned.
+        var displayWidth: Int?
+        var displayHeight: Int?
         var bitRate: Int?
         var language: String?
         var start: Double?
@@ -78,12 +86,18 @@ struct ProbeReport: Encodable {
             }
             let isVideo = track.mediaType == .video
             let range = track.timeRange
+            let shown = track.naturalSize.applying(track.preferredTransform)
             return Track(
                 id: track.trackID, index: track.streamIndex, mediaType: kind, codec: track.codecName,
                 sampleRate: track.sampleRate, channels: track.channelCount, channelLayout: track.channelLayoutDescription,
-                width: isVideo && track.naturalSize.width > 0 ? Int(track.naturalSize.width) : nil,
+                width: isVideo && track.naturalSize.width > 0 ? Int((Double(track.naturalSize.width) * Double(track.sampleAspectRatio.map { $0.height } ?? 1) / Double(track.sampleAspectRatio.map { $0.width } ?? 1)).rounded()) : nil,
                 height: isVideo && track.naturalSize.height > 0 ? Int(track.naturalSize.height) : nil,
                 frameRate: isVideo && track.nominalFrameRate > 0 ? Double(track.nominalFrameRate) : nil,
+                rotation: isVideo ? track.rotationDegrees : nil,
+                sampleAspectRatio: track.sampleAspectRatio.flatMap { $0.width != $0.height ? "\($0.width):\($0.height)" : nil },
+                pixelFormat: track.pixelFormat,
+                displayWidth: isVideo && shown.width != 0 ? Int(abs(shown.width)) : nil,
+                displayHeight: isVideo && shown.height != 0 ? Int(abs(shown.height)) : nil,
                 bitRate: track.estimatedDataRate > 0 ? Int(track.estimatedDataRate) : nil,
                 language: track.languageCode,
                 start: range.isValid && range.start.isNumeric ? range.start.seconds : nil,

@@ -7,6 +7,17 @@ public enum MediaKind: String, Sendable, Codable {
 
 /// What a demuxer learned about one track, read once when the input is opened.
 public struct TrackInfo: Sendable, Equatable {
+    public static func == (lhs: TrackInfo, rhs: TrackInfo) -> Bool {
+        lhs.trackID == rhs.trackID && lhs.streamIndex == rhs.streamIndex && lhs.kind == rhs.kind && lhs.codec == rhs.codec
+            && lhs.timeRange == rhs.timeRange && lhs.sampleRate == rhs.sampleRate && lhs.channels == rhs.channels
+            && lhs.channelLayout == rhs.channelLayout && lhs.width == rhs.width && lhs.height == rhs.height
+            && lhs.frameRate == rhs.frameRate && lhs.frameDuration == rhs.frameDuration && lhs.bitRate == rhs.bitRate && lhs.rotationDegrees == rhs.rotationDegrees
+            && lhs.sampleAspectRatio?.width == rhs.sampleAspectRatio?.width
+            && lhs.sampleAspectRatio?.height == rhs.sampleAspectRatio?.height
+            && lhs.pixelFormat == rhs.pixelFormat && lhs.isAttachedPicture == rhs.isAttachedPicture
+            && lhs.language == rhs.language
+    }
+
     /// The track's identifier: the container's own ID where it has one (MP4, Matroska),
     /// otherwise its position counted from 1. Never 0, as on Apple's platforms.
     public var trackID: Int32
@@ -25,8 +36,20 @@ public struct TrackInfo: Sendable, Equatable {
     public var height: Int?
     /// Frames per second for video, as the container reports it.
     public var frameRate: Double?
+    /// The time from one picture to the next for video at its nominal rate, exact
+    /// (`.invalid` for other tracks and when the container does not say).
+    public var frameDuration: CMTime = .invalid
     /// Bits per second, when the container or codec reports it.
     public var bitRate: Int?
+    /// How far the picture is to be turned clockwise for display, in degrees, as the
+    /// stream's display matrix says (0 when it has none). Any angle is reported as found;
+    /// the video path plays only quarter turns and refuses others.
+    public var rotationDegrees: Double
+    /// The shape of one coded pixel, width to height (nil when the stream does not say, which
+    /// means square).
+    public var sampleAspectRatio: (width: Int, height: Int)?
+    /// FFmpeg's name for the decoded pixel format ("yuv420p", "nv12", ...), when known.
+    public var pixelFormat: String?
     /// Whether this is cover art rather than moving video.
     public var isAttachedPicture: Bool
     /// The language tag, when the container has one.
@@ -48,6 +71,10 @@ public struct MediaInfo: Sendable, Equatable {
 
     /// The track Chorus renders as sound: FFmpeg's pick of the best audio stream.
     public var preferredAudioTrack: TrackInfo?
+
+    /// The track Chorus shows as pictures: FFmpeg's pick of the best moving video stream
+    /// (cover art is not one) whose decoder is present.
+    public var preferredVideoTrack: TrackInfo?
 
     /// Whether there is something this player can render.
     public var isPlayable: Bool { preferredAudioTrack != nil }

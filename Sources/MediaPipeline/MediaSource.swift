@@ -148,11 +148,16 @@ public final class MediaSource: @unchecked Sendable {
         }
         let best = av_find_best_stream(context, AVMEDIA_TYPE_AUDIO, -1, -1, nil, 0)
         let preferred = best >= 0 ? tracks.first { $0.streamIndex == Int(best) } : nil
+        // Cover art is a video stream too; only moving pictures count as a video track.
+        let bestVideo = av_find_best_stream(context, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
+        let video = tracks.first { $0.streamIndex == Int(bestVideo) && !$0.isAttachedPicture }
+            ?? tracks.first { $0.kind == .video && !$0.isAttachedPicture }
         let seekable = context.pointee.pb.map { $0.pointee.seekable != 0 } ?? false
         let formatName = context.pointee.iformat.flatMap { $0.pointee.name.map { String(cString: $0) } } ?? "unknown"
         return MediaInfo(
             url: url, duration: duration, startTime: start, formatName: formatName, tracks: tracks,
-            isSeekable: seekable, preferredAudioTrack: preferred.flatMap { decoderExists(for: $0) ? $0 : nil })
+            isSeekable: seekable, preferredAudioTrack: preferred.flatMap { decoderExists(for: $0) ? $0 : nil },
+            preferredVideoTrack: video.flatMap { decoderExists(for: $0) ? $0 : nil })
     }
 
     static func decoderExists(for track: TrackInfo) -> Bool {
@@ -203,8 +208,30 @@ public final class MediaSource: @unchecked Sendable {
         if let entry = av_dict_get(stream.pointee.metadata, "language", nil, 0), let value = entry.pointee.value {
             language = String(cString: value)
         }
+        var rotation = 0.0
+        var aspect: (width: Int, height: Int)? = nil
+        var pixelFormat: String? = nil
+        if kind == .video {
+            // FFmpeg reports the matrix's angle counter-clockwise; the display turns the
+            // other way to undo it.
+            let counterClockwise = chorus_stream_rotation(stream)
+            if counterClockwise.isFinite {
+                let clockwise = (-counterClockwise).truncatingRemainder(dividingBy: 360)
+                rotation = clockwise < 0 ? clockwise + 360 : clockwise
+                if rotation == 0 { rotation = 0 } // no negative zero in reports
+            }
+            let ratio = stream.pointee.sample_aspect_ratio.num > 0 ? stream.pointee.sample_aspect_ratio : p.sample_aspect_ratio
+            if ratio.num > 0, ratio.den > 0 { aspect = (Int(ratio.num), Int(ratio.den)) }
+            if p.format >= 0, let name = av_get_pix_fmt_name(AVPixelFormat(rawValue: p.format)) { pixelFormat = String(cString: name) }
+        }
         let containerID = stream.pointee.id
-        return TrackInfo(
+        var frameDuration = CMTime.invalid
+        if kind == .video && !isPicture {
+            let nominal = stream.pointee.avg_frame_rate.num > 0 && stream.pointee.avg_frame_rate.den > 0
+                ? stream.pointee.avg_frame_rate : stream.pointee.r_frame_rate
+            if nominal.num > 0, nominal.den > 0 { frameDuration = CMTime(value: Int64(nominal.den), timescale: nominal.num) }
+        }
+        var track = TrackInfo(
             trackID: containerID > 0 ? containerID : Int32(index + 1),
             streamIndex: index,
             kind: kind,
@@ -217,8 +244,13 @@ public final class MediaSource: @unchecked Sendable {
             height: kind == .video && p.height > 0 ? Int(p.height) : nil,
             frameRate: kind == .video && !isPicture ? (rate(stream.pointee.avg_frame_rate) ?? rate(stream.pointee.r_frame_rate)) : nil,
             bitRate: p.bit_rate > 0 ? Int(p.bit_rate) : nil,
+            rotationDegrees: rotation,
+            sampleAspectRatio: aspect,
+            pixelFormat: pixelFormat,
             isAttachedPicture: isPicture,
             language: language)
+        track.frameDuration = frameDuration
+        return track
     }
 }
 

@@ -25,10 +25,23 @@ public final class PlaybackEngine: Sendable {
         var renderer: AudioRenderer?
         var reader: AudioReader?
         var readerError: MediaError?
+        /// The current item's pictures, when it has a video track and someone shows them.
+        var videoReader: VideoReader?
+        var videoError: MediaError?
         /// Set by `shutdown`: an output opened after it is closed at once.
         var isShutDown = false
     }
     private let parts = Mutex(Parts())
+
+    /// Decoded pictures of the current item, for whichever display shows them; nil only
+    /// when memory ran out making it.
+    public let videoQueue = VideoFrameQueue()
+    /// Where item time stands on the host clock for the pictures, as the player publishes it.
+    public let videoTimeline = Published(VideoTimeline(serial: 0, anchorHost: HostTime(nanoseconds: 0),
+                                                       anchorItemNanoseconds: 0, rate: 0))
+    /// Whether pictures are decoded at all: only while something shows them (a layer or a
+    /// video output), since decoding them costs far more than the sound.
+    private let videoWanted = Atomic<Bool>(false)
 
     /// An engine for `spec`. `hostMapping` converts the real CLOCK_MONOTONIC times devices
     /// report into the host clock the player uses (identity, unless the process simulates
@@ -99,22 +112,95 @@ public final class PlaybackEngine: Sendable {
         }
         parts.withLockAnnotated { $0.reader = newReader }
         if start { newReader.start() }
+        loadVideo(url: source.url, info: source.info, serial: serial, startFrame: startFrame,
+                  sampleRate: ring.format.sampleRate, start: start, onEvent: onVideoEvent)
     }
+
+    /// Makes the pictures' reader for an item with a video track, on a demuxer of its own.
+    /// A failure here costs the pictures, never the sound: it is kept for `lastVideoError`
+    /// and reported through `onEvent`.
+    private func loadVideo(url: String, info: MediaInfo, serial: Int, startFrame: Int64, sampleRate: Int, start: Bool,
+                           onEvent: (@Sendable (VideoReaderEvent) -> Void)?) {
+        guard videoWanted.load(ordering: .acquiring), info.preferredVideoTrack != nil, let queue = videoQueue else { return }
+        let startNanoseconds = sampleRate > 0 ? startFrame.multipliedReportingOverflow(by: 1_000_000_000).partialValue / Int64(sampleRate) : 0
+        do throws(MediaError) {
+            let source = try MediaSource(url: url)
+            let reader = try VideoReader(source: source, queue: queue, serial: serial, startNanoseconds: startNanoseconds) { [weak self] event in
+                if case .failed(_, let error) = event { self?.parts.withLockAnnotated { $0.videoError = error } }
+                onEvent?(event)
+            }
+            parts.withLockAnnotated { $0.videoReader = reader }
+            if start { reader.start() }
+        } catch {
+            parts.withLockAnnotated { $0.videoError = error }
+            onEvent?(.failed(serial: serial, error: error))
+        }
+    }
+
+    /// Starts the pictures of the item already loaded (a display came after it), at item
+    /// frame `startFrame` under `serial`. Blocks while the input opens.
+    public func loadVideoForCurrentItem(serial: Int, startFrame: Int64) {
+        let (reader, hasVideo, rate) = parts.withLockAnnotated { ($0.reader, $0.videoReader != nil, $0.output?.format.sampleRate) }
+        guard let reader, !hasVideo, let rate else { return }
+        loadVideo(url: reader.source.url, info: reader.source.info, serial: serial, startFrame: startFrame,
+                  sampleRate: rate, start: true, onEvent: onVideoEvent)
+    }
+
+    /// Stops the current item's pictures, keeping its sound.
+    public func unloadVideo() {
+        let old: VideoReader? = parts.withLockAnnotated { parts in defer { parts.videoReader = nil }; return parts.videoReader }
+        old?.stop()
+    }
+
+    /// The player's host time of a real CLOCK_MONOTONIC instant (they differ only where the
+    /// process simulates another machine's clock).
+    public func playerHostTime(ofReal real: HostTime) -> HostTime { hostMapping(real) }
+
+    /// Whether the pictures of items loaded from now on are decoded (a display or video
+    /// output asks for them).
+    public var decodesVideo: Bool {
+        get { videoWanted.load(ordering: .acquiring) }
+        set { videoWanted.store(newValue, ordering: .releasing) }
+    }
+
+    /// Events of the pictures' reader (the first picture, its end, a failure, damage).
+    public var onVideoEvent: (@Sendable (VideoReaderEvent) -> Void)? {
+        get { videoEventHandler.current }
+        set { videoEventHandler.publish(newValue) }
+    }
+    private let videoEventHandler = Published<(@Sendable (VideoReaderEvent) -> Void)?>(nil)
+
+    /// Why the current item shows no pictures, when its video track failed.
+    public var lastVideoError: MediaError? { parts.withLockAnnotated { $0.videoError } }
+
+    /// Whether the current item's pictures are being read.
+    public var hasVideo: Bool { parts.withLockAnnotated { $0.videoReader != nil } }
 
     /// Starts the current reader, when `load` was told not to.
     public func startReader() {
-        parts.withLockAnnotated { $0.reader }?.start()
+        let (audio, video) = parts.withLockAnnotated { ($0.reader, $0.videoReader) }
+        audio?.start()
+        video?.start()
     }
 
     /// Stops the current reader; its blocks become stale at the next serial.
     public func unload() {
-        let old: AudioReader? = parts.withLockAnnotated { parts in defer { parts.reader = nil }; return parts.reader }
+        let (old, oldVideo): (AudioReader?, VideoReader?) = parts.withLockAnnotated { parts in
+            defer { parts.reader = nil; parts.videoReader = nil; parts.videoError = nil }
+            return (parts.reader, parts.videoReader)
+        }
         old?.stop()
+        oldVideo?.stop()
     }
 
     /// Moves the current reader to item frame `frame` under a new `serial`.
     public func seek(toFrame frame: Int64, serial: Int) {
-        parts.withLockAnnotated { $0.reader }?.seek(toFrame: frame, serial: serial)
+        let (audio, video, rate) = parts.withLockAnnotated { ($0.reader, $0.videoReader, $0.output?.format.sampleRate) }
+        audio?.seek(toFrame: frame, serial: serial)
+        if let video, let rate, rate > 0 {
+            let (scaled, overflow) = max(0, frame).multipliedReportingOverflow(by: 1_000_000_000)
+            video.seek(toItemNanoseconds: overflow ? Int64.max / 2 : scaled / Int64(rate), serial: serial)
+        }
     }
 
     /// Changes what the render thread does.

@@ -49,5 +49,22 @@ import ChorusTestSupport
         #expect(video.naturalSize == CGSize(width: 320, height: 240))
         #expect(video.nominalFrameRate == 25)
         #expect(tracks.contains { $0.mediaType == .audio && $0.isPlayable })
+        #expect(video.minFrameDuration == CMTime(value: 1, timescale: 25))
+        #expect(video.preferredTransform == .identity)
+    }
+
+    @Test("a turned video's transform stands its picture on end and keeps it in the positive quadrant")
+    func turnedVideoTransform() async throws {
+        let asset = AVURLAsset(url: try TestMedia.identityVideo(seconds: 0.3, rotate: 90))
+        let tracks = try await asset.load(.tracks)
+        let video = try #require(tracks.first { $0.mediaType == .video })
+        #expect(video.naturalSize == CGSize(width: 320, height: 240))
+        let turned = video.naturalSize.applying(video.preferredTransform)
+        #expect(abs(turned.width) == 240 && abs(turned.height) == 320)
+        // Every corner of the picture lands inside the turned size, from the origin.
+        for corner in [CGPoint(x: 0, y: 0), CGPoint(x: 320, y: 0), CGPoint(x: 0, y: 240), CGPoint(x: 320, y: 240)] {
+            let moved = corner.applying(video.preferredTransform)
+            #expect(moved.x >= 0 && moved.x <= 240 && moved.y >= 0 && moved.y <= 320, "\(corner) -> \(moved)")
+        }
     }
 }

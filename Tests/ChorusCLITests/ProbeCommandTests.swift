@@ -14,6 +14,11 @@ import ChorusTestSupport
             var width: Int?
             var height: Int?
             var frameRate: Double?
+            var rotation: Double?
+            var sampleAspectRatio: String?
+            var pixelFormat: String?
+            var displayWidth: Int?
+            var displayHeight: Int?
         }
         var url: String
         var duration: Double?
@@ -72,6 +77,35 @@ import ChorusTestSupport
         #expect(video.width == 320 && video.height == 240)
         #expect(video.frameRate == 25)
         #expect(report?.tracks.contains { $0.mediaType == "audio" && $0.codec == "aac" } == true)
+    }
+
+    @Test("a file with pictures and no sound is described, and the probe succeeds")
+    func describesVideoOnly() throws {
+        let url = try TestMedia.identityVideo(seconds: 0.5, rotate: 90)
+        let (result, report) = try probe(url.path)
+        #expect(result.status == 0, "\(result.standardError)")
+        let tracks = try #require(report?.tracks)
+        #expect(tracks.count == 1)
+        let video = try #require(tracks.first)
+        #expect(video.mediaType == "video" && video.codec == "h264" && video.pixelFormat == "yuv420p")
+        #expect(video.width == 320 && video.height == 240)
+        // Turned a quarter either way, the picture stands on its end.
+        #expect(video.rotation == 90 || video.rotation == 270)
+        #expect(video.displayWidth == 240 && video.displayHeight == 320)
+    }
+
+    @Test("non-square pixels are reported, and the display size accounts for them")
+    func describesAnamorphicVideo() throws {
+        let url = TestMedia.folder.appendingPathComponent("anamorphic-720x576.mp4")
+        let made = try Run.command("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=720x576:rate=25:duration=0.4",
+                                              "-vf", "setsar=16/15", "-c:v", "libx264", "-preset", "ultrafast", url.path])
+        try #require(made.status == 0)
+        let (result, report) = try probe(url.path)
+        #expect(result.status == 0)
+        let video = try #require(report?.tracks.first)
+        #expect(video.width == 720 && video.height == 576)
+        #expect(video.sampleAspectRatio == "16:15")
+        #expect(video.displayWidth == 768 && video.displayHeight == 576)
     }
 
     @Test func brokenInputsExitOneWithOneLine() throws {

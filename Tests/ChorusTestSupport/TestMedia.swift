@@ -58,6 +58,49 @@ public enum TestMedia {
         }
     }
 
+    /// Blocks across a frame-identity picture, one bit of the frame's number each.
+    public static let identityBits = 16
+
+    /// A video whose every picture shows its own number: the picture is cut into
+    /// `identityBits` columns, column *i* white (luma 235) when bit *i* of the frame number is
+    /// set and black (16) otherwise, losslessly coded so the pattern reads back exactly.
+    /// `rotate` tags the stream with a display rotation (clockwise degrees, ffmpeg's
+    /// `rotate` metadata); `withSound` adds a stereo AAC tone of the same length.
+    public static func identityVideo(seconds: Double = 2, rate: Int = 25, width: Int = 320, height: Int = 240,
+                                     pixelFormat: String = "yuv420p", rotate: Int? = nil, withSound: Bool = false) throws -> URL {
+        if let rotate {
+            // The muxer writes a rotation given with a stream copy, not one given while
+            // encoding, so the tag goes on in a second pass.
+            let plain = try identityVideo(seconds: seconds, rate: rate, width: width, height: height,
+                                          pixelFormat: pixelFormat, withSound: withSound)
+            return try make("rotated-\(rotate)-\(plain.lastPathComponent)") { url in
+                ["-i", plain.path, "-c", "copy", "-metadata:s:v", "rotate=\(rotate)", url.path]
+            }
+        }
+        let name = "identity-\(seconds)-\(rate)-\(width)x\(height)-\(pixelFormat)-\(withSound).mp4"
+        let pattern = "nullsrc=size=\(width)x\(height):rate=\(rate):duration=\(seconds),"
+            + "geq=lum='if(bitand(N\\,pow(2\\,floor(X*\(identityBits)/W)))\\,235\\,16)':cb=128:cr=128"
+        return try make(name) { url in
+            var arguments = ["-f", "lavfi", "-i", pattern]
+            if withSound { arguments += ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)"] }
+            arguments += ["-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", "-pix_fmt", pixelFormat]
+            if withSound { arguments += ["-c:a", "aac", "-ac", "2"] }
+            return arguments + [url.path]
+        }
+    }
+
+    /// The frame number an identity picture shows, read from its luma plane (`stride` bytes
+    /// a row): the middle of each column, on the middle row.
+    public static func identity(luma: UnsafePointer<UInt8>, stride: Int, width: Int, height: Int) -> Int {
+        var number = 0
+        let row = luma + (height / 2) * stride
+        for bit in 0..<identityBits {
+            let x = (2 * bit + 1) * width / (2 * identityBits)
+            if row[x] > 128 { number |= 1 << bit }
+        }
+        return number
+    }
+
     /// Audio that starts with `silence` seconds of silence, then a full-scale square click
     /// train: its first non-zero sample marks an exact item time.
     public static func clickAfterSilence(silence: Double, seconds: Double = 1, rate: Int = 48_000) throws -> URL {

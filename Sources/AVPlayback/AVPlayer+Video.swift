@@ -1,0 +1,57 @@
+import Foundation
+import MediaPipeline
+import MutexAnnotations
+import Synchronization
+
+extension AVPlayer {
+    /// Registers something that shows this player's pictures (a layer, a video output):
+    /// pictures are decoded only while at least one is registered. An item already loaded
+    /// starts its pictures' reader at once, at the current position.
+    func addVideoConsumer() {
+        let first = videoConsumers.withLockAnnotated { count -> Bool in
+            count += 1
+            return count == 1
+        }
+        guard first else { return }
+        engine.decodesVideo = true
+        setupQueue.async { [weak self] in
+            guard let self else { return }
+            let start = self.state.withLockAnnotated { state -> (serial: Int, frame: Int64)? in
+                guard state.itemLoaded, let format = state.format else { return nil }
+                return (state.serial, frames(of: currentTimeLocked(&state), format: format))
+            }
+            if let start { engine.loadVideoForCurrentItem(serial: start.serial, startFrame: start.frame) }
+        }
+    }
+
+    /// Undoes `addVideoConsumer`; with none left, the pictures stop being decoded.
+    func removeVideoConsumer() {
+        let last = videoConsumers.withLockAnnotated { count -> Bool in
+            count = max(0, count - 1)
+            return count == 0
+        }
+        guard last else { return }
+        engine.decodesVideo = false
+        setupQueue.async { [engine] in engine.unloadVideo() }
+    }
+
+    /// Publishes where the pictures' timeline stands (on the monitor tick, from the same
+    /// report of the render thread that times the sound): moving at the rate heard while
+    /// the sound is heard, standing still otherwise (paused, starting, stalled, ended).
+    func publishVideoTimelineLocked(_ state: inout PlayerState, status: RenderStatus, now: HostTime, time: CMTime) {
+        guard engine.decodesVideo else { return }
+        var moving = false
+        if state.itemLoaded, state.rate != 0, status.serial == state.serial, status.phase == .playing {
+            moving = !engine.isRealtime || now >= status.runStartHost
+        }
+        var itemNanoseconds = time.isNumeric ? time.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value : 0
+        if moving, let format = state.format {
+            // Between frames: the timeline's own fraction, not the current time's rounding.
+            let position = status.position(at: now, sampleRate: format.sampleRate)
+            if position.isFinite { itemNanoseconds = Int64(max(-9e18, min(9e18, (position * 1e9 / Double(format.sampleRate)).rounded()))) }
+        }
+        let rate = moving && status.anchorRate.isFinite ? status.anchorRate : 0
+        engine.videoTimeline.publish(VideoTimeline(serial: state.serial, anchorHost: now,
+                                                   anchorItemNanoseconds: itemNanoseconds, rate: rate))
+    }
+}

@@ -1,0 +1,309 @@
+import MediaClock
+import MutexAnnotations
+import Synchronization
+internal import CFFmpeg
+
+/// The pixel layouts the video path hands to a display: the two that every display API
+/// shows as textures without converting (SDL's IYUV and NV12). Anything else a decoder
+/// produces is converted to `yuv420p` on the decoder's thread.
+public enum VideoPixelFormat: Sendable, Equatable {
+    /// Three planes: Y at full size, then U and V at half width and half height (I420).
+    case yuv420p
+    /// Two planes: Y, then U and V interleaved at half width and half height.
+    case nv12
+
+    /// How many planes a frame of this layout has.
+    public var planeCount: Int { self == .yuv420p ? 3 : 2 }
+}
+
+/// How a frame's YUV values map to colour.
+public enum VideoColorMatrix: Sendable, Equatable {
+    /// Standard definition, limited range (ITU-R BT.601).
+    case bt601
+    /// High definition, limited range (ITU-R BT.709).
+    case bt709
+    /// Full range BT.601, as JPEG and many cameras write it.
+    case fullRange601
+}
+
+/// What is known of one decoded picture, apart from its pixels.
+public struct VideoFrameInfo: Sendable, Equatable {
+    /// The seek serial the picture was decoded under; pictures of an older serial are stale.
+    public var serial: Int
+    /// The picture's number in the order the reader produced it, from 0: an identity that
+    /// survives copies (a display reports which picture it showed by it).
+    public var number: Int64
+    /// When the picture is due, in item time (nanoseconds from item time zero).
+    public var itemNanoseconds: Int64
+    /// How long the picture lasts until the next is due, in nanoseconds (the stream's nominal
+    /// frame period when the container does not say).
+    public var durationNanoseconds: Int64
+    public var width: Int
+    public var height: Int
+    public var format: VideoPixelFormat
+    public var colorMatrix: VideoColorMatrix
+
+    /// When the picture is due, as exact item time.
+    public var itemTime: CMTime { CMTime(value: itemNanoseconds, timescale: 1_000_000_000) }
+}
+
+/// A view of a decoded picture's planes, valid while its queue keeps it (the picture on
+/// display stays until a newer one replaces it, or the queue is flushed by its reader).
+public struct VideoPlanes: @unchecked Sendable {
+    // @unchecked: the pointers are into an AVFrame of the queue's; who may read them, and
+    // until when, is the queue's contract above, not something the type can state.
+    public var info: VideoFrameInfo
+    /// Plane base addresses (nil past `format.planeCount`).
+    public var plane0: UnsafePointer<UInt8>?
+    public var plane1: UnsafePointer<UInt8>?
+    public var plane2: UnsafePointer<UInt8>?
+    /// Bytes from one row of each plane to the next.
+    public var stride0: Int
+    public var stride1: Int
+    public var stride2: Int
+}
+
+/// A bounded queue of decoded pictures between one reader (the producer) and one display
+/// (the consumer), in presentation order.
+///
+/// The pictures live in a fixed set of slots, each an `AVFrame` made once: decoding never
+/// allocates a picture of its own beyond FFmpeg's pools, and the consumer, a display's
+/// real-time thread, never frees one. The consumer takes the lock only with a try (a
+/// contended refresh keeps the picture it has); the producer waits on a wake signal when
+/// every slot is full.
+///
+/// The consumer's picture on display is never reused until the consumer moves past it, so
+/// its planes stay valid between one `next(at:...)` and the next.
+public final class VideoFrameQueue: Sendable {
+    /// Slots, pictures decoded ahead of the one on display. Eight: three at 60 fps
+    /// (50 ms) covers a display's refresh jitter and a decoder's hiccup; frame-threaded
+    /// decoders also hold a few pictures of their own.
+    public static let defaultCapacity = 8
+
+    struct Entry: Equatable {
+        var slot: Int
+        var info: VideoFrameInfo
+    }
+
+    struct State {
+        /// Pictures decoded, in presentation order, not yet shown.
+        var ready: [Entry]
+        /// Slots the producer may fill.
+        var free: [Int]
+        /// The picture on display, held until the consumer moves on.
+        var displayed: Entry?
+        /// The serial the consumer wants; older pictures are dropped as they are met.
+        var wantedSerial: Int
+        /// Pictures of the wanted serial skipped because they were late.
+        var dropped: Int
+        /// Pictures shown.
+        var shown: Int
+    }
+
+    let capacity: Int
+    // @unchecked would be needed for an array of pointers; a tuple-free wrapper keeps the
+    // frames as an immutable array of opaque addresses, each owned by the queue.
+    private let frames: [FramePointer]
+    private let state: Mutex<State>
+    /// Wakes the producer when a slot is freed.
+    let spaceFreed = WakeSignal()
+
+    struct FramePointer: @unchecked Sendable {
+        // @unchecked: the AVFrame is written by the producer only while its slot is out of
+        // the queue's state (taken from `free`), and read by the consumer only while it is in
+        // `ready` or `displayed`; the Mutex hands each slot over.
+        let frame: UnsafeMutablePointer<AVFrame>
+    }
+
+    /// Makes a queue of `capacity` slots. Nil only when memory runs out.
+    public init?(capacity: Int = VideoFrameQueue.defaultCapacity) {
+        var made: [FramePointer] = []
+        for _ in 0..<max(2, capacity) {
+            guard let frame = av_frame_alloc() else {
+                for pointer in made { var f: UnsafeMutablePointer<AVFrame>? = pointer.frame; av_frame_free(&f) }
+                return nil
+            }
+            made.append(FramePointer(frame: frame))
+        }
+        self.capacity = made.count
+        frames = made
+        var ready: [Entry] = []
+        ready.reserveCapacity(made.count)
+        var free = Array(0..<made.count)
+        free.reserveCapacity(made.count)
+        state = Mutex(State(ready: ready, free: free, displayed: nil, wantedSerial: 0, dropped: 0, shown: 0))
+    }
+
+    deinit {
+        for pointer in frames { var f: UnsafeMutablePointer<AVFrame>? = pointer.frame; av_frame_free(&f) }
+    }
+
+    // MARK: - Producer
+
+    /// A free slot's frame to decode into, emptied of what it held; nil when all are taken.
+    func takeFreeSlot() -> (slot: Int, frame: UnsafeMutablePointer<AVFrame>)? {
+        let slot: Int? = state.withLockAnnotated { $0.free.popLast() }
+        guard let slot else { return nil }
+        av_frame_unref(frames[slot].frame)
+        return (slot, frames[slot].frame)
+    }
+
+    /// Gives back a slot taken but not filled.
+    func returnSlot(_ slot: Int) {
+        state.withLockAnnotated { $0.free.append(slot) }
+    }
+
+    /// Queues a filled slot's picture after those already queued.
+    func commit(slot: Int, info: VideoFrameInfo) {
+        state.withLockAnnotated { state in
+            if info.serial != state.wantedSerial, info.serial < state.wantedSerial {
+                state.free.append(slot)
+            } else {
+                state.ready.append(Entry(slot: slot, info: info))
+            }
+        }
+    }
+
+    /// From now on only pictures of `serial` count: every queued picture of an older one
+    /// is dropped at once (the picture on display stays until a new one replaces it).
+    public func flush(toSerial serial: Int) {
+        state.withLockAnnotated { state in
+            state.wantedSerial = serial
+            var kept = 0
+            for index in state.ready.indices {
+                let entry = state.ready[index]
+                if entry.info.serial >= serial {
+                    state.ready[kept] = entry
+                    kept += 1
+                } else {
+                    state.free.append(entry.slot)
+                }
+            }
+            state.ready.removeLast(state.ready.count - kept)
+        }
+        spaceFreed.signal()
+    }
+
+    // MARK: - Consumer
+
+    /// What the consumer decided at one refresh.
+    public enum Pick: Sendable {
+        /// Show this picture from now on (it replaces the one on display).
+        case show(VideoPlanes)
+        /// Keep the picture on display (nothing new is due, or the queue was busy).
+        case keep
+    }
+
+    /// The picture to show when the timeline reaches `dueNanoseconds` of item time: the
+    /// newest queued picture of the wanted serial due by then (`FrameSchedule`), dropping
+    /// the older ones it passes. Real-time safe: a try-lock, no allocation.
+    ///
+    /// `showFirstEarly`: with nothing of the wanted serial on display yet, show its first
+    /// picture even if it is not due (a paused player after a seek, or the first picture of
+    /// an item before the timeline starts).
+    public func next(dueNanoseconds: Int64, showFirstEarly: Bool) -> Pick {
+        let picked: Entry?? = state.withLockIfAvailableAnnotated { state -> Entry? in
+            // Stale pictures of older serials go first.
+            var staleEnd = 0
+            while staleEnd < state.ready.count && state.ready[staleEnd].info.serial < state.wantedSerial { staleEnd += 1 }
+            if staleEnd > 0 { release(&state, count: staleEnd, countingDrops: false) }
+            let decision = FrameSchedule.choose(count: state.ready.count, time: { state.ready[$0].info.itemNanoseconds },
+                                                due: dueNanoseconds)
+            let displayedCurrent = state.displayed.map { $0.info.serial == state.wantedSerial } ?? false
+            var index: Int
+            switch decision {
+            case .wait:
+                guard showFirstEarly, !displayedCurrent, !state.ready.isEmpty else { return nil }
+                index = 0
+            case .show(let chosen):
+                index = chosen
+            }
+            if index > 0 { release(&state, count: index, countingDrops: true) }
+            let entry = state.ready.removeFirst()
+            if let old = state.displayed { state.free.append(old.slot) }
+            state.displayed = entry
+            state.shown += 1
+            return entry
+        }
+        guard let entry = picked ?? nil else { return .keep }
+        spaceFreed.signal()
+        return .show(planes(of: entry))
+    }
+
+    /// Frees the first `count` queued pictures unshown.
+    private func release(_ state: inout State, count: Int, countingDrops: Bool) {
+        for index in 0..<count {
+            state.free.append(state.ready[index].slot)
+            if countingDrops { state.dropped += 1 }
+        }
+        state.ready.removeFirst(count)
+    }
+
+    /// The picture on display, if any.
+    public var displayed: VideoPlanes? {
+        state.withLockAnnotated { $0.displayed }.map(planes(of:))
+    }
+
+    /// Pictures of the wanted serial dropped because they came due too late, and shown.
+    public var counts: (dropped: Int, shown: Int) {
+        state.withLockAnnotated { ($0.dropped, $0.shown) }
+    }
+
+    /// Item times of the pictures queued and not yet shown (for tests and the output API).
+    public var queuedItemNanoseconds: [Int64] {
+        state.withLockAnnotated { state in state.ready.filter { $0.info.serial >= state.wantedSerial }.map(\.info.itemNanoseconds) }
+    }
+
+    /// The newest queued picture due by `dueNanoseconds` without taking it, or nil.
+    public func peek(dueNanoseconds: Int64) -> VideoFrameInfo? {
+        state.withLockAnnotated { state in
+            let current = state.ready.filter { $0.info.serial >= state.wantedSerial }
+            switch FrameSchedule.choose(count: current.count, time: { current[$0].info.itemNanoseconds }, due: dueNanoseconds) {
+            case .wait: return nil
+            case .show(let index): return current[index].info
+            }
+        }
+    }
+
+    private func planes(of entry: Entry) -> VideoPlanes {
+        let frame = frames[entry.slot].frame.pointee
+        return VideoPlanes(
+            info: entry.info,
+            plane0: UnsafePointer(frame.data.0), plane1: UnsafePointer(frame.data.1),
+            plane2: entry.info.format == .yuv420p ? UnsafePointer(frame.data.2) : nil,
+            stride0: Int(frame.linesize.0), stride1: Int(frame.linesize.1),
+            stride2: entry.info.format == .yuv420p ? Int(frame.linesize.2) : 0)
+    }
+}
+
+/// The display policy: which queued picture a refresh shows.
+///
+/// A picture is shown at the first refresh at or after the moment the timeline reaches its
+/// time, so at each refresh the newest picture whose time has come is the one to show, and
+/// any older ones not yet shown came due between two refreshes and are dropped as late.
+/// Pictures whose time has not come wait.
+public enum FrameSchedule {
+    /// How far ahead of its time a picture may still count as due, in nanoseconds: rounding
+    /// between a timeline's frames and its nanoseconds, never a display-visible amount
+    /// (a 240 Hz refresh is 4.2 ms).
+    public static let dueToleranceNanoseconds: Int64 = 100_000
+
+    public enum Decision: Equatable, Sendable {
+        /// Nothing queued is due yet.
+        case wait
+        /// Show the picture at this index; those before it are dropped.
+        case show(index: Int)
+    }
+
+    /// The decision for pictures `0..<count` (in presentation order, times from `time`)
+    /// when the timeline stands at `due` nanoseconds of item time.
+    public static func choose(count: Int, time: (Int) -> Int64, due: Int64) -> Decision {
+        var chosen: Int? = nil
+        var index = 0
+        while index < count, time(index) <= due &+ dueToleranceNanoseconds {
+            chosen = index
+            index += 1
+        }
+        return chosen.map { .show(index: $0) } ?? .wait
+    }
+}

@@ -1,0 +1,57 @@
+import MediaClock
+import MutexAnnotations
+import Synchronization
+
+/// Where item time stands on the host clock, for the pictures: item time
+/// `anchorItemNanoseconds` is reached at host time `anchorHost`, and from then on item time
+/// advances `rate` nanoseconds per host nanosecond (0 while paused).
+///
+/// The player publishes it from the same mapping its sound follows (the render thread's
+/// report of when each frame is heard, or a group's timeline), so a picture shown when the
+/// timeline reaches its time is shown when its sound is heard.
+public struct VideoTimeline: Sendable, Equatable {
+    /// The player's seek serial: pictures of older serials are stale.
+    public var serial: Int
+    public var anchorHost: HostTime
+    public var anchorItemNanoseconds: Int64
+    public var rate: Double
+
+    public init(serial: Int, anchorHost: HostTime, anchorItemNanoseconds: Int64, rate: Double) {
+        self.serial = serial
+        self.anchorHost = anchorHost
+        self.anchorItemNanoseconds = anchorItemNanoseconds
+        self.rate = rate
+    }
+
+    /// The item time, in nanoseconds, the timeline reaches at host time `host`.
+    public func itemNanoseconds(at host: HostTime) -> Int64 {
+        guard rate != 0, rate.isFinite else { return anchorItemNanoseconds }
+        let elapsed = Double((host - anchorHost).nanosecondsClamped) * rate
+        return anchorItemNanoseconds &+ Int64(max(-9e18, min(9e18, elapsed.rounded())))
+    }
+
+    /// The host time at which the timeline reaches item time `itemNanoseconds`; nil while
+    /// it stands still.
+    public func hostTime(atItemNanoseconds itemNanoseconds: Int64) -> HostTime? {
+        guard rate != 0, rate.isFinite else { return nil }
+        let offset = Double(itemNanoseconds &- anchorItemNanoseconds) / rate
+        return anchorHost + .nanoseconds(Int64(max(-9e18, min(9e18, offset.rounded()))))
+    }
+}
+
+/// One published value, read by a real-time thread with a try-lock: a reader that finds it
+/// busy keeps the copy it read last.
+public final class Published<Value: Sendable>: Sendable {
+    private let value: Mutex<Value>
+
+    public init(_ initial: Value) { value = Mutex(initial) }
+
+    /// Replaces the value.
+    public func publish(_ newValue: Value) { value.withLockAnnotated { $0 = newValue } }
+
+    /// The value, waiting for the lock (for threads that may wait).
+    public var current: Value { value.withLockAnnotated { $0 } }
+
+    /// The value if the lock is free now, else nil.
+    public func tryRead() -> Value? { value.withLockIfAvailableAnnotated { $0 } }
+}

@@ -1,0 +1,228 @@
+import Foundation
+import MediaClock
+import Synchronization
+import Testing
+import ChorusTestSupport
+@testable import MediaPipeline
+
+/// Events a reader delivered, gathered for a test to wait on.
+private final class VideoEvents: Sendable {
+    private let events = Mutex<[VideoReaderEvent]>([])
+    private let arrived = WakeSignal()
+
+    func record(_ event: VideoReaderEvent) {
+        events.withLock { $0.append(event) }
+        arrived.signal()
+    }
+
+    var all: [VideoReaderEvent] { events.withLock { $0 } }
+
+    /// Waits (up to `timeout`) for an event that matches.
+    func wait(timeout: Duration = .seconds(20), for predicate: (VideoReaderEvent) -> Bool) -> VideoReaderEvent? {
+        let deadline = HostTime.now() + timeout
+        while HostTime.now() < deadline {
+            if let match = all.first(where: predicate) { return match }
+            arrived.wait(timeout: .milliseconds(20))
+        }
+        return all.first(where: predicate)
+    }
+}
+
+/// Steps a queue as a display would, one refresh at a time on a simulated timeline, and
+/// records what each refresh showed. Before each refresh it lets the decoder catch up (until
+/// a picture later than the refresh is queued, or the reader has ended), so that what a
+/// refresh shows depends on the schedule alone, not on how fast this machine decodes.
+private func showAll(_ queue: VideoFrameQueue, events: VideoEvents, from start: Int64 = 0, step: Int64, until end: Int64,
+                     timeout: Duration = .seconds(20)) -> [(due: Int64, info: VideoFrameInfo, identity: Int)] {
+    var shown: [(Int64, VideoFrameInfo, Int)] = []
+    var due = start
+    let deadline = HostTime.now() + timeout
+    while due <= end && HostTime.now() < deadline {
+        let ended = events.all.contains {
+            switch $0 {
+            case .decodedToEnd, .failed: return true
+            default: return false
+            }
+        }
+        let caughtUp = queue.queuedItemNanoseconds.last.map { $0 > due } ?? false
+        if !caughtUp && !ended && queue.queuedItemNanoseconds.count < queue.capacity {
+            Thread.sleep(forTimeInterval: 0.002)
+            continue
+        }
+        if case .show(let planes) = queue.next(dueNanoseconds: due, showFirstEarly: false), let luma = planes.plane0 {
+            shown.append((due, planes.info, TestMedia.identity(luma: luma, stride: planes.stride0,
+                                                                width: planes.info.width, height: planes.info.height)))
+        }
+        due += step
+    }
+    return shown
+}
+
+@Suite("Video reader: pictures decoded, timed and queued")
+struct VideoReaderTests {
+    @Test("every picture of a clip comes once, at its own item time, showing its own number")
+    func everyPictureInOrder() throws {
+        let url = try TestMedia.identityVideo(seconds: 2, rate: 25)
+        let source = try MediaSource(url: url.path)
+        let track = try #require(source.info.preferredVideoTrack)
+        #expect(track.width == 320 && track.height == 240)
+        #expect(track.frameRate == 25)
+        let queue = try #require(VideoFrameQueue())
+        let events = VideoEvents()
+        let reader = try VideoReader(source: source, queue: queue, serial: 1, onEvent: events.record)
+        reader.start()
+        defer { reader.stop() }
+        let shown = showAll(queue, events: events, step: 40_000_000, until: 1_960_000_000)
+        #expect(shown.count == 50)
+        for (index, picture) in shown.enumerated() {
+            #expect(picture.info.itemNanoseconds == Int64(index) * 40_000_000)
+            #expect(picture.identity == index, "picture \(index) shows \(picture.identity)")
+            #expect(picture.info.format == .yuv420p)
+            #expect(picture.info.durationNanoseconds == 40_000_000)
+        }
+        #expect(queue.counts.dropped == 0)
+        #expect(events.wait { if case .decodedToEnd(serial: 1) = $0 { return true }; return false } != nil)
+    }
+
+    @Test("a display that refreshes slower than the pictures come drops the ones it passes, and counts them")
+    func lateOnesDropped() throws {
+        let url = try TestMedia.identityVideo(seconds: 2, rate: 25)
+        let queue = try #require(VideoFrameQueue())
+        let events = VideoEvents()
+        let reader = try VideoReader(source: try MediaSource(url: url.path), queue: queue, serial: 1, onEvent: events.record)
+        reader.start()
+        defer { reader.stop() }
+        // A refresh every 100 ms: two or three 40 ms pictures come due between refreshes, and
+        // each refresh shows the newest of them.
+        let shown = showAll(queue, events: events, step: 100_000_000, until: 1_900_000_000)
+        #expect(shown.map(\.identity) == shown.map { Int($0.due / 40_000_000) })
+        #expect(shown.count == 20)
+        let (dropped, shownCount) = queue.counts
+        #expect(shownCount == 20)
+        // 48 pictures are due by the last refresh (0 to 1.88 s); those not shown were dropped.
+        #expect(dropped == 48 - 20)
+    }
+
+    @Test("a seek shows the picture on screen at its target first, under the new serial")
+    func seekLandsOnThePictureShowingAtTheTarget() throws {
+        let url = try TestMedia.identityVideo(seconds: 2, rate: 25)
+        let queue = try #require(VideoFrameQueue())
+        let events = VideoEvents()
+        let reader = try VideoReader(source: try MediaSource(url: url.path), queue: queue, serial: 1, onEvent: events.record)
+        reader.start()
+        defer { reader.stop() }
+        #expect(events.wait { if case .ready(serial: 1, _) = $0 { return true }; return false } != nil)
+        // 1.03 s lies inside picture 25 (1.00 to 1.04 s).
+        reader.seek(toItemNanoseconds: 1_030_000_000, serial: 2)
+        let ready = events.wait { if case .ready(serial: 2, _) = $0 { return true }; return false }
+        #expect(ready == .ready(serial: 2, itemNanoseconds: 1_000_000_000))
+        // Paused at the target: the first picture of the new serial is shown though the
+        // timeline stands a little past its start, and nothing of serial 1 is shown again.
+        guard case .show(let planes) = queue.next(dueNanoseconds: 1_030_000_000, showFirstEarly: true),
+              let luma = planes.plane0 else {
+            Issue.record("nothing to show after the seek")
+            return
+        }
+        #expect(planes.info.serial == 2)
+        #expect(TestMedia.identity(luma: luma, stride: planes.stride0, width: 320, height: 240) == 25)
+        #expect(queue.counts.dropped == 0)
+    }
+
+    @Test("pictures in a layout a display cannot show are converted to I420, numbers intact")
+    func otherLayoutsConverted() throws {
+        let url = try TestMedia.identityVideo(seconds: 1, rate: 25, pixelFormat: "yuv444p")
+        let source = try MediaSource(url: url.path)
+        #expect(source.info.preferredVideoTrack?.pixelFormat == "yuv444p")
+        let queue = try #require(VideoFrameQueue())
+        let events = VideoEvents()
+        let reader = try VideoReader(source: source, queue: queue, serial: 1, onEvent: events.record)
+        reader.start()
+        defer { reader.stop() }
+        let shown = showAll(queue, events: events, step: 40_000_000, until: 960_000_000)
+        #expect(shown.count == 25)
+        #expect(shown.allSatisfy { $0.info.format == .yuv420p })
+        #expect(shown.map(\.identity) == Array(0..<25))
+    }
+
+    @Test("a display rotation is read as the clockwise turn the picture needs, the turn ffmpeg itself makes")
+    func rotationRead() throws {
+        let url = try TestMedia.identityVideo(seconds: 0.2, rotate: 90)
+        let info = try MediaSource(url: url.path).info
+        // ffmpeg turns the picture by the file's display matrix when it decodes: picture 1
+        // has only its left column white, which a clockwise quarter turn puts at the top and
+        // a counter-clockwise one at the bottom.
+        let raw = TestMedia.folder.appendingPathComponent("rotation-check.gray")
+        let run = try Run.command("ffmpeg", ["-v", "error", "-y", "-i", url.path, "-vf", "select=eq(n\\,1)", "-frames:v", "1",
+                                             "-f", "rawvideo", "-pix_fmt", "gray", raw.path])
+        #expect(run.status == 0)
+        let turned = try Data(contentsOf: raw)
+        let width = 240, height = turned.count / 240
+        try #require(height == 320)
+        let leftColumnAtTop = turned[5 * width + width / 2] > 128
+        let leftColumnAtBottom = turned[(height - 5) * width + width / 2] > 128
+        try #require(leftColumnAtTop != leftColumnAtBottom)
+        #expect(info.preferredVideoTrack?.rotationDegrees == (leftColumnAtTop ? 90 : 270))
+        let plain = try MediaSource(url: try TestMedia.identityVideo(seconds: 0.2).path).info
+        #expect(plain.preferredVideoTrack?.rotationDegrees == 0)
+    }
+
+    @Test("a rotation that is not a quarter turn is refused with a clear error")
+    func oddRotationRefused() throws {
+        let url = try TestMedia.identityVideo(seconds: 0.2, rotate: 45)
+        let source = try MediaSource(url: url.path)
+        let queue = try #require(VideoFrameQueue())
+        #expect {
+            _ = try VideoReader(source: source, queue: queue, serial: 1, onEvent: { _ in })
+        } throws: { error in
+            "\(error)".contains("not a quarter turn")
+        }
+    }
+
+    @Test("a video cut short ends its pictures without a crash or a hang, after what it holds")
+    func truncatedVideoEnds() throws {
+        let url = try TestMedia.truncated(try TestMedia.identityVideo(seconds: 2, rate: 25), fraction: 0.5)
+        let source: MediaSource
+        do { source = try MediaSource(url: url.path) } catch {
+            // An MP4 cut before its index is refused at opening, which is as good an end.
+            #expect("\(error)".contains(url.lastPathComponent))
+            return
+        }
+        guard source.info.preferredVideoTrack != nil else { return }
+        let queue = try #require(VideoFrameQueue())
+        let events = VideoEvents()
+        let reader = try VideoReader(source: source, queue: queue, serial: 1, onEvent: events.record)
+        reader.start()
+        defer { reader.stop() }
+        _ = showAll(queue, events: events, step: 40_000_000, until: 1_960_000_000, timeout: .seconds(5))
+        let end = events.wait {
+            switch $0 {
+            case .decodedToEnd, .failed: return true
+            default: return false
+            }
+        }
+        #expect(end != nil)
+    }
+}
+
+@Suite("Frame schedule: which picture a refresh shows")
+struct FrameScheduleTests {
+    private func choose(_ times: [Int64], due: Int64) -> FrameSchedule.Decision {
+        FrameSchedule.choose(count: times.count, time: { times[$0] }, due: due)
+    }
+
+    @Test("a picture not yet due waits")
+    func earlyWaits() {
+        #expect(choose([40, 80], due: 39 - FrameSchedule.dueToleranceNanoseconds) == .wait)
+        #expect(choose([], due: 1_000) == .wait)
+    }
+
+    @Test("a picture due exactly at the refresh is shown at it")
+    func dueShown() {
+        #expect(choose([40_000_000, 80_000_000], due: 40_000_000) == .show(index: 0))
+    }
+
+    @Test("of several pictures due, the newest is shown and the rest are passed over")
+    func newestDueWins() {
+        #expect(choose([0, 40_000_000, 80_000_000, 120_000_000], due: 100_000_000) == .show(index: 2))
+    }
+}
