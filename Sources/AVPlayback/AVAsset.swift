@@ -106,7 +106,7 @@ public class AVAsset: @unchecked Sendable {
     // MARK: - Loading
 
     func makeTracks(_ info: MediaInfo) -> [AVAssetTrack] {
-        info.tracks.map { AVAssetTrack(info: $0, asset: self, isPreferredAudio: $0 == info.preferredAudioTrack) }
+        info.tracks.map { AVAssetTrack(info: $0, asset: self, isPlayable: $0 == info.preferredAudioTrack || $0 == info.preferredVideoTrack) }
     }
 
     var loadedMediaInfo: MediaInfo? {

@@ -27,8 +27,8 @@ public final class AVAssetTrack: Sendable, Hashable {
     public let nominalFrameRate: Float
     /// Bits per second, or 0 when unknown.
     public let estimatedDataRate: Float
-    /// Whether the track can be played here (for audio: a decoder exists and it is the
-    /// track Chorus renders).
+    /// Whether the track can be played here: a decoder exists and it is the sound or the
+    /// pictures Chorus renders.
     public let isPlayable: Bool
     /// Whether the track is enabled by default in its container.
     public let isEnabled: Bool
@@ -53,7 +53,7 @@ public final class AVAssetTrack: Sendable, Hashable {
     /// A video track's decoded pixel layout, FFmpeg's name ("yuv420p", ...) (a Chorus addition).
     public let pixelFormat: String?
 
-    init(info: TrackInfo, asset: AVAsset, isPreferredAudio: Bool) {
+    init(info: TrackInfo, asset: AVAsset, isPlayable: Bool) {
         self.asset = asset
         trackID = info.trackID
         switch info.kind {
@@ -71,7 +71,7 @@ public final class AVAssetTrack: Sendable, Hashable {
         minFrameDuration = info.frameDuration
         nominalFrameRate = Float(info.frameRate ?? 0)
         estimatedDataRate = Float(info.bitRate ?? 0)
-        isPlayable = isPreferredAudio
+        self.isPlayable = isPlayable
         isEnabled = true
         codecName = info.codec
         sampleRate = info.sampleRate

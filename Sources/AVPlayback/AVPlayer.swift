@@ -396,12 +396,14 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// item's reader, then announces the item ready on the event queue.
     private func itemLoaded(_ item: AVPlayerItem, info: MediaInfo, source: MediaSource) {
         guard state.withLockAnnotated({ state in state.item === item }) else { return }
-        guard let track = info.preferredAudioTrack else {
+        guard info.isPlayable else {
             eventQueue.async { item.failed(.noPlayableTrack(url: info.url)) }
             return
         }
-        let preferred = AudioFormat(sampleRate: track.sampleRate ?? AudioFormat.fallback.sampleRate,
-                                    channels: min(max(track.channels ?? 2, 1), AudioFormat.maximumChannels))
+        // An item without sound plays silence in the output's own format.
+        let track = info.preferredAudioTrack
+        let preferred = AudioFormat(sampleRate: track?.sampleRate ?? AudioFormat.fallback.sampleRate,
+                                    channels: min(max(track?.channels ?? 2, 1), AudioFormat.maximumChannels))
         let format: AudioFormat
         do throws(MediaError) {
             format = try engine.prepare(preferred: preferred)

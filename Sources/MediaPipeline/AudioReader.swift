@@ -43,7 +43,12 @@ public final class AudioReader: @unchecked Sendable {
 
     public let source: MediaSource
     public let ring: AudioRing
-    private let decoder: AudioDecoder
+    /// Nil for an item with pictures and no sound: then the reader writes silence for the
+    /// item's length, so its timeline (the clock, seeks, rates, a group's alignment) runs
+    /// exactly as for any item, on the output's clock.
+    private let decoder: AudioDecoder?
+    /// Where a silent item ends, in item frames at the ring's rate.
+    private let silentEndFrame: Int64
     private let onEvent: @Sendable (AudioReaderEvent) -> Void
     private let pendingSeek = Mutex<(frame: Int64, serial: Int)?>(nil)
     private let stopRequested = Atomic<Bool>(false)
@@ -64,12 +69,25 @@ public final class AudioReader: @unchecked Sendable {
     /// Playback starts at item frame `startFrame` under seek serial `serial`.
     public init(source: MediaSource, ring: AudioRing, serial: Int, startFrame: Int64,
                 onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
-        guard let track = source.info.preferredAudioTrack else { throw .noPlayableTrack(url: source.url) }
         self.source = source
         self.ring = ring
         self.onEvent = onEvent
         self.serial = serial
-        decoder = try AudioDecoder(source: source, streamIndex: Int32(track.streamIndex), output: ring.format)
+        if let track = source.info.preferredAudioTrack {
+            decoder = try AudioDecoder(source: source, streamIndex: Int32(track.streamIndex), output: ring.format)
+            silentEndFrame = 0
+        } else if let video = source.info.preferredVideoTrack {
+            decoder = nil
+            let length = source.info.duration.isNumeric ? source.info.duration
+                : (video.timeRange.isValid ? video.timeRange.duration : .invalid)
+            guard length.isNumeric, length > .zero else {
+                throw .unsupportedFormat(url: source.url, reason: "a video without sound and without a known length")
+            }
+            let frames = length.convertScale(Int32(ring.format.sampleRate), method: .roundHalfAwayFromZero)
+            silentEndFrame = frames.isNumeric ? frames.value : 0
+        } else {
+            throw .noPlayableTrack(url: source.url)
+        }
         discardBefore = startFrame
         if startFrame > 0 {
             pendingSeek.withLockAnnotated { $0 = (startFrame, serial) }
@@ -110,6 +128,10 @@ public final class AudioReader: @unchecked Sendable {
     // MARK: - The reader thread
 
     private func run() {
+        guard let decoder else {
+            runSilence()
+            return
+        }
         guard let packet = av_packet_alloc() else {
             onEvent(.failed(serial: serial, itemFrame: 0, error: .outputFailure(device: source.url, reason: "out of memory")))
             return
@@ -156,6 +178,39 @@ public final class AudioReader: @unchecked Sendable {
         }
     }
 
+    /// The silent item's loop: blocks of zeros from the current position to its end.
+    private func runSilence() {
+        let channels = ring.format.channels
+        while !stopping {
+            if let seek = pendingSeek.withLockAnnotated({ value -> (frame: Int64, serial: Int)? in defer { value = nil }; return value }) {
+                serial = seek.serial
+                announcedReady = false
+                atEnd = false
+                nextFrame = min(max(0, seek.frame), silentEndFrame)
+            }
+            if atEnd {
+                wake.wait(timeout: Self.idlePoll)
+                continue
+            }
+            var position = nextFrame ?? discardBefore
+            if position >= silentEndFrame {
+                nextFrame = silentEndFrame
+                finish(failure: nil)
+                continue
+            }
+            guard let block = waitForSpace() else { continue }
+            let count = Int(min(Int64(AudioRing.framesPerBlock), silentEndFrame - position))
+            block.update(repeating: 0, count: count * channels)
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: position, frameCount: count, kind: .samples))
+            if !announcedReady {
+                announcedReady = true
+                onEvent(.ready(serial: serial, itemFrame: position))
+            }
+            position += Int64(count)
+            nextFrame = position
+        }
+    }
+
     private func readFailure(_ status: Int32) -> MediaError {
         if source.url.contains("://") && !source.url.hasPrefix("file://") {
             return .networkFailure(url: source.url, reason: FFmpegCall.message(status))
@@ -183,16 +238,16 @@ public final class AudioReader: @unchecked Sendable {
             // Inputs that cannot seek (pipes, some live streams) restart only from the top.
             _ = avformat_seek_file(source.formatContext, -1, Int64.min, start, start, 0)
         }
-        decoder.flush()
+        decoder?.flush()
     }
 
     private func drain() {
-        _ = decoder.send(nil)
+        _ = decoder?.send(nil)
         receiveAll()
     }
 
     private func receiveAll() {
-        while !stopping, pendingSeekIsEmpty, let result = decoder.receive() {
+        while !stopping, pendingSeekIsEmpty, let result = decoder?.receive() {
             switch result {
             case .failure:
                 damagedPackets += 1
@@ -207,7 +262,7 @@ public final class AudioReader: @unchecked Sendable {
 
     /// The item frame a stream timestamp stands for at the output rate.
     private func itemFrame(forPTS pts: Int64) -> Int64 {
-        let tb = decoder.timeBase
+        guard let tb = decoder?.timeBase else { return 0 }
         guard tb.den > 0 else { return 0 }
         let stamp = CMTime(value: pts, timescale: tb.den) * tb.num
         let item = stamp - source.info.startTime
@@ -229,7 +284,8 @@ public final class AudioReader: @unchecked Sendable {
         while offset < decoded.frames {
             guard let block = waitForSpace() else { return }
             let count = min(AudioRing.framesPerBlock, decoded.frames - offset)
-            block.update(from: decoder.converted + offset * channels, count: count * channels)
+            guard let converted = decoder?.converted else { return }
+            block.update(from: converted + offset * channels, count: count * channels)
             ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: position, frameCount: count, kind: .samples))
             if !announcedReady {
                 announcedReady = true

@@ -49,7 +49,7 @@ public enum MediaError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unsupportedFormat(let url, let reason): return "\(url): unsupported format: \(reason)"
         case .corruptData(let url, let reason): return "\(url): corrupt data: \(reason)"
         case .protectedContent(let url): return "\(url): the content is protected"
-        case .noPlayableTrack(let url): return "\(url): no audio track to play"
+        case .noPlayableTrack(let url): return "\(url): no audio or video track to play"
         case .outputFailure(let device, let reason): return "output \(device): \(reason)"
         case .cancelled(let url): return "\(url): cancelled"
         }

@@ -76,6 +76,7 @@ public struct MediaInfo: Sendable, Equatable {
     /// (cover art is not one) whose decoder is present.
     public var preferredVideoTrack: TrackInfo?
 
-    /// Whether there is something this player can render.
-    public var isPlayable: Bool { preferredAudioTrack != nil }
+    /// Whether there is something this player can render: sound, or pictures (an item
+    /// without sound plays silence for its length, so that it keeps a timeline).
+    public var isPlayable: Bool { preferredAudioTrack != nil || preferredVideoTrack != nil }
 }

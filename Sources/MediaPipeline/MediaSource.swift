@@ -148,12 +148,15 @@ public final class MediaSource: @unchecked Sendable {
         }
         let best = av_find_best_stream(context, AVMEDIA_TYPE_AUDIO, -1, -1, nil, 0)
         let preferred = best >= 0 ? tracks.first { $0.streamIndex == Int(best) } : nil
-        // Cover art is a video stream too; only moving pictures count as a video track.
-        let bestVideo = av_find_best_stream(context, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
-        let video = tracks.first { $0.streamIndex == Int(bestVideo) && !$0.isAttachedPicture }
-            ?? tracks.first { $0.kind == .video && !$0.isAttachedPicture }
         let seekable = context.pointee.pb.map { $0.pointee.seekable != 0 } ?? false
         let formatName = context.pointee.iformat.flatMap { $0.pointee.name.map { String(cString: $0) } } ?? "unknown"
+        // Cover art is a video stream too; only moving pictures count as a video track. And
+        // FFmpeg reads any text file as a "video" of its characters (the tty demuxer), which
+        // no one means to play.
+        let bestVideo = av_find_best_stream(context, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
+        let video = formatName == "tty" ? nil
+            : tracks.first { $0.streamIndex == Int(bestVideo) && !$0.isAttachedPicture }
+            ?? tracks.first { $0.kind == .video && !$0.isAttachedPicture }
         return MediaInfo(
             url: url, duration: duration, startTime: start, formatName: formatName, tracks: tracks,
             isSeekable: seekable, preferredAudioTrack: preferred.flatMap { decoderExists(for: $0) ? $0 : nil },

@@ -1,0 +1,193 @@
+import Foundation
+import MediaPipeline
+import MutexAnnotations
+import Synchronization
+
+/// How a layer fits its video into its bounds, with Apple's names and raw values.
+public struct AVLayerVideoGravity: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// Stretch the picture to fill the bounds exactly.
+    public static let resize = AVLayerVideoGravity(rawValue: "AVLayerVideoGravityResize")
+    /// Fit the whole picture inside the bounds, keeping its shape (bars where it falls short).
+    public static let resizeAspect = AVLayerVideoGravity(rawValue: "AVLayerVideoGravityResizeAspect")
+    /// Fill the bounds, keeping the picture's shape (what overflows is cut off).
+    public static let resizeAspectFill = AVLayerVideoGravity(rawValue: "AVLayerVideoGravityResizeAspectFill")
+}
+
+/// Shows a player's pictures, as Apple's `AVPlayerLayer` does.
+///
+/// A layer has no window of its own: a view hosts it (`AVPlayerView`, a window on X11,
+/// Wayland or a console), sets its `bounds`, and once per display refresh asks it which
+/// picture to show. Setting `player` makes that player decode its pictures for as long as
+/// the layer shows them.
+///
+/// Each picture is shown at the first refresh at or after the moment its sound is heard
+/// (the player's timeline, from the same report of the audio device that times the sound),
+/// so picture and sound agree to within a refresh; pictures that came due between two
+/// refreshes are dropped and counted.
+// @unchecked only because the class is open, as Apple's is: its state is in `state`, a
+// Mutex; the refresh path's own copy is in `refresh`, used by the hosting view's one
+// display thread.
+open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
+    public let observationRegistry = ObservationRegistry()
+
+    struct State {
+        var player: AVPlayer?
+        var gravity = AVLayerVideoGravity.resizeAspect
+        var bounds = CGRect.zero
+        var isReadyForDisplay = false
+        var presentationSize = CGSize.zero
+        var rotationDegrees = 0.0
+    }
+    private let state = Mutex(State())
+    /// What the display thread needs each refresh, published by whoever changes it and read
+    /// with a try-lock there.
+    private let target = Published<AVPlayer?>(nil)
+    private let refresh = RefreshState()
+    /// Frames shown and when, for `isReadyForDisplay` and the figures.
+    private let shownCount = Atomic<Int>(0)
+    private let lastPresentationError = Atomic<Int64>(0)
+
+    /// A layer that shows nothing until it is given a player.
+    public init() {}
+
+    /// A layer that shows `player`'s pictures.
+    public convenience init(player: AVPlayer?) {
+        self.init()
+        self.player = player
+    }
+
+    deinit { state.withLockAnnotated { $0.player }?.removeVideoConsumer() }
+
+    /// The player whose pictures the layer shows.
+    public var player: AVPlayer? {
+        get { state.withLockAnnotated { $0.player } }
+        set {
+            let old: AVPlayer? = state.withLockAnnotated { state in
+                defer { state.player = newValue; state.isReadyForDisplay = false }
+                return state.player
+            }
+            guard old !== newValue else { return }
+            readyFlag.store(false, ordering: .relaxed)
+            old?.removeVideoConsumer()
+            newValue?.addVideoConsumer()
+            target.publish(newValue)
+            observationRegistry.notify(\AVPlayerLayer.player, old: old as Any, new: newValue as Any)
+        }
+    }
+
+    /// How the picture fits the layer's bounds (`.resizeAspect` by default, as on Apple's).
+    public var videoGravity: AVLayerVideoGravity {
+        get { state.withLockAnnotated { $0.gravity } }
+        set {
+            let old = state.withLockAnnotated { state in defer { state.gravity = newValue }; return state.gravity }
+            if old != newValue { observationRegistry.notify(\AVPlayerLayer.videoGravity, old: old, new: newValue) }
+        }
+    }
+
+    /// The layer's size, set by the view that hosts it.
+    public var bounds: CGRect {
+        get { state.withLockAnnotated { $0.bounds } }
+        set { state.withLockAnnotated { $0.bounds = newValue } }
+    }
+
+    /// Whether a first picture of the current item is on display: observable, for an app to
+    /// reveal its video area only once there is something in it.
+    public var isReadyForDisplay: Bool { state.withLockAnnotated { $0.isReadyForDisplay } }
+
+    /// Where the picture lies in the layer's bounds under the current gravity (zero until
+    /// the picture's size is known).
+    public var videoRect: CGRect {
+        let (gravity, bounds, size) = state.withLockAnnotated { ($0.gravity, $0.bounds, $0.presentationSize) }
+        return Self.videoRect(of: size, in: bounds, gravity: gravity)
+    }
+
+    /// The rectangle a picture of `size` takes in `bounds` under `gravity`.
+    public static func videoRect(of size: CGSize, in bounds: CGRect, gravity: AVLayerVideoGravity) -> CGRect {
+        guard size.width > 0, size.height > 0, bounds.width > 0, bounds.height > 0 else { return .zero }
+        if gravity == .resize { return bounds }
+        let widthScale = bounds.width / size.width, heightScale = bounds.height / size.height
+        let scale = gravity == .resizeAspectFill ? max(widthScale, heightScale) : min(widthScale, heightScale)
+        let width = size.width * scale, height = size.height * scale
+        return CGRect(x: bounds.minX + (bounds.width - width) / 2, y: bounds.minY + (bounds.height - height) / 2,
+                      width: width, height: height)
+    }
+
+    // MARK: - The hosting view's refresh (Chorus additions)
+
+    /// The picture to show at the refresh that becomes visible at host time `refreshAt`
+    /// (CLOCK_MONOTONIC), or nil to keep the one on display. Called by the hosting view's
+    /// display thread only: real-time safe (try-locks, no allocation).
+    public func picture(forRefreshAt refreshAt: HostTime) -> VideoPlanes? {
+        let player = target.tryRead() ?? refresh.player
+        refresh.player = player
+        guard let engine = player?.engine, let queue = engine.videoQueue else { return nil }
+        let timeline = engine.videoTimeline.tryRead() ?? refresh.timeline
+        refresh.timeline = timeline
+        guard let timeline else { return nil }
+        let due = timeline.itemNanoseconds(at: engine.playerHostTime(ofReal: refreshAt))
+        switch queue.next(dueNanoseconds: due, showFirstEarly: timeline.rate == 0) {
+        case .keep: return nil
+        case .show(let planes):
+            refresh.pending = (planes.info, timeline)
+            return planes
+        }
+    }
+
+    /// Tells the layer the picture numbered `number` reached the display at `presentedAt`
+    /// (CLOCK_MONOTONIC, read right after the display took it). The first one makes the layer
+    /// ready for display.
+    public func didPresent(number: Int64, at presentedAt: HostTime) {
+        if let (info, timeline) = refresh.pending, info.number == number {
+            refresh.pending = nil
+            if let engine = refresh.player?.engine, let due = timeline.hostTime(atItemNanoseconds: info.itemNanoseconds) {
+                let error = (engine.playerHostTime(ofReal: presentedAt) - due).nanosecondsClamped
+                lastPresentationError.store(error, ordering: .relaxed)
+            }
+        }
+        shownCount.add(1, ordering: .relaxed)
+        // Once per player: the one allocation of this path (queueing the change), never in
+        // the steady state.
+        if !isReadyForDisplayFast { markReady() }
+    }
+
+    /// Pictures skipped because they came due between two refreshes (a Chorus addition).
+    public var droppedFrameCount: Int { refresh.player?.engine.videoQueue?.counts.dropped ?? player?.engine.videoQueue?.counts.dropped ?? 0 }
+
+    /// How late the last picture reached the display against when it was due, in
+    /// nanoseconds (a Chorus addition: negative when early).
+    public var lastPresentationErrorNanoseconds: Int64 { lastPresentationError.load(ordering: .relaxed) }
+
+    private let readyFlag = Atomic<Bool>(false)
+    private var isReadyForDisplayFast: Bool { readyFlag.load(ordering: .relaxed) }
+
+    /// Off the display thread: flips `isReadyForDisplay` and tells its observers.
+    private func markReady() {
+        guard !readyFlag.exchange(true, ordering: .relaxed) else { return }
+        let queue = player?.eventQueue ?? DispatchQueue.global()
+        queue.async { [self] in
+            let changed = state.withLockAnnotated { state -> Bool in
+                defer { state.isReadyForDisplay = true }
+                return !state.isReadyForDisplay
+            }
+            if changed { observationRegistry.notify(\AVPlayerLayer.isReadyForDisplay, old: false, new: true) }
+        }
+    }
+
+    /// The picture's display size (square pixels, turned) and the turn, once an item with
+    /// video is loaded; set by the hosting view from the item's track.
+    func setPresentation(size: CGSize, rotationDegrees: Double) {
+        state.withLockAnnotated { $0.presentationSize = size; $0.rotationDegrees = rotationDegrees }
+    }
+}
+
+/// The display thread's own copies of what the layer last read, so a busy lock costs
+/// nothing but a refresh on the previous values.
+// @unchecked: used only by the hosting view's one display thread (the layer's contract).
+private final class RefreshState: @unchecked Sendable {
+    var player: AVPlayer?
+    var timeline: VideoTimeline?
+    var pending: (VideoFrameInfo, VideoTimeline)?
+}

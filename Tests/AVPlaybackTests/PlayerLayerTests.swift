@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+@testable import AVPlayback
+import MediaPipeline
+import Synchronization
+
+/// A player layer driven as a hosting view drives it, refresh by refresh, without a window:
+/// which picture each refresh shows, against the player's own timeline.
+@Suite struct PlayerLayerTests {
+    /// A 60 Hz display's refresh period.
+    static let refresh: Duration = .nanoseconds(16_666_667)
+
+    @Test("each refresh shows the picture whose time the heard sound has reached")
+    func picturesFollowTheSound() throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        #expect(!layer.isReadyForDisplay)
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        player.play()
+        #expect(waitUntil(10) { player.timeControlStatus == .playing })
+        var checked = 0
+        var refreshAt = HostTime.now()
+        while checked < 60 {
+            refreshAt = refreshAt + Self.refresh
+            while HostTime.now() < refreshAt { usleep(1_000) }
+            guard let picture = layer.picture(forRefreshAt: refreshAt) else { continue }
+            layer.didPresent(number: picture.info.number, at: HostTime.now())
+            let luma = try #require(picture.plane0)
+            // The picture is the one the file holds at its time (the decode is exact).
+            #expect(TestMedia.identity(luma: luma, stride: picture.stride0, width: 320, height: 240)
+                    == Int(picture.info.itemNanoseconds / 40_000_000))
+            // ... and that time is the one the player's timeline reaches at this refresh: the
+            // newest picture due, so within one picture period before it.
+            let heard = player.itemTime(forHostTime: CMTime(value: refreshAt.nanoseconds, timescale: 1_000_000_000))
+            let heardNanoseconds = heard.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
+            let lead = heardNanoseconds - picture.info.itemNanoseconds
+            #expect(lead >= -1_000_000 && lead < 40_000_000 + 1_000_000, "picture at \(picture.info.itemNanoseconds) ns shown when the sound is at \(heardNanoseconds) ns")
+            checked += 1
+        }
+        #expect(waitUntil(5) { layer.isReadyForDisplay })
+    }
+
+    @Test("paused after a seek, the picture at the target is shown")
+    func pausedSeekShowsTheTarget() throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        let finished = Atomic<Bool>(false)
+        player.seek(to: CMTime(value: 1_530, timescale: 1_000), toleranceBefore: .zero, toleranceAfter: .zero) { ok in
+            finished.store(ok, ordering: .relaxed)
+        }
+        #expect(waitUntil(10) { finished.load(ordering: .relaxed) })
+        // 1.53 s lies inside picture 38 (1.52 to 1.56 s).
+        var shown: VideoPlanes?
+        #expect(waitUntil(10) {
+            if let picture = layer.picture(forRefreshAt: .now()) { shown = picture }
+            return shown.map { $0.info.itemNanoseconds == 1_520_000_000 } ?? false
+        })
+        if let shown, let luma = shown.plane0 {
+            #expect(TestMedia.identity(luma: luma, stride: shown.stride0, width: 320, height: 240) == 38)
+        }
+    }
+
+    @Test("gravity places the picture in the bounds as Apple's layer does")
+    func videoRectFollowsGravity() {
+        let size = CGSize(width: 1920, height: 1080)
+        let bounds = CGRect(x: 0, y: 0, width: 800, height: 800)
+        #expect(AVPlayerLayer.videoRect(of: size, in: bounds, gravity: .resizeAspect) == CGRect(x: 0, y: 175, width: 800, height: 450))
+        let fill = AVPlayerLayer.videoRect(of: size, in: bounds, gravity: .resizeAspectFill)
+        #expect(abs(fill.width - 1422.2222) < 0.001 && fill.height == 800 && abs(fill.minX + 311.1111) < 0.001)
+        #expect(AVPlayerLayer.videoRect(of: size, in: bounds, gravity: .resize) == bounds)
+        #expect(AVPlayerLayer.videoRect(of: .zero, in: bounds, gravity: .resize) == .zero)
+    }
+
+    @Test("a player without a layer decodes no pictures; one with a layer does, and stops when it goes")
+    func picturesOnlyWhileShown() throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(!player.engine.hasVideo)
+        var layer: AVPlayerLayer? = AVPlayerLayer(player: player)
+        #expect(waitUntil(10) { player.engine.hasVideo })
+        #expect(layer?.player === player)
+        layer = nil
+        #expect(waitUntil(10) { !player.engine.hasVideo })
+    }
+}
+
+/// Items with pictures and no sound.
+@Suite struct VideoOnlyItemTests {
+    @Test("a video without sound plays its pictures on its own timeline and ends at its length")
+    func videoOnlyPlaysAndEnds() throws {
+        let url = try TestMedia.identityVideo(seconds: 1.2, rate: 25)
+        let item = AVPlayerItem(url: url)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(item.duration == CMTime(value: 1_200_000, timescale: 1_000_000))
+        player.play()
+        var numbers: [Int] = []
+        #expect(waitUntil(10) {
+            if let picture = layer.picture(forRefreshAt: .now()), let luma = picture.plane0 {
+                numbers.append(TestMedia.identity(luma: luma, stride: picture.stride0, width: 320, height: 240))
+            }
+            return ended.value == 1
+        })
+        // Pictures came in order, from the first to the last (a refresh every 2 ms or so
+        // sees every one).
+        #expect(numbers.first == 0)
+        #expect(numbers.last == 29)
+        #expect(numbers == numbers.sorted())
+        #expect(player.currentTime() == item.duration)
+    }
+}
