@@ -65,10 +65,22 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     public let observationRegistry = ObservationRegistry()
     private let state = Mutex(State())
 
-    /// The player the item is given to, if any.
+    /// The outputs added with `add(_:)`.
+    let outputList = Mutex<[AVPlayerItemOutput]>([])
+
+    /// The player the item is given to, if any. A player that takes the item decodes its
+    /// pictures for as long as a video output is added to it.
     var player: AVPlayer? {
         get { state.withLockAnnotated { $0.player } }
-        set { state.withLockAnnotated { $0.player = newValue } }
+        set {
+            let old = state.withLockAnnotated { state in defer { state.player = newValue }; return state.player }
+            guard old !== newValue else { return }
+            let videoOutputs = outputList.withLockAnnotated { $0.filter { $0 is AVPlayerItemVideoOutput }.count }
+            for _ in 0..<videoOutputs {
+                old?.removeVideoConsumer()
+                newValue?.addVideoConsumer()
+            }
+        }
     }
 
     /// Where a new player starts this item (set by seeks made before it plays).

@@ -120,3 +120,79 @@ import Synchronization
         #expect(player.currentTime() == item.duration)
     }
 }
+
+/// An application pulling pictures itself, as Apple's video output is used.
+@Suite struct VideoOutputTests {
+    @Test("pictures pulled at the refresh's item time are the ones due, in I420 and in BGRA")
+    func pullsPicturesDue() throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true))
+        let planar = AVPlayerItemVideoOutput(pixelBufferAttributes: nil)
+        item.add(planar)
+        #expect(item.outputs.count == 1)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        player.play()
+        #expect(waitUntil(10) { player.timeControlStatus == .playing })
+        struct Pull { var asked: CMTime; var shown: CMTime; var number: Int; var format: OSType; var planes: Int; var size: (Int, Int) }
+        var pulls: [Pull] = []
+        let gotTen = waitUntil(10) {
+            let itemTime = planar.itemTime(forHostTime: Double(HostTime.now().nanoseconds) / 1e9)
+            guard planar.hasNewPixelBuffer(forItemTime: itemTime) else { return false }
+            var shownAt = CMTime.invalid
+            guard let buffer = planar.copyPixelBuffer(forItemTime: itemTime, itemTimeForDisplay: &shownAt),
+                  let luma = CVPixelBufferGetBaseAddressOfPlane(buffer, 0) else { return false }
+            let number = TestMedia.identity(luma: luma.assumingMemoryBound(to: UInt8.self),
+                                            stride: CVPixelBufferGetBytesPerRowOfPlane(buffer, 0), width: 320, height: 240)
+            pulls.append(Pull(asked: itemTime, shown: shownAt, number: number, format: CVPixelBufferGetPixelFormatType(buffer),
+                              planes: CVPixelBufferGetPlaneCount(buffer),
+                              size: (CVPixelBufferGetWidth(buffer), CVPixelBufferGetHeight(buffer))))
+            return pulls.count == 10
+        }
+        #expect(gotTen)
+        for pull in pulls {
+            #expect(pull.format == kCVPixelFormatType_420YpCbCr8Planar && pull.planes == 3)
+            #expect(pull.size == (320, 240))
+            // Due by the refresh (within the schedule's rounding allowance), and no more than a
+            // picture period before it.
+            #expect(pull.shown <= pull.asked + CMTime(value: FrameSchedule.dueToleranceNanoseconds, timescale: 1_000_000_000))
+            #expect((pull.asked - pull.shown).seconds < 0.041)
+            // The picture is the one the file holds at that time.
+            #expect(CMTime(value: Int64(pull.number), timescale: 25) == pull.shown)
+        }
+        // After a copy, nothing new until the next picture comes due.
+        let now = planar.itemTime(forHostTime: Double(HostTime.now().nanoseconds) / 1e9)
+        _ = planar.copyPixelBuffer(forItemTime: now, itemTimeForDisplay: nil)
+        #expect(!planar.hasNewPixelBuffer(forItemTime: now))
+        item.remove(planar)
+        #expect(item.outputs.isEmpty)
+        #expect(waitUntil(10) { !player.engine.hasVideo })
+    }
+
+    @Test("a BGRA output gives packed pixels: the identity pattern's white and black columns")
+    func bgraPixels() throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 1, rate: 25, withSound: true))
+        let output = AVPlayerItemVideoOutput(pixelBufferAttributes: [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_32BGRA])
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        item.add(output)
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        // Paused at 0: picture 0 is all black; seek to picture 1 (left column white).
+        let sought = Atomic<Bool>(false)
+        player.seek(to: CMTime(value: 1, timescale: 25), toleranceBefore: .zero, toleranceAfter: .zero) { sought.store($0, ordering: .relaxed) }
+        #expect(waitUntil(10) { sought.load(ordering: .relaxed) })
+        var buffer: CVPixelBuffer?
+        #expect(waitUntil(10) {
+            buffer = output.copyPixelBuffer(forItemTime: CMTime(value: 1, timescale: 25), itemTimeForDisplay: nil)
+            return buffer.map { _ in true } ?? false
+        })
+        let picture = try #require(buffer)
+        #expect(CVPixelBufferGetPixelFormatType(picture) == kCVPixelFormatType_32BGRA)
+        #expect(CVPixelBufferGetPlaneCount(picture) == 0)
+        let base = try #require(CVPixelBufferGetBaseAddress(picture)).assumingMemoryBound(to: UInt8.self)
+        let row = base + 120 * CVPixelBufferGetBytesPerRow(picture)
+        let white = row + 10 * 4, black = row + 300 * 4
+        #expect(white[0] > 240 && white[1] > 240 && white[2] > 240)
+        #expect(black[0] < 15 && black[1] < 15 && black[2] < 15)
+    }
+}

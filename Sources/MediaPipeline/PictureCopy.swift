@@ -1,0 +1,111 @@
+internal import CFFmpeg
+
+/// Pixel layouts a picture can be copied out in, for applications that draw it themselves.
+public enum PictureLayout: Sendable, Equatable {
+    /// I420: Y, then U and V at half width and height.
+    case yuv420p
+    /// NV12: Y, then interleaved U and V at half width and height.
+    case nv12
+    /// Packed 8-bit blue, green, red, alpha: what most drawing libraries take.
+    case bgra
+
+    /// Planes of a picture in this layout.
+    public var planeCount: Int {
+        switch self {
+        case .yuv420p: return 3
+        case .nv12: return 2
+        case .bgra: return 1
+        }
+    }
+}
+
+/// A decoded picture copied into memory of its own, in the layout an application asked
+/// for: it stays valid for as long as the application keeps it, unlike the queue's.
+///
+/// Immutable once made.
+public final class PictureCopy: @unchecked Sendable {
+    // @unchecked: the planes are written once, in `init`, and only read afterwards.
+    public let layout: PictureLayout
+    public let width: Int
+    public let height: Int
+    /// The item time the picture is due at.
+    public let itemNanoseconds: Int64
+    private let storage: UnsafeMutableRawPointer
+    private let offsets: [Int]
+    /// Bytes per row of each plane.
+    public let bytesPerRow: [Int]
+    /// Rows of each plane.
+    public let rows: [Int]
+
+    /// Copies `planes` into `layout`; nil when the conversion cannot be made.
+    public init?(_ planes: VideoPlanes, layout: PictureLayout) {
+        let info = planes.info
+        width = info.width
+        height = info.height
+        itemNanoseconds = info.itemNanoseconds
+        self.layout = layout
+        let chromaWidth = (width + 1) / 2, chromaHeight = (height + 1) / 2
+        switch layout {
+        case .yuv420p:
+            bytesPerRow = [width, chromaWidth, chromaWidth]
+            rows = [height, chromaHeight, chromaHeight]
+        case .nv12:
+            bytesPerRow = [width, chromaWidth * 2]
+            rows = [height, chromaHeight]
+        case .bgra:
+            bytesPerRow = [width * 4]
+            rows = [height]
+        }
+        var running = 0
+        var made: [Int] = []
+        for (stride, count) in zip(bytesPerRow, rows) {
+            made.append(running)
+            running += stride * count
+        }
+        offsets = made
+        storage = .allocate(byteCount: max(1, running), alignment: 64)
+        guard Self.fill(storage, offsets: offsets, strides: bytesPerRow, from: planes, to: layout) else {
+            storage.deallocate()
+            return nil
+        }
+    }
+
+    deinit { storage.deallocate() }
+
+    /// The first byte of plane `index`.
+    public func baseAddress(ofPlane index: Int) -> UnsafeMutableRawPointer? {
+        guard offsets.indices.contains(index) else { return nil }
+        return storage + offsets[index]
+    }
+
+    private static func pixelFormat(_ format: VideoPixelFormat) -> AVPixelFormat {
+        format == .nv12 ? AV_PIX_FMT_NV12 : AV_PIX_FMT_YUV420P
+    }
+
+    private static func pixelFormat(_ layout: PictureLayout) -> AVPixelFormat {
+        switch layout {
+        case .yuv420p: return AV_PIX_FMT_YUV420P
+        case .nv12: return AV_PIX_FMT_NV12
+        case .bgra: return AV_PIX_FMT_BGRA
+        }
+    }
+
+    private static func fill(_ storage: UnsafeMutableRawPointer, offsets: [Int], strides: [Int], from planes: VideoPlanes,
+                             to layout: PictureLayout) -> Bool {
+        let info = planes.info
+        let width = Int32(info.width), height = Int32(info.height)
+        guard let scaler = sws_getContext(width, height, pixelFormat(info.format), width, height, pixelFormat(layout),
+                                          Int32(SWS_BILINEAR), nil, nil, nil) else { return false }
+        defer { sws_freeContext(scaler) }
+        var source: [UnsafePointer<UInt8>?] = [planes.plane0, planes.plane1, planes.plane2, nil]
+        var sourceStrides: [Int32] = [Int32(planes.stride0), Int32(planes.stride1), Int32(planes.stride2), 0]
+        var target: [UnsafeMutablePointer<UInt8>?] = [nil, nil, nil, nil]
+        var targetStrides: [Int32] = [0, 0, 0, 0]
+        for index in offsets.indices {
+            target[index] = (storage + offsets[index]).assumingMemoryBound(to: UInt8.self)
+            targetStrides[index] = Int32(strides[index])
+        }
+        let status = sws_scale(scaler, &source, &sourceStrides, 0, height, &target, &targetStrides)
+        return status > 0
+    }
+}
