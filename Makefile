@@ -59,11 +59,14 @@ demo: build
 		scripts/pulse.sh stop $(PULSE_DIR); exit $$status; \
 	fi
 
-# Every test, the ALSA ones against a private PulseAudio daemon this target starts and stops.
+# Every test: the ALSA ones against a private PulseAudio daemon, the windows on a private X
+# display (Xvfb), both started and stopped by this target.
 test: deps
 	@mkdir -p $(RUNTIME)
 	@eval "$$(scripts/pulse.sh start $(PULSE_DIR))"; \
+	eval "$$(scripts/xvfb.sh start $(PULSE_DIR))"; \
 	CHORUS_PULSE=1 $(SWIFT) test; status=$$?; \
+	scripts/xvfb.sh stop $(PULSE_DIR); \
 	scripts/pulse.sh stop $(PULSE_DIR); exit $$status
 
 # The tests that hold no real-time bound, under ThreadSanitizer, in a build directory of

@@ -31,6 +31,8 @@ let package = Package(
         // The clock_gettime system call itself, bypassing the C library (see KernelClock), and
         // the kernel's per-datagram transmit stamps (see UDPSocket).
         .systemLibrary(name: "CKernelClock"),
+        // SDL2, for the video window (X11, Wayland, or a console's KMS/DRM).
+        .systemLibrary(name: "CSDL2", pkgConfig: "sdl2", providers: [.apt(["libsdl2-dev"])]),
         // ThreadSanitizer's annotations, weakly linked: present only in a -sanitize=thread build.
         .systemLibrary(name: "CThreadSanitizer"),
 
@@ -45,11 +47,15 @@ let package = Package(
         // Demux -> decode -> convert -> bounded rings -> timed outputs (ALSA, null, wav).
         .target(name: "MediaPipeline", dependencies: ["MediaClock", "MutexAnnotations", "CFFmpeg", "CALSA", "CPulse"]),
 
+        // The video window: one thread that owns SDL, shows pictures at refreshes, draws
+        // the on-screen controls and reports input. Knows nothing of the player.
+        .target(name: "VideoDisplay", dependencies: ["CSDL2", "MediaClock"]),
+
         // The public AVFoundation-style playback API. Never imports a C module.
         // Its warnings go through swift-log; the application chooses the handler and level.
         .target(
             name: "AVPlayback",
-            dependencies: ["MediaClock", "MediaPipeline", "MutexAnnotations", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["MediaClock", "MediaPipeline", "VideoDisplay", "MutexAnnotations", .product(name: "Logging", package: "swift-log")]
         ),
 
         // Group sync: wire codec with HMAC, clock estimator, leader and follower state machines
@@ -110,6 +116,7 @@ let package = Package(
 
         // Generated test media (real FFmpeg encodes), WAV reading, FFmpeg reference decodes.
         .target(name: "ChorusTestSupport", path: "Tests/ChorusTestSupport"),
+        .testTarget(name: "VideoDisplayTests", dependencies: ["VideoDisplay", "CSDL2", "AVPlayback", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "MediaClockTests", dependencies: ["MediaClock", "MutexAnnotations", "ChorusSimulation"]),
         .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock", "MutexAnnotations", "ChorusSimulation"], exclude: ["Fixtures"]),
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "MediaPipeline", "ChorusTestSupport"]),

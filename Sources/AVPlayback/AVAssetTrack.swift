@@ -53,8 +53,12 @@ public final class AVAssetTrack: Sendable, Hashable {
     /// A video track's decoded pixel layout, FFmpeg's name ("yuv420p", ...) (a Chorus addition).
     public let pixelFormat: String?
 
+    /// What the demuxer said of the track, whole.
+    let trackInfo: TrackInfo
+
     init(info: TrackInfo, asset: AVAsset, isPlayable: Bool) {
         self.asset = asset
+        trackInfo = info
         trackID = info.trackID
         switch info.kind {
         case .audio: mediaType = .audio

@@ -148,8 +148,40 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     public var canPlaySlowReverse: Bool { false }
     public var canPlayFastReverse: Bool { false }
     /// Stepping is by video frame; audio-only playback cannot step.
-    public var canStepForward: Bool { false }
-    public var canStepBackward: Bool { false }
+    /// Whether `step(byCount:)` can move forward: an item with pictures, ready.
+    public var canStepForward: Bool { status == .readyToPlay && videoTrack != nil }
+    /// Whether `step(byCount:)` can move back: an item with pictures that can be sought.
+    public var canStepBackward: Bool { status == .readyToPlay && videoTrack != nil && (state.withLockAnnotated { $0.mediaInfo?.isSeekable } ?? false) }
+
+    /// The size of the picture as shown: square pixels, turned as the track says; `.zero`
+    /// for an item without pictures or before it is ready.
+    public var presentationSize: CGSize {
+        guard let track = videoTrack else { return .zero }
+        let turned = track.naturalSize.applying(track.preferredTransform)
+        return CGSize(width: abs(turned.width), height: abs(turned.height))
+    }
+
+    /// The track whose pictures play, when the item has one.
+    var videoTrack: AVAssetTrack? {
+        tracks.lazy.compactMap(\.assetTrack).first { $0.mediaType == .video && $0.isPlayable }
+    }
+
+    /// Moves the paused item by `stepCount` pictures (back for a negative count), as
+    /// Apple's does: the player stays paused and shows the picture it lands on. Does
+    /// nothing while playing, or for an item without pictures.
+    public func step(byCount stepCount: Int) {
+        guard stepCount != 0, let track = videoTrack, let player, player.currentItem === self, player.rate == 0 else { return }
+        if stepCount < 0 && !canStepBackward { return }
+        let period = track.minFrameDuration.isNumeric && track.minFrameDuration > .zero
+            ? track.minFrameDuration : CMTime(value: 1, timescale: 25)
+        // From the start of the picture on display, so repeated steps land on picture starts.
+        let now = player.currentTime()
+        let index = (now.seconds / period.seconds + 1e-6).rounded(.down)
+        let target = CMTime(seconds: (index + Double(stepCount)) * period.seconds, preferredTimescale: 1_000_000_000)
+        let end = duration.isNumeric ? duration - period : target
+        let clamped = min(max(target, .zero), max(end, .zero))
+        player.seek(to: clamped, toleranceBefore: .zero, toleranceAfter: .zero)
+    }
 
     /// The item's timebase: item time against the host clock, at the item's rate. Read-only
     /// to users; the player keeps it current. Nil until the item is ready.

@@ -168,7 +168,13 @@ public final class AudioReader: @unchecked Sendable {
             consecutiveErrors = 0
             defer { av_packet_unref(packet) }
             guard packet.pointee.stream_index == decoder.streamIndex else { continue }
-            let sent = decoder.send(packet)
+            // A decoder refuses input (EAGAIN) until its output is taken: take it, then give
+            // the same packet again, or the packet would be lost.
+            var sent = decoder.send(packet)
+            while sent == FFmpegCall.again && !stopping && pendingSeekIsEmpty {
+                receiveAll()
+                sent = decoder.send(packet)
+            }
             if sent < 0 && sent != FFmpegCall.again {
                 damagedPackets += 1
                 onEvent(.damaged(count: damagedPackets))

@@ -150,7 +150,13 @@ public final class VideoReader: @unchecked Sendable {
             consecutiveErrors = 0
             defer { av_packet_unref(packet) }
             guard packet.pointee.stream_index == decoder.streamIndex else { continue }
-            let sent = decoder.send(packet)
+            // A frame-threaded decoder refuses input (EAGAIN) until its finished pictures are
+            // taken: take them, then give the same packet again, or it would be lost.
+            var sent = decoder.send(packet)
+            while sent == FFmpegCall.again && !stopping && pendingSeekIsEmpty {
+                receiveAll()
+                sent = decoder.send(packet)
+            }
             if sent < 0 && sent != FFmpegCall.again {
                 reportDamage()
                 continue

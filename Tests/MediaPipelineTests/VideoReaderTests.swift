@@ -73,7 +73,7 @@ struct VideoReaderTests {
         reader.start()
         defer { reader.stop() }
         let shown = showAll(queue, events: events, step: 40_000_000, until: 1_960_000_000)
-        #expect(shown.count == 50)
+        #expect(shown.count == 50, "events: \(events.all)")
         for (index, picture) in shown.enumerated() {
             #expect(picture.info.itemNanoseconds == Int64(index) * 40_000_000)
             #expect(picture.identity == index, "picture \(index) shows \(picture.identity)")

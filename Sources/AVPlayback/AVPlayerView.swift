@@ -1,0 +1,201 @@
+import Foundation
+import MediaPipeline
+import MutexAnnotations
+import Synchronization
+@_exported import VideoDisplay
+
+/// A window that shows a player's pictures, in the role of AVKit's `AVPlayerView`: it hosts
+/// an `AVPlayerLayer`, draws light on-screen controls when the mouse moves (play/pause, a
+/// scrub bar, elapsed and remaining time, the speed), and goes fullscreen on `f` or a
+/// double-click. A Chorus addition: on Apple's platforms the view comes from AVKit.
+///
+/// Runs on X11, Wayland or a console's KMS/DRM through SDL2. With no display, creating one
+/// throws `VideoWindowError.noDisplay` with the reason.
+///
+/// Input: with no `onEvent`, the view acts on its player as AVKit's does (space and the
+/// button pause and play, the bar and the arrows seek, `,` and `.` step while paused,
+/// closing pauses). With `onEvent`, every input goes there instead, for an application
+/// (a group's member, say) that routes them through its own transport.
+public final class AVPlayerView: Sendable {
+    /// How often the view brings the controls and the picture's shape up to date, off the
+    /// display thread: ten times a second, faster than the eye reads the time.
+    public static let housekeepingInterval: Duration = .milliseconds(100)
+    /// How far the arrow keys seek, in seconds, when the view acts on its own.
+    public static let arrowSeekSeconds: Double = 5
+
+    /// The layer the view hosts.
+    public let playerLayer: AVPlayerLayer
+    private let window: VideoWindow
+    private let source: LayerSource
+    private let housekeeping: Mutex<RepeatingTimer?>
+    private let crop: CropRect?
+
+    /// Opens a window showing `player`'s pictures. `geometry` is mpv's `--geometry`
+    /// syntax (`WxH+X+Y`); `crop` is FFmpeg's (`W:H:X:Y`, source pixels), for a screen of a
+    /// video wall that shows its own part of the picture.
+    public init(player: AVPlayer?, title: String = "Chorus", geometry: String? = nil, fullscreen: Bool = false,
+                crop: String? = nil, gravity: AVLayerVideoGravity = .resizeAspect,
+                onEvent: (@Sendable (WindowEvent) -> Void)? = nil) throws(VideoWindowError) {
+        let layer = AVPlayerLayer(player: player)
+        layer.videoGravity = gravity
+        playerLayer = layer
+        self.crop = try crop.map { text throws(VideoWindowError) in try CropRect(parsing: text) }
+        let parsedGeometry = try geometry.map { text throws(VideoWindowError) in try WindowGeometry(parsing: text) }
+        let source = LayerSource(layer: layer)
+        self.source = source
+        let handler = Mutex<(@Sendable (WindowEvent) -> Void)?>(nil)
+        let opened = try VideoWindow(title: title, geometry: parsedGeometry, fullscreen: fullscreen,
+                                     gravity: Self.displayGravity(gravity), source: source) { event in
+            handler.withLockAnnotated { $0 }?(event)
+        }
+        window = opened
+        housekeeping = Mutex(nil)
+        let weakSelf = WeakBox<AVPlayerView>()
+        let route: @Sendable (WindowEvent) -> Void = onEvent ?? { event in weakSelf.value?.act(on: event) }
+        handler.withLockAnnotated { $0 = route }
+        weakSelf.value = self
+        let timer = RepeatingTimer(label: "chorus.view", interval: Self.housekeepingInterval,
+                                   queue: DispatchQueue(label: "chorus.view.housekeeping")) { weakSelf.value?.keepUp() }
+        housekeeping.withLockAnnotated { $0 = timer }
+        keepUp()
+    }
+
+    deinit { close() }
+
+    /// Closes the window (idempotent). The player goes on.
+    public func close() {
+        housekeeping.withLockAnnotated { timer in timer?.cancel(); timer = nil }
+        window.close()
+        playerLayer.player = nil
+    }
+
+    /// Whether the window fills its screen.
+    public var isFullscreen: Bool {
+        get { window.isFullscreen }
+        set { window.isFullscreen = newValue }
+    }
+
+    /// Whether the person or the system closed the window.
+    public var isClosed: Bool { window.isClosed }
+
+    /// Where the picture lies in the window, in its pixels.
+    public var videoRect: CGRect {
+        let rect = window.videoRect
+        return CGRect(x: rect.x, y: rect.y, width: rect.width, height: rect.height)
+    }
+
+    /// The display's refresh period.
+    public var refreshInterval: Duration { window.refreshInterval }
+
+    /// What the window shows now, read back from it: its pixels as RGBA and the number of
+    /// the picture in them (for screenshots, and for checking what was shown).
+    public func snapshot() -> WindowSnapshot? { window.readPixels() }
+
+    /// What the view does with input when the application takes none: AVKit's behaviour.
+    private func act(on event: WindowEvent) {
+        guard let player = playerLayer.player else { return }
+        switch event {
+        case .togglePause, .key(.space):
+            if player.rate == 0 { player.play() } else { player.pause() }
+        case .seek(let fraction):
+            if let duration = player.currentItem?.duration, duration.isNumeric {
+                player.seek(to: CMTime(seconds: duration.seconds * min(max(fraction, 0), 1), preferredTimescale: 1_000_000),
+                            toleranceBefore: .zero, toleranceAfter: .zero)
+            }
+        case .key(.left), .key(.right):
+            let step = event == .key(.left) ? -Self.arrowSeekSeconds : Self.arrowSeekSeconds
+            player.seek(to: player.currentTime() + CMTime(seconds: step, preferredTimescale: 1_000_000))
+        case .key(.period), .key(.comma):
+            if player.rate == 0 { player.currentItem?.step(byCount: event == .key(.period) ? 1 : -1) }
+        case .toggleFullscreen:
+            window.isFullscreen.toggle()
+        case .closed:
+            player.pause()
+        default:
+            break
+        }
+    }
+
+    /// Off the display thread: the controls' figures, and the picture's shape when a new
+    /// item brings another.
+    private func keepUp() {
+        guard let player = playerLayer.player else { return }
+        let now = player.currentTime()
+        let item = player.currentItem
+        let duration = item?.duration ?? .indefinite
+        source.overlayState.publish(OverlayState(
+            isPaused: player.rate == 0, elapsedSeconds: now.isNumeric ? now.seconds : 0,
+            durationSeconds: duration.isNumeric ? duration.seconds : nil, rate: Double(player.rate == 0 ? player.defaultRate : player.rate),
+            droppedFrames: playerLayer.droppedFrameCount))
+        guard let track = item?.videoTrack else { return }
+        let info = track.trackInfo
+        let shape = Shape(width: info.width ?? 0, height: info.height ?? 0, aspect: info.sampleAspectRatio.map { [$0.width, $0.height] },
+                          rotation: Int(info.rotationDegrees))
+        guard source.lastShape.withLockAnnotated({ last in defer { last = shape }; return last != shape }) else { return }
+        if let content = try? ContentGeometry(width: shape.width, height: shape.height,
+                                              sampleAspectNumerator: shape.aspect?[0] ?? 1, sampleAspectDenominator: shape.aspect?[1] ?? 1,
+                                              rotationDegrees: shape.rotation, crop: crop) {
+            window.setContentGeometry(content)
+            let turned = track.naturalSize.applying(track.preferredTransform)
+            playerLayer.setPresentation(size: CGSize(width: abs(turned.width), height: abs(turned.height)),
+                                        rotationDegrees: info.rotationDegrees)
+        }
+        window.setTitle(item.map { ($0.asset as? AVURLAsset)?.url.lastPathComponent ?? "Chorus" } ?? "Chorus")
+    }
+
+    private struct Shape: Equatable, Sendable {
+        var width: Int, height: Int, aspect: [Int]?, rotation: Int
+    }
+
+    static func displayGravity(_ gravity: AVLayerVideoGravity) -> VideoGravity {
+        switch gravity {
+        case .resize: return .resize
+        case .resizeAspectFill: return .resizeAspectFill
+        default: return .resizeAspect
+        }
+    }
+
+    /// The window's side of the layer: each refresh's picture, and when it was shown.
+    private final class LayerSource: VideoFrameSource {
+        let layer: AVPlayerLayer
+        let overlayState = Published(OverlayState(isPaused: true, elapsedSeconds: 0, durationSeconds: nil, rate: 1, droppedFrames: 0))
+        let lastShape = Mutex<Shape?>(nil)
+        /// The display thread's copy of the controls' figures (a busy lock keeps it).
+        private let lastOverlay = Mutex(OverlayState(isPaused: true, elapsedSeconds: 0, durationSeconds: nil, rate: 1, droppedFrames: 0))
+
+        init(layer: AVPlayerLayer) { self.layer = layer }
+
+        func frame(forRefreshAt hostNanoseconds: Int64) -> DisplayFrame? {
+            guard let planes = layer.picture(forRefreshAt: HostTime(nanoseconds: hostNanoseconds)) else { return nil }
+            let info = planes.info
+            return DisplayFrame(format: info.format == .nv12 ? .nv12 : .yuv420p, width: info.width, height: info.height,
+                                planes: (planes.plane0, planes.plane1, planes.plane2),
+                                strides: (planes.stride0, planes.stride1, planes.stride2), identity: info.number)
+        }
+
+        func presented(identity: Int64, atHostNanoseconds: Int64) {
+            layer.didPresent(number: identity, at: HostTime(nanoseconds: atHostNanoseconds))
+        }
+
+        func overlay() -> OverlayState {
+            if let fresh = overlayState.tryRead() {
+                _ = lastOverlay.withLockIfAvailableAnnotated { $0 = fresh }
+                return fresh
+            }
+            return lastOverlay.withLockIfAvailableAnnotated { $0 } ?? OverlayState(isPaused: true, elapsedSeconds: 0, durationSeconds: nil, rate: 1, droppedFrames: 0)
+        }
+    }
+}
+
+/// A weak reference that can be shared between threads.
+final class WeakBox<Object: AnyObject & Sendable>: Sendable {
+    private let reference = Mutex<WeakReference>(WeakReference())
+    private struct WeakReference: @unchecked Sendable {
+        // @unchecked: a weak reference to a Sendable object, only touched under the Mutex.
+        weak var object: Object?
+    }
+    var value: Object? {
+        get { reference.withLockAnnotated { $0.object } }
+        set { reference.withLockAnnotated { $0.object = newValue } }
+    }
+}

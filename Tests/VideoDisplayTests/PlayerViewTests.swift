@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+@testable import AVPlayback
+import MediaPipeline
+import Synchronization
+
+/// Polls `condition` until it holds or `seconds` pass; returns whether it held.
+private func waitUntil(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(2_000)
+    }
+    return condition()
+}
+
+/// The frame number an identity picture shows, read back from a window's pixels: the middle
+/// of each of its columns, across the picture's rectangle in the window.
+private func identity(in snapshot: WindowSnapshot, picture rect: CGRect) -> Int {
+    var number = 0
+    let y = Int(Double(rect.midY))
+    let columns = Double(2 * TestMedia.identityBits)
+    for bit in 0..<TestMedia.identityBits {
+        let fraction = Double(2 * bit + 1) / columns
+        let x = Int(Double(rect.minX) + Double(rect.width) * fraction)
+        guard let pixel = snapshot.pixel(x: x, y: y) else { continue }
+        let brightness: Int = Int(pixel.red) + Int(pixel.green) + Int(pixel.blue)
+        if brightness > 384 { number |= 1 << bit }
+    }
+    return number
+}
+
+extension VideoWindowTests {
+/// Real windows on the display (a private Xvfb under `make test`), nested in the window
+/// suite so that its serialization covers them too: SDL allows one window per process.
+@Suite struct PlayerViewTests {
+    @Test("the window shows the picture it says it shows, in step with the sound", .enabled(if: hasDisplay))
+    func windowShowsThePicturesInStep() throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 4, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let view = try AVPlayerView(player: player, title: "test", geometry: "640x480+0+0")
+        defer { view.close() }
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        player.play()
+        #expect(waitUntil(10) { view.playerLayer.isReadyForDisplay })
+        // 320×240 fits 640×480 exactly.
+        #expect(waitUntil(5) { view.videoRect == CGRect(x: 0, y: 0, width: 640, height: 480) })
+        var reads: [(shown: Int64, read: Int)] = []
+        for _ in 0..<8 {
+            guard let snapshot = view.snapshot(), let shown = snapshot.frameIdentity else { continue }
+            reads.append((shown, identity(in: snapshot, picture: view.videoRect)))
+            usleep(100_000)
+        }
+        #expect(reads.count >= 6)
+        // The pixels on screen are the picture the window reports, and the pictures move on.
+        for read in reads { #expect(Int64(read.read) == read.shown) }
+        #expect(Set(reads.map(\.read)).count >= 4)
+        // Each picture reached the screen within a refresh or two of when its sound is heard.
+        let error = view.playerLayer.lastPresentationErrorNanoseconds
+        #expect(abs(error) < 2 * view.refreshInterval.nanosecondsClamped, "last picture \(error) ns from its time")
+    }
+
+    @Test("paused, the window's controls and steps move the picture one at a time", .enabled(if: hasDisplay))
+    func stepsWhilePaused() throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let view = try AVPlayerView(player: player, geometry: "320x240+0+0")
+        defer { view.close() }
+        #expect(waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
+        #expect(item.canStepForward)
+        func shown() -> Int? {
+            guard let snapshot = view.snapshot() else { return nil }
+            return identity(in: snapshot, picture: view.videoRect)
+        }
+        #expect(waitUntil(5) { shown() == 0 })
+        item.step(byCount: 3)
+        #expect(waitUntil(5) { shown() == 3 })
+        item.step(byCount: -1)
+        #expect(waitUntil(5) { shown() == 2 })
+        #expect(player.rate == 0)
+    }
+}
+}
