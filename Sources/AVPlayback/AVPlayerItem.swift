@@ -170,8 +170,16 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     /// Apple's does: the player stays paused and shows the picture it lands on. Does
     /// nothing while playing, or for an item without pictures.
     public func step(byCount stepCount: Int) {
-        guard stepCount != 0, let track = videoTrack, let player, player.currentItem === self, player.rate == 0 else { return }
-        if stepCount < 0 && !canStepBackward { return }
+        guard let player, player.rate == 0, let target = stepTarget(byCount: stepCount) else { return }
+        player.seek(to: target, toleranceBefore: .zero, toleranceAfter: .zero)
+    }
+
+    /// Where `step(byCount:)` would land, for a caller that moves the item its own way (a
+    /// group's leader, whose seeks every room follows); nil when it would not move (a Chorus
+    /// addition).
+    public func stepTarget(byCount stepCount: Int) -> CMTime? {
+        guard stepCount != 0, let track = videoTrack, let player, player.currentItem === self else { return nil }
+        if stepCount < 0 && !canStepBackward { return nil }
         let period = track.minFrameDuration.isNumeric && track.minFrameDuration > .zero
             ? track.minFrameDuration : CMTime(value: 1, timescale: 25)
         // From the start of the picture on display, so repeated steps land on picture starts.
@@ -179,8 +187,7 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
         let index = (now.seconds / period.seconds + 1e-6).rounded(.down)
         let target = CMTime(seconds: (index + Double(stepCount)) * period.seconds, preferredTimescale: 1_000_000_000)
         let end = duration.isNumeric ? duration - period : target
-        let clamped = min(max(target, .zero), max(end, .zero))
-        player.seek(to: clamped, toleranceBefore: .zero, toleranceAfter: .zero)
+        return min(max(target, .zero), max(end, .zero))
     }
 
     /// The item's timebase: item time against the host clock, at the item's rate. Read-only

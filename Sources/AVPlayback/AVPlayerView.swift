@@ -29,13 +29,17 @@ public final class AVPlayerView: Sendable {
     private let source: LayerSource
     private let housekeeping: Mutex<RepeatingTimer?>
     private let crop: CropRect?
+    /// Told, once per item, why its picture is shown otherwise than asked (a crop outside it).
+    private let onWarning: (@Sendable (String) -> Void)?
 
     /// Opens a window showing `player`'s pictures. `geometry` is mpv's `--geometry`
     /// syntax (`WxH+X+Y`); `crop` is FFmpeg's (`W:H:X:Y`, source pixels), for a screen of a
     /// video wall that shows its own part of the picture.
     public init(player: AVPlayer?, title: String = "Chorus", geometry: String? = nil, fullscreen: Bool = false,
                 crop: String? = nil, gravity: AVLayerVideoGravity = .resizeAspect,
-                onEvent: (@Sendable (WindowEvent) -> Void)? = nil) throws(VideoWindowError) {
+                onEvent: (@Sendable (WindowEvent) -> Void)? = nil,
+                onWarning: (@Sendable (String) -> Void)? = nil) throws(VideoWindowError) {
+        self.onWarning = onWarning
         let layer = AVPlayerLayer(player: player)
         layer.videoGravity = gravity
         playerLayer = layer
@@ -132,9 +136,20 @@ public final class AVPlayerView: Sendable {
         let shape = Shape(width: info.width ?? 0, height: info.height ?? 0, aspect: info.sampleAspectRatio.map { [$0.width, $0.height] },
                           rotation: Int(info.rotationDegrees))
         guard source.lastShape.withLockAnnotated({ last in defer { last = shape }; return last != shape }) else { return }
-        if let content = try? ContentGeometry(width: shape.width, height: shape.height,
-                                              sampleAspectNumerator: shape.aspect?[0] ?? 1, sampleAspectDenominator: shape.aspect?[1] ?? 1,
-                                              rotationDegrees: shape.rotation, crop: crop) {
+        func content(crop: CropRect?) throws(VideoWindowError) -> ContentGeometry {
+            try ContentGeometry(width: shape.width, height: shape.height,
+                                sampleAspectNumerator: shape.aspect?[0] ?? 1, sampleAspectDenominator: shape.aspect?[1] ?? 1,
+                                rotationDegrees: shape.rotation, crop: crop)
+        }
+        var made: ContentGeometry?
+        do {
+            made = try content(crop: crop)
+        } catch {
+            // A crop that does not fit this item's picture: the whole picture, and say why.
+            onWarning?("\(error); showing the whole picture")
+            made = try? content(crop: nil)
+        }
+        if let content = made {
             window.setContentGeometry(content)
             let turned = track.naturalSize.applying(track.preferredTransform)
             playerLayer.setPresentation(size: CGSize(width: abs(turned.width), height: abs(turned.height)),

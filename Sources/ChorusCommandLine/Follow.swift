@@ -29,6 +29,8 @@ struct Follow: ParsableCommand {
 
     @OptionGroup var node: NodeOptions
 
+    @OptionGroup var videoOptions: VideoOptions
+
     @OptionGroup var logging: LogOptions
 
     func validate() throws {
@@ -48,7 +50,9 @@ struct Follow: ParsableCommand {
         } catch let error as SessionError {
             throw ValidationError(error.description)
         }
-        let shell = SessionShell(session: session, interactive: false)
+        let screen = Screen(session: session, options: videoOptions, defaultMode: .none, title: name)
+        try screen.start()
+        let shell = SessionShell(session: session, interactive: false, screen: screen)
         shell.start()
         session.run()
         shell.finish()

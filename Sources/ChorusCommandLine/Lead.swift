@@ -36,6 +36,8 @@ struct Lead: ParsableCommand {
 
     @OptionGroup var node: NodeOptions
 
+    @OptionGroup var videoOptions: VideoOptions
+
     @OptionGroup var logging: LogOptions
 
     func validate() throws {
@@ -55,7 +57,9 @@ struct Lead: ParsableCommand {
         } catch let error as SessionError {
             throw ValidationError(error.description)
         }
-        let shell = SessionShell(session: session, interactive: !quiet && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0)
+        let screen = Screen(session: session, options: videoOptions, defaultMode: .none, title: "Chorus leader")
+        try screen.start()
+        let shell = SessionShell(session: session, interactive: !quiet && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0, screen: screen)
         shell.start()
         if commands { shell.acceptCommands() }
         let succeeded = session.run()

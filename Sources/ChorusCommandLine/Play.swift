@@ -32,6 +32,8 @@ struct Play: ParsableCommand {
     @Flag(name: .long, help: "No status line and no keys.")
     var quiet = false
 
+    @OptionGroup var videoOptions: VideoOptions
+
     @OptionGroup var logging: LogOptions
 
     func validate() throws {
@@ -52,7 +54,9 @@ struct Play: ParsableCommand {
         player.volume = volume
         let session = PlaylistSession(player: player, urls: urls.map(makeURL),
                                       start: start.map { CMTime(seconds: $0, preferredTimescale: 1_000_000) })
-        let shell = SessionShell(session: session, interactive: !quiet && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0)
+        let screen = Screen(session: session, options: videoOptions, defaultMode: .auto, title: "Chorus")
+        try screen.start()
+        let shell = SessionShell(session: session, interactive: !quiet && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0, screen: screen)
         shell.start()
         let succeeded = session.run()
         shell.finish()

@@ -29,6 +29,9 @@ final class SessionShell: Sendable {
 
     private let session: any DrivenSession
     private let terminal: Terminal?
+    /// The node's video window, when it may have one: its dropped pictures join the status
+    /// line and the statistics.
+    private let screen: Screen?
     private let drained = WakeSignal()
     private let status = Mutex(StatusLine())
     private let signalsReceived = Atomic<Int>(0)
@@ -41,10 +44,12 @@ final class SessionShell: Sendable {
         var rate: Float = 1
     }
 
-    /// A shell for `session`, with a status line and keys when `interactive`.
-    init(session: any DrivenSession, interactive: Bool) {
+    /// A shell for `session`, with a status line and keys when `interactive`, around the
+    /// node's `screen` if it has one.
+    init(session: any DrivenSession, interactive: Bool, screen: Screen? = nil) {
         self.session = session
         terminal = interactive ? Terminal() : nil
+        self.screen = screen
     }
 
     /// Starts reading keys (when interactive), reading the session's events, and catching
@@ -72,6 +77,7 @@ final class SessionShell: Sendable {
     func finish() {
         // The stream ends when the session does; its last events are a few lines.
         drained.wait(timeout: .seconds(2))
+        screen?.close()
         signalSources.withLockAnnotated { $0.forEach { $0.cancel() } }
         terminal?.clearLine()
         terminal?.restore()
@@ -103,8 +109,14 @@ final class SessionShell: Sendable {
                     }
                 case "next": session.send(.next)
                 case "previous": session.send(.previous)
+                case "step":
+                    if words.count == 2, let count = Int(words[1]) {
+                        session.send(.step(by: count))
+                    } else {
+                        log.warning("step needs a whole number of pictures")
+                    }
                 case "quit": session.send(.stop)
-                default: log.warning("unknown command \(verb): use pause, play, toggle, seek SECONDS, rate RATE, next, previous or quit")
+                default: log.warning("unknown command \(verb): use pause, play, toggle, seek SECONDS, rate RATE, step N, next, previous or quit")
                 }
             }
         }
@@ -142,7 +154,8 @@ final class SessionShell: Sendable {
             terminal?.clearLine()
             log.log(level: level, "\(text)")
         case .clock(let statistics):
-            log.notice("\(statistics.line)")
+            let pictures = screen?.droppedFrames.map { " frames dropped \($0)" } ?? ""
+            log.notice("\(statistics.line)\(pictures)")
         case .state(let state):
             status.withLockAnnotated { $0.state = state }
             drawStatus()
@@ -172,7 +185,8 @@ final class SessionShell: Sendable {
         case .waiting: state = "..."
         }
         let speed = line.rate == 1 ? "" : String(format: " x%g", line.rate)
-        terminal.draw("\(state) \(Self.clock(position)) / \(total > 0 ? Self.clock(total) : "--:--") [\(bar)]\(speed) \(session.player.outputName)")
+        let dropped = screen?.droppedFrames.map { " dropped \($0)" } ?? ""
+        terminal.draw("\(state) \(Self.clock(position)) / \(total > 0 ? Self.clock(total) : "--:--") [\(bar)]\(speed)\(dropped) \(session.player.outputName)")
     }
 
     /// "m:ss" or "h:mm:ss".

@@ -115,7 +115,7 @@ public final class FollowerSession: @unchecked Sendable {
             }
         case .stop:
             done.signal()
-        case .play, .pause, .togglePause, .seek, .skip, .rate, .next, .previous:
+        case .play, .pause, .togglePause, .seek, .skip, .rate, .next, .previous, .step:
             channel.message(.warning, "a follower plays what its leader plays: \(command) is for the leader")
         }
     }

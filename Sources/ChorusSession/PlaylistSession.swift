@@ -97,6 +97,10 @@ public final class PlaylistSession: Sendable {
                 return state.finished
             }
             done?.signal()
+        case .step(by: let count):
+            // Through the transport, so a group's rooms land on the same picture.
+            guard player.rate == 0, let target = player.currentItem?.stepTarget(byCount: count) else { return }
+            transport.seek(to: target, on: player)
         case .volume(let volume):
             guard volume.isFinite else { return channel.message(.warning, "volume needs a number from 0 to 1") }
             player.volume = min(max(volume, 0), 1)

@@ -23,6 +23,9 @@ public enum SessionCommand: Sendable, Equatable {
     case next
     /// The previous item, or the start of this one when it has played for a while.
     case previous
+    /// While paused, move by this many pictures (back when negative), showing the one
+    /// landed on; nothing while playing or for an item without pictures.
+    case step(by: Int)
     /// The output's linear volume, from 0 to 1.
     case volume(Float)
     /// End the session (a leader says Goodbye first, so every room fades out).

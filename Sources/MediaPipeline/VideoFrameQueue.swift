@@ -218,7 +218,9 @@ public final class VideoFrameQueue: Sendable {
             case .show(let chosen):
                 index = chosen
             }
-            if index > 0 { release(&state, count: index, countingDrops: true) }
+            // Pictures passed over before the first one of a serial is shown are where a
+            // start or a join skipped to, not pictures a display failed to show.
+            if index > 0 { release(&state, count: index, countingDrops: displayedCurrent) }
             let entry = state.ready.removeFirst()
             if let old = state.displayed { state.free.append(old.slot) }
             state.displayed = entry

@@ -115,3 +115,39 @@ import ChorusTestSupport
         #expect(abs(frequency - 440) < 10)
     }
 }
+
+/// `chorus play` with pictures.
+@Suite struct PlayVideoCommandTests {
+    func chorus(_ arguments: [String], environment: [String: String]? = nil) throws -> Run.Result {
+        try Run.command(TestEnvironment.chorusExecutable.path, arguments, timeout: 60, environment: environment)
+    }
+
+    /// The environment of a machine with no display.
+    static let noDisplay = ["DISPLAY": "", "WAYLAND_DISPLAY": ""]
+
+    @Test("a window asked for with no display is an error that names the reason")
+    func windowWithoutDisplayFails() throws {
+        let video = try TestMedia.identityVideo(seconds: 1, withSound: true)
+        let result = try chorus(["play", "--output", "null", "--quiet", "--video", "window", video.path], environment: Self.noDisplay)
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("--video window: no display"), "\(result.standardError)")
+    }
+
+    @Test("with no display, a video plays its sound, saying once why there is no picture")
+    func noDisplayPlaysTheSound() throws {
+        let video = try TestMedia.identityVideo(seconds: 1, withSound: false)
+        let result = try chorus(["play", "--output", "null", "--quiet", video.path], environment: Self.noDisplay)
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.seconds >= 0.95)
+        #expect(result.standardError.components(separatedBy: "playing the sound only").count == 2, "\(result.standardError)")
+    }
+
+    @Test("window options are checked before anything plays")
+    func badWindowOptionsAreRefused() throws {
+        let video = try TestMedia.identityVideo(seconds: 0.5)
+        #expect(try chorus(["play", "--geometry", "big", video.path]).status != 0)
+        #expect(try chorus(["play", "--crop", "10:ten", video.path]).status != 0)
+        #expect(try chorus(["play", "--video", "none", "--fullscreen", video.path]).status != 0)
+        #expect(try chorus(["play", "--video", "sometimes", video.path]).status != 0)
+    }
+}

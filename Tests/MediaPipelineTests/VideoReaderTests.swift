@@ -103,6 +103,21 @@ struct VideoReaderTests {
         #expect(dropped == 48 - 20)
     }
 
+    @Test("a display joining late skips to the picture due, without counting the ones before it as dropped")
+    func joinSkipsWithoutDrops() throws {
+        let url = try TestMedia.identityVideo(seconds: 2, rate: 25)
+        let queue = try #require(VideoFrameQueue())
+        let events = VideoEvents()
+        let reader = try VideoReader(source: try MediaSource(url: url.path), queue: queue, serial: 1, onEvent: events.record)
+        reader.start()
+        defer { reader.stop() }
+        // The first refresh comes when the timeline already stands at 0.2 s: pictures 0 to 4
+        // are passed over, and picture 5 is the first shown.
+        let shown = showAll(queue, events: events, from: 200_000_000, step: 40_000_000, until: 400_000_000)
+        #expect(shown.first?.identity == 5)
+        #expect(queue.counts.dropped == 0)
+    }
+
     @Test("a seek shows the picture on screen at its target first, under the new serial")
     func seekLandsOnThePictureShowingAtTheTarget() throws {
         let url = try TestMedia.identityVideo(seconds: 2, rate: 25)
