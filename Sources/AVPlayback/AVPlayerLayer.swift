@@ -117,18 +117,27 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
 
     // MARK: - The hosting view's refresh (Chorus additions)
 
+    /// The share of a refresh period by which a picture may be shown before its time: half,
+    /// so each picture goes to the refresh nearest its time. Shown at the first refresh at
+    /// or after its time instead, a picture would be late by up to a whole refresh (16.7 ms
+    /// at 60 Hz, on average half of it), which breaks the broadcast tolerance of 15 ms for
+    /// sound ahead of the picture; centred, it is within half a refresh either way.
+    public static let refreshLeadFraction = 0.5
+
     /// The picture to show at the refresh that becomes visible at host time `refreshAt`
-    /// (CLOCK_MONOTONIC), or nil to keep the one on display. Called by the hosting view's
-    /// display thread only: real-time safe (try-locks, no allocation).
-    public func picture(forRefreshAt refreshAt: HostTime) -> VideoPlanes? {
+    /// (CLOCK_MONOTONIC), of a display refreshing every `refreshInterval` (zero: a picture
+    /// only once its time has come), or nil to keep the one on display. Called by the
+    /// hosting view's display thread only: real-time safe (try-locks, no allocation).
+    public func picture(forRefreshAt refreshAt: HostTime, refreshInterval: Duration = .zero) -> VideoPlanes? {
         let player = target.tryRead() ?? refresh.player
         refresh.player = player
         guard let engine = player?.engine, let queue = engine.videoQueue else { return nil }
         let timeline = engine.videoTimeline.tryRead() ?? refresh.timeline
         refresh.timeline = timeline
         guard let timeline else { return nil }
-        let due = timeline.itemNanoseconds(at: engine.playerHostTime(ofReal: refreshAt))
-        switch queue.next(dueNanoseconds: due, showFirstEarly: timeline.rate == 0) {
+        let lead = Duration.nanoseconds(Int64(Double(refreshInterval.nanosecondsClamped) * Self.refreshLeadFraction))
+        let due = timeline.itemNanoseconds(at: engine.playerHostTime(ofReal: refreshAt) + lead)
+        switch queue.next(dueNanoseconds: due, showFirstEarly: timeline.rate == 0, timelineSerial: timeline.serial) {
         case .keep: return nil
         case .show(let planes):
             refresh.pending = (planes.info, timeline)
@@ -142,9 +151,13 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
     public func didPresent(number: Int64, at presentedAt: HostTime) {
         if let (info, timeline) = refresh.pending, info.number == number {
             refresh.pending = nil
-            if let engine = refresh.player?.engine, let due = timeline.hostTime(atItemNanoseconds: info.itemNanoseconds) {
-                let error = (engine.playerHostTime(ofReal: presentedAt) - due).nanosecondsClamped
-                lastPresentationError.store(error, ordering: .relaxed)
+            if let engine = refresh.player?.engine {
+                if let due = timeline.hostTime(atItemNanoseconds: info.itemNanoseconds) {
+                    let error = (engine.playerHostTime(ofReal: presentedAt) - due).nanosecondsClamped
+                    lastPresentationError.store(error, ordering: .relaxed)
+                }
+                engine.capture?.recordPicture(hostNanoseconds: presentedAt.nanoseconds, itemNanoseconds: info.itemNanoseconds,
+                                              number: info.number, serial: info.serial)
             }
         }
         shownCount.add(1, ordering: .relaxed)

@@ -38,6 +38,43 @@ struct Compare: ParsableCommand {
             print(String(format: "%@ %9d %11.1f %9.1f %9.1f %+9.1f", name, agreement.count, agreement.median * 1e6,
                          agreement.p99 * 1e6, agreement.maximum * 1e6, agreement.mean * 1e6))
         }
+        try comparePictures()
+    }
+
+    /// Half a 60 Hz refresh, in nanoseconds: two screens showing a picture within this of
+    /// each other show it at the same refresh.
+    static let sameRefreshTolerance: Int64 = 8_333_333
+
+    /// The pictures: each capture's picture against its own sound, and every screen's
+    /// pictures against the first screen's.
+    private func comparePictures() throws {
+        let logs = try captures.map { ($0, try load($0)) }.filter { !$0.1.pictures.isEmpty }
+        guard let (referencePath, reference) = logs.first else { return }
+        let skipNanoseconds = Int64(skip * 1e9)
+        print("pictures against their own sound (positive: picture late):")
+        print("capture                           pictures   median ms    p99 ms    max ms   mean ms")
+        for (path, log) in logs {
+            let name = URL(fileURLWithPath: path).lastPathComponent.padding(toLength: 32, withPad: " ", startingAt: 0)
+            guard let agreement = RenderCaptureLog.Agreement(offsets: log.pictureToSound(skip: skipNanoseconds)) else {
+                print("\(name) no pictures with sound to compare")
+                continue
+            }
+            print(String(format: "%@ %9d %11.2f %9.2f %9.2f %+9.2f", name, agreement.count, agreement.median * 1e3,
+                         agreement.p99 * 1e3, agreement.maximum * 1e3, agreement.mean * 1e3))
+        }
+        guard logs.count >= 2 else { return }
+        print("pictures against \(referencePath):")
+        print("capture                           pictures   median ms    p99 ms    max ms  same refresh")
+        for (path, log) in logs.dropFirst() {
+            let name = URL(fileURLWithPath: path).lastPathComponent.padding(toLength: 32, withPad: " ", startingAt: 0)
+            guard let agreement = RenderCaptureLog.Agreement(offsets: log.pictureOffsets(against: reference, skip: skipNanoseconds)),
+                  let share = log.samePictureShare(against: reference, skip: skipNanoseconds, tolerance: Self.sameRefreshTolerance) else {
+                print("\(name) no shared pictures")
+                continue
+            }
+            print(String(format: "%@ %9d %11.2f %9.2f %9.2f %12.2f %%", name, agreement.count, agreement.median * 1e3,
+                         agreement.p99 * 1e3, agreement.maximum * 1e3, share * 100))
+        }
     }
 
     private func load(_ path: String) throws -> RenderCaptureLog {

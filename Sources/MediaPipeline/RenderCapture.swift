@@ -14,7 +14,8 @@ import MediaClock
 /// Real-time contract: `record` is called from the render thread; it writes into a
 /// preallocated ring and never blocks (a full ring drops records and counts them). A writer
 /// thread drains the ring into the file as text lines:
-/// `host_ns position_frames frames sample_rate serial smoothed_ns rate`: host_ns is the
+/// `host_ns position_frames frames sample_rate serial smoothed_ns rate` (and, for each picture
+/// a display presented, `V host_ns item_ns number serial`): host_ns is the
 /// device's own report, smoothed_ns the smoothed line playback was placed by (the same for a
 /// device whose reports are exact), rate the item frames played per frame heard (1 at
 /// normal speed, so a period's content moves on by `frames × rate`).
@@ -32,6 +33,14 @@ public final class RenderCapture: @unchecked Sendable {
         var rate: Double
     }
 
+    /// One picture a display presented.
+    struct PictureRecord {
+        var hostNanoseconds: Int64
+        var itemNanoseconds: Int64
+        var number: Int64
+        var serial: Int32
+    }
+
     /// Records held before the writer drains them: at 100 periods a second, 30 s of slack.
     static let capacity = 4096
     /// How often the writer wakes to drain the ring.
@@ -42,6 +51,10 @@ public final class RenderCapture: @unchecked Sendable {
     private let written = Atomic<Int>(0)
     private let read = Atomic<Int>(0)
     private let dropped = Atomic<Int>(0)
+    /// The pictures' ring, as the periods' (its one producer is the display's thread).
+    private let pictures: UnsafeMutablePointer<PictureRecord>
+    private let picturesWritten = Atomic<Int>(0)
+    private let picturesRead = Atomic<Int>(0)
     private let running = Atomic<Bool>(true)
     private let finished = DispatchSemaphore(value: 0)
     private let file: FileHandle
@@ -55,6 +68,7 @@ public final class RenderCapture: @unchecked Sendable {
         }
         file = handle
         records = .allocate(capacity: Self.capacity)
+        pictures = .allocate(capacity: Self.capacity)
         let thread = Thread { [self] in
             while running.load(ordering: .acquiring) {
                 drain()
@@ -67,7 +81,10 @@ public final class RenderCapture: @unchecked Sendable {
         thread.start()
     }
 
-    deinit { records.deallocate() }
+    deinit {
+        records.deallocate()
+        pictures.deallocate()
+    }
 
     /// Records lost because the writer fell behind.
     public var droppedRecords: Int { dropped.load(ordering: .relaxed) }
@@ -87,6 +104,20 @@ public final class RenderCapture: @unchecked Sendable {
                                                 position: position, frames: Int32(frames), sampleRate: Int32(sampleRate),
                                                 serial: Int32(truncatingIfNeeded: serial), rate: rate)
         written.store(index + 1, ordering: .releasing)
+    }
+
+    /// Notes that the picture numbered `number`, due at `itemNanoseconds` of item time, was
+    /// presented at real host time `hostNanoseconds`. The display's thread only (one per
+    /// process); written as a line `V host_ns item_ns number serial`.
+    public func recordPicture(hostNanoseconds: Int64, itemNanoseconds: Int64, number: Int64, serial: Int) {
+        let index = picturesWritten.load(ordering: .relaxed)
+        guard index - picturesRead.load(ordering: .acquiring) < Self.capacity else {
+            dropped.add(1, ordering: .relaxed)
+            return
+        }
+        pictures[index % Self.capacity] = PictureRecord(hostNanoseconds: hostNanoseconds &+ kernelShift(), itemNanoseconds: itemNanoseconds,
+                                                        number: number, serial: Int32(truncatingIfNeeded: serial))
+        picturesWritten.store(index + 1, ordering: .releasing)
     }
 
     /// A process clock further than this from the kernel's (ns) is a moved clock, not the
@@ -111,6 +142,14 @@ public final class RenderCapture: @unchecked Sendable {
             index += 1
         }
         read.store(index, ordering: .releasing)
+        var picture = picturesRead.load(ordering: .relaxed)
+        let picturesEnd = picturesWritten.load(ordering: .acquiring)
+        while picture < picturesEnd {
+            let r = pictures[picture % Self.capacity]
+            text += "V \(r.hostNanoseconds) \(r.itemNanoseconds) \(r.number) \(r.serial)\n"
+            picture += 1
+        }
+        picturesRead.store(picture, ordering: .releasing)
         if !text.isEmpty { file.write(Data(text.utf8)) }
     }
 

@@ -14,11 +14,26 @@ public struct RenderCaptureLog: Sendable {
         /// Item frames played per frame heard (1 at normal speed, and in older captures).
         public var playbackRate: Double = 1
     }
+    /// One picture a display presented.
+    public struct Picture: Sendable, Equatable {
+        /// When it was presented (real CLOCK_MONOTONIC nanoseconds).
+        public var host: Int64
+        /// When it was due, in item time (nanoseconds).
+        public var itemNanoseconds: Int64
+        /// Its number in the order its reader produced it.
+        public var number: Int64
+        public var serial: Int
+    }
     /// Every period, in order.
     public var periods: [Period]
+    /// Every picture presented, in order.
+    public var pictures: [Picture] = []
 
-    /// A capture of `periods`.
-    public init(periods: [Period]) { self.periods = periods }
+    /// A capture of `periods` and `pictures`.
+    public init(periods: [Period], pictures: [Picture] = []) {
+        self.periods = periods
+        self.pictures = pictures
+    }
 
     /// Only the periods of the serial that was playing at host time `host` (nanoseconds):
     /// one item, or one stretch between seeks.
@@ -30,6 +45,12 @@ public struct RenderCaptureLog: Sendable {
     /// Reads the capture at `path`; malformed lines are skipped.
     public init(path: String) throws {
         let text = try String(contentsOfFile: path, encoding: .utf8)
+        pictures = text.split(separator: "\n").compactMap { line in
+            let f = line.split(separator: " ")
+            guard f.count == 5, f[0] == "V", let host = Int64(f[1]), let item = Int64(f[2]), let number = Int64(f[3]),
+                  let serial = Int(f[4]) else { return nil }
+            return Picture(host: host, itemNanoseconds: item, number: number, serial: serial)
+        }
         periods = text.split(separator: "\n").compactMap { line in
             let f = line.split(separator: " ")
             guard (5...7).contains(f.count), let host = Int64(f[0]), let position = Double(f[1]), let frames = Int(f[2]),
@@ -72,6 +93,46 @@ public struct RenderCaptureLog: Sendable {
             position += step
         }
         return result
+    }
+}
+
+extension RenderCaptureLog {
+    /// For each picture presented after `skip` nanoseconds of item time, how late it reached
+    /// the display against when its sound was heard (seconds; negative: the picture early):
+    /// the picture's presentation minus the moment the audio periods put its item time at.
+    public func pictureToSound(skip: Int64) -> [Double] {
+        let run = lastRun
+        guard let serial = run.first?.serial, let rate = run.first?.sampleRate else { return [] }
+        return pictures.compactMap { picture in
+            guard picture.serial == serial, picture.itemNanoseconds >= skip else { return nil }
+            let position = Double(picture.itemNanoseconds) * Double(rate) / 1e9
+            return Self.host(of: position, in: run).map { (Double(picture.host) - $0) / 1e9 }
+        }
+    }
+
+    /// For each picture both captures presented (by item time, after `skip` nanoseconds),
+    /// how much later this one presented it than `reference` (seconds): 0 for the same
+    /// picture at the same refresh.
+    public func pictureOffsets(against reference: RenderCaptureLog, skip: Int64) -> [Double] {
+        var theirs: [Int64: Int64] = [:]
+        for picture in reference.pictures where picture.itemNanoseconds >= skip {
+            if theirs[picture.itemNanoseconds] == nil { theirs[picture.itemNanoseconds] = picture.host }
+        }
+        var seen = Set<Int64>()
+        return pictures.compactMap { picture in
+            guard picture.itemNanoseconds >= skip, seen.insert(picture.itemNanoseconds).inserted,
+                  let other = theirs[picture.itemNanoseconds] else { return nil }
+            return Double(picture.host - other) / 1e9
+        }
+    }
+
+    /// The share of pictures of `reference` (after `skip`) this capture presented at the
+    /// same refresh: within `tolerance` nanoseconds (half a refresh, say).
+    public func samePictureShare(against reference: RenderCaptureLog, skip: Int64, tolerance: Int64) -> Double? {
+        let offsets = pictureOffsets(against: reference, skip: skip)
+        let total = reference.pictures.filter { $0.itemNanoseconds >= skip }.count
+        guard total > 0 else { return nil }
+        return Double(offsets.filter { abs($0) * 1e9 <= Double(tolerance) }.count) / Double(total)
     }
 }
 

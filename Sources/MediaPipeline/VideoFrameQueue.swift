@@ -201,19 +201,25 @@ public final class VideoFrameQueue: Sendable {
     /// `showFirstEarly`: with nothing of the wanted serial on display yet, show its first
     /// picture even if it is not due (a paused player after a seek, or the first picture of
     /// an item before the timeline starts).
-    public func next(dueNanoseconds: Int64, showFirstEarly: Bool) -> Pick {
+    ///
+    /// `timelineSerial`: the serial of the timeline `dueNanoseconds` was read from. A
+    /// timeline older than the queue's serial (a seek the player has made but not yet
+    /// published) says nothing of the new pictures: then only the first is shown, early,
+    /// and none is passed over.
+    public func next(dueNanoseconds: Int64, showFirstEarly: Bool, timelineSerial: Int = .max) -> Pick {
         let picked: Entry?? = state.withLockIfAvailableAnnotated { state -> Entry? in
             // Stale pictures of older serials go first.
             var staleEnd = 0
             while staleEnd < state.ready.count && state.ready[staleEnd].info.serial < state.wantedSerial { staleEnd += 1 }
             if staleEnd > 0 { release(&state, count: staleEnd, countingDrops: false) }
-            let decision = FrameSchedule.choose(count: state.ready.count, time: { state.ready[$0].info.itemNanoseconds },
-                                                due: dueNanoseconds)
+            let stale = timelineSerial < state.wantedSerial
+            let decision = stale ? .wait : FrameSchedule.choose(count: state.ready.count, time: { state.ready[$0].info.itemNanoseconds },
+                                                                due: dueNanoseconds)
             let displayedCurrent = state.displayed.map { $0.info.serial == state.wantedSerial } ?? false
             var index: Int
             switch decision {
             case .wait:
-                guard showFirstEarly, !displayedCurrent, !state.ready.isEmpty else { return nil }
+                guard showFirstEarly || stale, !displayedCurrent, !state.ready.isEmpty else { return nil }
                 index = 0
             case .show(let chosen):
                 index = chosen

@@ -85,6 +85,13 @@ final class RenderLoop {
 
     private var interval = RenderLoop.fallbackRefreshInterval
     private var hasVSync = false
+    /// What a present has been taking lately, in nanoseconds, when the loop paces itself.
+    private var presentCost: Int64 = 0
+    /// Presents over which `presentCost` is averaged (an exponential average): enough to
+    /// ride over one slow present, few enough to follow a window resized to a bigger size.
+    static let presentCostSmoothing: Int64 = 16
+    /// Whether the display reports a refresh rate (a real screen's vertical blank).
+    private var displayHasRefreshRate = false
     /// True while presents are seen to block until vblank; false means the
     /// loop sleeps to its own refresh grid instead.
     private var pacedByVSync = false
@@ -198,8 +205,13 @@ final class RenderLoop {
             return .failed(.sdlFailure(call: "SDL_CreateWindow", message: Self.sdlError()))
         }
 
-        renderer = SDL_CreateRenderer(
-            window, -1, SDL_RENDERER_ACCELERATED.rawValue | SDL_RENDERER_PRESENTVSYNC.rawValue)
+        // A display that reports no refresh rate (Xvfb, a virtual screen) has no vertical
+        // blank to wait for: its renderer's "vsync" is a per-process throttle of arbitrary
+        // phase. Without it the loop keeps its own grid, in phase with the host clock, so
+        // windows of several processes on one display change pictures at the same instants.
+        updateRefreshInterval(window: window)
+        let vsync = displayHasRefreshRate ? SDL_RENDERER_PRESENTVSYNC.rawValue : 0
+        renderer = SDL_CreateRenderer(window, -1, SDL_RENDERER_ACCELERATED.rawValue | vsync)
         if renderer == nil {
             // No GPU (or no GL for it): SDL's software renderer always works.
             renderer = SDL_CreateRenderer(window, -1, SDL_RENDERER_SOFTWARE.rawValue)
@@ -226,7 +238,7 @@ final class RenderLoop {
         SDL_RenderClear(renderer)
         SDL_RenderPresent(renderer)
         lastPresentEnd = HostClock.now()
-        nextRefresh = lastPresentEnd + interval
+        nextRefresh = (lastPresentEnd / interval + 1) * interval
         return .running(renderer: rendererName, driver: driver, vsync: hasVSync)
     }
 
@@ -274,10 +286,16 @@ final class RenderLoop {
                 pendingReply = ReadReply(id: readRequest, snapshot: readBack())
                 servedReadRequest = readRequest
             }
-            if !pacedByVSync { HostClock.sleep(until: target) }
+            // Started early by what presenting has been taking (a software renderer draws the
+            // whole frame inside the present), so the picture is out at the refresh's instant.
+            if !pacedByVSync { HostClock.sleep(until: target - presentCost) }
             let presentStart = HostClock.now()
             SDL_RenderPresent(renderer)
             let presentEnd = HostClock.now()
+            if !pacedByVSync {
+                let cost = min(max(0, presentEnd - presentStart), interval / 2)
+                presentCost += (cost - presentCost) / Self.presentCostSmoothing
+            }
             needsRedraw = false
             if let newIdentity {
                 source.presented(identity: newIdentity, atHostNanoseconds: presentEnd)
@@ -413,13 +431,15 @@ final class RenderLoop {
         if report { onEvent(.resized(width: outputWidth, height: outputHeight)) }
     }
 
-    private func updateRefreshInterval() {
+    private func updateRefreshInterval(window: OpaquePointer? = nil) {
         var mode = SDL_DisplayMode()
-        let display = max(0, SDL_GetWindowDisplayIndex(window))
+        let display = max(0, SDL_GetWindowDisplayIndex(window ?? self.window))
         if SDL_GetCurrentDisplayMode(display, &mode) == 0, mode.refresh_rate > 0 {
             interval = HostClock.nanosecondsPerSecond / Int64(mode.refresh_rate)
+            displayHasRefreshRate = true
         } else {
             interval = Self.fallbackRefreshInterval
+            displayHasRefreshRate = false
         }
         shared.refreshInterval.store(interval, ordering: .relaxed)
     }

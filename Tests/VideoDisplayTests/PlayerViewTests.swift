@@ -79,7 +79,8 @@ extension VideoWindowTests {
         item.step(byCount: 3)
         #expect(waitUntil(5) { shown() == 3 })
         item.step(byCount: -1)
-        #expect(waitUntil(5) { shown() == 2 })
+        var last: Int?
+        #expect(waitUntil(5) { last = shown(); return last == 2 }, "shows \(String(describing: last)) at \(player.currentTime().seconds) s")
         #expect(player.rate == 0)
     }
 }
