@@ -20,8 +20,8 @@ APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswres
                 libswscale-dev libsdl2-dev libasound2-dev libpulse-dev ffmpeg pulseaudio \
                 pulseaudio-utils libasound2-plugins alsa-utils faketime xvfb
 
-# The benchmarks also run Snapcast side by side.
-BENCH_PACKAGES := snapserver snapclient
+# The benchmarks also run Snapcast and mpv side by side.
+BENCH_PACKAGES := snapserver snapclient mpv
 
 .PHONY: all build deps bench-deps demo test test-tsan bench clean
 
@@ -112,7 +112,9 @@ test-tsan: deps
 bench: build bench-deps
 	@mkdir -p $(RUNTIME)
 	@eval "$$(scripts/pulse.sh start $(PULSE_DIR))"; \
+	if [ -z "$${DISPLAY:-}$${WAYLAND_DISPLAY:-}" ]; then eval "$$(scripts/xvfb.sh start $(PULSE_DIR))"; fi; \
 	scripts/bench.sh; status=$$?; \
+	scripts/xvfb.sh stop $(PULSE_DIR); \
 	scripts/pulse.sh stop $(PULSE_DIR); exit $$status
 
 clean:

@@ -10,6 +10,8 @@
 #             time from the first exchange on (deterministic, seconds)
 #   sync      offsets between a leader and followers (clean, impaired, join, pause/seek, speed), and
 #             Snapcast side by side through ALSA into PulseAudio null sinks
+#   video     CPU of `chorus play` with a window vs mpv and ffplay; dropped pictures, picture
+#             against sound, and two screens of one group against each other
 #
 # Run by `make bench` with a private PulseAudio daemon started and its environment
 # exported (ALSA's `default` then plays into its null sink, whose monitor `start` records).
@@ -41,6 +43,8 @@ follow_seconds=8
 # The 5-minute steady-play check is scripts/bench-sync.sh --scenario clean --seconds 300.
 sync_seconds=40
 sync_capture_seconds=30
+# Seconds of each generated video (1080p30 and 720p60) per player, and of the group run.
+video_seconds=15
 
 # The run's record: taken before anything runs, so it names the commit that was measured.
 run_date=$(date -u +%F)
@@ -137,6 +141,12 @@ started=$SECONDS
 (cd "$media" && "$bench" sync --chorus "$chorus_sim" --seconds "$sync_seconds" --capture-seconds "$sync_capture_seconds" \
     --work "$media/sync" --summary "$summary")
 echo "(sync: $((SECONDS - started)) s)"
+
+# Pictures: CPU beside mpv and ffplay, drops, lip-sync and two screens of one group, in
+# windows on the display (a private Xvfb when there is none: `make bench` starts one).
+started=$SECONDS
+(cd "$media" && "$bench" video --chorus "$chorus" --seconds "$video_seconds" --work-dir "$media/video" --summary "$summary")
+echo "(video: $((SECONDS - started)) s)"
 echo
 
 echo "== summary (ratios are chorus / peer; lower is better) =="

@@ -3,6 +3,7 @@ import AVPlayback
 import ChorusSession
 import Foundation
 
+
 /// `chorus play URL...`: plays items in turn on one output.
 struct Play: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -32,6 +33,9 @@ struct Play: ParsableCommand {
     @Flag(name: .long, help: "No status line and no keys.")
     var quiet = false
 
+    @Option(name: .long, help: "Record when every rendered period was heard and every picture shown to this file (for chorus compare and measurements).")
+    var capture: String?
+
     @OptionGroup var videoOptions: VideoOptions
 
     @OptionGroup var logging: LogOptions
@@ -49,7 +53,11 @@ struct Play: ParsableCommand {
         logging.apply()
         let spec: OutputSpec
         do { spec = try OutputSpec(parsing: output) } catch { throw ValidationError(error.description) }
-        let player = AVPlayer(playerItem: nil, output: spec)
+        var recorder: RenderCapture?
+        if let capture {
+            do { recorder = try RenderCapture(path: capture) } catch { throw ValidationError("--capture: \(error)") }
+        }
+        let player = AVPlayer(playerItem: nil, output: spec, hostClock: .hostTimeClock, hostMapping: { $0 }, capture: recorder)
         player.defaultRate = rate
         player.volume = volume
         let session = PlaylistSession(player: player, urls: urls.map(makeURL),
