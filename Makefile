@@ -44,20 +44,27 @@ bench-deps: deps
 build: deps
 	$(SWIFT) build -c release
 
-# A leader and two followers in sync on this machine, playing a tune the project generates
-# (see scripts/demo.sh). The leader plays on the default sound device; with no sound card, a
-# private PulseAudio daemon with a null sink stands in for one, so the same ALSA path runs.
+# A leader and two followers in sync on this machine, each in its own window, playing a
+# clip the project generates (see scripts/demo.sh). The leader plays on the default sound
+# device; with no sound card, a private PulseAudio daemon with a null sink stands in for
+# one, so the same ALSA path runs; with no display, a private Xvfb stands in for a screen.
 demo: build
 	@mkdir -p $(RUNTIME)
 	@scripts/make-tune.sh $(RUNTIME)/tune.flac
-	@if scripts/has-sound-card.sh; then \
-		scripts/demo.sh $(RUNTIME)/tune.flac $(RUNTIME)/demo; \
+	@scripts/make-clip.sh $(RUNTIME)/tune.flac $(RUNTIME)/clip.mp4
+	@if [ -z "$${DISPLAY:-}$${WAYLAND_DISPLAY:-}" ]; then \
+		echo "No display: the windows open on a private Xvfb."; \
+		eval "$$(scripts/xvfb.sh start $(PULSE_DIR))"; \
+	fi; \
+	if scripts/has-sound-card.sh; then \
+		scripts/demo.sh $(RUNTIME)/clip.mp4 $(RUNTIME)/demo; status=$$?; \
 	else \
 		echo "No sound card: the leader plays into a private PulseAudio null sink through ALSA."; \
 		eval "$$(scripts/pulse.sh start $(PULSE_DIR))"; \
-		scripts/demo.sh $(RUNTIME)/tune.flac $(RUNTIME)/demo; status=$$?; \
-		scripts/pulse.sh stop $(PULSE_DIR); exit $$status; \
-	fi
+		scripts/demo.sh $(RUNTIME)/clip.mp4 $(RUNTIME)/demo; status=$$?; \
+		scripts/pulse.sh stop $(PULSE_DIR); \
+	fi; \
+	scripts/xvfb.sh stop $(PULSE_DIR); exit $$status
 
 # Every test: the ALSA ones against a private PulseAudio daemon, the windows on a private X
 # display (Xvfb), both started and stopped by this target.
