@@ -114,8 +114,9 @@ let package = Package(
         // Counts a thread's heap allocations in the test process (the render path's must be none).
         .target(name: "CAllocationCounter", path: "Tests/CAllocationCounter"),
 
-        // Generated test media (real FFmpeg encodes), WAV reading, FFmpeg reference decodes.
-        .target(name: "ChorusTestSupport", path: "Tests/ChorusTestSupport"),
+        // Generated test media (real FFmpeg encodes, damage from a seeded generator), WAV
+        // reading, FFmpeg reference decodes.
+        .target(name: "ChorusTestSupport", dependencies: ["MediaClock"], path: "Tests/ChorusTestSupport"),
         .testTarget(name: "VideoDisplayTests", dependencies: ["VideoDisplay", "CSDL2", "AVPlayback", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "MediaClockTests", dependencies: ["MediaClock", "MutexAnnotations", "ChorusSimulation"]),
         .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock", "MutexAnnotations", "ChorusSimulation"], exclude: ["Fixtures"]),

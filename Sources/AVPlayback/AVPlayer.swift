@@ -71,6 +71,18 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         self.hostClock = hostClock
         engine = PlaybackEngine(spec: output, hostMapping: hostMapping, capture: capture)
         state = Mutex(PlayerState(status: .readyToPlay))
+        // A picture track that cannot be shown costs the pictures, never the sound: said
+        // once per reader, on the reader's thread.
+        engine.onVideoEvent = { event in
+            switch event {
+            case .failed(_, let error):
+                playerLog.warning("no picture: \(error); the sound plays on")
+            case .damaged(let count) where count == 1:
+                playerLog.notice("damaged pictures are skipped; the sound plays on")
+            default:
+                break
+            }
+        }
         startMonitor()
         if let item { replaceCurrentItem(with: item) }
     }

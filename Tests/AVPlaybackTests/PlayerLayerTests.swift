@@ -196,3 +196,32 @@ import Synchronization
         #expect(black[0] < 15 && black[1] < 15 && black[2] < 15)
     }
 }
+
+/// Pictures that cannot all be shown.
+@Suite struct DamagedVideoTests {
+    @Test("damaged pictures are skipped and the sound plays to its end")
+    func damagedPicturesDoNotStopTheSound() throws {
+        let source = try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true)
+        // Noise over a stretch in the middle of the file: pictures (most of an MP4's bytes)
+        // are hit, and perhaps some sound.
+        let url = try TestMedia.damaged(source, at: 0.45, length: 4_000, seed: 19)
+        let item = AVPlayerItem(url: url)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        let failed = NotificationCounter(AVPlayerItem.failedToPlayToEndTimeNotification, object: item)
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        player.play()
+        var shown = 0
+        #expect(waitUntil(15) {
+            if layer.picture(forRefreshAt: .now()) != nil { shown += 1 }
+            return ended.value + failed.value > 0
+        })
+        // The sound went on past the damage to the end (less what the noise took of the sound
+        // itself), and pictures were shown on either side of the damage.
+        #expect(ended.value == 1)
+        #expect(player.currentTime().seconds > 0.9 * item.duration.seconds)
+        #expect(shown > 25)
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import MediaClock
 
 /// Real media files for tests, encoded by the `ffmpeg` command on first use and kept for the
 /// rest of the run in one temporary folder.
@@ -119,11 +120,12 @@ public enum TestMedia {
     }
 
     /// A copy of `source` with `length` bytes from `offset` replaced by noise.
-    public static func damaged(_ source: URL, at offsetFraction: Double, length: Int) throws -> URL {
-        let url = folder.appendingPathComponent("damaged-\(offsetFraction)-\(length)-\(source.lastPathComponent)")
+    /// The noise comes from a generator seeded with `seed`, so a failure can be replayed.
+    public static func damaged(_ source: URL, at offsetFraction: Double, length: Int, seed: UInt64 = 1) throws -> URL {
+        let url = folder.appendingPathComponent("damaged-\(offsetFraction)-\(length)-\(seed)-\(source.lastPathComponent)")
         var data = try Data(contentsOf: source)
         let start = Int(Double(data.count) * offsetFraction)
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededGenerator(seed: seed)
         for index in start..<min(data.count, start + length) { data[index] = UInt8.random(in: 0...255, using: &generator) }
         try data.write(to: url)
         return url
@@ -172,3 +174,4 @@ public enum TestMediaError: Error, CustomStringConvertible {
         }
     }
 }
+
