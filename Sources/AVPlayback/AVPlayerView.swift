@@ -189,7 +189,16 @@ public final class AVPlayerView: Sendable {
             let info = planes.info
             return DisplayFrame(format: info.format == .nv12 ? .nv12 : .yuv420p, width: info.width, height: info.height,
                                 planes: (planes.plane0, planes.plane1, planes.plane2),
-                                strides: (planes.stride0, planes.stride1, planes.stride2), identity: info.number)
+                                strides: (planes.stride0, planes.stride1, planes.stride2), identity: info.number,
+                                colorMatrix: Self.matrix(info.colorMatrix))
+        }
+
+        static func matrix(_ matrix: VideoColorMatrix) -> DisplayColorMatrix {
+            switch matrix {
+            case .bt601: return .bt601
+            case .bt709: return .bt709
+            case .fullRange601: return .fullRange601
+            }
         }
 
         func presented(identity: Int64, atHostNanoseconds: Int64) {

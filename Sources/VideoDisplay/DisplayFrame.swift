@@ -8,6 +8,16 @@ public enum DisplayPixelFormat: Sendable, Equatable {
     case nv12
 }
 
+/// How a picture's YUV values map to colour.
+public enum DisplayColorMatrix: Sendable, Equatable {
+    /// Standard definition, limited range (BT.601).
+    case bt601
+    /// High definition, limited range (BT.709).
+    case bt709
+    /// Full range BT.601, as JPEG and many cameras write it.
+    case fullRange601
+}
+
 /// One decoded picture, as pointers into planes its producer owns.
 ///
 /// `@unchecked Sendable` because the raw pointers are not Sendable, yet a
@@ -32,13 +42,16 @@ public struct DisplayFrame: @unchecked Sendable {
     /// The producer's number for this frame, handed back in
     /// `VideoFrameSource.presented`; opaque to the window.
     public var identity: Int64
+    /// How its YUV values become colour.
+    public var colorMatrix: DisplayColorMatrix
 
     /// A frame over planes the caller keeps alive until the window releases it.
     public init(
         format: DisplayPixelFormat, width: Int, height: Int,
         planes: (UnsafePointer<UInt8>?, UnsafePointer<UInt8>?, UnsafePointer<UInt8>?),
-        strides: (Int, Int, Int), identity: Int64
+        strides: (Int, Int, Int), identity: Int64, colorMatrix: DisplayColorMatrix = .bt601
     ) {
+        self.colorMatrix = colorMatrix
         self.format = format
         self.width = width
         self.height = height

@@ -85,6 +85,8 @@ final class RenderLoop {
 
     private var interval = RenderLoop.fallbackRefreshInterval
     private var hasVSync = false
+    /// The colour conversion the texture was made with.
+    private var textureMatrix = DisplayColorMatrix.bt601
     /// What a present has been taking lately, in nanoseconds, when the loop paces itself.
     private var presentCost: Int64 = 0
     /// Presents over which `presentCost` is averaged (an exponential average): enough to
@@ -449,10 +451,17 @@ final class RenderLoop {
     private func upload(_ frame: DisplayFrame) -> Bool {
         guard frame.isUploadable else { return false }
         if texture == nil || textureFormat != frame.format
-            || textureWidth != frame.width || textureHeight != frame.height
+            || textureWidth != frame.width || textureHeight != frame.height || textureMatrix != frame.colorMatrix
         {
             if let texture { SDL_DestroyTexture(texture) }
             let format = frame.format == .yuv420p ? SDL_PIXELFORMAT_IYUV : SDL_PIXELFORMAT_NV12
+            // SDL picks a texture's YUV conversion when the texture is made.
+            switch frame.colorMatrix {
+            case .bt601: SDL_SetYUVConversionMode(SDL_YUV_CONVERSION_BT601)
+            case .bt709: SDL_SetYUVConversionMode(SDL_YUV_CONVERSION_BT709)
+            case .fullRange601: SDL_SetYUVConversionMode(SDL_YUV_CONVERSION_JPEG)
+            }
+            textureMatrix = frame.colorMatrix
             texture = SDL_CreateTexture(
                 renderer, format.rawValue, Int32(SDL_TEXTUREACCESS_STREAMING.rawValue),
                 Int32(frame.width), Int32(frame.height))

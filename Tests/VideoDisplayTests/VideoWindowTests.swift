@@ -76,11 +76,15 @@ private final class SolidSource: VideoFrameSource {
     private let state = Mutex<(handedOut: Bool, presented: [Int64])>((false, []))
     let overlayState: OverlayState
 
-    init(format: DisplayPixelFormat, identity: Int64, overlay: OverlayState = OverlayState()) {
-        // BT.601 limited range for pure red: R=255, G=0, B=0.
-        planes = Planes(width: 320, height: 240, y: 81, u: 90, v: 240)
+    let colorMatrix: DisplayColorMatrix
+
+    init(format: DisplayPixelFormat, identity: Int64, overlay: OverlayState = OverlayState(),
+         yuv: (UInt8, UInt8, UInt8) = (81, 90, 240), colorMatrix: DisplayColorMatrix = .bt601) {
+        // By default BT.601 limited range for pure red: R=255, G=0, B=0.
+        planes = Planes(width: 320, height: 240, y: yuv.0, u: yuv.1, v: yuv.2)
         self.format = format
         self.identity = identity
+        self.colorMatrix = colorMatrix
         overlayState = overlay
     }
 
@@ -91,7 +95,10 @@ private final class SolidSource: VideoFrameSource {
             defer { s.handedOut = true }
             return !s.handedOut
         }
-        return first ? planes.frame(format, identity: identity) : nil
+        guard first else { return nil }
+        var frame = planes.frame(format, identity: identity)
+        frame.colorMatrix = colorMatrix
+        return frame
     }
 
     func presented(identity: Int64, atHostNanoseconds: Int64) {
@@ -214,6 +221,23 @@ private func push(_ event: SDL_Event) {
         let rect = window.videoRect
         #expect(rect.height == Double(snapshot.height))
         #expect(rect.width == (Double(snapshot.height) * 4 / 3).rounded())
+    }
+
+    /// BT.709's red (limited range Y 63, U 102, V 240) is full red only through BT.709's
+    /// matrix: through BT.601's its red channel reads about 233.
+    @Test(.enabled(if: hasDisplay), arguments: [DisplayColorMatrix.bt709, .bt601])
+    func colourMatrixIsTheFramesOwn(matrix: DisplayColorMatrix) async throws {
+        let source = SolidSource(format: .yuv420p, identity: 7, yuv: (63, 102, 240), colorMatrix: matrix)
+        let window = try open(source)
+        defer { window.close() }
+        #expect(await eventually { window.isReadyForDisplay })
+        let snapshot = try #require(window.readPixels())
+        let centre = try #require(snapshot.pixel(x: snapshot.width / 2, y: snapshot.height / 2))
+        if matrix == .bt709 {
+            #expect(centre.red >= 248 && centre.green <= 8 && centre.blue <= 8, "centre is \(centre)")
+        } else {
+            #expect(centre.red >= 222 && centre.red <= 244, "centre is \(centre)")
+        }
     }
 
     @Test(.enabled(if: hasDisplay)) func shownPictureCarriesTheLastPresentedIdentity() async throws {
