@@ -8,31 +8,44 @@ extension AVPlayer {
     /// pictures are decoded only while at least one is registered. An item already loaded
     /// starts its pictures' reader at once, at the current position.
     func addVideoConsumer() {
-        let first = videoConsumers.withLockAnnotated { count -> Bool in
-            count += 1
-            return count == 1
-        }
-        guard first else { return }
-        engine.decodesVideo = true
+        videoConsumers.withLockAnnotated { $0 += 1 }
+        updateVideoDecoding()
+    }
+
+    /// Undoes `addVideoConsumer`; with none left, the pictures stop being decoded.
+    func removeVideoConsumer() {
+        videoConsumers.withLockAnnotated { $0 = max(0, $0 - 1) }
+        updateVideoDecoding()
+    }
+
+    /// A track of `item` was turned on or off: the sound's gain, and the pictures, follow
+    /// at once.
+    func tracksChanged(of item: AVPlayerItem) {
+        guard currentItem === item else { return }
+        applyVolume()
+        updateVideoDecoding()
+    }
+
+    /// Decodes pictures while something shows them and the current item's video track is
+    /// enabled: starts the current item's pictures' reader at the current position, or
+    /// stops it. In order with item changes, on the setup queue.
+    func updateVideoDecoding() {
+        let consumers = videoConsumers.withLockAnnotated { $0 }
+        let enabled = currentItem.map { $0.tracks.isEmpty || $0.showsPictures } ?? true
+        let wanted = consumers > 0 && enabled
+        engine.decodesVideo = wanted
         setupQueue.async { [weak self] in
             guard let self else { return }
+            guard wanted else {
+                engine.unloadVideo()
+                return
+            }
             let start = self.state.withLockAnnotated { state -> (serial: Int, frame: Int64)? in
                 guard state.itemLoaded, let format = state.format else { return nil }
                 return (state.serial, frames(of: currentTimeLocked(&state), format: format))
             }
             if let start { engine.loadVideoForCurrentItem(serial: start.serial, startFrame: start.frame) }
         }
-    }
-
-    /// Undoes `addVideoConsumer`; with none left, the pictures stop being decoded.
-    func removeVideoConsumer() {
-        let last = videoConsumers.withLockAnnotated { count -> Bool in
-            count = max(0, count - 1)
-            return count == 0
-        }
-        guard last else { return }
-        engine.decodesVideo = false
-        setupQueue.async { [engine] in engine.unloadVideo() }
     }
 
     /// Publishes where the pictures' timeline stands (on the monitor tick, from the same

@@ -166,6 +166,11 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
         tracks.lazy.compactMap(\.assetTrack).first { $0.mediaType == .video && $0.isPlayable }
     }
 
+    /// Whether the item's pictures are to be shown: it has a video track, and it is enabled.
+    var showsPictures: Bool {
+        tracks.contains { $0.assetTrack?.mediaType == .video && $0.assetTrack?.isPlayable == true && $0.isEnabled }
+    }
+
     /// Moves the paused item by `stepCount` pictures (back for a negative count), as
     /// Apple's does: the player stays paused and shows the picture it lands on. Does
     /// nothing while playing, or for an item without pictures.
@@ -241,7 +246,7 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     var loadedInfo: MediaInfo? { state.withLockAnnotated { $0.mediaInfo } }
 
     func becameReady(_ info: MediaInfo, hostClock: CMClock) {
-        let tracks = asset.makeTracks(info).map { AVPlayerItemTrack(assetTrack: $0) }
+        let tracks = asset.makeTracks(info).map { AVPlayerItemTrack(assetTrack: $0, item: self) }
         let timebase = CMTimebase(sourceClock: hostClock)
         let (oldStatus, oldDuration): (Status, CMTime) = state.withLockAnnotated { current in
             defer {
@@ -274,13 +279,24 @@ public final class AVPlayerItemTrack: Sendable {
     /// The asset track this stands for.
     public let assetTrack: AVAssetTrack?
     private let enabled = Mutex(true)
+    /// The item the track belongs to, told when the track is turned on or off.
+    private let owner: WeakBox<AVPlayerItem>
 
-    init(assetTrack: AVAssetTrack) { self.assetTrack = assetTrack }
+    init(assetTrack: AVAssetTrack, item: AVPlayerItem) {
+        self.assetTrack = assetTrack
+        owner = WeakBox()
+        owner.value = item
+    }
 
-    /// Whether the track plays. Disabling the audio track of an item silences it.
+    /// Whether the track plays. Disabling the audio track silences the item at once;
+    /// disabling the video track takes the picture off its layers (and stops decoding it)
+    /// until it is enabled again.
     public var isEnabled: Bool {
         get { enabled.withLockAnnotated { $0 } }
-        set { enabled.withLockAnnotated { $0 = newValue } }
+        set {
+            let changed = enabled.withLockAnnotated { old in defer { old = newValue }; return old != newValue }
+            if changed, let item = owner.value { item.player?.tracksChanged(of: item) }
+        }
     }
 
     /// A video track's frame rate as played; 0 for audio.

@@ -131,7 +131,7 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
     public func picture(forRefreshAt refreshAt: HostTime, refreshInterval: Duration = .zero) -> VideoPlanes? {
         let player = target.tryRead() ?? refresh.player
         refresh.player = player
-        guard let engine = player?.engine, let queue = engine.videoQueue else { return nil }
+        guard let engine = player?.engine, let queue = engine.videoQueue, engine.decodesVideo else { return nil }
         let timeline = engine.videoTimeline.tryRead() ?? refresh.timeline
         refresh.timeline = timeline
         guard let timeline else { return nil }

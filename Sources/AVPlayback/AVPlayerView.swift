@@ -132,7 +132,14 @@ public final class AVPlayerView: Sendable {
             isPaused: player.rate == 0, elapsedSeconds: now.isNumeric ? now.seconds : 0,
             durationSeconds: duration.isNumeric ? duration.seconds : nil, rate: Double(player.rate == 0 ? player.defaultRate : player.rate),
             droppedFrames: playerLayer.droppedFrameCount))
-        guard let track = item?.videoTrack else { return }
+        guard let item, let track = item.videoTrack else { return }
+        guard item.showsPictures else {
+            // The picture turned off: black until it is turned on again.
+            if source.lastShape.withLockAnnotated({ last in defer { last = nil }; return last != nil }) {
+                window.setContentGeometry(nil)
+            }
+            return
+        }
         let info = track.trackInfo
         let shape = Shape(width: info.width ?? 0, height: info.height ?? 0, aspect: info.sampleAspectRatio.map { [$0.width, $0.height] },
                           rotation: Int(info.rotationDegrees))
@@ -156,7 +163,7 @@ public final class AVPlayerView: Sendable {
             playerLayer.setPresentation(size: CGSize(width: abs(turned.width), height: abs(turned.height)),
                                         rotationDegrees: info.rotationDegrees)
         }
-        window.setTitle(item.map { ($0.asset as? AVURLAsset)?.url.lastPathComponent ?? "Chorus" } ?? "Chorus")
+        window.setTitle((item.asset as? AVURLAsset)?.url.lastPathComponent ?? "Chorus")
     }
 
     private struct Shape: Equatable, Sendable {

@@ -225,3 +225,45 @@ import Synchronization
         #expect(shown > 25)
     }
 }
+
+/// Tracks turned off and on while playing.
+@Suite struct TrackEnablingTests {
+    @Test("turning the video track off takes the picture away and stops its decoding; on again, it comes back")
+    func videoTrackOffAndOn() throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 4, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        player.play()
+        #expect(waitUntil(10) { layer.picture(forRefreshAt: .now()) != nil })
+        let video = try #require(item.tracks.first { $0.assetTrack?.mediaType == .video })
+        video.isEnabled = false
+        #expect(waitUntil(10) { !player.engine.hasVideo })
+        #expect(layer.picture(forRefreshAt: .now()) == nil)
+        #expect(item.presentationSize == CGSize(width: 320, height: 240))
+        video.isEnabled = true
+        #expect(waitUntil(10) { player.engine.hasVideo })
+        // The pictures come back from where the sound is, not from where they stopped.
+        var number: Int64?
+        #expect(waitUntil(10) {
+            number = layer.picture(forRefreshAt: .now())?.info.itemNanoseconds
+            return number != nil
+        })
+        let now = player.currentTime().convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
+        #expect(abs(now - (number ?? 0)) < 200_000_000)
+    }
+
+    @Test("turning the audio track off silences the item at once")
+    func audioTrackOff() throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        let audio = try #require(item.tracks.first { $0.assetTrack?.mediaType == .audio })
+        audio.isEnabled = false
+        #expect(player.engine.currentControl?.volume == 0)
+        audio.isEnabled = true
+        #expect(player.engine.currentControl?.volume == 1)
+    }
+}
