@@ -38,6 +38,7 @@ extension AVPlayer {
             if let duration = state.item?.duration, duration.isNumeric { target = min(target, duration) }
             if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
             state.serial += 1
+            state.positioned = true
             state.position = target
             state.scheduledHost = nil
             state.masterAnchor = nil

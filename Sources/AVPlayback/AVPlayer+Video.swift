@@ -53,6 +53,29 @@ extension AVPlayer {
     /// the sound is heard, standing still otherwise (paused, starting, stalled, ended).
     func publishVideoTimelineLocked(_ state: inout PlayerState, status: RenderStatus, now: HostTime, time: CMTime) {
         guard engine.decodesVideo else { return }
+        // A group member: the group's timeline itself, which its sound is held to within
+        // microseconds, so its pictures are where the group's are from the first one on
+        // (through its start, a join mid-item, and a hard resync of its sound alike).
+        if state.itemLoaded, state.rate != 0, let master = state.masterClock, let format = state.format,
+           let anchor = state.masterAnchor {
+            let timeline = masterTimelineLocked(&state, master: master, format: format)
+            let shift = state.latencyCompensation
+            let nanosecondsPerFrame = 1e9 / Double(format.sampleRate)
+            func nanoseconds(_ frame: Double) -> Int64 { Int64(max(-9e18, min(9e18, (frame * nanosecondsPerFrame).rounded()))) }
+            let anchorHeard = timeline.host + shift
+            let published: VideoTimeline
+            if anchor.rateBefore == nil && now < anchorHeard {
+                // A start ahead: the picture holds at the anchor until it is heard.
+                published = VideoTimeline(serial: state.serial, anchorHost: anchorHeard, anchorItemNanoseconds: nanoseconds(Double(timeline.frame)),
+                                          rate: timeline.rate, holdsBeforeAnchor: true)
+            } else {
+                let heardFrame = timeline.due(at: now - shift, sampleRate: format.sampleRate)
+                published = VideoTimeline(serial: state.serial, anchorHost: now, anchorItemNanoseconds: nanoseconds(heardFrame),
+                                          rate: timeline.rate(at: now - shift))
+            }
+            engine.videoTimeline.publish(published)
+            return
+        }
         var moving = false
         if state.itemLoaded, state.rate != 0, status.serial == state.serial, status.phase == .playing {
             moving = !engine.isRealtime || now >= status.runStartHost
@@ -64,7 +87,10 @@ extension AVPlayer {
             if position.isFinite { itemNanoseconds = Int64(max(-9e18, min(9e18, (position * 1e9 / Double(format.sampleRate)).rounded()))) }
         }
         let rate = moving && status.anchorRate.isFinite ? status.anchorRate : 0
+        // A group member's item opened ahead of its start shows nothing until it starts; a
+        // player of its own shows the still of where it stands, as Apple's layers do.
+        let shows = state.masterClock == nil || state.positioned
         engine.videoTimeline.publish(VideoTimeline(serial: state.serial, anchorHost: now,
-                                                   anchorItemNanoseconds: itemNanoseconds, rate: rate))
+                                                   anchorItemNanoseconds: itemNanoseconds, rate: rate, showsPictures: shows))
     }
 }

@@ -236,7 +236,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Pauses; the same as setting `rate` to 0.
     public func pause() {
         var effects = Effects()
-        state.withLockAnnotated { state in pauseLocked(&state, &effects) }
+        state.withLockAnnotated { state in
+            state.positioned = true
+            pauseLocked(&state, &effects)
+        }
         effects.run(on: eventQueue)
     }
 
@@ -345,6 +348,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             guard old !== item else { return nil }
             state.item = item
             state.serial += 1
+            state.positioned = false
             state.itemLoaded = false
             state.format = nil
             state.position = item?.startTime ?? .zero
@@ -574,6 +578,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         state.withLockAnnotated { state in
             let oldRate = state.rate
             state.rate = rate
+            state.positioned = true
             if oldRate != rate {
                 effects.changes.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.rate, old: oldRate, new: rate) }
             }
@@ -823,6 +828,9 @@ struct PlayerState {
     var lastObservedTime = CMTime.invalid
     var allowsExternalPlayback = true
     var usesExternalPlaybackWhileExternalScreenIsActive = false
+    /// Whether the current item has been played, paused or sought since it was given: until
+    /// then a group member's item is only open ahead of its start, and shows no picture.
+    var positioned = false
 }
 
 /// Item time `itemTime` is heard at master-clock time `masterTime`. With `rateBefore`, the

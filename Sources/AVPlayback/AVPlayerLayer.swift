@@ -134,7 +134,7 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         guard let engine = player?.engine, let queue = engine.videoQueue, engine.decodesVideo else { return nil }
         let timeline = engine.videoTimeline.tryRead() ?? refresh.timeline
         refresh.timeline = timeline
-        guard let timeline else { return nil }
+        guard let timeline, timeline.showsPictures else { return nil }
         let lead = Duration.nanoseconds(Int64(Double(refreshInterval.nanosecondsClamped) * Self.refreshLeadFraction))
         let due = timeline.itemNanoseconds(at: engine.playerHostTime(ofReal: refreshAt) + lead)
         switch queue.next(dueNanoseconds: due, showFirstEarly: timeline.rate == 0, timelineSerial: timeline.serial) {

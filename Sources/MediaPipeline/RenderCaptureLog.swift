@@ -100,11 +100,11 @@ extension RenderCaptureLog {
     /// For each picture presented after `skip` nanoseconds of item time, how late it reached
     /// the display against when its sound was heard (seconds; negative: the picture early):
     /// the picture's presentation minus the moment the audio periods put its item time at.
+    /// Each picture is compared with the sound of its own serial (the same item and seek).
     public func pictureToSound(skip: Int64) -> [Double] {
-        let run = lastRun
-        guard let serial = run.first?.serial, let rate = run.first?.sampleRate else { return [] }
+        let runs = Dictionary(grouping: periods, by: \.serial)
         return pictures.compactMap { picture in
-            guard picture.serial == serial, picture.itemNanoseconds >= skip else { return nil }
+            guard picture.itemNanoseconds >= skip, let run = runs[picture.serial], let rate = run.first?.sampleRate else { return nil }
             let position = Double(picture.itemNanoseconds) * Double(rate) / 1e9
             return Self.host(of: position, in: run).map { (Double(picture.host) - $0) / 1e9 }
         }

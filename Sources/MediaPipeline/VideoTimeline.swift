@@ -15,17 +15,27 @@ public struct VideoTimeline: Sendable, Equatable {
     public var anchorHost: HostTime
     public var anchorItemNanoseconds: Int64
     public var rate: Double
+    /// Whether a picture is to be shown at all: false for an item opened ahead of its start
+    /// (a group member's, while its clock settles), whose first picture is not yet where
+    /// the group stands.
+    public var showsPictures: Bool
+    /// Whether item time stands still at the anchor until the anchor's host time: a start
+    /// scheduled ahead (rather than a timeline already moving, extrapolated back).
+    public var holdsBeforeAnchor: Bool
 
-    public init(serial: Int, anchorHost: HostTime, anchorItemNanoseconds: Int64, rate: Double) {
+    public init(serial: Int, anchorHost: HostTime, anchorItemNanoseconds: Int64, rate: Double, showsPictures: Bool = true,
+                holdsBeforeAnchor: Bool = false) {
         self.serial = serial
         self.anchorHost = anchorHost
         self.anchorItemNanoseconds = anchorItemNanoseconds
         self.rate = rate
+        self.showsPictures = showsPictures
+        self.holdsBeforeAnchor = holdsBeforeAnchor
     }
 
     /// The item time, in nanoseconds, the timeline reaches at host time `host`.
     public func itemNanoseconds(at host: HostTime) -> Int64 {
-        guard rate != 0, rate.isFinite else { return anchorItemNanoseconds }
+        guard rate != 0, rate.isFinite, !(holdsBeforeAnchor && host < anchorHost) else { return anchorItemNanoseconds }
         let elapsed = Double((host - anchorHost).nanosecondsClamped) * rate
         return anchorItemNanoseconds &+ Int64(max(-9e18, min(9e18, elapsed.rounded())))
     }

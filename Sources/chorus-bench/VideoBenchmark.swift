@@ -1,5 +1,7 @@
 import ArgumentParser
+import ChorusSimulation
 import Foundation
+import GroupSync
 import MediaClock
 import MediaPipeline
 
@@ -44,7 +46,7 @@ struct VideoBenchmark: ParsableCommand {
     @Option(name: .long, help: "A directory for generated media and captures.")
     var workDir = "/tmp/chorus-bench-video"
 
-    @Option(name: .long, help: "The group's UDP port (and the next one up for HTTP).")
+    @Option(name: .long, help: "The group's UDP port (and the next one up for HTTP; the impaired run takes the two after).")
     var port = 47_950
 
     @Flag(name: .long, help: "Skip mpv and ffplay (Chorus's own figures only).")
@@ -66,7 +68,10 @@ struct VideoBenchmark: ParsableCommand {
         let media = files.isEmpty ? try generate() : files
         let sink = SummaryFile(path: summary)
         for file in media { try measurePlayers(file, sink: sink) }
-        if let first = media.first { try measureGroup(first, sink: sink) }
+        if let first = media.first {
+            try measureGroup(first, impaired: false, sink: sink)
+            try measureGroup(first, impaired: true, sink: sink)
+        }
     }
 
     /// The default files: 1080p30 and 720p60 H.264 (x264 "veryfast", as a download would
@@ -149,17 +154,38 @@ struct VideoBenchmark: ParsableCommand {
         if let firstPicture { sink.record("video \(name)", "time to first picture, play", String(format: "%.2f s", firstPicture)) }
     }
 
-    private func measureGroup(_ file: String, sink: SummaryFile) throws {
-        let dir = "\(workDir)/group"
+    /// Runs the group; `impaired` puts each screen's clock messages behind the project's
+    /// own relay on the sync benchmark's impaired path (5 ms ± 2 ms each way, 10 % loss).
+    private func measureGroup(_ file: String, impaired: Bool, sink: SummaryFile) throws {
+        let dir = "\(workDir)/group\(impaired ? "-impaired" : "")"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let dimensions = size.split(separator: "x").compactMap { Int($0) }
-        let listen = "127.0.0.1:\(port)"
+        // A port pair of its own for each run, so the second never meets the first's sockets.
+        let groupPort = port + (impaired ? 2 : 0)
+        let listen = "127.0.0.1:\(groupPort)"
+        var relays: [ImpairmentRelay] = []
+        defer { relays.forEach { $0.stop() } }
+        var targets = [listen, listen]
+        if impaired {
+            guard let leaderEndpoint = UDPEndpoint(parsing: listen) else { throw BenchError("bad address \(listen)") }
+            for index in 0..<2 {
+                var impairment = SyncBenchmark.impairment
+                impairment.seed = UInt64(index + 1)
+                do {
+                    let relay = try ImpairmentRelay(listeningOn: .loopbackIPv4(port: 0), forwardingTo: leaderEndpoint, impairment: impairment)
+                    relays.append(relay)
+                    targets[index] = relay.listenEndpoint.description
+                } catch {
+                    throw BenchError("cannot start a relay: \(error)")
+                }
+            }
+        }
         let leader = NodeProcess(name: "leader", arguments: [chorus, "lead", file, "--listen", listen, "--output", "null", "--quiet",
                                                             "--capture", "\(dir)/leader.cap"], logPath: "\(dir)/leader.log")
         var followers: [NodeProcess] = []
         for index in 0..<2 {
             followers.append(NodeProcess(name: "screen\(index + 1)",
-                                         arguments: [chorus, "follow", listen, "--name", "screen\(index + 1)", "--output", "alsa:default",
+                                         arguments: [chorus, "follow", targets[index], "--name", "screen\(index + 1)", "--output", "alsa:default",
                                                      "--video", "window", "--geometry", "\(dimensions[0] / 2)x\(dimensions[1] / 2)+\(index * dimensions[0] / 2)+0",
                                                      "--capture", "\(dir)/screen\(index + 1).cap"],
                                          logPath: "\(dir)/screen\(index + 1).log"))
@@ -182,7 +208,8 @@ struct VideoBenchmark: ParsableCommand {
         let offsets = second.pictureOffsets(against: first, skip: skip)
         let share = second.samePictureShare(against: first, skip: skip, tolerance: Self.sameRefreshTolerance)
         let joinTime = second.pictures.first.map { Double($0.host - followers[1].launchedAt.nanoseconds) / 1e9 }
-        var table = Table(title: "video group: two screens of one leader, the second joining \(Format.fixed(lateJoin, 1)) s in",
+        let path = impaired ? "the impaired path (the project's relay: 5 ms ± 2 ms, 10 % loss)" : "loopback"
+        var table = Table(title: "video group over \(path): two screens of one leader, the second joining \(Format.fixed(lateJoin, 1)) s in",
                           command: "chorus-bench video --seconds \(Int(seconds)) \(file)",
                           header: ["figure", "value"])
         table.add(["same picture at the same refresh (after the join + \(Self.settleSeconds) s)", share.map { Format.fixed($0 * 100, 2) + " %" } ?? "n/a"])
@@ -192,13 +219,14 @@ struct VideoBenchmark: ParsableCommand {
         table.add(["late joiner: launch to first picture", joinTime.map { Format.fixed($0, 2) + " s" } ?? "n/a"])
         table.notes = [
             "leader: `\(leader.commandLine)`; screens like: `\(followers[1].commandLine)`",
-            "one machine, one display, real clocks (no simulation), loopback; captures give each presentation on the machine's clock",
+            "one machine, one display, real clocks (no simulation)\(impaired ? "; clock messages through the project's own relay, the media over HTTP direct" : ", loopback"); captures give each presentation on the machine's clock",
             "a refresh of the display is \(Self.sameRefreshTolerance * 2 / 1_000_000) ms; screens within half of it show a picture at the same refresh",
         ]
         table.print()
-        if let share { sink.record("video group", "same picture at the same refresh", Format.fixed(share * 100, 2) + " %", aim: "≥ 99.9 %") }
-        sink.record("video group", "screen offset |median| / p99 / max ms", Self.magnitudes(offsets))
-        if let joinTime { sink.record("video group", "late joiner to first picture", Format.fixed(joinTime, 2) + " s", aim: "< 2 s") }
+        let group = impaired ? "video group, impaired" : "video group"
+        if let share { sink.record(group, "same picture at the same refresh", Format.fixed(share * 100, 2) + " %", aim: "≥ 99.9 %") }
+        sink.record(group, "screen offset |median| / p99 / max ms", Self.magnitudes(offsets))
+        if let joinTime { sink.record(group, "late joiner to first picture", Format.fixed(joinTime, 2) + " s", aim: "< 2 s") }
     }
 
     /// "median / p99 / max" of the magnitudes, in ms.

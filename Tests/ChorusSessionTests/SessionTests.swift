@@ -168,4 +168,51 @@ import Testing
         }
         #expect(await followerLogs[0].messages().contains { $0.contains("a follower plays what its leader plays") })
     }
+
+    /// A follower's screen: its pictures are the group's from the first one shown, on a
+    /// clock of its own, judged against what the leader's device really played (its capture).
+    @Test func aFollowersPicturesAreTheGroupsFromTheFirst() async throws {
+        let media = try TestMedia.identityVideo(seconds: 12, rate: 25, withSound: true)
+        let leaderCapture = TestMedia.folder.appendingPathComponent("session-screen-leader.cap").path
+        let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
+        let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: leaderCapture),
+                                       listen: loopback, httpPort: 0, urls: [media], positionInterval: nil)
+        let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: 60),
+                                                                            clock: .simulated(offset: .seconds(3), skewPPM: 120)),
+                                           leader: leader.endpoint, name: "screen")
+        let layer = AVPlayerLayer(player: follower.player)
+        let sessions = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { _ = await onThread { leader.run() } }
+                group.addTask { await onThread { follower.run() } }
+            }
+        }
+        // Refreshes every 10 ms for 5 s: each picture shown, with the refresh's instant.
+        var shown: [(refresh: HostTime, item: Int64)] = []
+        let end = HostTime.now() + .seconds(5)
+        while HostTime.now() < end {
+            let refresh = HostTime.now() + .milliseconds(2)
+            if let picture = layer.picture(forRefreshAt: refresh) { shown.append((refresh, picture.info.itemNanoseconds)) }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        follower.send(.stop)
+        leader.send(.stop)
+        await sessions.value
+        #expect(shown.count > 50, "\(shown.count) pictures shown")
+        // Where the leader's sound was at each refresh, from its capture (real host times).
+        let periods = try RenderCaptureLog(path: leaderCapture).periods
+        func leaderItem(at host: HostTime) -> Int64? {
+            guard let after = periods.firstIndex(where: { $0.host > host.nanoseconds }), after > 0 else { return nil }
+            let a = periods[after - 1], b = periods[after]
+            guard a.serial == b.serial, b.host > a.host else { return nil }
+            let position = a.position + (b.position - a.position) * Double(host.nanoseconds - a.host) / Double(b.host - a.host)
+            return Int64(position * 1e9 / Double(a.sampleRate))
+        }
+        let gaps = shown.compactMap { entry in leaderItem(at: entry.refresh).map { $0 - entry.item } }
+        #expect(gaps.count > 50)
+        // Each is the picture due where the leader's sound is: at most one picture period
+        // (40 ms) behind it, never ahead, from the very first.
+        let outside = gaps.enumerated().filter { $0.element < -1_000_000 || $0.element > 41_000_000 }.map { "#\($0.offset): \($0.element)" }
+        #expect(outside.isEmpty, "pictures off the group's timeline by \(outside.prefix(5)) ns")
+    }
 }
