@@ -87,6 +87,16 @@ extension AVPlayer {
             if position.isFinite { itemNanoseconds = Int64(max(-9e18, min(9e18, (position * 1e9 / Double(format.sampleRate)).rounded()))) }
         }
         let rate = moving && status.anchorRate.isFinite ? status.anchorRate : 0
+        // A start scheduled at a host time (a group's leader's, `setRate(_:time:atHostTime:)`)
+        // whose sound is not heard yet, while its device settles: the pictures keep the
+        // schedule, held at the start until its moment, rather than the still of a paused
+        // player.
+        if !moving, state.itemLoaded, state.rate != 0, let scheduled = state.scheduledHost {
+            let start = state.position.isNumeric ? state.position.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value : 0
+            engine.videoTimeline.publish(VideoTimeline(serial: state.serial, anchorHost: scheduled, anchorItemNanoseconds: start,
+                                                       rate: Double(state.rate), holdsBeforeAnchor: true))
+            return
+        }
         // A group member's item opened ahead of its start shows nothing until it starts; a
         // player of its own shows the still of where it stands, as Apple's layers do.
         let shows = state.masterClock == nil || state.positioned
