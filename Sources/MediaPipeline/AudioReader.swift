@@ -53,8 +53,7 @@ public final class AudioReader: @unchecked Sendable {
     private let pendingSeek = Mutex<(frame: Int64, serial: Int)?>(nil)
     private let stopRequested = Atomic<Bool>(false)
     private let wake = WakeSignal()
-    private let finished = DispatchSemaphore(value: 0)
-    private let started = Atomic<Bool>(false)
+    private let thread = ReaderThread(name: "chorus.reader")
 
     private var serial: Int
     /// Item frame of the next converted sample, or nil until a decoded timestamp sets it.
@@ -98,14 +97,7 @@ public final class AudioReader: @unchecked Sendable {
 
     /// Starts the reader thread.
     public func start() {
-        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let thread = Thread { [self] in
-            run()
-            finished.signal()
-        }
-        thread.name = "chorus.reader"
-        thread.qualityOfService = .userInitiated
-        thread.start()
+        thread.start { [self] in run() }
     }
 
     /// Moves reading to item frame `frame`; blocks produced after this carry `serial`.
@@ -120,7 +112,7 @@ public final class AudioReader: @unchecked Sendable {
         stopRequested.store(true, ordering: .releasing)
         source.interrupt()
         wake.signal()
-        if started.load(ordering: .acquiring) { finished.wait() }
+        thread.waitForEnd()
     }
 
     private var stopping: Bool { stopRequested.load(ordering: .acquiring) }
@@ -168,13 +160,8 @@ public final class AudioReader: @unchecked Sendable {
             consecutiveErrors = 0
             defer { av_packet_unref(packet) }
             guard packet.pointee.stream_index == decoder.streamIndex else { continue }
-            // A decoder refuses input (EAGAIN) until its output is taken: take it, then give
-            // the same packet again, or the packet would be lost.
-            var sent = decoder.send(packet)
-            while sent == FFmpegCall.again && !stopping && pendingSeekIsEmpty {
-                receiveAll()
-                sent = decoder.send(packet)
-            }
+            let sent = sendRetrying({ decoder.send(packet) }, receiveAll: receiveAll,
+                                    shouldGiveUp: { stopping || !pendingSeekIsEmpty })
             if sent < 0 && sent != FFmpegCall.again {
                 damagedPackets += 1
                 onEvent(.damaged(count: damagedPackets))

@@ -41,8 +41,7 @@ public final class VideoReader: @unchecked Sendable {
     private let onEvent: @Sendable (VideoReaderEvent) -> Void
     private let pendingSeek = Mutex<(itemNanoseconds: Int64, serial: Int)?>(nil)
     private let stopRequested = Atomic<Bool>(false)
-    private let started = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
+    private let thread = ReaderThread(name: "chorus.video.reader")
 
     private var serial: Int
     /// Pictures due before this item time are decoded and dropped (a seek's target), except
@@ -76,14 +75,7 @@ public final class VideoReader: @unchecked Sendable {
 
     /// Starts the reader thread.
     public func start() {
-        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let thread = Thread { [self] in
-            run()
-            finished.signal()
-        }
-        thread.name = "chorus.video.reader"
-        thread.qualityOfService = .userInitiated
-        thread.start()
+        thread.start { [self] in run() }
     }
 
     /// Moves reading to `itemNanoseconds`; pictures decoded after this carry `serial`, and
@@ -99,7 +91,7 @@ public final class VideoReader: @unchecked Sendable {
         stopRequested.store(true, ordering: .releasing)
         source.interrupt()
         queue.spaceFreed.signal()
-        if started.load(ordering: .acquiring) { finished.wait() }
+        thread.waitForEnd()
     }
 
     private var stopping: Bool { stopRequested.load(ordering: .acquiring) }
@@ -150,13 +142,8 @@ public final class VideoReader: @unchecked Sendable {
             consecutiveErrors = 0
             defer { av_packet_unref(packet) }
             guard packet.pointee.stream_index == decoder.streamIndex else { continue }
-            // A frame-threaded decoder refuses input (EAGAIN) until its finished pictures are
-            // taken: take them, then give the same packet again, or it would be lost.
-            var sent = decoder.send(packet)
-            while sent == FFmpegCall.again && !stopping && pendingSeekIsEmpty {
-                receiveAll()
-                sent = decoder.send(packet)
-            }
+            let sent = sendRetrying({ decoder.send(packet) }, receiveAll: receiveAll,
+                                    shouldGiveUp: { stopping || !pendingSeekIsEmpty })
             if sent < 0 && sent != FFmpegCall.again {
                 reportDamage()
                 continue

@@ -58,6 +58,15 @@ private func showAll(_ queue: VideoFrameQueue, events: VideoEvents, from start: 
     return shown
 }
 
+/// A reader of `url`'s pictures, started under serial 1, with its queue and its events.
+private func startedReader(_ url: URL) throws -> (reader: VideoReader, queue: VideoFrameQueue, events: VideoEvents) {
+    let queue = try #require(VideoFrameQueue())
+    let events = VideoEvents()
+    let reader = try VideoReader(source: try MediaSource(url: url.path), queue: queue, serial: 1, onEvent: events.record)
+    reader.start()
+    return (reader, queue, events)
+}
+
 @Suite("Video reader: pictures decoded, timed and queued")
 struct VideoReaderTests {
     @Test("every picture of a clip comes once, at its own item time, showing its own number")
@@ -87,10 +96,7 @@ struct VideoReaderTests {
     @Test("a display that refreshes slower than the pictures come drops the ones it passes, and counts them")
     func lateOnesDropped() throws {
         let url = try TestMedia.identityVideo(seconds: 2, rate: 25)
-        let queue = try #require(VideoFrameQueue())
-        let events = VideoEvents()
-        let reader = try VideoReader(source: try MediaSource(url: url.path), queue: queue, serial: 1, onEvent: events.record)
-        reader.start()
+        let (reader, queue, events) = try startedReader(url)
         defer { reader.stop() }
         // A refresh every 100 ms: two or three 40 ms pictures come due between refreshes, and
         // each refresh shows the newest of them.
@@ -106,10 +112,7 @@ struct VideoReaderTests {
     @Test("a display joining late skips to the picture due, without counting the ones before it as dropped")
     func joinSkipsWithoutDrops() throws {
         let url = try TestMedia.identityVideo(seconds: 2, rate: 25)
-        let queue = try #require(VideoFrameQueue())
-        let events = VideoEvents()
-        let reader = try VideoReader(source: try MediaSource(url: url.path), queue: queue, serial: 1, onEvent: events.record)
-        reader.start()
+        let (reader, queue, events) = try startedReader(url)
         defer { reader.stop() }
         // The first refresh comes when the timeline already stands at 0.2 s: pictures 0 to 4
         // are passed over, and picture 5 is the first shown.
@@ -121,10 +124,7 @@ struct VideoReaderTests {
     @Test("a seek shows the picture on screen at its target first, under the new serial")
     func seekLandsOnThePictureShowingAtTheTarget() throws {
         let url = try TestMedia.identityVideo(seconds: 2, rate: 25)
-        let queue = try #require(VideoFrameQueue())
-        let events = VideoEvents()
-        let reader = try VideoReader(source: try MediaSource(url: url.path), queue: queue, serial: 1, onEvent: events.record)
-        reader.start()
+        let (reader, queue, events) = try startedReader(url)
         defer { reader.stop() }
         #expect(events.wait { if case .ready(serial: 1, _) = $0 { return true }; return false } != nil)
         // 1.03 s lies inside picture 25 (1.00 to 1.04 s).
