@@ -49,9 +49,17 @@ private func showAll(_ queue: VideoFrameQueue, events: VideoEvents, from start: 
             Thread.sleep(forTimeInterval: 0.002)
             continue
         }
-        if case .show(let planes) = queue.next(dueNanoseconds: due, showFirstEarly: false), let luma = planes.plane0 {
-            shown.append((due, planes.info, TestMedia.identity(luma: luma, stride: planes.stride0,
-                                                                width: planes.info.width, height: planes.info.height)))
+        switch queue.next(dueNanoseconds: due, showFirstEarly: false) {
+        case .show(let planes):
+            if let luma = planes.plane0 {
+                shown.append((due, planes.info, TestMedia.identity(luma: luma, stride: planes.stride0,
+                                                                    width: planes.info.width, height: planes.info.height)))
+            }
+        case .keep:
+            // Kept with a picture due: the queue's lock was busy (the reader was queueing),
+            // which a display meets as one refresh more on the old picture. Here the refresh
+            // is tried again, so what is shown depends on the schedule alone.
+            if let first = queue.queuedItemNanoseconds.first, first <= due + FrameSchedule.dueToleranceNanoseconds { continue }
         }
         due += step
     }
