@@ -66,6 +66,31 @@ import Synchronization
         }
     }
 
+    @Test("isReadyForDisplay is observed changing when the first picture is presented")
+    func readinessIsObservable() throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        let seen = Mutex<[Bool]>([])
+        let observation = layer.observe(\.isReadyForDisplay, options: [.initial, .new]) { _, change in
+            if let value = change.newValue { seen.withLock { $0.append(value) } }
+        }
+        defer { observation.invalidate() }
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        // Paused at the start, the still of the first picture is shown and presented.
+        var presented = false
+        #expect(waitUntil(10) {
+            if let picture = layer.picture(forRefreshAt: .now()) {
+                layer.didPresent(number: picture.info.number, at: .now())
+                presented = true
+            }
+            return presented
+        })
+        #expect(waitUntil(5) { seen.withLock { $0 } == [false, true] })
+        #expect(layer.isReadyForDisplay)
+    }
+
     @Test("gravity places the picture in the bounds as Apple's layer does")
     func videoRectFollowsGravity() {
         let size = CGSize(width: 1920, height: 1080)

@@ -62,6 +62,33 @@ extension VideoWindowTests {
         #expect(abs(error) < 2 * view.refreshInterval.nanosecondsClamped, "last picture \(error) ns from its time")
     }
 
+    @Test("a cropped window shows only its part of the picture, filling the window", .enabled(if: hasDisplay))
+    func croppedWindowShowsItsPart() throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 12, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        // The right half of the picture (identity columns 8 to 15), in a window of its shape.
+        let view = try AVPlayerView(player: player, geometry: "320x480+0+0", crop: "160:240:160:0")
+        defer { view.close() }
+        #expect(waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
+        // Picture 256 has bit 8 alone set: the first column of the right half.
+        let sought = Atomic<Bool>(false)
+        player.seek(to: CMTime(value: 256, timescale: 25), toleranceBefore: .zero, toleranceAfter: .zero) { sought.store($0, ordering: .relaxed) }
+        #expect(waitUntil(10) { sought.load(ordering: .relaxed) })
+        #expect(waitUntil(5) { view.videoRect == CGRect(x: 0, y: 0, width: 320, height: 480) })
+        // Uncropped, bit 8 would light the middle of the window, not its left edge.
+        var lit: [Int] = []
+        #expect(waitUntil(5) {
+            guard let snapshot = view.snapshot() else { return false }
+            lit = (0..<8).filter { column in
+                let x = Int((Double(column) + 0.5) * 320 / 8)
+                guard let pixel = snapshot.pixel(x: x, y: 240) else { return false }
+                return Int(pixel.red) + Int(pixel.green) + Int(pixel.blue) > 384
+            }
+            return lit == [0]
+        }, "lit columns of the right half: \(lit)")
+    }
+
     @Test("paused, the window's controls and steps move the picture one at a time", .enabled(if: hasDisplay))
     func stepsWhilePaused() throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
