@@ -132,9 +132,10 @@ public final class AVPlayerView: Sendable {
             isPaused: player.rate == 0, elapsedSeconds: now.isNumeric ? now.seconds : 0,
             durationSeconds: duration.isNumeric ? duration.seconds : nil, rate: Double(player.rate == 0 ? player.defaultRate : player.rate),
             droppedFrames: playerLayer.droppedFrameCount))
-        guard let item, let track = item.videoTrack else { return }
-        guard item.showsPictures else {
-            // The picture turned off: black until it is turned on again.
+        guard let item, item.status == .readyToPlay else { return }
+        guard let track = item.videoTrack, item.showsPictures else {
+            // An item without pictures after one with, or the picture turned off: black,
+            // rather than the last picture of something else.
             if source.lastShape.withLockAnnotated({ last in defer { last = nil }; return last != nil }) {
                 window.setContentGeometry(nil)
             }

@@ -184,6 +184,21 @@ public final class VideoFrameQueue: Sendable {
         spaceFreed.signal()
     }
 
+    /// Drops every queued picture, whatever its serial, and wants `serial` from now on: a
+    /// new reader starts a new sequence (the picture on display stays until replaced).
+    func restart(atSerial serial: Int) {
+        state.withLockAnnotated { state in
+            state.wantedSerial = serial
+            for entry in state.ready { state.free.append(entry.slot) }
+            state.ready.removeAll(keepingCapacity: true)
+            // The picture on display belongs to the old sequence: any new picture replaces it.
+            if let displayed = state.displayed, displayed.info.serial >= serial {
+                state.displayed?.info.serial = serial - 1
+            }
+        }
+        spaceFreed.signal()
+    }
+
     // MARK: - Consumer
 
     /// What the consumer decided at one refresh.

@@ -69,7 +69,7 @@ public final class VideoReader: @unchecked Sendable {
         for index in 0..<Int(source.formatContext.pointee.nb_streams) where index != track.streamIndex {
             source.formatContext.pointee.streams[index]?.pointee.discard = AVDISCARD_ALL
         }
-        queue.flush(toSerial: serial)
+        queue.restart(atSerial: serial)
         if startNanoseconds > 0 { pendingSeek.withLockAnnotated { $0 = (startNanoseconds, serial) } }
     }
 

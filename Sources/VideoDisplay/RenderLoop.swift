@@ -353,6 +353,16 @@ final class RenderLoop {
         {
             seenContentGeneration = contentGeneration
             if latest != content {
+                // Content taken away (an item without pictures, a picture turned off): the
+                // last picture goes too, and the window shows black until the next one.
+                if latest == nil, let texture {
+                    SDL_DestroyTexture(texture)
+                    self.texture = nil
+                    textureFormat = nil
+                    textureWidth = 0
+                    textureHeight = 0
+                    textureIdentity = nil
+                }
                 content = latest
                 geometryDirty = true
             }

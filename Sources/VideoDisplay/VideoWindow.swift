@@ -159,8 +159,9 @@ public final class VideoWindow: Sendable {
     }
 
     /// Sets what is known about the current item's pictures (frame size,
-    /// sample aspect ratio, rotation, crop); nil forgets it, so frames are
-    /// shown at their own size, 1:1, unrotated. Call it when an item loads.
+    /// sample aspect ratio, rotation, crop); nil forgets it and the picture on
+    /// show (black until the next frame, which is then shown at its own size,
+    /// 1:1, unrotated). Call it when an item loads.
     /// Frames of another coded size keep the SAR and rotation but lose the crop.
     public func setContentGeometry(_ content: ContentGeometry?) {
         shared.content.withLock { $0 = content }

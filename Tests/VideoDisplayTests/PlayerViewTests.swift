@@ -89,6 +89,30 @@ extension VideoWindowTests {
         }, "lit columns of the right half: \(lit)")
     }
 
+    @Test("with the picture turned off the window goes black, and the picture comes back when it is turned on", .enabled(if: hasDisplay))
+    func pictureOffIsBlack() throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 12, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let view = try AVPlayerView(player: player, geometry: "320x240+0+0")
+        defer { view.close() }
+        #expect(waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
+        // Picture 255 lights bits 0 to 7: the left half of the picture.
+        let sought = Atomic<Bool>(false)
+        player.seek(to: CMTime(value: 255, timescale: 25), toleranceBefore: .zero, toleranceAfter: .zero) { sought.store($0, ordering: .relaxed) }
+        #expect(waitUntil(10) { sought.load(ordering: .relaxed) })
+        func brightness() -> Int? {
+            guard let snapshot = view.snapshot(), let pixel = snapshot.pixel(x: 10, y: 120) else { return nil }
+            return Int(pixel.red) + Int(pixel.green) + Int(pixel.blue)
+        }
+        #expect(waitUntil(5) { (brightness() ?? 0) > 600 })
+        let video = try #require(item.tracks.first { $0.assetTrack?.mediaType == .video })
+        video.isEnabled = false
+        #expect(waitUntil(5) { (brightness() ?? 999) < 30 })
+        video.isEnabled = true
+        #expect(waitUntil(5) { (brightness() ?? 0) > 600 })
+    }
+
     @Test("paused, the window's controls and steps move the picture one at a time", .enabled(if: hasDisplay))
     func stepsWhilePaused() throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
