@@ -85,9 +85,63 @@ public final class VideoFrameQueue: Sendable {
         var info: VideoFrameInfo
     }
 
+    /// Pictures in order, in a ring of fixed capacity: taking the first moves an index
+    /// instead of the rest (an array's `removeFirst` made a new buffer each time, an
+    /// allocation on the display's thread).
+    struct EntryRing: Sequence {
+        /// What an empty place holds: no slot, no picture.
+        private static let vacant = Entry(slot: -1, info: VideoFrameInfo(serial: 0, number: -1, itemNanoseconds: 0, durationNanoseconds: 0,
+                                                                         width: 0, height: 0, format: .yuv420p, colorMatrix: .bt601))
+        private var storage: [Entry]
+        private var head = 0
+        private(set) var count = 0
+
+        init(capacity: Int) { storage = Array(repeating: Self.vacant, count: Swift.max(1, capacity)) }
+
+        var isEmpty: Bool { count == 0 }
+
+        subscript(index: Int) -> Entry {
+            get { storage[(head + index) % storage.count] }
+            set { storage[(head + index) % storage.count] = newValue }
+        }
+
+        /// Adds at the end; the ring holds at most one entry per slot, so it never overflows.
+        mutating func append(_ entry: Entry) {
+            storage[(head + count) % storage.count] = entry
+            count += 1
+        }
+
+        mutating func removeFirst() -> Entry {
+            let entry = self[0]
+            head = (head + 1) % storage.count
+            count -= 1
+            return entry
+        }
+
+        mutating func removeFirst(_ k: Int) {
+            for _ in 0..<k { _ = removeFirst() }
+        }
+
+        mutating func removeLast(_ k: Int) { count -= Swift.min(k, count) }
+
+        mutating func removeAll() {
+            head = 0
+            count = 0
+        }
+
+        func makeIterator() -> AnyIterator<Entry> {
+            var index = 0
+            return AnyIterator {
+                guard index < count else { return nil }
+                defer { index += 1 }
+                return self[index]
+            }
+        }
+    }
+
     struct State {
         /// Pictures decoded, in presentation order, not yet shown.
-        var ready: [Entry]
+        var ready: EntryRing
         /// Slots the producer may fill.
         var free: [Int]
         /// The picture on display, held until the consumer moves on.
@@ -127,8 +181,7 @@ public final class VideoFrameQueue: Sendable {
         }
         self.capacity = made.count
         frames = made
-        var ready: [Entry] = []
-        ready.reserveCapacity(made.count)
+        let ready = EntryRing(capacity: made.count)
         var free = Array(0..<made.count)
         free.reserveCapacity(made.count)
         state = Mutex(State(ready: ready, free: free, displayed: nil, wantedSerial: 0, dropped: 0, shown: 0))
@@ -170,7 +223,7 @@ public final class VideoFrameQueue: Sendable {
         state.withLockAnnotated { state in
             state.wantedSerial = serial
             var kept = 0
-            for index in state.ready.indices {
+            for index in 0..<state.ready.count {
                 let entry = state.ready[index]
                 if entry.info.serial >= serial {
                     state.ready[kept] = entry
@@ -190,7 +243,7 @@ public final class VideoFrameQueue: Sendable {
         state.withLockAnnotated { state in
             state.wantedSerial = serial
             for entry in state.ready { state.free.append(entry.slot) }
-            state.ready.removeAll(keepingCapacity: true)
+            state.ready.removeAll()
             // The picture on display belongs to the old sequence: any new picture replaces it.
             if let displayed = state.displayed, displayed.info.serial >= serial {
                 state.displayed?.info.serial = serial - 1
