@@ -422,7 +422,14 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                                     channels: min(max(track?.channels ?? 2, 1), AudioFormat.maximumChannels))
         let format: AudioFormat
         do throws(MediaError) {
-            format = try engine.prepare(preferred: preferred)
+            // Without sound, a missing sound device costs nothing: the item is timed on the
+            // host clock alone (a silent device on it), and says so once.
+            let fallback: OutputSpec? = track == nil ? .null(driftPPM: 0) : nil
+            let wasOpen = engine.format != nil
+            format = try engine.prepare(preferred: preferred, fallback: fallback)
+            if !wasOpen && engine.isOnFallback {
+                playerLog.warning("output \(outputSpec) cannot be opened: an item without sound is timed on the host clock alone, and the sound of later items will not be heard")
+            }
         } catch {
             eventQueue.async { [self] in
                 playerFailed(error)

@@ -30,6 +30,8 @@ public final class PlaybackEngine: Sendable {
         var videoError: MediaError?
         /// Set by `shutdown`: an output opened after it is closed at once.
         var isShutDown = false
+        /// Whether the output is the fallback `prepare` was given, `spec`'s having failed.
+        var onFallback = false
     }
     private let parts = Mutex(Parts())
 
@@ -61,6 +63,8 @@ public final class PlaybackEngine: Sendable {
     public var outputName: String { parts.withLockAnnotated { $0.output?.name } ?? spec.description }
     /// Whether frames are heard in real time (false when rendering to a file).
     public var isRealtime: Bool { parts.withLockAnnotated { $0.output?.isRealtime } ?? true }
+    /// Whether the output open is the fallback, the asked-for one having failed to open.
+    public var isOnFallback: Bool { parts.withLockAnnotated { $0.onFallback } }
     /// Device underruns recovered so far.
     public var underrunCount: Int { parts.withLockAnnotated { $0.output?.underrunCount } ?? 0 }
 
@@ -68,11 +72,22 @@ public final class PlaybackEngine: Sendable {
     /// allows) and starts the render thread. Later calls return the open format. Blocks
     /// while the device opens (a sound server's round trips), but without the engine's lock:
     /// status, control and seeks from other threads go on meanwhile.
+    ///
+    /// `fallback`: an output to open instead when `spec`'s cannot be (an item without sound
+    /// on a machine whose sound device is missing still keeps a timeline, on that output).
     @discardableResult
-    public func prepare(preferred: AudioFormat) throws(MediaError) -> AudioFormat {
+    public func prepare(preferred: AudioFormat, fallback: OutputSpec? = nil) throws(MediaError) -> AudioFormat {
         if let format = parts.withLockAnnotated({ $0.output?.format }) { return format }
-        let candidate = spec.makeOutput()
-        try candidate.open(preferred: preferred)
+        var candidate = spec.makeOutput()
+        var onFallback = false
+        do {
+            try candidate.open(preferred: preferred)
+        } catch {
+            guard let fallback else { throw error }
+            candidate = fallback.makeOutput()
+            try candidate.open(preferred: preferred)
+            onFallback = true
+        }
         let ring = AudioRing(format: candidate.format, capacity: Self.readAhead)
         let renderer = AudioRenderer(output: candidate, ring: ring, hostMapping: hostMapping, capture: capture)
         enum Outcome: Sendable { case installed, alreadyOpen(AudioFormat), shutDown }
@@ -81,6 +96,7 @@ public final class PlaybackEngine: Sendable {
             if let output = parts.output { return .alreadyOpen(output.format) }
             parts.output = candidate
             parts.renderer = renderer
+            parts.onFallback = onFallback
             renderer.start()
             return .installed
         }

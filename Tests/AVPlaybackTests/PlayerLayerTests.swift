@@ -222,6 +222,31 @@ import Synchronization
     }
 }
 
+extension VideoOnlyItemTests {
+    @Test("without a sound device, a video without sound still plays, on the host clock; one with sound still fails")
+    func noSoundDeviceNeededWithoutSound() throws {
+        let silent = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 0.6, rate: 25))
+        let player = AVPlayer(playerItem: silent, output: .alsa(device: "chorus_no_such_device"))
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: silent)
+        #expect(waitUntil(10) { silent.status == .readyToPlay })
+        #expect(player.engine.isOnFallback)
+        player.play()
+        var shown = 0
+        #expect(waitUntil(10) {
+            if layer.picture(forRefreshAt: .now()) != nil { shown += 1 }
+            return ended.value == 1
+        })
+        #expect(shown > 5)
+
+        let loud = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 0.6, rate: 25, withSound: true))
+        let other = AVPlayer(playerItem: loud, output: .alsa(device: "chorus_no_such_device"))
+        defer { other.close() }
+        #expect(waitUntil(10) { loud.status == .failed })
+    }
+}
+
 /// Pictures that cannot all be shown.
 @Suite struct DamagedVideoTests {
     @Test("damaged pictures are skipped and the sound plays to its end")
