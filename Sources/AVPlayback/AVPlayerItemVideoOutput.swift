@@ -9,6 +9,7 @@ public typealias OSType = UInt32
 public typealias CFTimeInterval = Double
 /// CoreVideo's status code; `kCVReturnSuccess` is 0.
 public typealias CVReturn = Int32
+/// The status of a call that succeeded.
 public let kCVReturnSuccess: CVReturn = 0
 /// I420 ('y420'): Y, then U and V planes at half width and height.
 public let kCVPixelFormatType_420YpCbCr8Planar: OSType = 0x7934_3230
@@ -44,27 +45,39 @@ public struct CVPixelBufferLockFlags: OptionSet, Sendable {
     public static let readOnly = CVPixelBufferLockFlags(rawValue: 1)
 }
 
+/// Locks the buffer's memory for reading (always succeeds: the buffer never changes).
 public func CVPixelBufferLockBaseAddress(_ buffer: CVPixelBuffer, _ flags: CVPixelBufferLockFlags) -> CVReturn { kCVReturnSuccess }
+/// Undoes `CVPixelBufferLockBaseAddress`.
 public func CVPixelBufferUnlockBaseAddress(_ buffer: CVPixelBuffer, _ flags: CVPixelBufferLockFlags) -> CVReturn { kCVReturnSuccess }
+/// The picture's width in pixels.
 public func CVPixelBufferGetWidth(_ buffer: CVPixelBuffer) -> Int { buffer.picture.width }
+/// The picture's height in pixels.
 public func CVPixelBufferGetHeight(_ buffer: CVPixelBuffer) -> Int { buffer.picture.height }
+/// The buffer's `kCVPixelFormatType_…` code.
 public func CVPixelBufferGetPixelFormatType(_ buffer: CVPixelBuffer) -> OSType { buffer.pixelFormatType }
+/// Whether the buffer has planes (I420, NV12) rather than packed pixels (BGRA).
 public func CVPixelBufferIsPlanar(_ buffer: CVPixelBuffer) -> Bool { buffer.picture.layout.planeCount > 1 }
 /// Planes of a planar buffer; 0 for a packed one, as on Apple's platforms.
 public func CVPixelBufferGetPlaneCount(_ buffer: CVPixelBuffer) -> Int {
     buffer.picture.layout.planeCount > 1 ? buffer.picture.layout.planeCount : 0
 }
+/// The first byte of a packed buffer (of the first plane of a planar one).
 public func CVPixelBufferGetBaseAddress(_ buffer: CVPixelBuffer) -> UnsafeMutableRawPointer? { buffer.picture.baseAddress(ofPlane: 0) }
+/// Bytes from one row to the next of a packed buffer (of the first plane of a planar one).
 public func CVPixelBufferGetBytesPerRow(_ buffer: CVPixelBuffer) -> Int { buffer.picture.bytesPerRow.first ?? 0 }
+/// The first byte of plane `plane`; nil past the last plane.
 public func CVPixelBufferGetBaseAddressOfPlane(_ buffer: CVPixelBuffer, _ plane: Int) -> UnsafeMutableRawPointer? {
     buffer.picture.baseAddress(ofPlane: plane)
 }
+/// Bytes from one row of plane `plane` to the next; 0 past the last plane.
 public func CVPixelBufferGetBytesPerRowOfPlane(_ buffer: CVPixelBuffer, _ plane: Int) -> Int {
     buffer.picture.bytesPerRow.indices.contains(plane) ? buffer.picture.bytesPerRow[plane] : 0
 }
+/// Rows of plane `plane`; 0 past the last plane.
 public func CVPixelBufferGetHeightOfPlane(_ buffer: CVPixelBuffer, _ plane: Int) -> Int {
     buffer.picture.rows.indices.contains(plane) ? buffer.picture.rows[plane] : 0
 }
+/// Samples a row of plane `plane` holds (a chroma plane is half the picture's width); 0 past the last plane.
 public func CVPixelBufferGetWidthOfPlane(_ buffer: CVPixelBuffer, _ plane: Int) -> Int {
     guard buffer.picture.bytesPerRow.indices.contains(plane) else { return 0 }
     switch buffer.picture.layout {

@@ -31,6 +31,7 @@ public struct AVLayerVideoGravity: RawRepresentable, Hashable, Sendable {
 // Mutex; the refresh path's own copy is in `refresh`, used by the hosting view's one
 // display thread.
 open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
+    /// Where the layer's key-value observations are registered.
     public let observationRegistry = ObservationRegistry()
 
     struct State {

@@ -5,6 +5,7 @@ import Foundation
 /// (a·x + c·y + tx, b·x + d·y + ty). Linux's Foundation has CoreGraphics's sizes and
 /// rectangles but not this, which `AVAssetTrack.preferredTransform` is typed as.
 public struct CGAffineTransform: Sendable, Equatable, Hashable {
+    /// The matrix [a b 0; c d 0; tx ty 1], as CoreGraphics names its entries.
     public var a: CGFloat, b: CGFloat, c: CGFloat, d: CGFloat, tx: CGFloat, ty: CGFloat
 
     public init(a: CGFloat, b: CGFloat, c: CGFloat, d: CGFloat, tx: CGFloat, ty: CGFloat) {

@@ -25,7 +25,9 @@ public enum PictureLayout: Sendable, Equatable {
 /// Immutable once made.
 public final class PictureCopy: @unchecked Sendable {
     // @unchecked: the planes are written once, in `init`, and only read afterwards.
+    /// How the copy's pixels are laid out.
     public let layout: PictureLayout
+    /// The picture's size in pixels.
     public let width: Int
     public let height: Int
     /// The item time the picture is due at.

@@ -38,9 +38,12 @@ public struct VideoFrameInfo: Sendable, Equatable {
     /// How long the picture lasts until the next is due, in nanoseconds (the stream's nominal
     /// frame period when the container does not say).
     public var durationNanoseconds: Int64
+    /// The picture's coded size in pixels.
     public var width: Int
     public var height: Int
+    /// How its planes are laid out.
     public var format: VideoPixelFormat
+    /// How its YUV values become colour.
     public var colorMatrix: VideoColorMatrix
 
     /// When the picture is due, as exact item time.
@@ -52,6 +55,7 @@ public struct VideoFrameInfo: Sendable, Equatable {
 public struct VideoPlanes: @unchecked Sendable {
     // @unchecked: the pointers are into an AVFrame of the queue's; who may read them, and
     // until when, is the queue's contract above, not something the type can state.
+    /// What is known of the picture.
     public var info: VideoFrameInfo
     /// Plane base addresses (nil past `format.planeCount`).
     public var plane0: UnsafePointer<UInt8>?
@@ -364,6 +368,7 @@ public enum FrameSchedule {
     /// (a 240 Hz refresh is 4.2 ms).
     public static let dueToleranceNanoseconds: Int64 = 100_000
 
+    /// What a refresh does.
     public enum Decision: Equatable, Sendable {
         /// Nothing queued is due yet.
         case wait

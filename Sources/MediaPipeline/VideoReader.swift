@@ -34,8 +34,11 @@ public final class VideoReader: @unchecked Sendable {
     /// command and every freed slot also wakes it at once.
     static let idlePoll: Duration = .milliseconds(5)
 
+    /// The reader's own demuxer of the item.
     public let source: MediaSource
+    /// Where the pictures go.
     public let queue: VideoFrameQueue
+    /// The video track read.
     public let track: TrackInfo
     private let decoder: VideoDecoder
     private let onEvent: @Sendable (VideoReaderEvent) -> Void

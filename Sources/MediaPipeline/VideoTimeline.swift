@@ -12,8 +12,11 @@ import Synchronization
 public struct VideoTimeline: Sendable, Equatable {
     /// The player's seek serial: pictures of older serials are stale.
     public var serial: Int
+    /// The host time at which the timeline stands at `anchorItemNanoseconds`.
     public var anchorHost: HostTime
+    /// Item time at the anchor, in nanoseconds.
     public var anchorItemNanoseconds: Int64
+    /// Item nanoseconds per host nanosecond from the anchor on (0: standing still).
     public var rate: Double
     /// Whether a picture is to be shown at all: false for an item opened ahead of its start
     /// (a group member's, while its clock settles), whose first picture is not yet where
