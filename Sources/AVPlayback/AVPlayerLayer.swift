@@ -168,7 +168,7 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// Pictures skipped because they came due between two refreshes (a Chorus addition).
-    public var droppedFrameCount: Int { refresh.player?.engine.videoQueue?.counts.dropped ?? player?.engine.videoQueue?.counts.dropped ?? 0 }
+    public var droppedFrameCount: Int { player?.engine.videoQueue?.counts.dropped ?? 0 }
 
     /// How late the last picture reached the display against when it was due, in
     /// nanoseconds (a Chorus addition: negative when early).
