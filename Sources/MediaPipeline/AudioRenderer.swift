@@ -584,6 +584,15 @@ public final class AudioRenderer: @unchecked Sendable {
         recentCount = kept + frames
     }
 
+    /// Whether the player has posted a control that changes what is to be played (another
+    /// mode, a flush, another rate), for a file's wait for the decoder: a volume set while it
+    /// waited (a player applies its volume again once the item is announced ready) used to
+    /// end the wait, and the file took silence where content belonged. A file output only.
+    private func controlMovesContent() -> Bool {
+        guard let latest = control.withLockIfAvailableAnnotated({ $0 }), latest.generation != applied.generation else { return false }
+        return latest.mode != applied.mode || latest.flush || latest.rate != applied.rate
+    }
+
     /// Takes one frame from the ring for the resampler; false (and silence) when there is
     /// none: at a marker, which is remembered, or when the ring is dry.
     private func pullFrame(into destination: UnsafeMutablePointer<Float>) -> Bool {
@@ -591,8 +600,7 @@ public final class AudioRenderer: @unchecked Sendable {
         // A file is never late: its resampled content waits for the decoder (as a copy
         // does) instead of taking silence, unless the player has moved on or stops.
         if !output.isRealtime, pendingEnd == nil {
-            while currentHead() == nil, running.load(ordering: .relaxed),
-                  control.withLockIfAvailableAnnotated({ $0.generation }) ?? applied.generation == applied.generation {
+            while currentHead() == nil, running.load(ordering: .relaxed), !controlMovesContent() {
                 usleep(Self.offlineIdleSleepMicroseconds)
             }
         }
