@@ -39,8 +39,6 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         var gravity = AVLayerVideoGravity.resizeAspect
         var bounds = CGRect.zero
         var isReadyForDisplay = false
-        var presentationSize = CGSize.zero
-        var rotationDegrees = 0.0
     }
     private let state = Mutex(State())
     /// What the display thread needs each refresh, published by whoever changes it and read
@@ -48,7 +46,6 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
     private let target = Published<AVPlayer?>(nil)
     private let refresh = RefreshState()
     /// Frames shown and when, for `isReadyForDisplay` and the figures.
-    private let shownCount = Atomic<Int>(0)
     private let lastPresentationError = Atomic<Int64>(0)
 
     /// A layer that shows nothing until it is given a player.
@@ -101,8 +98,8 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
     /// Where the picture lies in the layer's bounds under the current gravity (zero until
     /// the picture's size is known).
     public var videoRect: CGRect {
-        let (gravity, bounds, size) = state.withLockAnnotated { ($0.gravity, $0.bounds, $0.presentationSize) }
-        return Self.videoRect(of: size, in: bounds, gravity: gravity)
+        let (gravity, bounds, player) = state.withLockAnnotated { ($0.gravity, $0.bounds, $0.player) }
+        return Self.videoRect(of: player?.currentItem?.presentationSize ?? .zero, in: bounds, gravity: gravity)
     }
 
     /// The rectangle a picture of `size` takes in `bounds` under `gravity`.
@@ -161,7 +158,6 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
                                               number: info.number, serial: info.serial)
             }
         }
-        shownCount.add(1, ordering: .relaxed)
         // Once per player: the one allocation of this path (queueing the change), never in
         // the steady state.
         if !isReadyForDisplayFast { markReady() }
@@ -188,12 +184,6 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
             }
             if changed { observationRegistry.notify(\AVPlayerLayer.isReadyForDisplay, old: false, new: true) }
         }
-    }
-
-    /// The picture's display size (square pixels, turned) and the turn, once an item with
-    /// video is loaded; set by the hosting view from the item's track.
-    func setPresentation(size: CGSize, rotationDegrees: Double) {
-        state.withLockAnnotated { $0.presentationSize = size; $0.rotationDegrees = rotationDegrees }
     }
 }
 

@@ -160,9 +160,6 @@ public final class AVPlayerView: Sendable {
         }
         if let content = made {
             window.setContentGeometry(content)
-            let turned = track.naturalSize.applying(track.preferredTransform)
-            playerLayer.setPresentation(size: CGSize(width: abs(turned.width), height: abs(turned.height)),
-                                        rotationDegrees: info.rotationDegrees)
         }
         window.setTitle((item.asset as? AVURLAsset)?.url.lastPathComponent ?? "Chorus")
     }

@@ -71,11 +71,9 @@ final class Screen: Sendable {
     }
 
     private func open() throws {
-        let session = self.session
-        let weakSelf = WeakScreen(self)
         let opened = try AVPlayerView(player: session.player, title: title, geometry: options.geometry,
                                       fullscreen: options.fullscreen, crop: options.crop,
-                                      onEvent: { event in weakSelf.screen?.handle(event) },
+                                      onEvent: { [weak self] event in self?.handle(event) },
                                       onWarning: { log.warning("\($0)") })
         view.withLockAnnotated { $0 = opened }
     }
@@ -104,15 +102,4 @@ final class Screen: Sendable {
             break
         }
     }
-}
-
-/// A weak reference to a screen, for the window's input handler.
-private final class WeakScreen: Sendable {
-    private let reference: Mutex<Reference>
-    private struct Reference: @unchecked Sendable {
-        // @unchecked: a weak reference to a Sendable object, only touched under the Mutex.
-        weak var screen: Screen?
-    }
-    init(_ screen: Screen) { reference = Mutex(Reference(screen: screen)) }
-    var screen: Screen? { reference.withLockAnnotated { $0.screen } }
 }
