@@ -20,7 +20,7 @@ start)
     done
     # 1920x1080 at 24 bits: room for two 960x540 windows side by side (a group's screens),
     # and the depth SDL's renderers expect.
-    nohup Xvfb ":$n" -screen 0 1920x1080x24 -nolisten tcp >"$dir/xvfb.log" 2>&1 &
+    nohup Xvfb ":$n" -screen 0 1920x1080x24 -nolisten tcp -noreset >"$dir/xvfb.log" 2>&1 &
     echo $! >"$dir/xvfb.pid"
     echo ":$n" >"$dir/xvfb.display"
     for _ in $(seq 100); do [ -e "/tmp/.X11-unix/X$n" ] && break; sleep 0.05; done
