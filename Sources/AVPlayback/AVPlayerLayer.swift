@@ -143,6 +143,30 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         }
     }
 
+    /// When the next picture not yet shown becomes due (CLOCK_MONOTONIC), or nil when none
+    /// is queued or the timeline stands still. A display that can show a picture at any
+    /// instant presents it then. Called by the hosting view's display thread only: real-time
+    /// safe (try-locks, no allocation).
+    public func nextPictureDue() -> HostTime? {
+        let player = target.tryRead() ?? refresh.player
+        refresh.player = player
+        guard let engine = player?.engine, let queue = engine.videoQueue, engine.decodesVideo else { return nil }
+        let timeline = engine.videoTimeline.tryRead() ?? refresh.timeline
+        refresh.timeline = timeline
+        guard let timeline, timeline.showsPictures, timeline.rate > 0,
+              let item = queue.nextQueuedItemNanoseconds(timelineSerial: timeline.serial),
+              let due = timeline.hostTime(atItemNanoseconds: item) else { return nil }
+        // The timeline is in the player's host time; the display's clock is the real one. The
+        // two differ by a slowly moving offset (nothing at all outside simulations), so one
+        // step of the mapping inverts it.
+        return due - (engine.playerHostTime(ofReal: due) - due) + Self.dueRoundingAllowance
+    }
+
+    /// Added to a picture's due time when a display wakes for it: the item-to-host mapping and
+    /// its inverse each round to a nanosecond, and a wake-up a nanosecond early would find the
+    /// picture not yet due and leave it to the next refresh.
+    static let dueRoundingAllowance: Duration = .microseconds(1)
+
     /// Tells the layer the picture numbered `number` reached the display at `presentedAt`
     /// (CLOCK_MONOTONIC, read right after the display took it). The first one makes the layer
     /// ready for display.

@@ -53,7 +53,6 @@ public final class AVPlayerView: Sendable {
             handler.withLockAnnotated { $0 }?(event)
         }
         window = opened
-        source.refreshNanoseconds.store(opened.refreshInterval.nanosecondsClamped, ordering: .relaxed)
         housekeeping = Mutex(nil)
         let weakSelf = WeakBox<AVPlayerView>()
         let route: @Sendable (WindowEvent) -> Void = onEvent ?? { event in weakSelf.value?.act(on: event) }
@@ -181,16 +180,14 @@ public final class AVPlayerView: Sendable {
         let layer: AVPlayerLayer
         let overlayState = Published(OverlayState(isPaused: true, elapsedSeconds: 0, durationSeconds: nil, rate: 1, droppedFrames: 0))
         let lastShape = Mutex<Shape?>(nil)
-        /// The display's refresh period, in nanoseconds, once the window knows it.
-        let refreshNanoseconds = Atomic<Int64>(0)
         /// The display thread's copy of the controls' figures (a busy lock keeps it).
         private let lastOverlay = Mutex(OverlayState(isPaused: true, elapsedSeconds: 0, durationSeconds: nil, rate: 1, droppedFrames: 0))
 
         init(layer: AVPlayerLayer) { self.layer = layer }
 
-        func frame(forRefreshAt hostNanoseconds: Int64) -> DisplayFrame? {
-            let interval = Duration.nanoseconds(refreshNanoseconds.load(ordering: .relaxed))
-            guard let planes = layer.picture(forRefreshAt: HostTime(nanoseconds: hostNanoseconds), refreshInterval: interval) else { return nil }
+        func frame(forRefreshAt hostNanoseconds: Int64, refreshNanoseconds: Int64) -> DisplayFrame? {
+            guard let planes = layer.picture(forRefreshAt: HostTime(nanoseconds: hostNanoseconds),
+                                             refreshInterval: .nanoseconds(refreshNanoseconds)) else { return nil }
             let info = planes.info
             return DisplayFrame(format: info.format == .nv12 ? .nv12 : .yuv420p, width: info.width, height: info.height,
                                 planes: (planes.plane0, planes.plane1, planes.plane2),
@@ -209,6 +206,8 @@ public final class AVPlayerView: Sendable {
         func presented(identity: Int64, atHostNanoseconds: Int64) {
             layer.didPresent(number: identity, at: HostTime(nanoseconds: atHostNanoseconds))
         }
+
+        func nextFrameDue() -> Int64? { layer.nextPictureDue()?.nanoseconds }
 
         func overlay() -> OverlayState {
             if let fresh = overlayState.tryRead() {

@@ -334,6 +334,22 @@ public final class VideoFrameQueue: Sendable {
         state.withLockAnnotated { state in state.ready.filter { $0.info.serial >= state.wantedSerial }.map(\.info.itemNanoseconds) }
     }
 
+    /// The item time of the first queued picture of the wanted serial, for a display to wake
+    /// when it comes due; nil when none is queued, when the queue is busy, or when the
+    /// timeline (of serial `timelineSerial`) predates the queue's serial. Real-time safe.
+    public func nextQueuedItemNanoseconds(timelineSerial: Int) -> Int64? {
+        let found: Int64?? = state.withLockIfAvailableAnnotated { state -> Int64? in
+            guard timelineSerial >= state.wantedSerial else { return nil }
+            var index = 0
+            while index < state.ready.count {
+                if state.ready[index].info.serial >= state.wantedSerial { return state.ready[index].info.itemNanoseconds }
+                index += 1
+            }
+            return nil
+        }
+        return found ?? nil
+    }
+
     /// The newest queued picture due by `dueNanoseconds` without taking it, or nil.
     public func peek(dueNanoseconds: Int64) -> VideoFrameInfo? {
         state.withLockAnnotated { state in

@@ -89,9 +89,16 @@ final class RenderLoop {
     private var textureMatrix = DisplayColorMatrix.bt601
     /// What a present has been taking lately, in nanoseconds, when the loop paces itself.
     private var presentCost: Int64 = 0
-    /// Presents over which `presentCost` is averaged (an exponential average): enough to
-    /// ride over one slow present, few enough to follow a window resized to a bigger size.
-    static let presentCostSmoothing: Int64 = 16
+    /// Whether `presentCost` has been measured once (it starts from the first present's cost).
+    private var presentCostMeasured = false
+    /// How far one present moves `presentCost`, in nanoseconds, toward its own cost: the
+    /// estimate walks to the median cost, and a present's cost of a few milliseconds is
+    /// followed within a few dozen presents after a resize.
+    static let presentCostStep: Int64 = 100_000
+    /// How long before a picture's present starts, in nanoseconds, the loop wakes to take
+    /// it, upload it and draw it, on a display with no refresh rate: a 1080p picture's
+    /// upload takes about a millisecond, and a busy machine wakes a thread late by more.
+    static let preparationLead: Int64 = 4_000_000
     /// Whether the display reports a refresh rate (a real screen's vertical blank).
     private var displayHasRefreshRate = false
     /// True while presents are seen to block until vblank; false means the
@@ -99,7 +106,12 @@ final class RenderLoop {
     private var pacedByVSync = false
     private var contraryPresents = 0
     private var lastPresentEnd: Int64 = 0
+    /// The next instant of the loop's own refresh grid.
     private var nextRefresh: Int64 = 0
+    /// The last due time the loop woke for, on a display with no refresh rate: a frame is
+    /// woken for once, so a source that keeps reporting a due time it does not honour
+    /// cannot make the loop spin.
+    private var lastDueTarget: Int64 = .min
 
     private var overlayDeadline: Int64 = 0
     private var overlayShown = false
@@ -259,15 +271,26 @@ final class RenderLoop {
 
     private func refreshLoop() {
         while !shared.stopRequested.load(ordering: .acquiring) {
-            let target = nextRefresh
+            var target = nextRefresh
             let now = HostClock.now()
+            // A display with no vertical blank (Xvfb, a virtual screen) shows a picture the
+            // moment it is presented: each frame goes out at its own due time, between the
+            // grid's refreshes, which then only keep the controls and input going. Screens of
+            // one group, sharing the timeline, still change pictures at the same instants.
+            let presentsOnDemand = !displayHasRefreshRate
+            if presentsOnDemand, let due = source.nextFrameDue(), due > lastDueTarget, due < target + interval {
+                target = max(due, now)
+                lastDueTarget = due
+            }
             pollEvents(now: now)
             if closedSent { return }
             applyRequests()
             deliverReply()
 
             var newIdentity: Int64?
-            if let frame = source.frame(forRefreshAt: target), upload(frame) {
+            if let frame = source.frame(forRefreshAt: target, refreshNanoseconds: presentsOnDemand ? 0 : interval),
+                upload(frame)
+            {
                 newIdentity = frame.identity
                 needsRedraw = true
             }
@@ -278,9 +301,14 @@ final class RenderLoop {
             let readRequest = shared.readRequest.load(ordering: .acquiring)
             let wantsRead = readRequest != servedReadRequest && pendingReply == nil
             guard needsRedraw || wantsRead else {
-                // Nothing changed: keep the refresh cadence without presenting.
-                HostClock.sleep(until: target)
-                nextRefresh = Self.gridInstant(after: target, interval: interval, now: HostClock.now())
+                // Nothing changed: keep the refresh cadence without presenting, waking early
+                // enough to prepare a picture that comes due before the grid's next instant.
+                var wake = target
+                if presentsOnDemand, let due = source.nextFrameDue(), due > lastDueTarget {
+                    wake = min(wake, due - presentCost - Self.preparationLead)
+                }
+                HostClock.sleep(until: wake)
+                advanceGrid(now: HostClock.now())
                 continue
             }
             draw()
@@ -295,8 +323,12 @@ final class RenderLoop {
             SDL_RenderPresent(renderer)
             let presentEnd = HostClock.now()
             if !pacedByVSync {
-                let cost = min(max(0, presentEnd - presentStart), interval / 2)
-                presentCost += (cost - presentCost) / Self.presentCostSmoothing
+                // A median, followed in fixed steps: one slow present (a busy machine) moves it
+                // by a step, not by its size, and a lasting change is followed within a second.
+                let cost = presentEnd - presentStart
+                let step = presentCostMeasured ? (cost > presentCost ? Self.presentCostStep : -Self.presentCostStep) : cost - presentCost
+                presentCost = max(0, min(interval, presentCost + step))
+                presentCostMeasured = true
             }
             needsRedraw = false
             if let newIdentity {
@@ -305,10 +337,19 @@ final class RenderLoop {
             }
             deliverReply()
             updatePacing(presentStart: presentStart, presentEnd: presentEnd)
-            nextRefresh =
-                pacedByVSync
-                ? presentEnd + interval
-                : Self.gridInstant(after: target, interval: interval, now: presentEnd)
+            if pacedByVSync {
+                nextRefresh = presentEnd + interval
+            } else {
+                advanceGrid(now: presentEnd)
+            }
+        }
+    }
+
+    /// Moves the loop's own grid on once `now` has reached its next instant (a wake-up for a
+    /// frame's due time between two grid instants leaves it where it is).
+    private func advanceGrid(now: Int64) {
+        if now >= nextRefresh - interval / 2 {
+            nextRefresh = Self.gridInstant(after: nextRefresh, interval: interval, now: now)
         }
     }
 

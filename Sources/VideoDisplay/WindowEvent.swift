@@ -94,11 +94,23 @@ public struct OverlayState: Sendable, Equatable {
 /// cannot upload is never `presented`).
 public protocol VideoFrameSource: AnyObject, Sendable {
     /// The frame to show at the refresh that becomes visible at
-    /// `hostNanoseconds` on CLOCK_MONOTONIC; nil keeps the current picture.
-    func frame(forRefreshAt hostNanoseconds: Int64) -> DisplayFrame?
+    /// `hostNanoseconds` on CLOCK_MONOTONIC, on a display that refreshes every
+    /// `refreshNanoseconds`; nil keeps the current picture. A `refreshNanoseconds`
+    /// of zero means a display that shows a picture at any instant (one with no
+    /// refresh rate of its own, such as Xvfb): only a frame already due is wanted.
+    func frame(forRefreshAt hostNanoseconds: Int64, refreshNanoseconds: Int64) -> DisplayFrame?
+    /// When the next frame not yet shown becomes due (CLOCK_MONOTONIC), or nil when
+    /// none is known. A display that shows a picture at any instant presents at that
+    /// time instead of waiting for its next housekeeping refresh.
+    func nextFrameDue() -> Int64?
     /// The frame `identity` was handed to the display at `atHostNanoseconds`
     /// (CLOCK_MONOTONIC read right after the present call returned).
     func presented(identity: Int64, atHostNanoseconds: Int64)
     /// The facts the overlay shows; called only while the overlay is visible.
     func overlay() -> OverlayState
+}
+
+extension VideoFrameSource {
+    /// No schedule known: the window shows frames at its refreshes only.
+    public func nextFrameDue() -> Int64? { nil }
 }

@@ -90,7 +90,7 @@ private final class SolidSource: VideoFrameSource {
 
     var presented: [Int64] { state.withLock { $0.presented } }
 
-    func frame(forRefreshAt hostNanoseconds: Int64) -> DisplayFrame? {
+    func frame(forRefreshAt hostNanoseconds: Int64, refreshNanoseconds: Int64) -> DisplayFrame? {
         let first = state.withLock { s in
             defer { s.handedOut = true }
             return !s.handedOut
@@ -118,7 +118,7 @@ private final class CountingSource: VideoFrameSource {
 
     var presented: [Int64] { state.withLock { $0.presented } }
 
-    func frame(forRefreshAt hostNanoseconds: Int64) -> DisplayFrame? {
+    func frame(forRefreshAt hostNanoseconds: Int64, refreshNanoseconds: Int64) -> DisplayFrame? {
         let identity = state.withLock { s in
             defer { s.next += 1 }
             return s.next
@@ -136,6 +136,36 @@ private final class CountingSource: VideoFrameSource {
     func presented(identity: Int64, atHostNanoseconds: Int64) {
         state.withLock { $0.presented.append(identity) }
     }
+
+    func overlay() -> OverlayState { OverlayState() }
+}
+
+/// One frame with a due time off the window's refresh grid: records every refresh it is
+/// asked about, and hands the frame out for the first refresh at or after its due time.
+private final class DueSource: VideoFrameSource {
+    let planes = Planes(width: 64, height: 64, y: 200, u: 128, v: 128)
+    let due: Int64
+    private let state = Mutex<(periods: Set<Int64>, handedOutFor: Int64?)>(([], nil))
+
+    init(due: Int64) { self.due = due }
+
+    /// The refresh the frame was handed out for, and the refresh periods asked with.
+    var handedOutFor: Int64? { state.withLock { $0.handedOutFor } }
+    var refreshPeriods: Set<Int64> { state.withLock { $0.periods } }
+
+    func frame(forRefreshAt hostNanoseconds: Int64, refreshNanoseconds: Int64) -> DisplayFrame? {
+        let hand = state.withLock { s -> Bool in
+            s.periods.insert(refreshNanoseconds)
+            guard s.handedOutFor == nil, hostNanoseconds >= due else { return false }
+            s.handedOutFor = hostNanoseconds
+            return true
+        }
+        return hand ? planes.frame(.yuv420p, identity: 7) : nil
+    }
+
+    func nextFrameDue() -> Int64? { state.withLock { $0.handedOutFor == nil ? due : nil } }
+
+    func presented(identity: Int64, atHostNanoseconds: Int64) {}
 
     func overlay() -> OverlayState { OverlayState() }
 }
@@ -261,6 +291,21 @@ private func push(_ event: SDL_Event) {
             #expect(source.presented.contains(identity))
         }
         #expect(window.refreshInterval > .zero)
+    }
+
+    /// A display with no refresh rate of its own (Xvfb) takes a frame for the instant it is
+    /// due, not for the next instant of the window's own grid.
+    @Test(.enabled(if: hasDisplay)) func aDisplayWithoutRefreshRateShowsAFrameAtItsDueTime() async throws {
+        // Well ahead, so the loop is not late for it even on a busy machine, and a third of a
+        // millisecond off any 60 Hz grid instant.
+        let due = HostClock.now() + 300_333_333
+        let source = DueSource(due: due)
+        let window = try open(source)
+        defer { window.close() }
+        #expect(await eventually { window.isReadyForDisplay })
+        let periods = source.refreshPeriods
+        try #require(periods == [0], "the display reports a refresh rate (\(periods)): nothing to check here")
+        #expect(source.handedOutFor == due)
     }
 
     @Test(.enabled(if: hasDisplay)) func closingTwiceIsSafe() throws {
