@@ -77,7 +77,11 @@ extension AVPlayer {
             return
         }
         var moving = false
-        if state.itemLoaded, state.rate != 0, status.serial == state.serial, status.phase == .playing {
+        // The end is written a device's queue before it is heard: until then the sound, and
+        // the pictures with it, still move (standing still there made the item's last
+        // pictures up to 40 ms late).
+        let sounding = status.phase == .playing || (status.phase == .ended && engine.isRealtime && now < status.endHost)
+        if state.itemLoaded, state.rate != 0, status.serial == state.serial, sounding {
             moving = !engine.isRealtime || now >= status.runStartHost
         }
         var itemNanoseconds = time.isNumeric ? time.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value : 0

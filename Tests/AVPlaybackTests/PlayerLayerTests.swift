@@ -43,6 +43,37 @@ import Synchronization
         #expect(waitUntil(5) { layer.isReadyForDisplay })
     }
 
+    @Test("the pictures' timeline moves on while the item's end is still in the device's queue")
+    func timelineMovesUntilTheEndIsHeard() throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 1, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(waitUntil(10) { player.engine.decodesVideo })
+        player.play()
+        #expect(waitUntil(10) { player.timeControlStatus == .playing })
+        // Between the end being written (a device queue, 100 ms, ahead of the sound) and a
+        // monitor tick (10 ms, and a margin) before it is heard.
+        var rates: [Double] = []
+        let deadline = HostTime.now() + .seconds(5)
+        while HostTime.now() < deadline {
+            let status = player.engine.status
+            let now = HostTime.now()
+            if status.phase == .ended {
+                if now >= status.endHost { break }
+                if now < status.endHost - .milliseconds(30), let timeline = player.engine.videoTimeline.tryRead(),
+                   timeline.anchorHost > now - .milliseconds(15) {
+                    rates.append(timeline.rate)
+                }
+            }
+            usleep(1_000)
+        }
+        #expect(!rates.isEmpty, "no look at the timeline between the end written and heard")
+        #expect(rates.allSatisfy { abs($0 - 1) < 0.001 }, "rates published while the end was queued: \(Set(rates))")
+        _ = layer
+    }
+
     @Test("paused after a seek, the picture at the target is shown")
     func pausedSeekShowsTheTarget() throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true))
