@@ -16,11 +16,14 @@ public enum AudioReaderEvent: Sendable, Equatable {
     case damaged(count: Int)
 }
 
-/// The producer of one item's PCM: demux, decode and convert on a thread of its own,
-/// into an `AudioRing`, following seek commands.
+/// The producer of one item's PCM: decode the sound's packets, which the item's
+/// `ItemDemuxer` queues, and convert them on a thread of its own into an `AudioRing`,
+/// following seek commands.
 ///
 /// Contract: `start()` once; `seek` and `stop` from any thread. Events arrive on the reader's
-/// thread and must not block it for long. The reader owns its `MediaSource` after `init`.
+/// thread and must not block it for long. A seek reaches the demuxer separately (the
+/// engine sends it to both); the reader drops what its queue holds until the demuxer's
+/// marker of that seek.
 // @unchecked: the vars (read position, serial, flags) and the decoder are the reader
 // thread's alone once `start()` has begun it (`init` sets them before); other threads reach
 // it only through `pendingSeek` (a Mutex), the atomics and the wake signal.
@@ -29,9 +32,6 @@ public final class AudioReader: @unchecked Sendable {
     /// rebuild their state (MP3's bit reservoir, AAC's overlap, Opus's 80 ms pre-roll) give
     /// exact samples at the target. The extra output is decoded and dropped.
     public static let seekPreroll: Duration = .milliseconds(200)
-    /// Consecutive demuxer errors tolerated before the input counts as unreadable; single
-    /// damaged packets are skipped, a dead file or connection is not retried for ever.
-    static let maximumConsecutiveReadErrors = 32
     /// How long the reader sleeps when the ring is full or it has nothing to do; it is also
     /// woken at once by every command.
     static let idlePoll: Duration = .milliseconds(5)
@@ -41,8 +41,13 @@ public final class AudioReader: @unchecked Sendable {
     /// ...or more than this fraction of its declared duration short, whichever is larger.
     static let truncationSlackFraction = 0.02
 
+    /// The item (read by its demuxer, not by the reader).
     public let source: MediaSource
     public let ring: AudioRing
+    /// The sound's packets; nil for a silent item.
+    private let packets: PacketQueue?
+    /// The demuxer this reader started and stops itself; nil when it shares the item's.
+    private let ownDemuxer: ItemDemuxer?
     /// Nil for an item with pictures and no sound: then the reader writes silence for the
     /// item's length, so its timeline (the clock, seeks, rates, a group's alignment) runs
     /// exactly as for any item, on the output's clock.
@@ -52,8 +57,13 @@ public final class AudioReader: @unchecked Sendable {
     private let onEvent: @Sendable (AudioReaderEvent) -> Void
     private let pendingSeek = Mutex<(frame: Int64, serial: Int)?>(nil)
     private let stopRequested = Atomic<Bool>(false)
-    private let wake = WakeSignal()
+    /// The queue's signal (a packet came, a seek, a stop), or a signal of its own when silent.
+    private let wake: WakeSignal
     private let thread = ReaderThread(name: "chorus.reader")
+    /// Entries of the queue are dropped until the demuxer's marker of this serial (a seek's).
+    private var awaitedFlush = Int.min
+    /// The newest seek marker taken from the queue.
+    private var lastFlush = Int.min
 
     private var serial: Int
     /// Item frame of the next converted sample, or nil until a decoded timestamp sets it.
@@ -64,15 +74,39 @@ public final class AudioReader: @unchecked Sendable {
     private var atEnd = false
     private var damagedPackets = 0
 
-    /// Opens the decoder for the source's preferred audio track, converting to `ring.format`.
-    /// Playback starts at item frame `startFrame` under seek serial `serial`.
-    public init(source: MediaSource, ring: AudioRing, serial: Int, startFrame: Int64,
-                onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
+    /// Opens the decoder for the source's preferred audio track, converting to `ring.format`,
+    /// fed from `demuxer`'s sound queue. Playback starts at item frame `startFrame` under seek
+    /// serial `serial` (the demuxer is sent there by the engine).
+    convenience init(demuxer: ItemDemuxer, ring: AudioRing, serial: Int, startFrame: Int64,
+         onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
+        try self.init(demuxer: demuxer, owned: false, ring: ring, serial: serial, startFrame: startFrame, onEvent: onEvent)
+    }
+
+    /// A reader of `source`'s sound alone, with a demuxer of its own that it seeks, starts
+    /// and stops itself (for a decoder on its own, as `chorus-bench decode` runs it).
+    public convenience init(source: MediaSource, ring: AudioRing, serial: Int, startFrame: Int64,
+                            onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
+        let demuxer = ItemDemuxer(source: source, sound: true, pictures: false)
+        try self.init(demuxer: demuxer, owned: true, ring: ring, serial: serial, startFrame: startFrame, onEvent: onEvent)
+        if startFrame > 0 {
+            demuxer.seek(toItemNanoseconds: Self.demuxerTarget(forFrame: startFrame, sampleRate: ring.format.sampleRate), serial: serial)
+        }
+    }
+
+    private init(demuxer: ItemDemuxer, owned: Bool, ring: AudioRing, serial: Int, startFrame: Int64,
+                 onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
+        let source = demuxer.source
+        ownDemuxer = owned ? demuxer : nil
         self.source = source
         self.ring = ring
         self.onEvent = onEvent
         self.serial = serial
+        packets = demuxer.soundQueue
+        wake = demuxer.soundQueue?.consumerSignal ?? WakeSignal()
         if let track = source.info.preferredAudioTrack {
+            guard let queue = demuxer.soundQueue, queue.streamIndex == Int32(track.streamIndex) else {
+                throw .unsupportedFormat(url: source.url, reason: "the sound's stream is not demuxed")
+            }
             decoder = try AudioDecoder(source: source, streamIndex: Int32(track.streamIndex), output: ring.format)
             silentEndFrame = 0
         } else if let video = source.info.preferredVideoTrack {
@@ -95,8 +129,9 @@ public final class AudioReader: @unchecked Sendable {
         }
     }
 
-    /// Starts the reader thread.
+    /// Starts the reader thread (and its own demuxer's).
     public func start() {
+        ownDemuxer?.start()
         thread.start { [self] in run() }
     }
 
@@ -104,15 +139,16 @@ public final class AudioReader: @unchecked Sendable {
     public func seek(toFrame frame: Int64, serial: Int) {
         pendingSeek.withLockAnnotated { $0 = (frame, serial) }
         wake.signal()
+        ownDemuxer?.seek(toItemNanoseconds: Self.demuxerTarget(forFrame: frame, sampleRate: ring.format.sampleRate), serial: serial)
     }
 
-    /// Stops the thread and waits for it to finish (bounded by FFmpeg's interrupt).
-    /// After it returns the ring may be given to another reader.
+    /// Stops the thread and waits for it to finish. After it returns the ring may be given
+    /// to another reader.
     public func stop() {
         stopRequested.store(true, ordering: .releasing)
-        source.interrupt()
         wake.signal()
         thread.waitForEnd()
+        ownDemuxer?.stop()
     }
 
     private var stopping: Bool { stopRequested.load(ordering: .acquiring) }
@@ -120,54 +156,50 @@ public final class AudioReader: @unchecked Sendable {
     // MARK: - The reader thread
 
     private func run() {
-        guard let decoder else {
+        guard let decoder, let packets else {
             runSilence()
             return
         }
-        guard let packet = av_packet_alloc() else {
-            onEvent(.failed(serial: serial, itemFrame: 0, error: .outputFailure(device: source.url, reason: "out of memory")))
-            return
-        }
-        defer { var p: UnsafeMutablePointer<AVPacket>? = packet; av_packet_free(&p) }
-        var consecutiveErrors = 0
         while !stopping {
             if let seek = pendingSeek.withLockAnnotated({ value -> (frame: Int64, serial: Int)? in defer { value = nil }; return value }) {
                 perform(seek: seek)
-                consecutiveErrors = 0
             }
             if atEnd {
                 wake.wait(timeout: Self.idlePoll)
                 continue
             }
-            let status = av_read_frame(source.formatContext, packet)
-            if status == FFmpegCall.eof {
-                drain()
-                finish(failure: nil)
+            guard let entry = packets.take() else {
+                wake.wait(timeout: Self.idlePoll)
                 continue
             }
-            if status < 0 {
-                if stopping { break }
-                consecutiveErrors += 1
-                if status == FFmpegCall.invalidData && consecutiveErrors < Self.maximumConsecutiveReadErrors {
+            if case .flush(let serial) = entry {
+                lastFlush = max(lastFlush, serial)
+                continue
+            }
+            // What the demuxer read before it moved for the pending seek.
+            guard lastFlush >= awaitedFlush else { continue }
+            switch entry {
+            case .packet(let packet):
+                let sent = sendRetrying({ decoder.send(packet.pointer) }, receiveAll: receiveAll,
+                                        shouldGiveUp: { stopping || !pendingSeekIsEmpty })
+                if sent < 0 && sent != FFmpegCall.again {
                     damagedPackets += 1
                     onEvent(.damaged(count: damagedPackets))
                     continue
                 }
+                receiveAll()
+            case .end:
                 drain()
-                finish(failure: readFailure(status))
-                continue
-            }
-            consecutiveErrors = 0
-            defer { av_packet_unref(packet) }
-            guard packet.pointee.stream_index == decoder.streamIndex else { continue }
-            let sent = sendRetrying({ decoder.send(packet) }, receiveAll: receiveAll,
-                                    shouldGiveUp: { stopping || !pendingSeekIsEmpty })
-            if sent < 0 && sent != FFmpegCall.again {
+                finish(failure: nil)
+            case .failure(let error):
+                drain()
+                finish(failure: error)
+            case .damaged:
                 damagedPackets += 1
                 onEvent(.damaged(count: damagedPackets))
+            case .flush, .skipped:
                 continue
             }
-            receiveAll()
         }
     }
 
@@ -204,34 +236,26 @@ public final class AudioReader: @unchecked Sendable {
         }
     }
 
-    private func readFailure(_ status: Int32) -> MediaError {
-        if source.url.contains("://") && !source.url.hasPrefix("file://") {
-            return .networkFailure(url: source.url, reason: FFmpegCall.message(status))
-        }
-        return .corruptData(url: source.url, reason: FFmpegCall.message(status))
-    }
-
     private func perform(seek: (frame: Int64, serial: Int)) {
         serial = seek.serial
         discardBefore = seek.frame
         announcedReady = false
         atEnd = false
         nextFrame = nil
-        let rate = Int64(ring.format.sampleRate)
-        let microsecondsPerSecond: Int64 = 1_000_000
-        let start = source.info.startTime.convertScale(1_000_000, method: .roundTowardNegativeInfinity).value
-        // Overflow-safe: a frame past any real item's end seeks to the end.
-        let (scaled, overflowed) = max(0, seek.frame).multipliedReportingOverflow(by: microsecondsPerSecond)
-        let targetMicroseconds = overflowed ? Int64.max / 2 : start &+ scaled / rate
-        let prerollMicroseconds = Int64(Self.seekPreroll.components.seconds) * microsecondsPerSecond
-            + Self.seekPreroll.components.attoseconds / 1_000_000_000_000
-        let seekTo = max(start, targetMicroseconds - prerollMicroseconds)
-        let status = avformat_seek_file(source.formatContext, -1, Int64.min, seekTo, seekTo, 0)
-        if status < 0 && seek.frame > 0 {
-            // Inputs that cannot seek (pipes, some live streams) restart only from the top.
-            _ = avformat_seek_file(source.formatContext, -1, Int64.min, start, start, 0)
-        }
+        awaitedFlush = seek.serial
         decoder?.flush()
+    }
+
+    /// Where the demuxer goes for a seek of the sound to item frame `frame` at `sampleRate`:
+    /// `seekPreroll` before it, so codecs that need earlier packets to rebuild their state
+    /// give exact samples at the target.
+    static func demuxerTarget(forFrame frame: Int64, sampleRate: Int) -> Int64 {
+        guard sampleRate > 0 else { return 0 }
+        let (scaled, overflowed) = max(0, frame).multipliedReportingOverflow(by: 1_000_000_000)
+        // Overflow-safe: a frame past any real item's end seeks to the end.
+        let target = overflowed ? Int64.max / 4 : scaled / Int64(sampleRate)
+        let preroll = Int64(seekPreroll.components.seconds) * 1_000_000_000 + seekPreroll.components.attoseconds / 1_000_000_000
+        return max(0, target - preroll)
     }
 
     private func drain() {

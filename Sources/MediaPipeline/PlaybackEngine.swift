@@ -23,6 +23,9 @@ public final class PlaybackEngine: Sendable {
     private struct Parts {
         var output: (any AudioOutput)?
         var renderer: AudioRenderer?
+        /// The current item's one demuxer, feeding its sound's reader and, when it was loaded
+        /// with a display, its pictures' reader.
+        var demuxer: ItemDemuxer?
         var reader: AudioReader?
         var readerError: MediaError?
         /// The current item's pictures, when it has a video track and someone shows them.
@@ -112,9 +115,11 @@ public final class PlaybackEngine: Sendable {
         }
     }
 
-    /// Makes a reader of `source` into the ring under `serial` from item frame `startFrame`,
-    /// replacing (and first stopping) any previous reader, and starts it unless `start` is
-    /// false (then `startReader()` does). The render thread stays idle until told to play.
+    /// Makes the readers of `source` under `serial` from item frame `startFrame`: one
+    /// demuxer (`ItemDemuxer`) feeding the sound's reader, into the ring, and, when pictures
+    /// are wanted and the item has them, the pictures' reader. Any previous item's are
+    /// stopped first. They start unless `start` is false (then `startReader()` starts them).
+    /// The render thread stays idle until told to play.
     public func load(source: MediaSource, serial: Int, startFrame: Int64, start: Bool = true,
                      onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
         unload()
@@ -122,23 +127,68 @@ public final class PlaybackEngine: Sendable {
         guard let ring else { throw .outputFailure(device: spec.description, reason: "output not open") }
         source.resetInterrupt()
         parts.withLockAnnotated { $0.readerError = nil }
-        let newReader = try AudioReader(source: source, ring: ring, serial: serial, startFrame: startFrame) { [weak self] event in
+        let sampleRate = ring.format.sampleRate
+        let pictureQueue = videoWanted.load(ordering: .acquiring) && source.info.preferredVideoTrack != nil ? videoQueue : nil
+        let wantsPictures = pictureQueue != nil
+        let demuxer = ItemDemuxer(source: source, sound: true, pictures: wantsPictures)
+        let newReader = try AudioReader(demuxer: demuxer, ring: ring, serial: serial, startFrame: startFrame) { [weak self] event in
             if case .failed(_, _, let error) = event { self?.parts.withLockAnnotated { $0.readerError = error } }
             onEvent(event)
         }
-        parts.withLockAnnotated { $0.reader = newReader }
-        if start { newReader.start() }
-        loadVideo(url: source.url, info: source.info, serial: serial, startFrame: startFrame,
-                  sampleRate: ring.format.sampleRate, start: start, onEvent: onVideoEvent)
+        let startNanoseconds = Self.nanoseconds(ofFrame: startFrame, sampleRate: sampleRate)
+        var pictures: VideoReader?
+        if let pictureQueue {
+            let handler = onVideoEvent
+            do throws(MediaError) {
+                pictures = try VideoReader(demuxer: demuxer, queue: pictureQueue, serial: serial, startNanoseconds: startNanoseconds) { [weak self] event in
+                    if case .failed(_, let error) = event { self?.parts.withLockAnnotated { $0.videoError = error } }
+                    handler?(event)
+                }
+            } catch {
+                // A failure here costs the pictures, never the sound.
+                demuxer.stopReadingPictures()
+                parts.withLockAnnotated { $0.videoError = error }
+                handler?(.failed(serial: serial, error: error))
+            }
+        }
+        if startFrame > 0 {
+            demuxer.seek(toItemNanoseconds: demuxerTarget(demuxer, frame: startFrame, sampleRate: sampleRate), serial: serial)
+        }
+        parts.withLockAnnotated { parts in
+            parts.demuxer = demuxer
+            parts.reader = newReader
+            parts.videoReader = pictures
+        }
+        if start {
+            if demuxer.readsAnything { demuxer.start() }
+            newReader.start()
+            pictures?.start()
+        }
     }
 
-    /// Makes the pictures' reader for an item with a video track, on a demuxer of its own.
-    /// A failure here costs the pictures, never the sound: it is kept for `lastVideoError`
-    /// and reported through `onEvent`.
-    private func loadVideo(url: String, info: MediaInfo, serial: Int, startFrame: Int64, sampleRate: Int, start: Bool,
+    /// Where `demuxer` goes for a seek to item frame `frame`: the sound's pre-roll before it
+    /// when it reads the sound (the pictures' keyframe lies at or before that too), else the
+    /// pictures' target itself.
+    private func demuxerTarget(_ demuxer: ItemDemuxer, frame: Int64, sampleRate: Int) -> Int64 {
+        demuxer.soundQueue != nil
+            ? AudioReader.demuxerTarget(forFrame: frame, sampleRate: sampleRate)
+            : Self.nanoseconds(ofFrame: frame, sampleRate: sampleRate)
+    }
+
+    /// Item nanoseconds of item frame `frame` at `sampleRate`, saturating.
+    private static func nanoseconds(ofFrame frame: Int64, sampleRate: Int) -> Int64 {
+        guard sampleRate > 0 else { return 0 }
+        let (scaled, overflow) = max(0, frame).multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? Int64.max / 4 : scaled / Int64(sampleRate)
+    }
+
+    /// Makes a pictures' reader with a demuxer of its own, for an item whose sound is already
+    /// under way. A failure here costs the pictures, never the sound: it is kept for
+    /// `lastVideoError` and reported through `onEvent`.
+    private func loadVideo(url: String, serial: Int, startFrame: Int64, sampleRate: Int,
                            onEvent: (@Sendable (VideoReaderEvent) -> Void)?) {
-        guard videoWanted.load(ordering: .acquiring), info.preferredVideoTrack != nil, let queue = videoQueue else { return }
-        let startNanoseconds = sampleRate > 0 ? startFrame.multipliedReportingOverflow(by: 1_000_000_000).partialValue / Int64(sampleRate) : 0
+        guard videoWanted.load(ordering: .acquiring), let queue = videoQueue else { return }
+        let startNanoseconds = Self.nanoseconds(ofFrame: startFrame, sampleRate: sampleRate)
         do throws(MediaError) {
             let source = try MediaSource(url: url)
             let reader = try VideoReader(source: source, queue: queue, serial: serial, startNanoseconds: startNanoseconds) { [weak self] event in
@@ -146,7 +196,7 @@ public final class PlaybackEngine: Sendable {
                 onEvent?(event)
             }
             parts.withLockAnnotated { $0.videoReader = reader }
-            if start { reader.start() }
+            reader.start()
         } catch {
             parts.withLockAnnotated { $0.videoError = error }
             onEvent?(.failed(serial: serial, error: error))
@@ -157,15 +207,19 @@ public final class PlaybackEngine: Sendable {
     /// frame `startFrame` under `serial`. Blocks while the input opens.
     public func loadVideoForCurrentItem(serial: Int, startFrame: Int64) {
         let (reader, hasVideo, rate) = parts.withLockAnnotated { ($0.reader, $0.videoReader != nil, $0.output?.format.sampleRate) }
-        guard let reader, !hasVideo, let rate else { return }
-        loadVideo(url: reader.source.url, info: reader.source.info, serial: serial, startFrame: startFrame,
-                  sampleRate: rate, start: true, onEvent: onVideoEvent)
+        guard let reader, !hasVideo, let rate, reader.source.info.preferredVideoTrack != nil else { return }
+        loadVideo(url: reader.source.url, serial: serial, startFrame: startFrame, sampleRate: rate, onEvent: onVideoEvent)
     }
 
     /// Stops the current item's pictures, keeping its sound.
     public func unloadVideo() {
-        let old: VideoReader? = parts.withLockAnnotated { parts in defer { parts.videoReader = nil }; return parts.videoReader }
+        let (old, demuxer): (VideoReader?, ItemDemuxer?) = parts.withLockAnnotated { parts in
+            defer { parts.videoReader = nil }
+            return (parts.videoReader, parts.demuxer)
+        }
         old?.stop()
+        // The item's demuxer reads on for the sound alone.
+        demuxer?.stopReadingPictures()
     }
 
     /// The player's host time of a real CLOCK_MONOTONIC instant (they differ only where the
@@ -194,29 +248,32 @@ public final class PlaybackEngine: Sendable {
 
     /// Starts the current reader, when `load` was told not to.
     public func startReader() {
-        let (audio, video) = parts.withLockAnnotated { ($0.reader, $0.videoReader) }
+        let (demuxer, audio, video) = parts.withLockAnnotated { ($0.demuxer, $0.reader, $0.videoReader) }
+        if let demuxer, demuxer.readsAnything { demuxer.start() }
         audio?.start()
         video?.start()
     }
 
     /// Stops the current reader; its blocks become stale at the next serial.
     public func unload() {
-        let (old, oldVideo): (AudioReader?, VideoReader?) = parts.withLockAnnotated { parts in
-            defer { parts.reader = nil; parts.videoReader = nil; parts.videoError = nil }
-            return (parts.reader, parts.videoReader)
+        let (demuxer, old, oldVideo): (ItemDemuxer?, AudioReader?, VideoReader?) = parts.withLockAnnotated { parts in
+            defer { parts.demuxer = nil; parts.reader = nil; parts.videoReader = nil; parts.videoError = nil }
+            return (parts.demuxer, parts.reader, parts.videoReader)
         }
+        // The demuxer first: its read may be waiting on the network, and stopping interrupts it.
+        demuxer?.stop()
         old?.stop()
         oldVideo?.stop()
     }
 
     /// Moves the current reader to item frame `frame` under a new `serial`.
     public func seek(toFrame frame: Int64, serial: Int) {
-        let (audio, video, rate) = parts.withLockAnnotated { ($0.reader, $0.videoReader, $0.output?.format.sampleRate) }
+        let (demuxer, audio, video, rate) = parts.withLockAnnotated { ($0.demuxer, $0.reader, $0.videoReader, $0.output?.format.sampleRate) }
+        guard let rate, rate > 0 else { return }
+        // The readers first: each then drops what its queue holds until the demuxer's marker.
         audio?.seek(toFrame: frame, serial: serial)
-        if let video, let rate, rate > 0 {
-            let (scaled, overflow) = max(0, frame).multipliedReportingOverflow(by: 1_000_000_000)
-            video.seek(toItemNanoseconds: overflow ? Int64.max / 2 : scaled / Int64(rate), serial: serial)
-        }
+        video?.seek(toItemNanoseconds: Self.nanoseconds(ofFrame: frame, sampleRate: rate), serial: serial)
+        if let demuxer { demuxer.seek(toItemNanoseconds: demuxerTarget(demuxer, frame: frame, sampleRate: rate), serial: serial) }
     }
 
     /// Changes what the render thread does.

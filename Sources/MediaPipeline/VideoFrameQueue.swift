@@ -221,6 +221,12 @@ public final class VideoFrameQueue: Sendable {
         }
     }
 
+    /// Counts `count` pictures lost before decoding (their packets were dropped) as dropped.
+    func countDropped(_ count: Int) {
+        guard count > 0 else { return }
+        state.withLockAnnotated { $0.dropped += count }
+    }
+
     /// From now on only pictures of `serial` count: every queued picture of an older one
     /// is dropped at once (the picture on display stays until a new one replaces it).
     public func flush(toSerial serial: Int) {

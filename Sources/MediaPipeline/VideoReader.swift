@@ -16,26 +16,31 @@ public enum VideoReaderEvent: Sendable, Equatable {
     case damaged(count: Int)
 }
 
-/// The producer of one item's pictures: demux the video stream, decode it and queue the
-/// pictures on a thread of its own, following seek commands.
+/// The producer of one item's pictures: decode the video stream's packets, which an
+/// `ItemDemuxer` queues, and queue the pictures on a thread of its own, following seek
+/// commands.
 ///
-/// It reads its own `MediaSource` (opened on the same URL as the sound's, with every other
-/// stream discarded), so pictures and sound never wait on each other's demuxing; both are
-/// tagged with the player's seek serials and timed on the same item time.
+/// Normally the demuxer is the item's own, shared with its sound. A display that comes in
+/// the middle of an item gets a reader with a demuxer of its own (`ownDemuxer`), started
+/// where the pictures are wanted, so the sound, read seconds ahead, is not disturbed.
+/// Pictures and sound are tagged with the player's seek serials and timed on the same
+/// item time.
 ///
 /// Contract as `AudioReader`'s: `start()` once; `seek` and `stop` from any thread.
 // @unchecked: the vars below belong to the reader thread once `start()` has begun it
 // (`init` sets them before); other threads reach it only through `pendingSeek` (a Mutex),
 // the atomics, the queue and the wake signal.
 public final class VideoReader: @unchecked Sendable {
-    /// Consecutive demuxer errors tolerated before the input counts as unreadable.
-    static let maximumConsecutiveReadErrors = 32
     /// How long the reader sleeps when the queue is full or it has nothing to do; every
     /// command and every freed slot also wakes it at once.
     static let idlePoll: Duration = .milliseconds(5)
 
-    /// The reader's own demuxer of the item.
+    /// The item (read by a demuxer, not by the reader).
     public let source: MediaSource
+    /// The pictures' packets.
+    private let packets: PacketQueue
+    /// The demuxer this reader started and stops itself; nil when it shares the item's.
+    private let ownDemuxer: ItemDemuxer?
     /// Where the pictures go.
     public let queue: VideoFrameQueue
     /// The video track read.
@@ -56,28 +61,50 @@ public final class VideoReader: @unchecked Sendable {
     private var nextNumber: Int64 = 0
     /// Item time of the picture before the next, to time pictures that carry no timestamp.
     private var lastItemNanoseconds: Int64?
+    /// Entries of the queue are dropped until the demuxer's marker of this serial (a seek's).
+    private var awaitedFlush = Int.min
+    /// The newest seek marker taken from the queue.
+    private var lastFlush = Int.min
 
-    /// Opens the decoder for the source's preferred video track. Pictures start at
-    /// `startNanoseconds` of item time under seek serial `serial`.
-    public init(source: MediaSource, queue: VideoFrameQueue, serial: Int, startNanoseconds: Int64 = 0,
-                onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) throws(MediaError) {
+    /// Opens the decoder for the preferred video track of `demuxer`'s item, fed from its
+    /// pictures' queue. Pictures start at `startNanoseconds` of item time under seek serial
+    /// `serial` (a shared demuxer is sent there by the engine).
+    convenience init(demuxer: ItemDemuxer, queue: VideoFrameQueue, serial: Int, startNanoseconds: Int64 = 0,
+         onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) throws(MediaError) {
+        try self.init(demuxer: demuxer, owned: false, queue: queue, serial: serial, startNanoseconds: startNanoseconds, onEvent: onEvent)
+    }
+
+    /// A reader with a demuxer of its own on `source`, for pictures alone: a display that
+    /// came after the item's sound was under way. It seeks its demuxer itself.
+    public convenience init(source: MediaSource, queue: VideoFrameQueue, serial: Int, startNanoseconds: Int64 = 0,
+                            onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) throws(MediaError) {
+        let demuxer = ItemDemuxer(source: source, sound: false, pictures: true)
+        try self.init(demuxer: demuxer, owned: true, queue: queue, serial: serial, startNanoseconds: startNanoseconds, onEvent: onEvent)
+        if startNanoseconds > 0 { demuxer.seek(toItemNanoseconds: startNanoseconds, serial: serial) }
+    }
+
+    private init(demuxer: ItemDemuxer, owned: Bool, queue: VideoFrameQueue, serial: Int, startNanoseconds: Int64,
+                 onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) throws(MediaError) {
+        let source = demuxer.source
         guard let track = source.info.preferredVideoTrack else { throw .noPlayableTrack(url: source.url) }
+        guard let packets = demuxer.pictureQueue, packets.streamIndex == Int32(track.streamIndex) else {
+            throw .unsupportedFormat(url: source.url, reason: "the pictures' stream is not demuxed")
+        }
         self.source = source
+        self.packets = packets
+        ownDemuxer = owned ? demuxer : nil
         self.queue = queue
         self.track = track
         self.onEvent = onEvent
         self.serial = serial
         decoder = try VideoDecoder(source: source, track: track)
-        // Only the pictures' stream is read: the demuxer skips every other stream's packets.
-        for index in 0..<Int(source.formatContext.pointee.nb_streams) where index != track.streamIndex {
-            source.formatContext.pointee.streams[index]?.pointee.discard = AVDISCARD_ALL
-        }
         queue.restart(atSerial: serial)
         if startNanoseconds > 0 { pendingSeek.withLockAnnotated { $0 = (startNanoseconds, serial) } }
     }
 
-    /// Starts the reader thread.
+    /// Starts the reader thread (and its own demuxer's).
     public func start() {
+        ownDemuxer?.start()
         thread.start { [self] in run() }
     }
 
@@ -87,14 +114,17 @@ public final class VideoReader: @unchecked Sendable {
         pendingSeek.withLockAnnotated { $0 = (itemNanoseconds, serial) }
         queue.flush(toSerial: serial)
         queue.spaceFreed.signal()
+        packets.consumerSignal.signal()
+        ownDemuxer?.seek(toItemNanoseconds: itemNanoseconds, serial: serial)
     }
 
     /// Stops the thread and waits for it to end (bounded by FFmpeg's interrupt).
     public func stop() {
         stopRequested.store(true, ordering: .releasing)
-        source.interrupt()
         queue.spaceFreed.signal()
+        packets.consumerSignal.signal()
         thread.waitForEnd()
+        ownDemuxer?.stop()
     }
 
     private var stopping: Bool { stopRequested.load(ordering: .acquiring) }
@@ -103,55 +133,53 @@ public final class VideoReader: @unchecked Sendable {
     // MARK: - The reader thread
 
     private func run() {
-        guard let packet = av_packet_alloc() else {
-            onEvent(.failed(serial: serial, error: .outputFailure(device: source.url, reason: "out of memory")))
-            return
-        }
-        defer { var p: UnsafeMutablePointer<AVPacket>? = packet; av_packet_free(&p) }
-        var consecutiveErrors = 0
         while !stopping {
             if let seek = pendingSeek.withLockAnnotated({ value -> (itemNanoseconds: Int64, serial: Int)? in defer { value = nil }; return value }) {
                 perform(seek: seek)
-                consecutiveErrors = 0
             }
             if atEnd {
-                queue.spaceFreed.wait(timeout: Self.idlePoll)
+                packets.consumerSignal.wait(timeout: Self.idlePoll)
                 continue
             }
-            let status = av_read_frame(source.formatContext, packet)
-            if status == FFmpegCall.eof {
+            guard let entry = packets.take() else {
+                packets.consumerSignal.wait(timeout: Self.idlePoll)
+                continue
+            }
+            if case .flush(let serial) = entry {
+                lastFlush = max(lastFlush, serial)
+                continue
+            }
+            // What the demuxer read before it moved for the pending seek.
+            guard lastFlush >= awaitedFlush else { continue }
+            switch entry {
+            case .packet(let packet):
+                let sent = sendRetrying({ decoder.send(packet.pointer) }, receiveAll: receiveAll,
+                                        shouldGiveUp: { stopping || !pendingSeekIsEmpty })
+                if sent < 0 && sent != FFmpegCall.again {
+                    reportDamage()
+                    continue
+                }
+                receiveAll()
+            case .end:
                 _ = decoder.send(nil)
                 receiveAll()
                 if pendingSeekIsEmpty && !stopping {
                     atEnd = true
                     onEvent(.decodedToEnd(serial: serial))
                 }
-                continue
-            }
-            if status < 0 {
-                if stopping { break }
-                consecutiveErrors += 1
-                if status == FFmpegCall.invalidData && consecutiveErrors < Self.maximumConsecutiveReadErrors {
-                    reportDamage()
-                    continue
-                }
+            case .failure(let error):
                 atEnd = true
-                let error: MediaError = source.url.contains("://") && !source.url.hasPrefix("file://")
-                    ? .networkFailure(url: source.url, reason: FFmpegCall.message(status))
-                    : .corruptData(url: source.url, reason: FFmpegCall.message(status))
                 onEvent(.failed(serial: serial, error: error))
-                continue
-            }
-            consecutiveErrors = 0
-            defer { av_packet_unref(packet) }
-            guard packet.pointee.stream_index == decoder.streamIndex else { continue }
-            let sent = sendRetrying({ decoder.send(packet) }, receiveAll: receiveAll,
-                                    shouldGiveUp: { stopping || !pendingSeekIsEmpty })
-            if sent < 0 && sent != FFmpegCall.again {
+            case .damaged:
                 reportDamage()
+            case .skipped(let count):
+                // The decoder starts again at a keyframe: what it held refers to pictures
+                // that never came.
+                decoder.flush()
+                queue.countDropped(count)
+            case .flush:
                 continue
             }
-            receiveAll()
         }
     }
 
@@ -166,14 +194,9 @@ public final class VideoReader: @unchecked Sendable {
         announcedReady = false
         atEnd = false
         lastItemNanoseconds = nil
-        let start = source.info.startTime.convertScale(1_000_000, method: .roundTowardNegativeInfinity).value
-        let target = start &+ max(0, seek.itemNanoseconds) / 1000
-        // The keyframe at or before the target: the pictures from there to it are decoded
-        // and dropped, so the one showing at the target is exact.
-        let status = avformat_seek_file(source.formatContext, -1, Int64.min, target, target, 0)
-        if status < 0 && seek.itemNanoseconds > 0 {
-            _ = avformat_seek_file(source.formatContext, -1, Int64.min, start, start, 0)
-        }
+        // The demuxer goes to a keyframe at or before the target: the pictures from there to
+        // it are decoded and dropped, so the one showing at the target is exact.
+        awaitedFlush = seek.serial
         decoder.flush()
     }
 

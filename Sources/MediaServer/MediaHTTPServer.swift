@@ -29,11 +29,16 @@ public final class MediaHTTPServer: Sendable {
     static let chunkBytes = 256 * 1024
 
     private let listener: Int32
+    /// Connections accepted and served since the server started (each follower's reading of
+    /// an item opens one, and one more for each seek FFmpeg makes across the file).
+    public var connectionsAccepted: Int { accepted.load(ordering: .relaxed) }
+
     /// The port bound (useful when asked for port 0).
     public let port: UInt16
     private let host: String
     private let files = Mutex<[String: URL]>([:])
     private let connections = Atomic<Int>(0)
+    private let accepted = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
     private let headerTimeout: Duration
 
@@ -107,6 +112,7 @@ public final class MediaHTTPServer: Sendable {
                 continue
             }
             connections.add(1, ordering: .relaxed)
+            accepted.add(1, ordering: .relaxed)
             var timeout = timeval(tv_sec: Int(Self.readTimeout.components.seconds), tv_usec: 0)
             setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

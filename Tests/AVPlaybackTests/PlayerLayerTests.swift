@@ -3,6 +3,7 @@ import Testing
 import ChorusTestSupport
 @testable import AVPlayback
 import MediaPipeline
+import MediaServer
 import Synchronization
 
 /// A player layer driven as a hosting view drives it, refresh by refresh, without a window:
@@ -72,6 +73,37 @@ import Synchronization
         #expect(!rates.isEmpty, "no look at the timeline between the end written and heard")
         #expect(rates.allSatisfy { abs($0 - 1) < 0.001 }, "rates published while the end was queued: \(Set(rates))")
         _ = layer
+    }
+
+    @Test("an item shown with its pictures is fetched no more than its sound alone: one demuxer reads both")
+    func picturesShareTheSoundsFetch() throws {
+        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
+        defer { server.stop() }
+        let path = server.publish(try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true), id: "0")
+        let url = try #require(URL(string: "http://127.0.0.1:\(server.port)\(path)"))
+        /// Connections the server took while an item played for half a second.
+        func connections(shown: Bool) throws -> Int {
+            let before = server.connectionsAccepted
+            let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
+            defer { player.close() }
+            // The layer comes first, so the item is loaded with its pictures wanted.
+            let layer = shown ? AVPlayerLayer(player: player) : nil
+            let item = AVPlayerItem(url: url)
+            player.replaceCurrentItem(with: item)
+            #expect(waitUntil(10) { item.status == .readyToPlay })
+            player.play()
+            #expect(waitUntil(10) { player.timeControlStatus == .playing })
+            if let layer {
+                #expect(waitUntil(10) { layer.picture(forRefreshAt: .now()) != nil }, "no picture shown")
+                #expect(player.engine.hasVideo)
+            }
+            usleep(500_000)
+            return server.connectionsAccepted - before
+        }
+        let soundAlone = try connections(shown: false)
+        let withPictures = try connections(shown: true)
+        #expect(soundAlone >= 1)
+        #expect(withPictures == soundAlone)
     }
 
     @Test("paused after a seek, the picture at the target is shown")

@@ -90,6 +90,17 @@ public enum TestMedia {
         }
     }
 
+    /// A video with sound whose keyframes come every `keyframeInterval` pictures (x264's own
+    /// default puts one in ten seconds), for the paths that depend on where keyframes fall.
+    public static func keyframedVideo(seconds: Double = 4, rate: Int = 25, keyframeInterval: Int = 25) throws -> URL {
+        try make("keyframed-\(seconds)-\(rate)-\(keyframeInterval).mp4") { url in
+            ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=\(rate):duration=\(seconds)",
+             "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)",
+             "-c:v", "libx264", "-preset", "ultrafast", "-g", "\(keyframeInterval)", "-keyint_min", "\(keyframeInterval)",
+             "-sc_threshold", "0", "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2", url.path]
+        }
+    }
+
     /// The frame number an identity picture shows, read from its luma plane (`stride` bytes
     /// a row): the middle of each column, on the middle row.
     public static func identity(luma: UnsafePointer<UInt8>, stride: Int, width: Int, height: Int) -> Int {

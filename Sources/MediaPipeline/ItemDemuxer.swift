@@ -1,0 +1,200 @@
+import MediaClock
+import MutexAnnotations
+import Synchronization
+internal import CFFmpeg
+
+/// The one reader of an item's container: a thread that reads its packets and hands each to
+/// its stream's `PacketQueue`, where that stream's decoder (`AudioReader`, `VideoReader`)
+/// takes it. Streams no queue is made for are discarded inside the demuxer, so a file is
+/// read once and a network item fetched once, whatever is decoded from it.
+///
+/// Flow: the demuxer reads while any queue it feeds has room. When the pictures' queue is
+/// full (their decoder has fallen behind, or no display takes pictures) and the sound's
+/// wants more, picture packets are dropped up to the next keyframe, so a display that
+/// falls behind costs pictures, never sound.
+///
+/// Seeks come here once per item, to the earliest position any decoder needs (the sound's
+/// pre-roll before its target, the keyframe before that); each queue then gets a flush
+/// marker with the seek's serial, and each decoder discards up to its own target.
+///
+/// Contract: `start()` once; `seek`, `stopReadingPictures` and `stop` from any thread.
+// @unchecked: the vars below belong to the demuxer's thread once `start()` has begun it
+// (`init` sets them before); other threads reach it through Mutexes, atomics and the wake
+// signal.
+public final class ItemDemuxer: @unchecked Sendable {
+    /// Consecutive read errors tolerated before the input counts as unreadable: single
+    /// damaged packets are skipped, a dead file or connection is not retried for ever.
+    static let maximumConsecutiveReadErrors = 32
+    /// How long the demuxer sleeps when every queue is full or the input has ended; a taken
+    /// packet and every command also wake it at once.
+    static let idlePoll: Duration = .milliseconds(5)
+
+    public let source: MediaSource
+    /// The sound's packets, when the item's sound is decoded.
+    let soundQueue: PacketQueue?
+    /// The pictures' packets, when the item's pictures are decoded.
+    let pictureQueue: PacketQueue?
+
+    private let wake = WakeSignal()
+    private let stopRequested = Atomic<Bool>(false)
+    private let pendingSeek = Mutex<(itemNanoseconds: Int64, serial: Int)?>(nil)
+    private let picturesStopRequested = Atomic<Bool>(false)
+    private let thread = ReaderThread(name: "chorus.demuxer")
+
+    private var atEnd = false
+    private var readsPictures: Bool
+    /// Set when a picture packet was dropped: the rest are dropped up to the next keyframe,
+    /// which decodes without what came before.
+    private var skipsToKeyframe = false
+    private var skippedPictures = 0
+
+    /// A demuxer of `source` for its preferred audio track (when `sound`) and its preferred
+    /// video track (when `pictures`); every other stream is discarded. Reading starts at the
+    /// top unless `seek` is called before `start`.
+    public init(source: MediaSource, sound: Bool, pictures: Bool) {
+        self.source = source
+        let context = source.formatContext
+        func queue(for track: TrackInfo?, limits: PacketQueue.Limits, wake: WakeSignal) -> PacketQueue? {
+            guard let track, track.streamIndex < Int(context.pointee.nb_streams),
+                  let stream = context.pointee.streams[track.streamIndex] else { return nil }
+            return PacketQueue(streamIndex: Int32(track.streamIndex), timeBase: stream.pointee.time_base,
+                               limits: limits, producerSignal: wake)
+        }
+        soundQueue = sound ? queue(for: source.info.preferredAudioTrack, limits: PacketQueue.soundLimits, wake: wake) : nil
+        pictureQueue = pictures ? queue(for: source.info.preferredVideoTrack, limits: PacketQueue.pictureLimits, wake: wake) : nil
+        readsPictures = pictureQueue != nil
+        let kept = Set([soundQueue?.streamIndex, pictureQueue?.streamIndex].compactMap { $0 })
+        for index in 0..<Int(context.pointee.nb_streams) where !kept.contains(Int32(index)) {
+            context.pointee.streams[index]?.pointee.discard = AVDISCARD_ALL
+        }
+    }
+
+    /// Whether any stream is read at all (a silent item shown nowhere reads none).
+    var readsAnything: Bool { soundQueue != nil || pictureQueue != nil }
+
+    /// Starts the demuxer's thread.
+    public func start() {
+        thread.start { [self] in run() }
+    }
+
+    /// Moves reading to the keyframe at or before `itemNanoseconds`; the queues get the
+    /// marker of `serial`.
+    public func seek(toItemNanoseconds itemNanoseconds: Int64, serial: Int) {
+        pendingSeek.withLockAnnotated { $0 = (itemNanoseconds, serial) }
+        wake.signal()
+    }
+
+    /// Stops reading the pictures (nobody shows them any more); the sound reads on.
+    public func stopReadingPictures() {
+        picturesStopRequested.store(true, ordering: .releasing)
+        pictureQueue?.clear()
+        wake.signal()
+    }
+
+    /// Stops the thread and waits for it to end (bounded by FFmpeg's interrupt).
+    public func stop() {
+        stopRequested.store(true, ordering: .releasing)
+        source.interrupt()
+        wake.signal()
+        thread.waitForEnd()
+    }
+
+    private var stopping: Bool { stopRequested.load(ordering: .acquiring) }
+
+    /// The queues being fed.
+    private var feeding: [PacketQueue] { [soundQueue, readsPictures ? pictureQueue : nil].compactMap { $0 } }
+
+    // MARK: - The demuxer's thread
+
+    private func run() {
+        guard let packet = av_packet_alloc() else {
+            for queue in feeding { queue.push(.failure(.outputFailure(device: source.url, reason: "out of memory"))) }
+            return
+        }
+        defer { var p: UnsafeMutablePointer<AVPacket>? = packet; av_packet_free(&p) }
+        var consecutiveErrors = 0
+        while !stopping {
+            if readsPictures && picturesStopRequested.load(ordering: .acquiring) {
+                readsPictures = false
+                if let index = pictureQueue?.streamIndex { source.formatContext.pointee.streams[Int(index)]?.pointee.discard = AVDISCARD_ALL }
+                pictureQueue?.clear()
+            }
+            if let seek = pendingSeek.withLockAnnotated({ value -> (itemNanoseconds: Int64, serial: Int)? in defer { value = nil }; return value }) {
+                perform(seek: seek)
+                consecutiveErrors = 0
+            }
+            let queues = feeding
+            if atEnd || queues.isEmpty || queues.allSatisfy(\.isFull) {
+                wake.wait(timeout: Self.idlePoll)
+                continue
+            }
+            let status = av_read_frame(source.formatContext, packet)
+            if status == FFmpegCall.eof {
+                atEnd = true
+                for queue in queues { queue.push(.end) }
+                continue
+            }
+            if status < 0 {
+                if stopping { break }
+                consecutiveErrors += 1
+                if status == FFmpegCall.invalidData && consecutiveErrors < Self.maximumConsecutiveReadErrors {
+                    (soundQueue ?? queues.first)?.push(.damaged)
+                    continue
+                }
+                atEnd = true
+                let error = readFailure(status)
+                for queue in queues { queue.push(.failure(error)) }
+                continue
+            }
+            consecutiveErrors = 0
+            route(packet)
+            av_packet_unref(packet)
+        }
+    }
+
+    /// Hands `packet` to its stream's queue, or drops it.
+    private func route(_ packet: UnsafeMutablePointer<AVPacket>) {
+        let index = packet.pointee.stream_index
+        if let queue = soundQueue, queue.streamIndex == index {
+            if let owned = OwnedPacket(movingFrom: packet) { queue.push(.packet(owned)) }
+            return
+        }
+        guard readsPictures, let queue = pictureQueue, queue.streamIndex == index else { return }
+        if skipsToKeyframe {
+            guard packet.pointee.flags & AV_PKT_FLAG_KEY != 0 else {
+                skippedPictures += 1
+                return
+            }
+            skipsToKeyframe = false
+            queue.push(.skipped(count: skippedPictures))
+            skippedPictures = 0
+        } else if queue.isFull, let sound = soundQueue, !sound.isFull {
+            // The pictures are behind and the sound wants data: the pictures give way.
+            skipsToKeyframe = true
+            skippedPictures = 1
+            return
+        }
+        if let owned = OwnedPacket(movingFrom: packet) { queue.push(.packet(owned)) }
+    }
+
+    private func perform(seek: (itemNanoseconds: Int64, serial: Int)) {
+        atEnd = false
+        skipsToKeyframe = false
+        skippedPictures = 0
+        let start = source.info.startTime.convertScale(1_000_000, method: .roundTowardNegativeInfinity).value
+        let target = start &+ max(0, seek.itemNanoseconds) / 1000
+        let status = avformat_seek_file(source.formatContext, -1, Int64.min, target, target, 0)
+        if status < 0 && seek.itemNanoseconds > 0 {
+            // Inputs that cannot seek (pipes, some live streams) restart only from the top.
+            _ = avformat_seek_file(source.formatContext, -1, Int64.min, start, start, 0)
+        }
+        for queue in feeding { queue.flush(serial: seek.serial) }
+    }
+
+    private func readFailure(_ status: Int32) -> MediaError {
+        if source.url.contains("://") && !source.url.hasPrefix("file://") {
+            return .networkFailure(url: source.url, reason: FFmpegCall.message(status))
+        }
+        return .corruptData(url: source.url, reason: FFmpegCall.message(status))
+    }
+}

@@ -1,0 +1,166 @@
+import MediaClock
+import MutexAnnotations
+import Synchronization
+internal import CFFmpeg
+
+/// One demuxed packet, owned: freed when the last reference goes.
+// @unchecked: the packet is written by the demuxer before it is queued and read only by the
+// one decoder that takes it afterwards; the queue's lock orders the two.
+final class OwnedPacket: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<AVPacket>
+
+    /// Takes `packet`'s reference (leaving it blank); nil when memory ran out.
+    init?(movingFrom packet: UnsafeMutablePointer<AVPacket>) {
+        guard let pointer = av_packet_alloc() else { return nil }
+        av_packet_move_ref(pointer, packet)
+        self.pointer = pointer
+    }
+
+    deinit {
+        var p: UnsafeMutablePointer<AVPacket>? = pointer
+        av_packet_free(&p)
+    }
+}
+
+/// What a stream's queue carries from the item's demuxer to the stream's decoder.
+enum PacketQueueEntry: Sendable {
+    case packet(OwnedPacket)
+    /// The demuxer has moved for the seek of `serial`: packets before this marker belong to
+    /// the position before it.
+    case flush(serial: Int)
+    /// The input ended here.
+    case end
+    /// The input failed here for good.
+    case failure(MediaError)
+    /// The demuxer skipped a damaged packet of the input.
+    case damaged
+    /// The demuxer dropped `count` picture packets (and the pictures they held) because the
+    /// decoder had fallen behind while the sound wanted more data.
+    case skipped(count: Int)
+}
+
+/// A bounded FIFO of one stream's packets, between the item's demuxer (`ItemDemuxer`) and
+/// the stream's decoder thread. Bounded by the duration of the packets queued (with a cap
+/// on bytes and on count for streams whose packets carry no duration), not by a fixed
+/// number of packets, so a queue holds about the same stretch of time for any codec.
+///
+/// The demuxer is woken by `producerSignal` when the decoder takes a packet, the decoder by
+/// `consumerSignal` when the demuxer adds one.
+final class PacketQueue: Sendable {
+    /// How much a queue may hold before it counts as full.
+    struct Limits: Sendable {
+        var nanoseconds: Int64
+        var bytes: Int
+        var count: Int
+    }
+
+    /// The sound's queue: a second of packets, on top of the ring's read-ahead of decoded
+    /// sound (`PlaybackEngine.readAhead`).
+    static let soundLimits = Limits(nanoseconds: 1_000_000_000, bytes: 16 << 20, count: 2_000)
+    /// The pictures' queue: longer than the sound's read-ahead and its own queue together
+    /// (two and one seconds), so that while the sound's decoder fills its ring after a start
+    /// or a seek the pictures' packets for that stretch still fit; only a picture decoder
+    /// that falls further behind than that costs pictures.
+    static let pictureLimits = Limits(nanoseconds: 4_000_000_000, bytes: 64 << 20, count: 1_000)
+
+    private struct State {
+        var entries: [PacketQueueEntry] = []
+        var head = 0
+        var nanoseconds: Int64 = 0
+        var bytes = 0
+        var packets = 0
+    }
+
+    let streamIndex: Int32
+    /// The stream's time base, to count packet durations.
+    private let timeBase: AVRational
+    let limits: Limits
+    private let state = Mutex(State())
+    /// Signalled when a packet or marker is added.
+    let consumerSignal = WakeSignal()
+    /// Signalled when one is taken (the demuxer's wake-up).
+    private let producerSignal: WakeSignal
+
+    init(streamIndex: Int32, timeBase: AVRational, limits: Limits, producerSignal: WakeSignal) {
+        self.streamIndex = streamIndex
+        self.timeBase = timeBase
+        self.limits = limits
+        self.producerSignal = producerSignal
+    }
+
+    /// Whether the queue holds as much as its limits allow.
+    var isFull: Bool {
+        state.withLockAnnotated { state in
+            state.nanoseconds >= limits.nanoseconds || state.bytes >= limits.bytes || state.packets >= limits.count
+        }
+    }
+
+    /// Packets queued (for tests and statistics).
+    var packetCount: Int { state.withLockAnnotated { $0.packets } }
+
+    /// Adds an entry at the end.
+    func push(_ entry: PacketQueueEntry) {
+        state.withLockAnnotated { state in
+            if case .packet(let packet) = entry {
+                state.packets += 1
+                state.bytes += Int(packet.pointer.pointee.size)
+                state.nanoseconds += nanoseconds(of: packet)
+            }
+            state.entries.append(entry)
+        }
+        consumerSignal.signal()
+    }
+
+    /// Takes the first entry, or nil when there is none.
+    func take() -> PacketQueueEntry? {
+        let entry: PacketQueueEntry? = state.withLockAnnotated { state in
+            guard state.head < state.entries.count else { return nil }
+            let entry = state.entries[state.head]
+            state.head += 1
+            if case .packet(let packet) = entry {
+                state.packets -= 1
+                state.bytes -= Int(packet.pointer.pointee.size)
+                state.nanoseconds -= nanoseconds(of: packet)
+            }
+            // Compacted once the taken part outweighs the rest: amortised O(1) per entry.
+            if state.head >= 64 && state.head * 2 >= state.entries.count {
+                state.entries.removeFirst(state.head)
+                state.head = 0
+            }
+            return entry
+        }
+        if entry != nil { producerSignal.signal() }
+        return entry
+    }
+
+    /// Drops everything queued and adds the marker of the seek of `serial`.
+    func flush(serial: Int) {
+        let dropped: [PacketQueueEntry] = state.withLockAnnotated { state in
+            let old = Array(state.entries[state.head...])
+            state = State()
+            state.entries.append(.flush(serial: serial))
+            return old
+        }
+        _ = dropped  // freed here, outside the lock
+        consumerSignal.signal()
+        producerSignal.signal()
+    }
+
+    /// Drops everything queued, markers included (the stream is no longer read).
+    func clear() {
+        let dropped: [PacketQueueEntry] = state.withLockAnnotated { state in
+            defer { state = State() }
+            return Array(state.entries[state.head...])
+        }
+        _ = dropped
+        producerSignal.signal()
+    }
+
+    /// A packet's duration in nanoseconds; 0 when it carries none.
+    private func nanoseconds(of packet: OwnedPacket) -> Int64 {
+        let duration = packet.pointer.pointee.duration
+        guard duration > 0, timeBase.num > 0, timeBase.den > 0 else { return 0 }
+        let (scaled, overflow) = duration.multipliedReportingOverflow(by: Int64(timeBase.num) * 1_000_000_000)
+        return overflow ? limits.nanoseconds : scaled / Int64(timeBase.den)
+    }
+}

@@ -1,0 +1,197 @@
+import Foundation
+import MediaClock
+import Testing
+import ChorusTestSupport
+internal import CFFmpeg
+@testable import MediaPipeline
+
+/// Takes entries from `queue` until `stop` says so or `timeout` passes.
+private func drain(_ queue: PacketQueue, timeout: Duration = .seconds(20),
+                   until stop: (PacketQueueEntry) -> Bool) -> [PacketQueueEntry] {
+    var taken: [PacketQueueEntry] = []
+    let deadline = HostTime.now() + timeout
+    while HostTime.now() < deadline {
+        guard let entry = queue.take() else {
+            queue.consumerSignal.wait(timeout: .milliseconds(20))
+            continue
+        }
+        taken.append(entry)
+        if stop(entry) { break }
+    }
+    return taken
+}
+
+private func isEnd(_ entry: PacketQueueEntry) -> Bool {
+    if case .end = entry { return true }
+    return false
+}
+
+private func packets(_ entries: [PacketQueueEntry]) -> [OwnedPacket] {
+    entries.compactMap { if case .packet(let packet) = $0 { return packet } else { return nil } }
+}
+
+/// One demuxer per item: every stream decoded comes from the same reading of the file.
+@Suite struct ItemDemuxerTests {
+    @Test("one demuxer feeds the sound's and the pictures' queues, each only its own stream's packets")
+    func feedsBothQueues() throws {
+        let source = try MediaSource(url: try TestMedia.keyframedVideo(seconds: 2).path)
+        let demuxer = ItemDemuxer(source: source, sound: true, pictures: true)
+        let sound = try #require(demuxer.soundQueue)
+        let pictures = try #require(demuxer.pictureQueue)
+        #expect(sound.streamIndex != pictures.streamIndex)
+        demuxer.start()
+        defer { demuxer.stop() }
+        // Taking from both, as the two decoders do, so neither queue holds the demuxer up.
+        var soundEntries: [PacketQueueEntry] = []
+        var pictureEntries: [PacketQueueEntry] = []
+        let deadline = HostTime.now() + .seconds(20)
+        while !(soundEntries.last.map(isEnd) ?? false && pictureEntries.last.map(isEnd) ?? false) && HostTime.now() < deadline {
+            if let entry = sound.take() { soundEntries.append(entry) }
+            if let entry = pictures.take() { pictureEntries.append(entry) }
+            if sound.packetCount == 0 && pictures.packetCount == 0 { sound.consumerSignal.wait(timeout: .milliseconds(5)) }
+        }
+        #expect(soundEntries.last.map(isEnd) == true)
+        #expect(pictureEntries.last.map(isEnd) == true)
+        #expect(packets(soundEntries).allSatisfy { $0.pointer.pointee.stream_index == sound.streamIndex })
+        #expect(packets(pictureEntries).allSatisfy { $0.pointer.pointee.stream_index == pictures.streamIndex })
+        // Two seconds at 25 pictures a second, all of them.
+        #expect(packets(pictureEntries).count == 50)
+        #expect(packets(soundEntries).count > 80)  // 48 kHz AAC: 1024 samples a packet
+    }
+
+    @Test("a seek leaves its marker in each queue, followed by packets from the keyframe before the target")
+    func seekLeavesAMarker() throws {
+        let source = try MediaSource(url: try TestMedia.keyframedVideo(seconds: 4).path)
+        let demuxer = ItemDemuxer(source: source, sound: true, pictures: true)
+        let sound = try #require(demuxer.soundQueue)
+        let pictures = try #require(demuxer.pictureQueue)
+        demuxer.start()
+        defer { demuxer.stop() }
+        let deadline = HostTime.now() + .seconds(20)
+        while pictures.packetCount <= 10 && HostTime.now() < deadline { usleep(2_000) }
+        demuxer.seek(toItemNanoseconds: 2_500_000_000, serial: 7)
+        // What was read before the demuxer moved may still come first (the seek is the
+        // demuxer thread's to make); then the marker, then the new position.
+        let toMarker = drain(pictures) { entry in
+            if case .flush(7) = entry { return true }
+            return false
+        }
+        guard case .flush(7) = try #require(toMarker.last) else {
+            Issue.record("no marker of the seek in the pictures' queue")
+            return
+        }
+        let afterMarker = drain(pictures) { entry in
+            if case .packet = entry { return true }
+            return false
+        }
+        let first = try #require(packets(afterMarker).first)
+        // Keyframes every second: the one at 2 s is the last at or before 2.5 s.
+        #expect(first.pointer.pointee.flags & AV_PKT_FLAG_KEY != 0)
+        let timeBase = source.formatContext.pointee.streams[Int(pictures.streamIndex)]!.pointee.time_base
+        let seconds = Double(first.pointer.pointee.pts) * Double(timeBase.num) / Double(timeBase.den)
+        #expect(abs(seconds - 2.0) < 0.05, "first picture packet after the seek at \(seconds) s")
+        let soundToMarker = drain(sound) { entry in
+            if case .flush(7) = entry { return true }
+            return false
+        }
+        guard case .flush(7) = try #require(soundToMarker.last) else {
+            Issue.record("no marker of the seek in the sound's queue")
+            return
+        }
+    }
+
+    @Test("pictures nobody takes give way to the sound: dropped up to a keyframe, and counted")
+    func picturesGiveWayToTheSound() throws {
+        let source = try MediaSource(url: try TestMedia.keyframedVideo(seconds: 8, keyframeInterval: 25).path)
+        let demuxer = ItemDemuxer(source: source, sound: true, pictures: true)
+        let sound = try #require(demuxer.soundQueue)
+        let pictures = try #require(demuxer.pictureQueue)
+        demuxer.start()
+        defer { demuxer.stop() }
+        // Only the sound is taken, as when a display stops taking pictures: the sound must
+        // still get to the end.
+        let soundEntries = drain(sound, until: isEnd)
+        #expect(soundEntries.last.map(isEnd) == true)
+        let pictureEntries = drain(pictures, until: isEnd)
+        var skipped = 0
+        var afterSkip: OwnedPacket?
+        var sawSkip = false
+        for entry in pictureEntries {
+            switch entry {
+            case .skipped(let count):
+                skipped += count
+                sawSkip = true
+            case .packet(let packet) where sawSkip && afterSkip == nil:
+                afterSkip = packet
+            default:
+                break
+            }
+        }
+        // The queue holds 4 s of an 8 s item: the rest up to a keyframe was dropped.
+        #expect(skipped > 0)
+        #expect(packets(pictureEntries).count + skipped <= 200)
+        // Decoding starts again at a keyframe.
+        let resumed = try #require(afterSkip)
+        #expect(resumed.pointer.pointee.flags & AV_PKT_FLAG_KEY != 0)
+    }
+
+    @Test("a stream not asked for is not queued, and stopping the pictures leaves the sound reading")
+    func stoppingThePicturesKeepsTheSound() throws {
+        let source = try MediaSource(url: try TestMedia.keyframedVideo(seconds: 2).path)
+        let soundOnly = ItemDemuxer(source: source, sound: true, pictures: false)
+        #expect(soundOnly.pictureQueue == nil)
+        let other = try MediaSource(url: try TestMedia.keyframedVideo(seconds: 2).path)
+        let demuxer = ItemDemuxer(source: other, sound: true, pictures: true)
+        let sound = try #require(demuxer.soundQueue)
+        let pictures = try #require(demuxer.pictureQueue)
+        demuxer.stopReadingPictures()
+        demuxer.start()
+        defer { demuxer.stop() }
+        #expect(drain(sound, until: isEnd).last.map(isEnd) == true)
+        #expect(pictures.packetCount == 0)
+    }
+}
+
+/// The queue between a demuxer and a decoder.
+@Suite struct PacketQueueTests {
+    /// A packet of `duration` ticks of a 1/1000 time base, with `size` bytes.
+    private func packet(duration: Int64, size: Int32 = 100) throws -> OwnedPacket {
+        let blank = try #require(av_packet_alloc())
+        defer { var p: UnsafeMutablePointer<AVPacket>? = blank; av_packet_free(&p) }
+        #expect(av_new_packet(blank, size) == 0)
+        blank.pointee.duration = duration
+        return try #require(OwnedPacket(movingFrom: blank))
+    }
+
+    @Test("full by the duration it holds; a flush empties it and leaves its marker; entries come out in order")
+    func limitsFlushAndOrder() throws {
+        let queue = PacketQueue(streamIndex: 0, timeBase: AVRational(num: 1, den: 1000),
+                                limits: .init(nanoseconds: 1_000_000_000, bytes: 1 << 20, count: 100), producerSignal: WakeSignal())
+        for _ in 0..<9 { queue.push(.packet(try packet(duration: 100))) }
+        #expect(!queue.isFull)
+        queue.push(.packet(try packet(duration: 100)))
+        #expect(queue.isFull)
+        _ = queue.take()
+        #expect(!queue.isFull)
+        queue.flush(serial: 3)
+        #expect(queue.packetCount == 0)
+        queue.push(.end)
+        guard case .flush(3) = queue.take() else {
+            Issue.record("no marker first after a flush")
+            return
+        }
+        guard case .end = queue.take() else {
+            Issue.record("the end did not follow the marker")
+            return
+        }
+        #expect(queue.take() == nil)
+    }
+
+    @Test("packets without a duration still fill a queue, by count")
+    func packetsWithoutDurationFillByCount() throws {
+        let queue = PacketQueue(streamIndex: 0, timeBase: AVRational(num: 1, den: 1000),
+                                limits: .init(nanoseconds: 1_000_000_000, bytes: 1 << 20, count: 5), producerSignal: WakeSignal())
+        for _ in 0..<5 { queue.push(.packet(try packet(duration: 0))) }
+        #expect(queue.isFull)
+    }
+}
