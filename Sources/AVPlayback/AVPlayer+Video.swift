@@ -56,7 +56,8 @@ extension AVPlayer {
         // A group member: the group's timeline itself, which its sound is held to within
         // microseconds, so its pictures are where the group's are from the first one on
         // (through its start, a join mid-item, and a hard resync of its sound alike).
-        if state.itemLoaded, state.rate != 0, let master = state.masterClock, let format = state.format,
+        // An item without sound: its timeline on the host clock, which nothing heard follows.
+        if state.itemLoaded, state.rate != 0, let master = state.timelineClock, let format = state.format,
            let anchor = state.masterAnchor {
             let timeline = masterTimelineLocked(&state, master: master, format: format)
             let shift = state.latencyCompensation

@@ -307,7 +307,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// The item frame the followed timeline puts at `host`, when playing on a master clock
     /// (at `rate`, the player's own unless given).
     func timelineFrameLocked(_ state: inout PlayerState, at host: HostTime, rate: Float? = nil) -> Double? {
-        guard state.itemLoaded, state.rate != 0, let master = state.masterClock, let format = state.format,
+        guard state.itemLoaded, state.rate != 0, let master = state.timelineClock, let format = state.format,
               state.masterAnchor != nil else { return nil }
         let timeline = masterTimelineLocked(&state, master: master, format: format, rate: rate ?? state.rate)
         let due = timeline.due(at: host - state.latencyCompensation, sampleRate: format.sampleRate)
@@ -318,7 +318,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     private func changeRateContinuously(to rate: Float, at itemTime: CMTime, hostTime: HostTime) -> Bool {
         var effects = Effects()
         let changed: Bool = state.withLockAnnotated { state in
-            guard let master = state.masterClock, let format = state.format,
+            guard let master = state.timelineClock, let format = state.format,
                   let due = timelineFrameLocked(&state, at: hostTime) else { return false }
             let continuing = CMTime(value: Int64(due.rounded()), timescale: Int32(format.sampleRate))
             let target = itemTime.isNumeric ? itemTime : continuing
@@ -350,6 +350,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             state.serial += 1
             state.positioned = false
             state.itemLoaded = false
+            state.silentItemClock = nil
             state.format = nil
             state.position = item?.startTime ?? .zero
             state.endHandledSerial = nil
@@ -464,6 +465,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             // Replaced meanwhile: the replacement's unload, queued behind this, drops the reader.
             guard state.item === item else { return false }
             state.itemLoaded = true
+            state.silentItemClock = info.preferredAudioTrack == nil ? hostClock : nil
             // A seek or scheduled start made while the reader was being opened has a newer
             // serial than the reader was started with: move the reader there too.
             if state.serial != reading.serial {
@@ -549,7 +551,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         let anchorFrame = frames(of: state.position, format: format)
         guard state.rate > 0 else { return anchorFrame }
         let anchorHost: HostTime?
-        if let master = state.masterClock, let anchor = state.masterAnchor {
+        if let master = state.timelineClock, let anchor = state.masterAnchor {
             anchorHost = master.hostTime(forClockTime: anchor.masterTime)
         } else {
             anchorHost = state.scheduledHost
@@ -597,7 +599,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 // On a master clock the start is pinned in the master clock's time now, with
                 // the estimate the caller converted by: the clock's later estimates move the
                 // host time, not the instant the caller meant.
-                state.masterAnchor = state.masterClock.map { master in
+                state.masterAnchor = state.timelineClock.map { master in
                     MasterAnchor(itemTime: state.position,
                                  masterTime: master.time(atHostTime: hostTime ?? (HostTime(hostClock.time) ?? .now())))
                 }
@@ -631,7 +633,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// at the old rate.
     private func changeRateWhilePlayingLocked(_ state: inout PlayerState, from oldRate: Float) {
         defer { applyModeLocked(&state, flush: false) }
-        guard let master = state.masterClock, state.masterAnchor != nil, let format = state.format else { return }
+        guard let master = state.timelineClock, state.masterAnchor != nil, let format = state.format else { return }
         let now = HostTime(hostClock.time) ?? .now()
         let status = engine.status
         let written = status.serial == state.serial && status.updatedAt > now ? status.updatedAt : now
@@ -681,7 +683,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     func applyModeLocked(_ state: inout PlayerState, flush: Bool) {
         let serial = state.serial
         let mode: RenderMode
-        if state.itemLoaded, state.rate != 0, let format = state.format, let master = state.masterClock {
+        if state.itemLoaded, state.rate != 0, let format = state.format, let master = state.timelineClock {
             mode = .follow(serial: serial, timeline: masterTimelineLocked(&state, master: master, format: format))
         } else if state.itemLoaded, state.rate != 0, let format = state.format {
             let host = state.scheduledHost
@@ -721,7 +723,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// On each tick while following a master clock: moves the render thread onto the
     /// clock's latest estimate.
     func refreshMasterTimelineLocked(_ state: inout PlayerState) {
-        guard state.itemLoaded, state.rate != 0, let master = state.masterClock, let format = state.format,
+        guard state.itemLoaded, state.rate != 0, let master = state.timelineClock, let format = state.format,
               state.masterAnchor != nil else { return }
         let timeline = masterTimelineLocked(&state, master: master, format: format)
         let serial = state.serial
@@ -815,6 +817,13 @@ struct PlayerState {
     var volume: Float = 1
     var isMuted = false
     var masterClock: CMClock?
+    /// The player's host clock while the current item has no sound (set once it is loaded).
+    var silentItemClock: CMClock?
+    /// The clock the item's timeline is anchored on: the master clock the player was given,
+    /// or, for an item without sound, the timebase's own master clock (the host clock), so
+    /// that its pictures, its current time and its end all run on that clock alone rather
+    /// than on a sound device's. Nil: the output's clock times the item.
+    var timelineClock: CMClock? { masterClock ?? silentItemClock }
     /// Where a start on the master clock is anchored, in the master clock's time.
     var masterAnchor: MasterAnchor?
     var latencyCompensation: Duration = .zero

@@ -106,6 +106,42 @@ import Synchronization
         #expect(withPictures == soundAlone)
     }
 
+    /// How fast item time passed against the host clock while `player` played, over a
+    /// second and a half after a settling half second.
+    private func itemRate(of player: AVPlayer) -> Double {
+        usleep(500_000)
+        let host0 = HostTime.now()
+        let item0 = player.currentTime().seconds
+        usleep(1_500_000)
+        let host1 = HostTime.now()
+        let item1 = player.currentTime().seconds
+        return (item1 - item0) / (Double(host1.nanoseconds - host0.nanoseconds) / 1e9)
+    }
+
+    @Test("an item without sound is timed on the host clock, not on a sound device running fast")
+    func aSilentItemKeepsHostTime() throws {
+        // The device runs 0.5 % fast: an item timed by it gains 5 ms a second.
+        let drift = 5_000.0
+        let silent = AVPlayer(playerItem: AVPlayerItem(url: try TestMedia.identityVideo(seconds: 4, rate: 25)),
+                              output: .null(driftPPM: drift))
+        defer { silent.close() }
+        #expect(waitUntil(10) { silent.currentItem?.status == .readyToPlay })
+        silent.play()
+        #expect(waitUntil(10) { silent.timeControlStatus == .playing })
+        let silentRate = itemRate(of: silent)
+        #expect(abs(silentRate - 1) < 1e-3, "item seconds per host second: \(silentRate)")
+
+        // The same device with sound: the sound is the truth, and its time runs with the device.
+        let sounding = AVPlayer(playerItem: AVPlayerItem(url: try TestMedia.identityVideo(seconds: 4, rate: 25, withSound: true)),
+                                output: .null(driftPPM: drift))
+        defer { sounding.close() }
+        #expect(waitUntil(10) { sounding.currentItem?.status == .readyToPlay })
+        sounding.play()
+        #expect(waitUntil(10) { sounding.timeControlStatus == .playing })
+        let soundingRate = itemRate(of: sounding)
+        #expect(soundingRate > 1 + drift * 0.6e-6, "item seconds per host second with sound: \(soundingRate)")
+    }
+
     @Test("paused after a seek, the picture at the target is shown")
     func pausedSeekShowsTheTarget() throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true))
