@@ -66,6 +66,8 @@ public final class AudioReader: @unchecked Sendable {
     private var lastFlush = Int.min
 
     private var serial: Int
+    /// The item's number, carried by every block.
+    private let item: Int
     /// Item frame of the next converted sample, or nil until a decoded timestamp sets it.
     private var nextFrame: Int64?
     /// Output before this item frame is dropped (the seek target).
@@ -77,9 +79,9 @@ public final class AudioReader: @unchecked Sendable {
     /// Opens the decoder for the source's preferred audio track, converting to `ring.format`,
     /// fed from `demuxer`'s sound queue. Playback starts at item frame `startFrame` under seek
     /// serial `serial` (the demuxer is sent there by the engine).
-    convenience init(demuxer: ItemDemuxer, ring: AudioRing, serial: Int, startFrame: Int64,
+    convenience init(demuxer: ItemDemuxer, ring: AudioRing, serial: Int, startFrame: Int64, item: Int,
          onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
-        try self.init(demuxer: demuxer, owned: false, ring: ring, serial: serial, startFrame: startFrame, onEvent: onEvent)
+        try self.init(demuxer: demuxer, owned: false, ring: ring, serial: serial, startFrame: startFrame, item: item, onEvent: onEvent)
     }
 
     /// A reader of `source`'s sound alone, with a demuxer of its own that it seeks, starts
@@ -87,15 +89,16 @@ public final class AudioReader: @unchecked Sendable {
     public convenience init(source: MediaSource, ring: AudioRing, serial: Int, startFrame: Int64,
                             onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
         let demuxer = ItemDemuxer(source: source, sound: true, pictures: false)
-        try self.init(demuxer: demuxer, owned: true, ring: ring, serial: serial, startFrame: startFrame, onEvent: onEvent)
+        try self.init(demuxer: demuxer, owned: true, ring: ring, serial: serial, startFrame: startFrame, item: 0, onEvent: onEvent)
         if startFrame > 0 {
             demuxer.seek(toItemNanoseconds: Self.demuxerTarget(forFrame: startFrame, sampleRate: ring.format.sampleRate), serial: serial)
         }
     }
 
-    private init(demuxer: ItemDemuxer, owned: Bool, ring: AudioRing, serial: Int, startFrame: Int64,
+    private init(demuxer: ItemDemuxer, owned: Bool, ring: AudioRing, serial: Int, startFrame: Int64, item: Int,
                  onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
         let source = demuxer.source
+        self.item = item
         ownDemuxer = owned ? demuxer : nil
         self.source = source
         self.ring = ring
@@ -226,7 +229,7 @@ public final class AudioReader: @unchecked Sendable {
             guard let block = waitForSpace() else { continue }
             let count = Int(min(Int64(AudioRing.framesPerBlock), silentEndFrame - position))
             block.update(repeating: 0, count: count * channels)
-            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: position, frameCount: count, kind: .samples))
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: position, frameCount: count, kind: .samples, item: item))
             if !announcedReady {
                 announcedReady = true
                 onEvent(.ready(serial: serial, itemFrame: position))
@@ -303,7 +306,7 @@ public final class AudioReader: @unchecked Sendable {
             let count = min(AudioRing.framesPerBlock, decoded.frames - offset)
             guard let converted = decoder?.converted else { return }
             block.update(from: converted + offset * channels, count: count * channels)
-            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: position, frameCount: count, kind: .samples))
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: position, frameCount: count, kind: .samples, item: item))
             if !announcedReady {
                 announcedReady = true
                 onEvent(.ready(serial: serial, itemFrame: position))
@@ -330,10 +333,10 @@ public final class AudioReader: @unchecked Sendable {
         if error == nil, let truncated = truncation(endFrame: end) { error = truncated }
         guard waitForSpace() != nil else { return }
         if let error {
-            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: end, frameCount: 0, kind: .failure))
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: end, frameCount: 0, kind: .failure, item: item))
             onEvent(.failed(serial: serial, itemFrame: end, error: error))
         } else {
-            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: end, frameCount: 0, kind: .endOfStream))
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: end, frameCount: 0, kind: .endOfStream, item: item))
             onEvent(.decodedToEnd(serial: serial, itemFrame: end))
         }
     }

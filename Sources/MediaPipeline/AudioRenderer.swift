@@ -487,6 +487,7 @@ public final class AudioRenderer: @unchecked Sendable {
             return 0
         }
         let first = head.header.itemFrame + Int64(headOffset)
+        status.item = head.header.item
         // Frames of silence heard before `first` is due (0 for an unscheduled start): the
         // item frames still to wait, at the rate they pass.
         let startRate = timeline.map { Self.boundedRate($0.rate(at: host)) } ?? Self.boundedRate(applied.rate)
@@ -542,6 +543,7 @@ public final class AudioRenderer: @unchecked Sendable {
             let available = header.frameCount - headOffset
             let count = min(available, frames - filled)
             let blockFrame = header.itemFrame + Int64(headOffset)
+            status.item = header.item
             if !anchored {
                 status.anchorFrame = blockFrame
                 status.anchorPosition = Double(blockFrame)
@@ -616,6 +618,7 @@ public final class AudioRenderer: @unchecked Sendable {
             return false
         }
         destination.update(from: head.samples + headOffset * channels, count: channels)
+        status.item = header.item
         headOffset += 1
         if headOffset >= header.frameCount {
             ring.pop()

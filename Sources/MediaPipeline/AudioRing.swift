@@ -19,6 +19,9 @@ public struct AudioBlockHeader: Sendable {
     /// How many frames the block holds (0 for markers).
     public var frameCount: Int
     public var kind: AudioBlockKind
+    /// The item the block belongs to (the engine numbers each item it loads), so that the
+    /// blocks of two items can share the ring.
+    public var item: Int = 0
 }
 
 /// A single-producer, single-consumer queue of fixed-size PCM blocks.

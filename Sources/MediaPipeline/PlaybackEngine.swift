@@ -26,6 +26,8 @@ public final class PlaybackEngine: Sendable {
         /// The current item's one demuxer, feeding its sound's reader and, when it was loaded
         /// with a display, its pictures' reader.
         var demuxer: ItemDemuxer?
+        /// Items loaded so far: the number of the current one, carried by its blocks and pictures.
+        var itemCount = 0
         var reader: AudioReader?
         var readerError: MediaError?
         /// The current item's pictures, when it has a video track and someone shows them.
@@ -128,10 +130,14 @@ public final class PlaybackEngine: Sendable {
         source.resetInterrupt()
         parts.withLockAnnotated { $0.readerError = nil }
         let sampleRate = ring.format.sampleRate
+        let item = parts.withLockAnnotated { parts -> Int in
+            parts.itemCount += 1
+            return parts.itemCount
+        }
         let pictureQueue = videoWanted.load(ordering: .acquiring) && source.info.preferredVideoTrack != nil ? videoQueue : nil
         let wantsPictures = pictureQueue != nil
         let demuxer = ItemDemuxer(source: source, sound: true, pictures: wantsPictures)
-        let newReader = try AudioReader(demuxer: demuxer, ring: ring, serial: serial, startFrame: startFrame) { [weak self] event in
+        let newReader = try AudioReader(demuxer: demuxer, ring: ring, serial: serial, startFrame: startFrame, item: item) { [weak self] event in
             if case .failed(_, _, let error) = event { self?.parts.withLockAnnotated { $0.readerError = error } }
             onEvent(event)
         }
@@ -140,7 +146,8 @@ public final class PlaybackEngine: Sendable {
         if let pictureQueue {
             let handler = onVideoEvent
             do throws(MediaError) {
-                pictures = try VideoReader(demuxer: demuxer, queue: pictureQueue, serial: serial, startNanoseconds: startNanoseconds) { [weak self] event in
+                pictures = try VideoReader(demuxer: demuxer, queue: pictureQueue, serial: serial, startNanoseconds: startNanoseconds,
+                                           item: item) { [weak self] event in
                     if case .failed(_, let error) = event { self?.parts.withLockAnnotated { $0.videoError = error } }
                     handler?(event)
                 }
@@ -185,13 +192,13 @@ public final class PlaybackEngine: Sendable {
     /// Makes a pictures' reader with a demuxer of its own, for an item whose sound is already
     /// under way. A failure here costs the pictures, never the sound: it is kept for
     /// `lastVideoError` and reported through `onEvent`.
-    private func loadVideo(url: String, serial: Int, startFrame: Int64, sampleRate: Int,
+    private func loadVideo(url: String, serial: Int, startFrame: Int64, sampleRate: Int, item: Int,
                            onEvent: (@Sendable (VideoReaderEvent) -> Void)?) {
         guard videoWanted.load(ordering: .acquiring), let queue = videoQueue else { return }
         let startNanoseconds = Self.nanoseconds(ofFrame: startFrame, sampleRate: sampleRate)
         do throws(MediaError) {
             let source = try MediaSource(url: url)
-            let reader = try VideoReader(source: source, queue: queue, serial: serial, startNanoseconds: startNanoseconds) { [weak self] event in
+            let reader = try VideoReader(source: source, queue: queue, serial: serial, startNanoseconds: startNanoseconds, item: item) { [weak self] event in
                 if case .failed(_, let error) = event { self?.parts.withLockAnnotated { $0.videoError = error } }
                 onEvent?(event)
             }
@@ -206,9 +213,9 @@ public final class PlaybackEngine: Sendable {
     /// Starts the pictures of the item already loaded (a display came after it), at item
     /// frame `startFrame` under `serial`. Blocks while the input opens.
     public func loadVideoForCurrentItem(serial: Int, startFrame: Int64) {
-        let (reader, hasVideo, rate) = parts.withLockAnnotated { ($0.reader, $0.videoReader != nil, $0.output?.format.sampleRate) }
+        let (reader, hasVideo, rate, item) = parts.withLockAnnotated { ($0.reader, $0.videoReader != nil, $0.output?.format.sampleRate, $0.itemCount) }
         guard let reader, !hasVideo, let rate, reader.source.info.preferredVideoTrack != nil else { return }
-        loadVideo(url: reader.source.url, serial: serial, startFrame: startFrame, sampleRate: rate, onEvent: onVideoEvent)
+        loadVideo(url: reader.source.url, serial: serial, startFrame: startFrame, sampleRate: rate, item: item, onEvent: onVideoEvent)
     }
 
     /// Stops the current item's pictures, keeping its sound.
@@ -242,6 +249,9 @@ public final class PlaybackEngine: Sendable {
 
     /// Why the current item shows no pictures, when its video track failed.
     public var lastVideoError: MediaError? { parts.withLockAnnotated { $0.videoError } }
+
+    /// The number of the item loaded last (its blocks and pictures carry it); 0 before any.
+    public var currentItemNumber: Int { parts.withLockAnnotated { $0.itemCount } }
 
     /// Whether the current item's pictures are being read.
     public var hasVideo: Bool { parts.withLockAnnotated { $0.videoReader != nil } }

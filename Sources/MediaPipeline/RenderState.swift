@@ -87,6 +87,8 @@ public struct RenderStatus: Sendable, Equatable {
     public var generation: Int = 0
     public var phase: RenderPhase = .idle
     public var serial: Int = 0
+    /// The item whose frames were rendered last (the engine's number for it).
+    public var item: Int = 0
     /// While content plays: item frame `anchorFrame` is presented at host time `anchorHost`.
     public var anchorFrame: Int64 = 0
     /// The same anchor to a fraction of a frame (following a timeline, the resampler reads

@@ -30,6 +30,8 @@ public enum VideoColorMatrix: Sendable, Equatable {
 public struct VideoFrameInfo: Sendable, Equatable {
     /// The seek serial the picture was decoded under; pictures of an older serial are stale.
     public var serial: Int
+    /// The item the picture belongs to (the engine numbers each item it loads).
+    public var item: Int = 0
     /// The picture's number in the order the reader produced it, from 0: an identity that
     /// survives copies (a display reports which picture it showed by it).
     public var number: Int64

@@ -52,6 +52,8 @@ public final class VideoReader: @unchecked Sendable {
     private let thread = ReaderThread(name: "chorus.video.reader")
 
     private var serial: Int
+    /// The item's number, carried by every picture.
+    private let item: Int
     /// Pictures due before this item time are decoded and dropped (a seek's target), except
     /// the one showing at the target itself.
     private var discardBefore: Int64 = 0
@@ -69,23 +71,26 @@ public final class VideoReader: @unchecked Sendable {
     /// Opens the decoder for the preferred video track of `demuxer`'s item, fed from its
     /// pictures' queue. Pictures start at `startNanoseconds` of item time under seek serial
     /// `serial` (a shared demuxer is sent there by the engine).
-    convenience init(demuxer: ItemDemuxer, queue: VideoFrameQueue, serial: Int, startNanoseconds: Int64 = 0,
+    convenience init(demuxer: ItemDemuxer, queue: VideoFrameQueue, serial: Int, startNanoseconds: Int64 = 0, item: Int = 0,
          onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) throws(MediaError) {
-        try self.init(demuxer: demuxer, owned: false, queue: queue, serial: serial, startNanoseconds: startNanoseconds, onEvent: onEvent)
+        try self.init(demuxer: demuxer, owned: false, queue: queue, serial: serial, startNanoseconds: startNanoseconds, item: item,
+                      onEvent: onEvent)
     }
 
     /// A reader with a demuxer of its own on `source`, for pictures alone: a display that
     /// came after the item's sound was under way. It seeks its demuxer itself.
-    public convenience init(source: MediaSource, queue: VideoFrameQueue, serial: Int, startNanoseconds: Int64 = 0,
+    public convenience init(source: MediaSource, queue: VideoFrameQueue, serial: Int, startNanoseconds: Int64 = 0, item: Int = 0,
                             onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) throws(MediaError) {
         let demuxer = ItemDemuxer(source: source, sound: false, pictures: true)
-        try self.init(demuxer: demuxer, owned: true, queue: queue, serial: serial, startNanoseconds: startNanoseconds, onEvent: onEvent)
+        try self.init(demuxer: demuxer, owned: true, queue: queue, serial: serial, startNanoseconds: startNanoseconds, item: item,
+                      onEvent: onEvent)
         if startNanoseconds > 0 { demuxer.seek(toItemNanoseconds: startNanoseconds, serial: serial) }
     }
 
-    private init(demuxer: ItemDemuxer, owned: Bool, queue: VideoFrameQueue, serial: Int, startNanoseconds: Int64,
+    private init(demuxer: ItemDemuxer, owned: Bool, queue: VideoFrameQueue, serial: Int, startNanoseconds: Int64, item: Int,
                  onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) throws(MediaError) {
         let source = demuxer.source
+        self.item = item
         guard let track = source.info.preferredVideoTrack else { throw .noPlayableTrack(url: source.url) }
         guard let packets = demuxer.pictureQueue, packets.streamIndex == Int32(track.streamIndex) else {
             throw .unsupportedFormat(url: source.url, reason: "the pictures' stream is not demuxed")
@@ -245,7 +250,7 @@ public final class VideoReader: @unchecked Sendable {
             reportDamage()
             return
         case .success(let (format, matrix)):
-            let info = VideoFrameInfo(serial: serial, number: nextNumber, itemNanoseconds: due, durationNanoseconds: duration,
+            let info = VideoFrameInfo(serial: serial, item: item, number: nextNumber, itemNanoseconds: due, durationNanoseconds: duration,
                                       width: decoded.width, height: decoded.height, format: format, colorMatrix: matrix)
             nextNumber += 1
             queue.commit(slot: slot.slot, info: info)

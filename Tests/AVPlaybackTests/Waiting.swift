@@ -2,17 +2,6 @@ import Foundation
 import ChorusTestSupport
 @testable import AVPlayback
 
-/// Polls `condition` until it holds or `seconds` pass; returns whether it held.
-@discardableResult
-func waitUntil(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(2_000)
-    }
-    return condition()
-}
-
 /// Monitor ticks a window for something that must not happen lasts: 30 (300 ms), each a
 /// chance for the player to do it. Only such windows are slept through: a loaded machine
 /// that runs fewer ticks in one can make the check see less, never fail it.

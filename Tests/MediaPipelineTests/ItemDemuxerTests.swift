@@ -195,3 +195,32 @@ private func packets(_ entries: [PacketQueueEntry]) -> [OwnedPacket] {
         #expect(queue.isFull)
     }
 }
+
+/// Blocks and pictures carry the item they belong to, as the engine numbers its loads.
+@Suite struct ItemTagTests {
+    @Test("each load's blocks, pictures and rendered frames carry that load's item number")
+    func blocksAndPicturesCarryTheirItem() throws {
+        let engine = PlaybackEngine(spec: .null(driftPPM: 0))
+        defer { engine.shutdown() }
+        engine.decodesVideo = true
+        let format = try engine.prepare(preferred: AudioFormat(sampleRate: 48_000, channels: 2))
+        #expect(engine.currentItemNumber == 0)
+        for expected in 1...2 {
+            let serial = expected * 10
+            let source = try MediaSource(url: try TestMedia.identityVideo(seconds: 1, rate: 25, withSound: true).path)
+            try engine.load(source: source, serial: serial, startFrame: 0) { _ in }
+            #expect(engine.currentItemNumber == expected)
+            engine.render { $0.mode = .play(serial: serial, frame: 0, hostTime: nil) }
+            #expect(waitUntil(10) { engine.status.serial == serial && engine.status.phase == .playing && engine.status.item == expected },
+                    "rendered item \(engine.status.item), expected \(expected)")
+            let queue = try #require(engine.videoQueue)
+            var picture: VideoPlanes?
+            #expect(waitUntil(10) {
+                if case .show(let planes) = queue.next(dueNanoseconds: .max, showFirstEarly: true, timelineSerial: serial) { picture = planes }
+                return picture != nil
+            })
+            #expect(picture?.info.item == expected)
+            _ = format
+        }
+    }
+}

@@ -5,16 +5,6 @@ import ChorusTestSupport
 import MediaPipeline
 import Synchronization
 
-/// Polls `condition` until it holds or `seconds` pass; returns whether it held.
-private func waitUntil(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(2_000)
-    }
-    return condition()
-}
-
 /// The frame number an identity picture shows, read back from a window's pixels: the middle
 /// of each of its columns, across the picture's rectangle in the window.
 private func identity(in snapshot: WindowSnapshot, picture rect: CGRect) -> Int {
