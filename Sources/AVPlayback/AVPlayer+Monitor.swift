@@ -63,6 +63,21 @@ extension AVPlayer {
                     break
                 }
             }
+            // The item's forward end, when it has one: reached as the monitor sees it, within a
+            // tick (10 ms) of it.
+            if state.itemLoaded, state.rate > 0, state.endHandledSerial != state.serial, let format = state.format {
+                let end = item.forwardPlaybackEndTime
+                if end.isNumeric, end > .zero, currentTimeLocked(&state) >= end {
+                    state.endHandledSerial = state.serial
+                    handleEndLocked(&state, item: item, failed: false, endFrame: frames(of: end, format: format), &effects)
+                    if state.rate == 0 {
+                        // Paused there: it stands at the end itself, not where the tick
+                        // found it, and the reader waits there.
+                        state.position = end
+                        engine.seek(toFrame: frames(of: end, format: format), serial: state.serial)
+                    }
+                }
+            }
             let time = currentTimeLocked(&state)
             publishVideoTimelineLocked(&state, status: status, now: now, time: time)
             let playing = state.timeControlStatus == .playing

@@ -47,6 +47,8 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     /// Everything about the item that changes, read and written from any thread.
     private struct State {
         weak var player: AVPlayer?
+        /// The queue player holding the item, current or waiting its turn.
+        weak var queue: AVQueuePlayer?
         var status = Status.unknown
         var error: MediaError?
         var duration = CMTime.indefinite
@@ -67,6 +69,13 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
 
     /// The outputs added with `add(_:)`.
     let outputList = Mutex<[AVPlayerItemOutput]>([])
+
+    /// The queue player the item waits in (or plays in), if any: an item is in one queue at
+    /// a time.
+    var queue: AVQueuePlayer? {
+        get { state.withLockAnnotated { $0.queue } }
+        set { state.withLockAnnotated { $0.queue = newValue } }
+    }
 
     /// The player the item is given to, if any. A player that takes the item decodes its
     /// pictures for as long as a video output is added to it.

@@ -1,0 +1,141 @@
+import Foundation
+import MediaClock
+import MediaPipeline
+import Synchronization
+
+/// A player of items in sequence: Apple's `AVQueuePlayer`.
+///
+/// The queue is the current item followed by the items waiting their turn (`items()`). When
+/// the current item ends, the queue advances (`actionAtItemEnd` is `.advance` by default) and
+/// the next item plays at the same rate; after the last one the player has no current item
+/// and waits, so an item inserted then starts at once. An item is in one queue at a time.
+///
+/// Items follow one another as a player's `replaceCurrentItem(with:)` does: the next item is
+/// opened once the current one's end has been heard. (Not yet gapless: a transition leaves a
+/// gap of the next item's opening.)
+// @unchecked: the waiting items sit behind `waiting` (a Mutex); changes to the queue are made
+// one at a time under `changes`, a recursive lock, since an observer told of a change may
+// change the queue again from inside the change.
+open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
+    /// The items after the current one, in order.
+    private let waiting = Mutex<[AVPlayerItem]>([])
+    private let changes = NSRecursiveLock()
+
+    /// A queue player working in `hostClock` (see `AVPlayer`'s); it advances at each item's
+    /// end.
+    package override init(playerItem item: AVPlayerItem?, output: OutputSpec, hostClock: CMClock,
+                          hostMapping: @escaping @Sendable (HostTime) -> HostTime, capture: RenderCapture?) {
+        super.init(playerItem: item, output: output, hostClock: hostClock, hostMapping: hostMapping, capture: capture)
+        item?.queue = self
+        actionAtItemEnd = .advance
+    }
+
+    /// A queue of `items` on the default output; the first becomes the current item. An item
+    /// given twice, or already in another queue or player, is left out.
+    public convenience init(items: [AVPlayerItem]) {
+        self.init(items: items, output: .alsa(device: "default"))
+    }
+
+    /// A queue of `items` that renders to `output` (a Chorus addition, as on `AVPlayer`).
+    public convenience init(items: [AVPlayerItem], output: OutputSpec) {
+        var accepted: [AVPlayerItem] = []
+        for item in items where !accepted.contains(where: { $0 === item }) && item.player == nil && item.queue == nil {
+            accepted.append(item)
+        }
+        self.init(playerItem: accepted.first, output: output)
+        for item in accepted.dropFirst() { item.queue = self }
+        waiting.withLock { $0 = Array(accepted.dropFirst()) }
+    }
+
+    /// Replaces the current item, keeping the items waiting after it.
+    public override func replaceCurrentItem(with item: AVPlayerItem?) {
+        changes.withLock {
+            let old = currentItem
+            item?.queue = self
+            super.replaceCurrentItem(with: item)
+            if let old, old !== item, !waiting.withLock({ $0.contains(where: { $0 === old }) }) { old.queue = nil }
+        }
+    }
+
+    /// The current item followed by the items waiting their turn.
+    public func items() -> [AVPlayerItem] {
+        changes.withLock {
+            (currentItem.map { [$0] } ?? []) + waiting.withLock { $0 }
+        }
+    }
+
+    /// Ends the current item and plays the next, at the player's rate. With no next item the
+    /// player is left without a current item.
+    public func advanceToNextItem() {
+        changes.withLock {
+            let next: AVPlayerItem? = waiting.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+            replaceCurrentItem(with: next)
+        }
+    }
+
+    /// Whether `item` may go into the queue after `afterItem` (nil: at the end): not when it
+    /// is already queued here or in another player, nor when `afterItem` is not in this
+    /// queue.
+    public func canInsert(_ item: AVPlayerItem, after afterItem: AVPlayerItem?) -> Bool {
+        changes.withLock {
+            let queued = items()
+            if queued.contains(where: { $0 === item }) { return false }
+            if item.queue != nil || item.player != nil { return false }
+            if let afterItem, !queued.contains(where: { $0 === afterItem }) { return false }
+            return true
+        }
+    }
+
+    /// Puts `item` into the queue after `afterItem` (nil: at the end), when `canInsert` allows.
+    /// Into an empty queue, it becomes the current item.
+    public func insert(_ item: AVPlayerItem, after afterItem: AVPlayerItem?) {
+        changes.withLock {
+            guard canInsert(item, after: afterItem) else { return }
+            guard currentItem != nil else {
+                replaceCurrentItem(with: item)
+                return
+            }
+            item.queue = self
+            waiting.withLock { waiting in
+                if let afterItem, afterItem !== currentItem, let index = waiting.firstIndex(where: { $0 === afterItem }) {
+                    waiting.insert(item, at: index + 1)
+                } else if afterItem != nil {
+                    // After the current item.
+                    waiting.insert(item, at: 0)
+                } else {
+                    waiting.append(item)
+                }
+            }
+        }
+    }
+
+    /// Takes `item` out of the queue; the current item's removal advances the queue.
+    public func remove(_ item: AVPlayerItem) {
+        changes.withLock {
+            if item === currentItem {
+                advanceToNextItem()
+                return
+            }
+            let removed = waiting.withLock { waiting -> Bool in
+                guard let index = waiting.firstIndex(where: { $0 === item }) else { return false }
+                waiting.remove(at: index)
+                return true
+            }
+            if removed { item.queue = nil }
+        }
+    }
+
+    /// Empties the queue: no current item, nothing waiting.
+    public func removeAllItems() {
+        changes.withLock {
+            let dropped = waiting.withLock { waiting in defer { waiting.removeAll() }; return waiting }
+            for item in dropped { item.queue = nil }
+            replaceCurrentItem(with: nil)
+        }
+    }
+
+    /// The current item ended with `actionAtItemEnd` `.advance`: the next one plays.
+    open override func advanceAfterItemEnd() {
+        advanceToNextItem()
+    }
+}

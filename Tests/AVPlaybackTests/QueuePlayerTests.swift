@@ -1,0 +1,185 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+@testable import AVPlayback
+import MediaClock
+import MediaPipeline
+import Synchronization
+
+/// Items of one queue, told apart by identity.
+private func same(_ a: [AVPlayerItem], _ b: [AVPlayerItem]) -> Bool {
+    a.count == b.count && zip(a, b).allSatisfy { $0 === $1 }
+}
+
+/// Counts the end notifications of the items given.
+private final class EndCounter: @unchecked Sendable {
+    private let counts = Mutex<[ObjectIdentifier: Int]>([:])
+    private var tokens: [any NSObjectProtocol] = []
+
+    init(_ items: [AVPlayerItem]) {
+        for item in items {
+            tokens.append(NotificationCenter.default.addObserver(
+                forName: AVPlayerItem.didPlayToEndTimeNotification, object: item, queue: nil) { [weak self] _ in
+                    self?.counted(item)
+                })
+        }
+    }
+
+    deinit { for token in tokens { NotificationCenter.default.removeObserver(token) } }
+
+    private func counted(_ item: AVPlayerItem) { counts.withLock { $0[ObjectIdentifier(item), default: 0] += 1 } }
+
+    func count(_ item: AVPlayerItem) -> Int { counts.withLock { $0[ObjectIdentifier(item)] ?? 0 } }
+}
+
+@Suite struct QueuePlayerTests {
+    private func tone(_ seconds: Double) throws -> AVPlayerItem {
+        AVPlayerItem(url: try TestMedia.tone(.wav, seconds: seconds, rate: 48_000))
+    }
+
+    @Test("a queue of items: the first is current, the order is kept, an item given twice is left out")
+    func initialQueue() throws {
+        let a = try tone(1), b = try tone(1), c = try tone(1)
+        let player = AVQueuePlayer(items: [a, b, a, c], output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(player.currentItem === a)
+        #expect(same(player.items(), [a, b, c]))
+        #expect(player.actionAtItemEnd == .advance)
+    }
+
+    @Test("canInsert refuses an item already queued, one in another player, and a position not in the queue")
+    func insertionRules() throws {
+        let a = try tone(1), b = try tone(1), stranger = try tone(1), fresh = try tone(1)
+        let player = AVQueuePlayer(items: [a, b], output: .null(driftPPM: 0))
+        defer { player.close() }
+        let other = AVPlayer(playerItem: stranger, output: .null(driftPPM: 0))
+        defer { other.close() }
+        #expect(!player.canInsert(a, after: nil))
+        #expect(!player.canInsert(b, after: a))
+        #expect(!player.canInsert(stranger, after: nil))
+        #expect(!player.canInsert(fresh, after: try tone(1)))
+        #expect(player.canInsert(fresh, after: nil))
+        #expect(player.canInsert(fresh, after: a))
+        // Refused insertions change nothing.
+        player.insert(stranger, after: nil)
+        #expect(same(player.items(), [a, b]))
+    }
+
+    @Test("insert after the current item, after a waiting one and at the end; remove and removeAllItems")
+    func insertAndRemove() throws {
+        let a = try tone(1), b = try tone(1), c = try tone(1), d = try tone(1), e = try tone(1)
+        let player = AVQueuePlayer(items: [a, b], output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.insert(c, after: a)
+        #expect(same(player.items(), [a, c, b]))
+        player.insert(d, after: c)
+        #expect(same(player.items(), [a, c, d, b]))
+        player.insert(e, after: nil)
+        #expect(same(player.items(), [a, c, d, b, e]))
+        player.remove(d)
+        #expect(same(player.items(), [a, c, b, e]))
+        // A removed item may go into a queue again.
+        #expect(player.canInsert(d, after: nil))
+        // Removing the current item advances.
+        player.remove(a)
+        #expect(player.currentItem === c)
+        #expect(same(player.items(), [c, b, e]))
+        player.advanceToNextItem()
+        #expect(same(player.items(), [b, e]))
+        player.removeAllItems()
+        #expect(player.items().isEmpty)
+        #expect(player.currentItem == nil)
+        // Into an empty queue an item becomes current.
+        player.insert(a, after: nil)
+        #expect(player.currentItem === a)
+    }
+
+    @Test("played, the queue advances at each end at the same rate, and waits with no item after the last")
+    func playsInSequence() throws {
+        let a = try tone(0.4), b = try tone(0.6)
+        let ends = EndCounter([a, b])
+        let player = AVQueuePlayer(items: [a, b], output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.play()
+        #expect(waitUntil(10) { player.currentItem === b && b.status == .readyToPlay })
+        #expect(ends.count(a) == 1)
+        #expect(player.rate == 1)
+        #expect(waitUntil(10) { player.timeControlStatus == .playing && player.currentTime().seconds > 0.1 })
+        #expect(waitUntil(10) { player.currentItem == nil })
+        #expect(ends.count(b) == 1)
+        #expect(player.items().isEmpty)
+        // Still at rate 1, waiting for an item: one inserted now plays.
+        #expect(player.timeControlStatus == .waitingToPlayAtSpecifiedRate)
+        #expect(player.reasonForWaitingToPlay == .noItemToPlay)
+        let c = try tone(0.4)
+        player.insert(c, after: nil)
+        #expect(waitUntil(10) { player.currentItem === c && player.timeControlStatus == .playing })
+    }
+
+    @Test("an item's forward end time ends it there")
+    func forwardPlaybackEndTimeEndsTheItem() throws {
+        let item = try tone(2)
+        item.forwardPlaybackEndTime = CMTime(value: 300, timescale: 1000)
+        let ends = EndCounter([item])
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.play()
+        #expect(waitUntil(10) { ends.count(item) == 1 })
+        #expect(waitUntil(5) { player.rate == 0 })
+        let stopped = player.currentTime().seconds
+        #expect(abs(stopped - 0.3) < 0.001, "paused at \(stopped) s")
+    }
+}
+
+@Suite struct PlayerLooperTests {
+    @Test("a looper plays its item again and again, counting the loops, until looping is disabled")
+    func loops() throws {
+        let template = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.3, rate: 48_000))
+        let player = AVQueuePlayer(items: [], output: .null(driftPPM: 0))
+        defer { player.close() }
+        let looper = AVPlayerLooper(player: player, templateItem: template)
+        #expect(looper.status == .ready)
+        #expect(looper.loopingPlayerItems.count == AVPlayerLooper.copies)
+        #expect(!looper.loopingPlayerItems.contains { $0 === template })
+        player.play()
+        // The queue never runs dry: at every look there is a current item.
+        var ranDry = false
+        let deadline = Date().addingTimeInterval(20)
+        while looper.loopCount < 5 && Date() < deadline {
+            if player.currentItem == nil { ranDry = true }
+            usleep(1_000)
+        }
+        #expect(looper.loopCount >= 5, "loops: \(looper.loopCount)")
+        #expect(!ranDry)
+        // Each copy that played went back into the queue.
+        #expect(waitUntil(5) { player.items().count == AVPlayerLooper.copies })
+        looper.disableLooping()
+        #expect(looper.status == .cancelled)
+        #expect(waitUntil(10) { player.currentItem == nil })
+    }
+
+    @Test("a looper with a time range plays that part of the item")
+    func loopsARange() throws {
+        let template = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 3, rate: 48_000))
+        let player = AVQueuePlayer(items: [], output: .null(driftPPM: 0))
+        defer { player.close() }
+        let range = CMTimeRange(start: CMTime(value: 1, timescale: 1), duration: CMTime(value: 300, timescale: 1000))
+        let looper = AVPlayerLooper(player: player, templateItem: template, timeRange: range)
+        player.play()
+        var earliest = Double.infinity
+        var latest = 0.0
+        let deadline = Date().addingTimeInterval(20)
+        while looper.loopCount < 3 && Date() < deadline {
+            if player.timeControlStatus == .playing {
+                let time = player.currentTime().seconds
+                earliest = min(earliest, time)
+                latest = max(latest, time)
+            }
+            usleep(5_000)
+        }
+        #expect(looper.loopCount >= 3)
+        #expect(earliest >= 0.99, "played from \(earliest) s")
+        #expect(latest <= 1.32, "played up to \(latest) s")
+        looper.disableLooping()
+    }
+}
