@@ -110,6 +110,7 @@ extension AVPlayer {
         switch state.actionAtItemEnd {
         case .pause:
             pauseLocked(&state, &effects)
+            state.pausedAtEnd = true
         case .advance:
             effects.after.append { [weak self] in self?.advanceAfterItemEnd() }
         case .none:

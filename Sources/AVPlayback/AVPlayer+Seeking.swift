@@ -39,6 +39,7 @@ extension AVPlayer {
             if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
             state.serial += 1
             state.positioned = true
+            state.pausedAtEnd = false
             state.position = target
             state.scheduledHost = nil
             state.masterAnchor = nil

@@ -23,7 +23,8 @@ extension AVPlayer {
         return observer
     }
 
-    /// Removes a time observer. No call of its block begins after this returns.
+    /// Removes a time observer. No call of its block begins after this returns; one already
+    /// running may finish after it (the caller is not made to wait for it, as on Apple's players).
     public func removeTimeObserver(_ observer: Any) {
         guard let observer = observer as? TimeObserver else { return }
         state.withLockAnnotated { state in state.observers.removeAll { $0 === observer } }

@@ -68,9 +68,6 @@ final class TimeObserver: Sendable {
     let kind: Kind
     let queue: DispatchQueue
     private let state: Mutex<State>
-    /// Held while the block runs, so `remove()` returns only once no invocation can begin.
-    /// Recursive, and not a `Mutex`, because a block may remove its own observer.
-    private let invocation = NSRecursiveLock()
 
     init(kind: Kind, queue: DispatchQueue, fireNow: Bool = true) {
         self.kind = kind
@@ -90,8 +87,10 @@ final class TimeObserver: Sendable {
         set { state.withLockAnnotated { $0.fireNow = newValue } }
     }
 
+    /// No invocation begins after this returns. One already running finishes, as on Apple's
+    /// players: waiting for it here deadlocked a caller its block was waiting for.
     func remove() {
-        invocation.withLock { state.withLockAnnotated { $0.removed = true } }
+        state.withLockAnnotated { $0.removed = true }
     }
 
     /// Runs `work` on the observer's queue unless the observer was removed or its previous
@@ -104,9 +103,7 @@ final class TimeObserver: Sendable {
         }
         guard go else { return }
         queue.async { [self] in
-            invocation.withLock {
-                if state.withLockAnnotated({ !$0.removed }) { work() }
-            }
+            if state.withLockAnnotated({ !$0.removed }) { work() }
             state.withLockAnnotated { $0.running = false }
         }
     }

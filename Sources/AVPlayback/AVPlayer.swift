@@ -70,7 +70,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         outputSpec = output
         self.hostClock = hostClock
         engine = PlaybackEngine(spec: output, hostMapping: hostMapping, capture: capture)
-        state = Mutex(PlayerState(status: .readyToPlay))
+        // Unknown until the output has opened for a first item (or failed to).
+        state = Mutex(PlayerState(status: .unknown))
         // A picture track that cannot be shown costs the pictures, never the sound: said
         // once per reader, on the reader's thread.
         engine.onVideoEvent = { event in
@@ -94,7 +95,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     // MARK: - Properties
 
-    /// Whether the player can play; `.failed` when its output could not be opened.
+    /// Whether the player can play: `.unknown` until its output has opened for a first item,
+    /// then `.readyToPlay`, or `.failed` when the output could not be opened. Observable.
     public var status: Status { state.withLockAnnotated { $0.status } }
     /// Why the player failed.
     public var error: (any Error)? { state.withLockAnnotated { $0.error } }
@@ -351,6 +353,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             state.positioned = false
             state.itemLoaded = false
             state.silentItemClock = nil
+            state.pausedAtEnd = false
             state.format = nil
             state.position = item?.startTime ?? .zero
             state.endHandledSerial = nil
@@ -431,6 +434,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             if !wasOpen && engine.isOnFallback {
                 playerLog.warning("output \(outputSpec) cannot be opened: an item without sound is timed on the host clock alone, and the sound of later items will not be heard")
             }
+            playerReady()
         } catch {
             eventQueue.async { [self] in
                 playerFailed(error)
@@ -482,6 +486,18 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             updateTimebase()
         }
         engine.startReader()
+    }
+
+    /// The output is open: the player can play (announced once, as the status changes).
+    private func playerReady() {
+        let changed = state.withLockAnnotated { state -> Bool in
+            guard state.status == .unknown else { return false }
+            state.status = .readyToPlay
+            return true
+        }
+        if changed {
+            eventQueue.async { [self] in observationRegistry.notify(\AVPlayer.status, old: Status.unknown, new: Status.readyToPlay) }
+        }
     }
 
     private func playerFailed(_ error: MediaError) {
@@ -584,7 +600,14 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Starts playing at `rate`, optionally from `itemTime`, optionally at `hostTime`.
     func start(rate: Float, at itemTime: CMTime?, hostTime: HostTime?, seekFirst: Bool) {
         var effects = Effects()
+        let refused = state.withLockAnnotated { state -> Bool in
+            // At the item's end, as on Apple's players, only a seek makes play possible again.
+            guard state.pausedAtEnd, !seekFirst else { return false }
+            return true
+        }
+        if refused { return }
         state.withLockAnnotated { state in
+            state.pausedAtEnd = false
             let oldRate = state.rate
             state.rate = rate
             state.positioned = true
@@ -608,6 +631,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 }
                 applyModeLocked(&state, flush: true)
                 state.timeJumped = true
+                // A start at a given time is a jump of the item's time, as a seek is.
+                if let item = state.item {
+                    effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.timeJumpedNotification, object: item) }
+                }
             } else if oldRate == 0 {
                 state.scheduledHost = nil
                 state.masterAnchor = nil
@@ -817,6 +844,8 @@ struct PlayerState {
     var volume: Float = 1
     var isMuted = false
     var masterClock: CMClock?
+    /// Paused by the item's end: playing again has no effect until a seek (or another item).
+    var pausedAtEnd = false
     /// The player's host clock while the current item has no sound (set once it is loaded).
     var silentItemClock: CMClock?
     /// The clock the item's timeline is anchored on: the master clock the player was given,

@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+@testable import AVPlayback
+import MediaClock
+import MediaPipeline
+import Synchronization
+
+/// What Apple's playback guide and reference say of a player's status, its end and its
+/// observers, checked as an app written for them would rely on it.
+@Suite struct PlayerStatusTests {
+    @Test("the player's status starts unknown and is announced ready once its output opens")
+    func statusBecomesReady() throws {
+        let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(player.status == .unknown)
+        let statuses = Collected<AVPlayer.Status>()
+        let observation = player.observe(\.status, options: [.initial, .new]) { _, change in
+            if let value = change.newValue { statuses.append(value) }
+        }
+        defer { observation.invalidate() }
+        player.replaceCurrentItem(with: AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1)))
+        #expect(waitUntil(10) { statuses.all == [.unknown, .readyToPlay] }, "seen: \(statuses.all)")
+        #expect(player.status == .readyToPlay)
+    }
+
+    @Test("at the item's end, play has no effect until a seek")
+    func playAtTheEndWaitsForASeek() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.3))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        player.play()
+        #expect(waitUntil(10) { ended.value == 1 && player.rate == 0 })
+        player.play()
+        #expect(player.rate == 0)
+        sleepThroughQuietWindow()
+        #expect(ended.value == 1)
+        #expect(player.currentTime() == item.duration)
+        // A seek makes it playable again, to a second end.
+        player.seek(to: .zero)
+        player.play()
+        #expect(player.rate == 1)
+        #expect(waitUntil(10) { ended.value == 2 })
+    }
+
+    @Test("a start at a given time announces a time jump, as a seek does")
+    func scheduledStartAnnouncesAJump() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        let jumped = NotificationCounter(AVPlayerItem.timeJumpedNotification, object: item)
+        player.automaticallyWaitsToMinimizeStalling = false
+        let soon = CMTime(value: HostTime.now().nanoseconds + 100_000_000, timescale: 1_000_000_000)
+        player.setRate(1, time: CMTime(value: 1, timescale: 2), atHostTime: soon)
+        #expect(waitUntil(5) { jumped.value == 1 })
+    }
+
+    @Test("removing a time observer does not wait for its running block, which may be waiting for the remover")
+    func removingAnObserverDoesNotWaitForItsBlock() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 3))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let inBlock = DispatchSemaphore(value: 0)
+        let removed = DispatchSemaphore(value: 0)
+        let sawRemoval = Atomic<Int>(0)
+        let token = player.addPeriodicTimeObserver(forInterval: CMTime(value: 1, timescale: 10),
+                                                   queue: DispatchQueue(label: "test.observer")) { _ in
+            inBlock.signal()
+            // The block waits for its remover, as a block that synchronises with the main
+            // thread would while the main thread removes it.
+            if removed.wait(timeout: .now() + 5) == .success { sawRemoval.add(1, ordering: .relaxed) }
+        }
+        player.play()
+        #expect(inBlock.wait(timeout: .now() + 10) == .success)
+        player.removeTimeObserver(token)
+        removed.signal()
+        #expect(waitUntil(10) { sawRemoval.load(ordering: .relaxed) == 1 })
+    }
+}
