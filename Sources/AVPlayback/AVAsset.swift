@@ -103,6 +103,25 @@ public class AVAsset: @unchecked Sendable {
         return false
     }
 
+    /// Whether the asset is protected: never, since FFmpeg reports encrypted inputs as
+    /// unreadable instead.
+    public var hasProtectedContent: Bool { false }
+
+    /// An asset for `url`, as `AVURLAsset(url:)` makes one (Apple's `AVAsset(url:)`).
+    public convenience init(url: URL) {
+        self.init(location: url.isFileURL ? url.path : url.absoluteString)
+    }
+
+    /// Loads the asset's tracks of `mediaType`, in container order.
+    public func loadTracks(withMediaType mediaType: AVMediaType) async throws -> [AVAssetTrack] {
+        try await load(.tracks).filter { $0.mediaType == mediaType }
+    }
+
+    /// Loads the asset's track with `trackID`, or nil when it has none.
+    public func loadTrack(withTrackID trackID: CMPersistentTrackID) async throws -> AVAssetTrack? {
+        try await load(.tracks).first { $0.trackID == trackID }
+    }
+
     // MARK: - Loading
 
     func makeTracks(_ info: MediaInfo) -> [AVAssetTrack] {

@@ -102,3 +102,38 @@ public final class AVAssetTrack: Sendable, Hashable {
     public static func == (lhs: AVAssetTrack, rhs: AVAssetTrack) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
+
+extension AVAssetTrack {
+    /// Loads the given properties of the track, as `try await track.load(.naturalSize)`. A
+    /// track comes from a loaded asset, so its values are already there; it throws only when
+    /// its asset is gone.
+    public func load<each Value>(_ properties: repeat AVAsyncProperty<AVAssetTrack, each Value>) async throws -> (repeat each Value) {
+        guard let info = asset?.loadedMediaInfo else { throw MediaError.cancelled(url: "track \(trackID)") }
+        return (repeat (each properties).extract(self, info))
+    }
+}
+
+extension AVPartialAsyncProperty where Root == AVAssetTrack {
+    /// The track's kind of media.
+    public static var mediaType: AVAsyncProperty<AVAssetTrack, AVMediaType> { .track("mediaType") { $0.mediaType } }
+    /// The track's span in asset time.
+    public static var timeRange: AVAsyncProperty<AVAssetTrack, CMTimeRange> { .track("timeRange") { $0.timeRange } }
+    /// The size of the track's pictures, with their pixel shape applied.
+    public static var naturalSize: AVAsyncProperty<AVAssetTrack, CGSize> { .track("naturalSize") { $0.naturalSize } }
+    /// How the track's pictures are turned for display.
+    public static var preferredTransform: AVAsyncProperty<AVAssetTrack, CGAffineTransform> {
+        .track("preferredTransform") { $0.preferredTransform }
+    }
+    /// The shortest time a picture of the track lasts.
+    public static var minFrameDuration: AVAsyncProperty<AVAssetTrack, CMTime> { .track("minFrameDuration") { $0.minFrameDuration } }
+    /// The track's pictures per second.
+    public static var nominalFrameRate: AVAsyncProperty<AVAssetTrack, Float> { .track("nominalFrameRate") { $0.nominalFrameRate } }
+    /// The track's data rate, in bits per second.
+    public static var estimatedDataRate: AVAsyncProperty<AVAssetTrack, Float> { .track("estimatedDataRate") { $0.estimatedDataRate } }
+    /// Whether this player can play the track.
+    public static var isPlayable: AVAsyncProperty<AVAssetTrack, Bool> { .track("playable") { $0.isPlayable } }
+    /// Whether the track is enabled in its file.
+    public static var isEnabled: AVAsyncProperty<AVAssetTrack, Bool> { .track("enabled") { $0.isEnabled } }
+    /// The track's language, ISO 639-2.
+    public static var languageCode: AVAsyncProperty<AVAssetTrack, String?> { .track("languageCode") { $0.languageCode } }
+}

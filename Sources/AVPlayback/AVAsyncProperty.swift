@@ -23,6 +23,11 @@ public final class AVAsyncProperty<Root, Value>: AVPartialAsyncProperty<Root>, @
         super.init(name: name)
     }
 
+    /// A property read from the root object alone (a track's, which holds its values).
+    static func track(_ name: String, _ value: @escaping @Sendable (Root) -> Value) -> AVAsyncProperty<Root, Value> {
+        AVAsyncProperty(name: name) { root, _ in value(root) }
+    }
+
     /// Where a property's loading stands.
     public enum Status {
         case notYetLoaded

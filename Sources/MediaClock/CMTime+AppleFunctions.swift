@@ -117,3 +117,9 @@ public func CMTIME_IS_NEGATIVE_INFINITY(_ time: CMTime) -> Bool {
 public func CMTIME_HAS_BEEN_ROUNDED(_ time: CMTime) -> Bool {
     time.hasBeenRounded
 }
+
+/// The time's description (`CMTime.description`), as CoreMedia's function returns it. The
+/// allocator is accepted for source compatibility and unused.
+public func CMTimeCopyDescription(allocator: Any?, time: CMTime) -> String? {
+    time.description
+}
