@@ -86,6 +86,10 @@ extension AVPlayer {
             state.lastObservedTime = time
         }
         effects.run(on: eventQueue)
+        // What changes without being set (the buffered ranges, the buffering flags, a
+        // chained key path through the item) is noticed here, once a tick.
+        observationRegistry.poke()
+        currentItem?.observationRegistry.poke()
         if let fire, !fire.observers.isEmpty {
             fireTimeObservers(now: fire.time, playing: fire.playing, jumped: fire.jumped, previous: fire.previous, observers: fire.observers)
         }

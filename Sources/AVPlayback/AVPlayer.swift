@@ -147,20 +147,20 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// The rate `play()` uses.
     public var defaultRate: Float {
         get { state.withLockAnnotated { $0.defaultRate } }
-        set { state.withLockAnnotated { $0.defaultRate = newValue } }
+        set { state.withLockAnnotated { $0.defaultRate = newValue }; observationRegistry.poke() }
     }
 
     /// What happens when the item ends; `.pause` by default (`.advance` for queue players).
     public var actionAtItemEnd: ActionAtItemEnd {
         get { state.withLockAnnotated { $0.actionAtItemEnd } }
-        set { state.withLockAnnotated { $0.actionAtItemEnd = newValue } }
+        set { state.withLockAnnotated { $0.actionAtItemEnd = newValue }; observationRegistry.poke() }
     }
 
     /// Whether playback waits for enough data before starting. True by default, as on
     /// Apple's platforms; must be false for `setRate(_:time:atHostTime:)`.
     public var automaticallyWaitsToMinimizeStalling: Bool {
         get { state.withLockAnnotated { $0.waitsToMinimizeStalling } }
-        set { state.withLockAnnotated { $0.waitsToMinimizeStalling = newValue } }
+        set { state.withLockAnnotated { $0.waitsToMinimizeStalling = newValue }; observationRegistry.poke() }
     }
 
     /// Linear volume, 0...1.
@@ -169,6 +169,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         set {
             state.withLockAnnotated { state in state.volume = min(1, max(0, newValue.isFinite ? newValue : 1)) }
             applyVolume()
+            observationRegistry.poke()
         }
     }
 
@@ -178,6 +179,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         set {
             state.withLockAnnotated { $0.isMuted = newValue }
             applyVolume()
+            observationRegistry.poke()
         }
     }
 
@@ -197,6 +199,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                     applyModeLocked(&state, flush: false)
                 }
             }
+            observationRegistry.poke()
         }
     }
 
@@ -205,7 +208,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Applies to starts on a `masterClock`. (A Chorus addition.)
     public var latencyCompensation: Duration {
         get { state.withLockAnnotated { $0.latencyCompensation } }
-        set { state.withLockAnnotated { $0.latencyCompensation = newValue } }
+        set { state.withLockAnnotated { $0.latencyCompensation = newValue }; observationRegistry.poke() }
     }
 
     /// Apple's newer name for `masterClock`.
@@ -217,14 +220,14 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Whether playback may move to another machine. (External playback comes with casting.)
     public var allowsExternalPlayback: Bool {
         get { state.withLockAnnotated { $0.allowsExternalPlayback } }
-        set { state.withLockAnnotated { $0.allowsExternalPlayback = newValue } }
+        set { state.withLockAnnotated { $0.allowsExternalPlayback = newValue }; observationRegistry.poke() }
     }
     /// Whether playback is happening on another machine now.
     public var isExternalPlaybackActive: Bool { false }
     /// Whether to play externally while an external screen is active.
     public var usesExternalPlaybackWhileExternalScreenIsActive: Bool {
         get { state.withLockAnnotated { $0.usesExternalPlaybackWhileExternalScreenIsActive } }
-        set { state.withLockAnnotated { $0.usesExternalPlaybackWhileExternalScreenIsActive = newValue } }
+        set { state.withLockAnnotated { $0.usesExternalPlaybackWhileExternalScreenIsActive = newValue }; observationRegistry.poke() }
     }
 
     // MARK: - Playing

@@ -270,6 +270,8 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
         observationRegistry.notify(\AVPlayerItem.duration, old: oldDuration, new: info.duration)
         observationRegistry.notify(\AVPlayerItem.tracks, old: [AVPlayerItemTrack](), new: tracks)
         observationRegistry.notify(\AVPlayerItem.status, old: oldStatus, new: Status.readyToPlay)
+        // Key paths through the player (`\.currentItem?.status`) see it at once.
+        player?.observationRegistry.poke()
     }
 
     func failed(_ error: MediaError) {
@@ -278,6 +280,7 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
             return current.status
         }
         observationRegistry.notify(\AVPlayerItem.status, old: oldStatus, new: Status.failed)
+        player?.observationRegistry.poke()
     }
 
     func noteDamage(_ count: Int) { state.withLockAnnotated { $0.damagedPackets = count } }

@@ -55,16 +55,37 @@ public final class NSKeyValueObservation: Sendable {
 
 /// The change registry behind `observe(_:options:changeHandler:)`.
 ///
-/// Handlers run synchronously on the thread that made the change; for players and items
-/// that is the player's event queue. A handler may read the object but must not block.
+/// Each observation keeps the value it last delivered. A change the object announces for a
+/// key path (`notify`) is delivered to that key path's observers with its own old and new
+/// values; every announcement, and every `poke` (the player's monitor pokes its registry and
+/// its item's every tick), also re-reads every other observed key path and delivers those
+/// whose value moved. So a chained key path (`\.currentItem?.status`), a property that is
+/// derived rather than set (`loadedTimeRanges`, the buffering flags), and a key path written
+/// on a subclass (`\AVQueuePlayer.rate`) all notify.
+///
+/// Handlers run synchronously on the thread that made or noticed the change; for players and
+/// items that is the player's event queue. A handler may read the object but must not block.
 // @unchecked: `entries` and `nextID` are read and written only under `lock`. They are not in
 // a Mutex because the handlers are plain closures (Apple's observe(_:options:changeHandler:)
 // takes one that need not be Sendable), which cannot be handed out of a Mutex to be called
 // after it is released; `delivery` orders their calls against removal instead.
 public final class ObservationRegistry: @unchecked Sendable {
-    private struct Entry {
+    private final class Entry {
         let keyPath: AnyKeyPath
+        /// The observed value now; nil once the object is gone.
+        let read: () -> Any?
+        let equal: (Any, Any) -> Bool
         let handler: (_ old: Any, _ new: Any, _ prior: Bool) -> Void
+        /// What was last delivered (or read when the observation began).
+        var last: Any?
+
+        init(keyPath: AnyKeyPath, read: @escaping () -> Any?, equal: @escaping (Any, Any) -> Bool,
+             handler: @escaping (Any, Any, Bool) -> Void) {
+            self.keyPath = keyPath
+            self.read = read
+            self.equal = equal
+            self.handler = handler
+        }
     }
     private let lock = NSLock()
     private var entries: [Int: Entry] = [:]
@@ -74,10 +95,14 @@ public final class ObservationRegistry: @unchecked Sendable {
 
     public init() {}
 
-    func add(_ keyPath: AnyKeyPath, handler: @escaping (_ old: Any, _ new: Any, _ prior: Bool) -> Void) -> Int {
-        lock.withLock {
+    func add(_ keyPath: AnyKeyPath, read: @escaping () -> Any?, equal: @escaping (Any, Any) -> Bool,
+             handler: @escaping (_ old: Any, _ new: Any, _ prior: Bool) -> Void) -> Int {
+        let entry = Entry(keyPath: keyPath, read: read, equal: equal, handler: handler)
+        // Read outside the registry's lock: reading takes the object's own.
+        entry.last = read()
+        return lock.withLock {
             nextID += 1
-            entries[nextID] = Entry(keyPath: keyPath, handler: handler)
+            entries[nextID] = entry
             return nextID
         }
     }
@@ -88,17 +113,70 @@ public final class ObservationRegistry: @unchecked Sendable {
         }
     }
 
-    /// Tells observers of `keyPath` that it changed from `old` to `new`.
+    /// Tells observers of `keyPath` that it changed from `old` to `new`, and re-reads the rest.
     func notify(_ keyPath: AnyKeyPath, old: Any, new: Any) {
+        deliver(announced: (keyPath, new))
+    }
+
+    /// Re-reads every observed key path and delivers those whose value moved.
+    public func poke() {
+        deliver(announced: nil)
+    }
+
+    private func deliver(announced: (keyPath: AnyKeyPath, new: Any)?) {
         delivery.withLock {
-            let matching = lock.withLock { entries.sorted { $0.key < $1.key }.filter { $0.value.keyPath == keyPath } }
-            for (id, entry) in matching where lock.withLock({ entries[id] != nil }) {
-                entry.handler(old, new, false)
+            let current = lock.withLock { entries.sorted { $0.key < $1.key } }
+            for (id, entry) in current where lock.withLock({ entries[id] != nil }) {
+                let value: Any
+                if let announced, entry.keyPath == announced.keyPath {
+                    value = announced.new
+                } else {
+                    guard let read = entry.read() else { continue }
+                    value = read
+                }
+                guard let last = entry.last else {
+                    entry.last = value
+                    continue
+                }
+                if entry.equal(last, value) { continue }
+                entry.last = value
+                entry.handler(last, value, true)
+                entry.handler(last, value, false)
             }
         }
     }
 
     var isEmpty: Bool { lock.withLock { entries.isEmpty } }
+}
+
+/// Whether two observed values are the same: by `==` where the type has it, by identity for
+/// objects, element by element for arrays and optionals, and otherwise by their
+/// descriptions (so a value that cannot be compared is not reported as changing at every look).
+func observedValuesEqual(_ a: Any, _ b: Any) -> Bool {
+    if let a = a as? any Equatable { return a.isEqual(toAny: b) }
+    let left = Mirror(reflecting: a), right = Mirror(reflecting: b)
+    if left.displayStyle == .optional, right.displayStyle == .optional {
+        switch (left.children.first, right.children.first) {
+        case (nil, nil): return true
+        case let (x?, y?): return observedValuesEqual(x.value, y.value)
+        default: return false
+        }
+    }
+    if type(of: a) is AnyObject.Type, type(of: b) is AnyObject.Type {
+        return (a as AnyObject) === (b as AnyObject)
+    }
+    if left.displayStyle == .collection, right.displayStyle == .collection {
+        let x = Array(left.children), y = Array(right.children)
+        return x.count == y.count && zip(x, y).allSatisfy { observedValuesEqual($0.value, $1.value) }
+    }
+    return String(reflecting: a) == String(reflecting: b)
+}
+
+extension Equatable {
+    fileprivate func isEqual(toAny other: Any) -> Bool {
+        guard let other = other as? Self else { return false }
+        return self == other
+    }
 }
 
 /// An object whose properties can be observed the way Apple's key-value observing allows.
@@ -108,23 +186,33 @@ public protocol AVKeyValueObservable: AnyObject {
 }
 
 extension AVKeyValueObservable {
-    /// Observes `keyPath`, as Apple's `NSObject.observe(_:options:changeHandler:)` does.
+    /// Observes `keyPath`, as Apple's `NSObject.observe(_:options:changeHandler:)` does: any
+    /// key path of the object, chained and optional ones included.
     ///
-    /// With `.initial` the handler is called once before this returns. Later calls come on
-    /// the thread that changes the property (a player's event queue).
+    /// With `.initial` the handler is called once before this returns; with `.prior`, it is
+    /// also called just before each change is delivered, with `isPrior` set and the old value.
+    /// Later calls come on the thread that changes the property or notices the change (a
+    /// player's event queue, within a monitor tick of 10 ms).
     public func observe<Value>(
         _ keyPath: KeyPath<Self, Value>,
         options: NSKeyValueObservingOptions = [],
         changeHandler: @escaping (Self, NSKeyValueObservedChange<Value>) -> Void
     ) -> NSKeyValueObservation {
         let registry = observationRegistry
-        let id = registry.add(keyPath) { [weak self] old, new, prior in
+        let id = registry.add(keyPath, read: { [weak self] in self.map { $0[keyPath: keyPath] as Any } },
+                              equal: observedValuesEqual) { [weak self] old, new, prior in
             guard let self, let oldValue = old as? Value, let newValue = new as? Value else { return }
+            if prior {
+                guard options.contains(.prior) else { return }
+                changeHandler(self, NSKeyValueObservedChange(
+                    kind: .setting, newValue: nil, oldValue: options.contains(.old) ? oldValue : nil, isPrior: true))
+                return
+            }
             changeHandler(self, NSKeyValueObservedChange(
                 kind: .setting,
                 newValue: options.contains(.new) ? newValue : nil,
                 oldValue: options.contains(.old) ? oldValue : nil,
-                isPrior: prior))
+                isPrior: false))
         }
         if options.contains(.initial) {
             let current = self[keyPath: keyPath]

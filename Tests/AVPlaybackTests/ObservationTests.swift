@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+@testable import AVPlayback
+import MediaClock
+import MediaPipeline
+
+/// Key-value observation as the walkthrough's player uses it: chained key paths through the
+/// current item, properties that are set and properties that change by themselves, `.prior`,
+/// and key paths written on a subclass.
+@Suite struct ObservationTests {
+    @Test("a chained key path through the current item delivers the item's status and duration")
+    func chainedKeyPaths() throws {
+        let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let statuses = Collected<AVPlayerItem.Status?>()
+        let durations = Collected<CMTime?>()
+        let statusWatch = player.observe(\.currentItem?.status, options: [.initial, .new]) { _, change in
+            if let value = change.newValue { statuses.append(value) }
+        }
+        let durationWatch = player.observe(\.currentItem?.duration, options: [.new]) { _, change in
+            if let value = change.newValue { durations.append(value) }
+        }
+        defer { statusWatch.invalidate(); durationWatch.invalidate() }
+        player.replaceCurrentItem(with: AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000)))
+        #expect(waitUntil(10) { statuses.all.last == .some(.readyToPlay) }, "statuses: \(statuses.all)")
+        // nil (no item), then the item's own, unknown until it loads.
+        #expect(statuses.all.first == .some(nil))
+        #expect(waitUntil(10) { durations.all.last == .some(CMTime(value: 48_000, timescale: 48_000)) }, "durations: \(durations.all)")
+    }
+
+    @Test("volume and mute notify at once, with old and new values, and .prior comes before")
+    func setPropertiesNotify() throws {
+        let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let changes = Collected<(prior: Bool, old: Float?, new: Float?)>()
+        let watch = player.observe(\.volume, options: [.old, .new, .prior]) { _, change in
+            changes.append((change.isPrior, change.oldValue, change.newValue))
+        }
+        defer { watch.invalidate() }
+        player.volume = 0.5
+        let seen = changes.all
+        #expect(seen.count == 2)
+        #expect(seen.first?.prior == true && seen.first?.old == 1 && seen.first?.new == nil)
+        #expect(seen.last?.prior == false && seen.last?.old == 1 && seen.last?.new == 0.5)
+        let muted = Collected<Bool>()
+        let muteWatch = player.observe(\.isMuted, options: [.new]) { _, change in
+            if let value = change.newValue { muted.append(value) }
+        }
+        defer { muteWatch.invalidate() }
+        player.isMuted = true
+        #expect(muted.all == [true])
+        // The same value again is no change.
+        player.volume = 0.5
+        #expect(changes.count == 2)
+    }
+
+    @Test("the buffered ranges of the playing item notify as they grow")
+    func derivedPropertiesNotify() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 3, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let ranges = Collected<[CMTimeRange]>()
+        let watch = item.observe(\.loadedTimeRanges, options: [.new]) { _, change in
+            if let value = change.newValue { ranges.append(value) }
+        }
+        defer { watch.invalidate() }
+        player.play()
+        #expect(waitUntil(10) { ranges.all.contains { !$0.isEmpty } }, "ranges: \(ranges.all)")
+    }
+
+    @Test("a key path written on a subclass notifies")
+    func subclassKeyPaths() throws {
+        let player = AVQueuePlayer(items: [AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000))],
+                                   output: .null(driftPPM: 0))
+        defer { player.close() }
+        let rates = Collected<Float>()
+        let watch = player.observe(\AVQueuePlayer.rate, options: [.new]) { _, change in
+            if let value = change.newValue { rates.append(value) }
+        }
+        defer { watch.invalidate() }
+        player.play()
+        #expect(waitUntil(10) { rates.all == [1] }, "rates: \(rates.all)")
+    }
+}
