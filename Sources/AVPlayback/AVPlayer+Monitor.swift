@@ -13,6 +13,7 @@ extension AVPlayer {
             switch event {
             case .ready(let serial, _), .decodedToEnd(let serial, _), .failed(let serial, _, _):
                 state.readySerial = max(state.readySerial, serial)
+                if case .ready = event {} else { state.decodedToEndSerial = max(state.decodedToEndSerial, serial) }
                 if let pending = state.pendingSeek, serial >= pending.serial {
                     state.pendingSeek = nil
                     effects.completions.append { pending.completion(true) }

@@ -542,6 +542,19 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         }
     }
 
+    /// How much decoded sound waits ahead of the playhead, whether the ring is full, and
+    /// whether the reader has reached the item's end; nil while the item is not loaded.
+    func bufferState() -> (ahead: CMTime, full: Bool, ended: Bool)? {
+        state.withLockAnnotated { state in
+            guard state.itemLoaded, let format = state.format else { return nil }
+            let queued = engine.queuedFrames
+            let capacity = engine.ringCapacityFrames
+            return (CMTime(value: Int64(queued), timescale: Int32(format.sampleRate)),
+                    capacity > 0 && queued + AudioRing.framesPerBlock >= capacity,
+                    state.decodedToEndSerial >= state.serial)
+        }
+    }
+
     /// The loaded span: from the current time to the end of what is decoded.
     func loadedTimeRanges() -> [CMTimeRange] {
         state.withLockAnnotated { state in
@@ -847,6 +860,9 @@ struct PlayerState {
     var volume: Float = 1
     var isMuted = false
     var masterClock: CMClock?
+    /// The newest serial whose reader has decoded to the item's end (or failed): nothing more
+    /// is coming into the ring for it.
+    var decodedToEndSerial = -1
     /// Paused by the item's end: playing again has no effect until a seek (or another item).
     var pausedAtEnd = false
     /// The player's host clock while the current item has no sound (set once it is loaded).

@@ -220,6 +220,33 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
         return []
     }
 
+    /// Whether no decoded sound waits ahead of the playhead (playback would stall now).
+    /// False while the item is not its player's current one, or after its end was decoded.
+    public var isPlaybackBufferEmpty: Bool {
+        guard let player, player.currentItem === self, let buffer = player.bufferState() else { return false }
+        return !buffer.ended && buffer.ahead == .zero
+    }
+
+    /// Whether the buffer holds all it can: the ring is full, or the item's end is decoded.
+    public var isPlaybackBufferFull: Bool {
+        guard let player, player.currentItem === self, let buffer = player.bufferState() else { return false }
+        return buffer.full || buffer.ended
+    }
+
+    /// Whether playback is likely to go on without a stall: the buffer is full, or holds at
+    /// least `likelyToKeepUpBuffer` (or `preferredForwardBufferDuration`, when longer and
+    /// set), or the item's end is already decoded.
+    public var isPlaybackLikelyToKeepUp: Bool {
+        guard let player, player.currentItem === self, let buffer = player.bufferState() else { return false }
+        let preferred = preferredForwardBufferDuration
+        let wanted = max(Self.likelyToKeepUpBuffer.seconds, preferred.isFinite ? preferred : 0)
+        return buffer.full || buffer.ended || buffer.ahead.seconds >= wanted
+    }
+
+    /// Decoded sound ahead of the playhead that counts as likely to keep up: half the ring's
+    /// two seconds, more than a network read's usual hiccup.
+    public static let likelyToKeepUpBuffer = CMTime(value: 1, timescale: 1)
+
     /// The spans a seek can reach: the whole item when the input can seek.
     public var seekableTimeRanges: [CMTimeRange] {
         state.withLockAnnotated { current in

@@ -291,6 +291,11 @@ public final class PlaybackEngine: Sendable {
         parts.withLockAnnotated { $0.renderer }?.update(change)
     }
 
+    /// Frames the ring holds when full.
+    public var ringCapacityFrames: Int {
+        parts.withLockAnnotated { $0.renderer }.map { $0.ring.blockCount * AudioRing.framesPerBlock } ?? 0
+    }
+
     /// Frames decoded and waiting in the ring.
     public var queuedFrames: Int {
         parts.withLockAnnotated { $0.renderer }.map { $0.ring.queuedBlocks * AudioRing.framesPerBlock } ?? 0

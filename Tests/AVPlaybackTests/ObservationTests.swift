@@ -83,3 +83,36 @@ import MediaPipeline
         #expect(waitUntil(10) { rates.all == [1] }, "rates: \(rates.all)")
     }
 }
+
+/// The buffering flags an app shows a spinner by.
+@Suite struct BufferingTests {
+    @Test("a loaded item's buffer fills, is likely to keep up, and says so to its observers")
+    func bufferFills() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 5, rate: 48_000))
+        #expect(!item.isPlaybackLikelyToKeepUp && !item.isPlaybackBufferFull && !item.isPlaybackBufferEmpty)
+        let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let likely = Collected<Bool>()
+        let watch = item.observe(\.isPlaybackLikelyToKeepUp, options: [.initial, .new]) { _, change in
+            if let value = change.newValue { likely.append(value) }
+        }
+        defer { watch.invalidate() }
+        player.replaceCurrentItem(with: item)
+        // Paused, the reader fills the ring (two seconds of a five-second item).
+        #expect(waitUntil(10) { item.isPlaybackBufferFull })
+        #expect(item.isPlaybackLikelyToKeepUp)
+        #expect(!item.isPlaybackBufferEmpty)
+        #expect(waitUntil(5) { likely.all == [false, true] }, "seen: \(likely.all)")
+        // Asking for more than the ring holds: a full ring still counts.
+        item.preferredForwardBufferDuration = 30
+        #expect(item.isPlaybackLikelyToKeepUp)
+    }
+
+    @Test("a short item's decoded end fills its buffer")
+    func endFillsTheBuffer() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.5, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil(10) { item.isPlaybackBufferFull && item.isPlaybackLikelyToKeepUp })
+    }
+}
