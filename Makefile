@@ -23,7 +23,7 @@ APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswres
 # The benchmarks also run Snapcast and mpv side by side.
 BENCH_PACKAGES := snapserver snapclient mpv
 
-.PHONY: all build deps bench-deps demo test test-tsan bench clean
+.PHONY: all build deps bench-deps demo test test-tsan bench clean example-player
 
 all: build
 
@@ -68,6 +68,12 @@ demo: build
 
 # Every test: the ALSA ones against a private PulseAudio daemon, the windows on a private X
 # display (Xvfb), both started and stopped by this target.
+# The walkthrough's simple player, written against the library: `make example-player FILE=song.flac`
+# (keys, a line each: p play/pause, f fast forward, r rewind, s SECONDS seek, q quit).
+example-player:
+	@test -n "$(FILE)" || { echo "usage: make example-player FILE=path-or-url" >&2; exit 2; }
+	$(SWIFT) run -c release example-player "$(FILE)"
+
 test: deps
 	@mkdir -p $(RUNTIME)
 	@eval "$$(scripts/pulse.sh start $(PULSE_DIR))"; \

@@ -97,6 +97,10 @@ let package = Package(
         .executableTarget(name: "chorus-sim", dependencies: ["ChorusCommandLine", "ChorusSession", "ChorusSimulation"],
                           path: "Tests/chorus-sim"),
 
+        // The walkthrough's simple player, written against AVPlayback as an app would be:
+        // `make example-player FILE=...`.
+        .executableTarget(name: "example-player", dependencies: ["AVPlayback", "MediaPipeline"], path: "Examples/SimplePlayer"),
+
         // Benchmarks: figures and ratios against ffmpeg, ffplay and others, run side by side.
         .executableTarget(
             name: "chorus-bench",
@@ -123,7 +127,7 @@ let package = Package(
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport", "ChorusSimulation", "CAllocationCounter"]),
         .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "MediaPipeline", "MediaServer", "MutexAnnotations", "ChorusTestSupport", "CAllocationCounter"]),
-        .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "chorus-sim", "MediaPipeline", "ChorusTestSupport"]),
+        .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "chorus-sim", "example-player", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "ChorusSessionTests", dependencies: ["ChorusSession", "AVPlayback", "GroupSync", "MutexAnnotations", "ChorusTestSupport", "ChorusSimulation"]),
     ],
     swiftLanguageModes: [.v6]

@@ -21,6 +21,9 @@ public enum TestEnvironment {
     /// put a group node on a simulated clock.
     public static var chorusSimExecutable: URL { builtExecutable("chorus-sim") }
 
+    /// `example-player`: the walkthrough's simple player, written against the library.
+    public static var examplePlayerExecutable: URL { builtExecutable("example-player") }
+
     /// An executable of this package, built beside the tests.
     static func builtExecutable(_ name: String) -> URL {
         let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
