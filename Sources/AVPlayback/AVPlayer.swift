@@ -454,8 +454,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         do throws(MediaError) {
             let queue = eventQueue
             // Started below, once the item's readiness is queued: its events come after it.
-            try engine.load(source: source, serial: reading.serial, startFrame: reading.startFrame,
-                            start: false) { [weak self, weak item] event in
+            let buffer = item.preferredForwardBufferDuration
+            try engine.load(source: source, serial: reading.serial, startFrame: reading.startFrame, start: false,
+                            forwardBuffer: buffer.isFinite && buffer > 0 ? .milliseconds(Int64(min(buffer, 3_600) * 1000)) : .zero) { [weak self, weak item] event in
                 queue.async { [weak self, weak item] in
                     guard let self, let item else { return }
                     readerEvent(event, of: item)
@@ -560,8 +561,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         state.withLockAnnotated { state in
             guard state.itemLoaded, let format = state.format else { return [] }
             let now = currentTimeLocked(&state)
-            let queued = CMTime(value: Int64(engine.queuedFrames), timescale: Int32(format.sampleRate))
-            return [CMTimeRange(start: now, duration: queued)]
+            // Decoded sound, then the packets read ahead of it.
+            let decoded = CMTime(value: Int64(engine.queuedFrames), timescale: Int32(format.sampleRate))
+            let read = CMTime(value: engine.queuedPacketDuration.nanosecondsClamped, timescale: 1_000_000_000)
+            return [CMTimeRange(start: now, duration: decoded + read)]
         }
     }
 

@@ -135,7 +135,9 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
         get { state.withLockAnnotated { $0.reversePlaybackEndTime } }
         set { state.withLockAnnotated { $0.reversePlaybackEndTime = newValue } }
     }
-    /// How much media to buffer ahead, in seconds; 0 lets the player choose.
+    /// How far ahead of the playhead, in seconds, the item is read (0: the player's defaults,
+    /// about three seconds): set before the item becomes current, it sizes the packets the
+    /// item's demuxer keeps beyond the two seconds of decoded sound.
     public var preferredForwardBufferDuration: TimeInterval {
         get { state.withLockAnnotated { $0.preferredForwardBufferDuration } }
         set { state.withLockAnnotated { $0.preferredForwardBufferDuration = newValue } }

@@ -51,8 +51,13 @@ public final class ItemDemuxer: @unchecked Sendable {
     /// A demuxer of `source` for its preferred audio track (when `sound`) and its preferred
     /// video track (when `pictures`); every other stream is discarded. Reading starts at the
     /// top unless `seek` is called before `start`.
-    public init(source: MediaSource, sound: Bool, pictures: Bool) {
+    ///
+    /// `forwardBuffer` (zero: the defaults) is how far ahead of the playhead to read, counting
+    /// the ring's `readAhead` of decoded sound.
+    public init(source: MediaSource, sound: Bool, pictures: Bool, forwardBuffer: Duration = .zero,
+                readAhead: Duration = PlaybackEngine.readAhead) {
         self.source = source
+        let limits = PacketQueue.limits(forwardBuffer: forwardBuffer, readAhead: readAhead)
         let context = source.formatContext
         func queue(for track: TrackInfo?, limits: PacketQueue.Limits, wake: WakeSignal) -> PacketQueue? {
             guard let track, track.streamIndex < Int(context.pointee.nb_streams),
@@ -60,8 +65,8 @@ public final class ItemDemuxer: @unchecked Sendable {
             return PacketQueue(streamIndex: Int32(track.streamIndex), timeBase: stream.pointee.time_base,
                                limits: limits, producerSignal: wake)
         }
-        soundQueue = sound ? queue(for: source.info.preferredAudioTrack, limits: PacketQueue.soundLimits, wake: wake) : nil
-        pictureQueue = pictures ? queue(for: source.info.preferredVideoTrack, limits: PacketQueue.pictureLimits, wake: wake) : nil
+        soundQueue = sound ? queue(for: source.info.preferredAudioTrack, limits: limits.sound, wake: wake) : nil
+        pictureQueue = pictures ? queue(for: source.info.preferredVideoTrack, limits: limits.pictures, wake: wake) : nil
         readsPictures = pictureQueue != nil
         let kept = Set([soundQueue?.streamIndex, pictureQueue?.streamIndex].compactMap { $0 })
         for index in 0..<Int(context.pointee.nb_streams) where !kept.contains(Int32(index)) {

@@ -64,6 +64,28 @@ final class PacketQueue: Sendable {
     /// or a seek the pictures' packets for that stretch still fit; only a picture decoder
     /// that falls further behind than that costs pictures.
     static let pictureLimits = Limits(nanoseconds: 4_000_000_000, bytes: 64 << 20, count: 1_000)
+    /// The most a pictures' queue may hold in bytes however long a buffer is asked for.
+    static let largestPictureBytes = 256 << 20
+
+    /// The queues' limits for a forward buffer of `forwardBuffer` (an item's
+    /// `preferredForwardBufferDuration`; zero: the defaults): the sound's queue holds what the
+    /// ring (`readAhead`) does not, and the pictures' still holds more than the sound reads
+    /// ahead, so a long buffer does not cost pictures at a start.
+    static func limits(forwardBuffer: Duration, readAhead: Duration) -> (sound: Limits, pictures: Limits) {
+        let wanted = forwardBuffer.nanosecondsClamped - readAhead.nanosecondsClamped
+        guard wanted > soundLimits.nanoseconds else { return (soundLimits, pictureLimits) }
+        let factor = Double(wanted) / Double(soundLimits.nanoseconds)
+        let sound = Limits(nanoseconds: wanted, bytes: soundLimits.bytes, count: Int(Double(soundLimits.count) * factor))
+        let pictureNanoseconds = pictureLimits.nanoseconds - soundLimits.nanoseconds + wanted
+        let pictureFactor = Double(pictureNanoseconds) / Double(pictureLimits.nanoseconds)
+        let pictures = Limits(nanoseconds: pictureNanoseconds,
+                              bytes: min(largestPictureBytes, Int(Double(pictureLimits.bytes) * pictureFactor)),
+                              count: Int(Double(pictureLimits.count) * pictureFactor))
+        return (sound, pictures)
+    }
+
+    /// The duration of the packets queued, in nanoseconds.
+    var queuedNanoseconds: Int64 { state.withLockAnnotated { $0.nanoseconds } }
 
     private struct State {
         var entries: [PacketQueueEntry] = []

@@ -122,7 +122,10 @@ public final class PlaybackEngine: Sendable {
     /// are wanted and the item has them, the pictures' reader. Any previous item's are
     /// stopped first. They start unless `start` is false (then `startReader()` starts them).
     /// The render thread stays idle until told to play.
-    public func load(source: MediaSource, serial: Int, startFrame: Int64, start: Bool = true,
+    ///
+    /// `forwardBuffer` (zero: the defaults) is how far ahead of the playhead to read: what the
+    /// ring does not hold waits as packets.
+    public func load(source: MediaSource, serial: Int, startFrame: Int64, start: Bool = true, forwardBuffer: Duration = .zero,
                      onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
         unload()
         let ring: AudioRing? = parts.withLockAnnotated { $0.renderer?.ring }
@@ -136,7 +139,7 @@ public final class PlaybackEngine: Sendable {
         }
         let pictureQueue = videoWanted.load(ordering: .acquiring) && source.info.preferredVideoTrack != nil ? videoQueue : nil
         let wantsPictures = pictureQueue != nil
-        let demuxer = ItemDemuxer(source: source, sound: true, pictures: wantsPictures)
+        let demuxer = ItemDemuxer(source: source, sound: true, pictures: wantsPictures, forwardBuffer: forwardBuffer)
         let newReader = try AudioReader(demuxer: demuxer, ring: ring, serial: serial, startFrame: startFrame, item: item) { [weak self] event in
             if case .failed(_, _, let error) = event { self?.parts.withLockAnnotated { $0.readerError = error } }
             onEvent(event)
@@ -289,6 +292,11 @@ public final class PlaybackEngine: Sendable {
     /// Changes what the render thread does.
     public func render(_ change: (inout RenderControl) -> Void) {
         parts.withLockAnnotated { $0.renderer }?.update(change)
+    }
+
+    /// Sound read ahead but not yet decoded: the duration of the packets in the sound's queue.
+    public var queuedPacketDuration: Duration {
+        .nanoseconds(parts.withLockAnnotated { $0.demuxer }?.soundQueue?.queuedNanoseconds ?? 0)
     }
 
     /// Frames the ring holds when full.

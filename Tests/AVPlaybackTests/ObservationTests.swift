@@ -116,3 +116,31 @@ import MediaPipeline
         #expect(waitUntil(10) { item.isPlaybackBufferFull && item.isPlaybackLikelyToKeepUp })
     }
 }
+
+extension BufferingTests {
+    @Test("a longer preferred forward buffer reads further ahead, as the loaded ranges show")
+    func preferredForwardBufferReadsFurther() throws {
+        let url = try TestMedia.tone(.wav, seconds: 20, rate: 48_000)
+        /// How far the loaded range reaches once a paused player has read all it will.
+        func loaded(preferring seconds: TimeInterval) -> Double {
+            let item = AVPlayerItem(url: url)
+            item.preferredForwardBufferDuration = seconds
+            let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+            defer { player.close() }
+            // Until the reach has stood still for a tenth of a second.
+            var reach = 0.0
+            var since = Date()
+            _ = waitUntil(10) {
+                let now = item.loadedTimeRanges.first.map { ($0.start + $0.duration).seconds } ?? 0
+                if now != reach { reach = now; since = Date() }
+                return now > 0 && Date().timeIntervalSince(since) > 0.1
+            }
+            return reach
+        }
+        let usual = loaded(preferring: 0)
+        let long = loaded(preferring: 10)
+        // The defaults: two seconds decoded and a second of packets.
+        #expect(usual >= 2.5 && usual < 4, "read ahead by default: \(usual) s")
+        #expect(long >= 9.5, "read ahead for 10 s: \(long) s")
+    }
+}
