@@ -156,16 +156,23 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         guard let timeline, timeline.showsPictures, timeline.rate > 0,
               let item = queue.nextQueuedItemNanoseconds(timelineSerial: timeline.serial),
               let due = timeline.hostTime(atItemNanoseconds: item) else { return nil }
-        // The timeline is in the player's host time; the display's clock is the real one. The
-        // two differ by a slowly moving offset (nothing at all outside simulations), so one
-        // step of the mapping inverts it.
-        return due - (engine.playerHostTime(ofReal: due) - due) + Self.dueRoundingAllowance
+        // The timeline is in the player's host time; the display's clock is the real one (they
+        // differ only where a node simulates another machine's clock). The mapping is nearly a
+        // shift, so a few steps of correcting a guess by how far it maps off invert it to the
+        // nanosecond; one step alone left a simulated node's guesses up to a millisecond early,
+        // and a picture asked for before its time waited for the next refresh.
+        var real = due
+        for _ in 0..<Self.inversionSteps { real = real - (engine.playerHostTime(ofReal: real) - due) }
+        return real + Self.dueRoundingAllowance
     }
 
     /// Added to a picture's due time when a display wakes for it: the item-to-host mapping and
     /// its inverse each round to a nanosecond, and a wake-up a nanosecond early would find the
     /// picture not yet due and leave it to the next refresh.
     static let dueRoundingAllowance: Duration = .microseconds(1)
+    /// Steps of the inversion of the player's host-time mapping: each shrinks the error by the
+    /// mapping's rate error (hundreds of ppm at most), so three leave well under a nanosecond.
+    static let inversionSteps = 3
 
     /// Tells the layer the picture numbered `number` reached the display at `presentedAt`
     /// (CLOCK_MONOTONIC, read right after the display took it). The first one makes the layer

@@ -4,6 +4,7 @@ import ChorusTestSupport
 @testable import AVPlayback
 import MediaPipeline
 import MediaServer
+import ChorusSimulation
 import Synchronization
 
 /// A player layer driven as a hosting view drives it, refresh by refresh, without a window:
@@ -140,6 +141,33 @@ import Synchronization
         #expect(waitUntil(10) { sounding.timeControlStatus == .playing })
         let soundingRate = itemRate(of: sounding)
         #expect(soundingRate > 1 + drift * 0.6e-6, "item seconds per host second with sound: \(soundingRate)")
+    }
+
+    @Test("on a node simulating another machine's clock, the next picture's due time maps back to the real clock exactly")
+    func nextPictureDueOnASimulatedClock() throws {
+        // Seconds off and 150 ppm fast, as the demo's rooms are.
+        let skewed = SkewedHostClock(wrapping: MonotonicHostClock(), offset: .milliseconds(2_500), skewPPM: 150)
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0), hostClock: CMClock(hostClock: skewed),
+                              hostMapping: { skewed.map($0) }, capture: nil)
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        player.play()
+        #expect(waitUntil(10) { player.timeControlStatus == .playing })
+        var checked = 0
+        let deadline = Date().addingTimeInterval(10)
+        while checked < 20 && Date() < deadline {
+            usleep(5_000)
+            guard let due = layer.nextPictureDue(), let timeline = player.engine.videoTimeline.tryRead(),
+                  let item = player.engine.videoQueue?.nextQueuedItemNanoseconds(timelineSerial: timeline.serial),
+                  let wanted = timeline.hostTime(atItemNanoseconds: item) else { continue }
+            // Mapped onto the node's clock, the real instant is the picture's due time, just after it.
+            let off = (skewed.map(due) - wanted).nanosecondsClamped
+            #expect(off >= 0 && off <= 2_000, "due time off by \(off) ns")
+            checked += 1
+        }
+        #expect(checked == 20)
     }
 
     @Test("paused after a seek, the picture at the target is shown")
