@@ -44,6 +44,23 @@ import Synchronization
         #expect(waitUntil(10) { ended.value == 2 })
     }
 
+    @Test("seeking to zero from the end notification and playing replays the item, as the guide loops one")
+    func seekFromTheEndNotificationReplays() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.3))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        let token = NotificationCenter.default.addObserver(forName: AVPlayerItem.didPlayToEndTimeNotification, object: item,
+                                                           queue: nil) { [weak player] _ in
+            guard ended.value < 3 else { return }
+            player?.seek(to: .zero)
+            player?.play()
+        }
+        defer { NotificationCenter.default.removeObserver(token) }
+        player.play()
+        #expect(waitUntil(10) { ended.value == 3 })
+    }
+
     @Test("a start at a given time announces a time jump, as a seek does")
     func scheduledStartAnnouncesAJump() throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2))
