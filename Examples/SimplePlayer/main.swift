@@ -117,7 +117,7 @@ final class SimplePlayer: @unchecked Sendable {
     }
 
     func report(_ line: String) {
-        FileHandle.standardOutput.write((line + "\n").data(using: .utf8) ?? Data())
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
     static func describe(_ status: AVPlayerItem.Status?) -> String {
@@ -132,7 +132,7 @@ final class SimplePlayer: @unchecked Sendable {
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let path = arguments.first else {
-    FileHandle.standardError.write("usage: example-player FILE|URL [--output null|alsa:DEVICE]\n".data(using: .utf8)!)
+    FileHandle.standardError.write(Data("usage: example-player FILE|URL [--output null|alsa:DEVICE]\n".utf8))
     exit(2)
 }
 var output = OutputSpec.alsa(device: "default")
@@ -140,13 +140,13 @@ if let flag = arguments.firstIndex(of: "--output"), arguments.index(after: flag)
     do {
         output = try OutputSpec(parsing: arguments[arguments.index(after: flag)])
     } catch {
-        FileHandle.standardError.write("example-player: \(error)\n".data(using: .utf8)!)
+        FileHandle.standardError.write(Data("example-player: \(error)\n".utf8))
         exit(2)
     }
 }
 let url = path.contains("://") ? URL(string: path) : URL(fileURLWithPath: path)
 guard let url else {
-    FileHandle.standardError.write("example-player: not a URL: \(path)\n".data(using: .utf8)!)
+    FileHandle.standardError.write(Data("example-player: not a URL: \(path)\n".utf8))
     exit(2)
 }
 let controller = SimplePlayer(output: output)
