@@ -9,7 +9,7 @@ import MediaPipeline
 /// thread-safe. `AVURLAsset` is the concrete class.
 // @unchecked only because the class is open to subclassing, as Apple's is (a non-final class
 // cannot be checked): its own state is in `loading`, a Mutex, and every other field is a let.
-public class AVAsset: @unchecked Sendable {
+public class AVAsset: AVKeyValueObservable, @unchecked Sendable {
     enum LoadState {
         case notLoaded
         case loading
@@ -20,6 +20,9 @@ public class AVAsset: @unchecked Sendable {
 
     /// The address the asset reads, as given.
     let location: String
+    /// Observers of the asset's properties (`duration`, `tracks`, `isPlayable`, ...): they
+    /// hear of the values once the asset has loaded.
+    public let observationRegistry = ObservationRegistry()
     /// Where loading stands, and who waits for it to finish.
     private let loading = Mutex<(state: LoadState, waiters: [Waiter])>((.notLoaded, []))
 
@@ -179,6 +182,7 @@ public class AVAsset: @unchecked Sendable {
                     return current.waiters
                 }
                 for waiter in pending { waiter(result) }
+                observationRegistry.poke()
             }
         }
     }

@@ -123,6 +123,9 @@ public final class AVPlayerView: Sendable {
     /// Off the display thread: the controls' figures, and the picture's shape when a new
     /// item brings another.
     private func keepUp() {
+        // The layer's values the window moves (its video rectangle, readiness) and key paths
+        // through its player are noticed here.
+        playerLayer.observationRegistry.poke()
         guard let player = playerLayer.player else { return }
         let now = player.currentTime()
         let item = player.currentItem

@@ -144,3 +144,23 @@ extension BufferingTests {
         #expect(long >= 9.5, "read ahead for 10 s: \(long) s")
     }
 }
+
+extension ObservationTests {
+    @Test("an asset's properties notify once it has loaded")
+    func assetPropertiesNotify() throws {
+        let asset = AVURLAsset(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000))
+        let durations = Collected<CMTime>()
+        let playable = Collected<Bool>()
+        let durationWatch = asset.observe(\.duration, options: [.initial, .new]) { _, change in
+            if let value = change.newValue { durations.append(value) }
+        }
+        let playableWatch = asset.observe(\.isPlayable, options: [.new]) { _, change in
+            if let value = change.newValue { playable.append(value) }
+        }
+        defer { durationWatch.invalidate(); playableWatch.invalidate() }
+        asset.loadValuesAsynchronously(forKeys: ["duration", "playable"])
+        #expect(waitUntil(10) { durations.all.count == 2 && playable.all == [true] }, "durations \(durations.all), playable \(playable.all)")
+        #expect(durations.all.first?.isIndefinite == true)
+        #expect(durations.all.last == CMTime(value: 48_000, timescale: 48_000))
+    }
+}
