@@ -60,10 +60,8 @@ public final class AudioReader: @unchecked Sendable {
     /// The queue's signal (a packet came, a seek, a stop), or a signal of its own when silent.
     private let wake: WakeSignal
     private let thread = ReaderThread(name: "chorus.reader")
-    /// Entries of the queue are dropped until the demuxer's marker of this serial (a seek's).
-    private var awaitedFlush = Int.min
-    /// The newest seek marker taken from the queue.
-    private var lastFlush = Int.min
+    /// Drops what the queue held from before the latest seek.
+    private var gate = SeekMarkerGate()
 
     private var serial: Int
     /// The item's number, carried by every block.
@@ -171,16 +169,11 @@ public final class AudioReader: @unchecked Sendable {
                 wake.wait(timeout: Self.idlePoll)
                 continue
             }
-            guard let entry = packets.take() else {
+            guard let taken = packets.take() else {
                 wake.wait(timeout: Self.idlePoll)
                 continue
             }
-            if case .flush(let serial) = entry {
-                lastFlush = max(lastFlush, serial)
-                continue
-            }
-            // What the demuxer read before it moved for the pending seek.
-            guard lastFlush >= awaitedFlush else { continue }
+            guard let entry = gate.admit(taken) else { continue }
             switch entry {
             case .packet(let packet):
                 let sent = sendRetrying({ decoder.send(packet.pointer) }, receiveAll: receiveAll,
@@ -245,7 +238,7 @@ public final class AudioReader: @unchecked Sendable {
         announcedReady = false
         atEnd = false
         nextFrame = nil
-        awaitedFlush = seek.serial
+        gate.awaitMarker(ofSerial: seek.serial)
         decoder?.flush()
     }
 

@@ -39,6 +39,27 @@ enum PacketQueueEntry: Sendable {
     case skipped(count: Int)
 }
 
+/// A decoder's side of the seek markers: what it takes from its queue passes only once the
+/// demuxer's marker of the decoder's latest seek has come (what was queued before it belongs to
+/// the position before the seek).
+struct SeekMarkerGate {
+    private var awaited = Int.min
+    private var latest = Int.min
+
+    /// From now on, entries pass only after the marker of the seek of `serial`.
+    mutating func awaitMarker(ofSerial serial: Int) { awaited = serial }
+
+    /// `entry` when it belongs to the latest seek's position; nil for a marker, or for what
+    /// the demuxer read before it moved.
+    mutating func admit(_ entry: PacketQueueEntry) -> PacketQueueEntry? {
+        if case .flush(let serial) = entry {
+            latest = max(latest, serial)
+            return nil
+        }
+        return latest >= awaited ? entry : nil
+    }
+}
+
 /// A bounded FIFO of one stream's packets, between the item's demuxer (`ItemDemuxer`) and
 /// the stream's decoder thread. Bounded by the duration of the packets queued (with a cap
 /// on bytes and on count for streams whose packets carry no duration), not by a fixed

@@ -63,10 +63,8 @@ public final class VideoReader: @unchecked Sendable {
     private var nextNumber: Int64 = 0
     /// Item time of the picture before the next, to time pictures that carry no timestamp.
     private var lastItemNanoseconds: Int64?
-    /// Entries of the queue are dropped until the demuxer's marker of this serial (a seek's).
-    private var awaitedFlush = Int.min
-    /// The newest seek marker taken from the queue.
-    private var lastFlush = Int.min
+    /// Drops what the queue held from before the latest seek.
+    private var gate = SeekMarkerGate()
 
     /// Opens the decoder for the preferred video track of `demuxer`'s item, fed from its
     /// pictures' queue. Pictures start at `startNanoseconds` of item time under seek serial
@@ -146,16 +144,11 @@ public final class VideoReader: @unchecked Sendable {
                 packets.consumerSignal.wait(timeout: Self.idlePoll)
                 continue
             }
-            guard let entry = packets.take() else {
+            guard let taken = packets.take() else {
                 packets.consumerSignal.wait(timeout: Self.idlePoll)
                 continue
             }
-            if case .flush(let serial) = entry {
-                lastFlush = max(lastFlush, serial)
-                continue
-            }
-            // What the demuxer read before it moved for the pending seek.
-            guard lastFlush >= awaitedFlush else { continue }
+            guard let entry = gate.admit(taken) else { continue }
             switch entry {
             case .packet(let packet):
                 let sent = sendRetrying({ decoder.send(packet.pointer) }, receiveAll: receiveAll,
@@ -201,7 +194,7 @@ public final class VideoReader: @unchecked Sendable {
         lastItemNanoseconds = nil
         // The demuxer goes to a keyframe at or before the target: the pictures from there to
         // it are decoded and dropped, so the one showing at the target is exact.
-        awaitedFlush = seek.serial
+        gate.awaitMarker(ofSerial: seek.serial)
         decoder.flush()
     }
 

@@ -187,6 +187,18 @@ private func packets(_ entries: [PacketQueueEntry]) -> [OwnedPacket] {
         #expect(queue.take() == nil)
     }
 
+    @Test("a decoder's gate drops what came before its seek's marker, and passes what follows")
+    func seekMarkerGate() throws {
+        var gate = SeekMarkerGate()
+        #expect(gate.admit(.end) != nil)
+        gate.awaitMarker(ofSerial: 4)
+        #expect(gate.admit(.packet(try packet(duration: 1))) == nil)
+        #expect(gate.admit(.flush(serial: 3)) == nil)
+        #expect(gate.admit(.end) == nil)
+        #expect(gate.admit(.flush(serial: 4)) == nil)
+        #expect(gate.admit(.end) != nil)
+    }
+
     @Test("packets without a duration still fill a queue, by count")
     func packetsWithoutDurationFillByCount() throws {
         let queue = PacketQueue(streamIndex: 0, timeBase: AVRational(num: 1, den: 1000),
