@@ -8,10 +8,21 @@ extension AVPlayer {
     /// current item (a replaced item's reader can still be stopping).
     func readerEvent(_ event: AudioReaderEvent, of item: AVPlayerItem) {
         var effects = Effects()
+        var refresh = false
         state.withLockAnnotated { state in
+            if let index = state.successors.firstIndex(where: { $0.item === item }) {
+                successorEventLocked(&state, event, index: index)
+                if case .continued = event { refresh = true }
+                return
+            }
             guard state.item === item else { return }
             switch event {
-            case .ready(let serial, _), .decodedToEnd(let serial, _), .failed(let serial, _, _):
+            case .ready(let serial, _), .decodedToEnd(let serial, _), .failed(let serial, _, _), .continued(let serial, _):
+                if case .continued(_, let itemFrame) = event, serial == state.serial, !state.successors.isEmpty {
+                    // The next item's sound follows this one's in the ring from here.
+                    state.pendingBoundary = state.frameBase + itemFrame
+                    refresh = true
+                }
                 state.readySerial = max(state.readySerial, serial)
                 if case .ready = event {} else { state.decodedToEndSerial = max(state.decodedToEndSerial, serial) }
                 if let pending = state.pendingSeek, serial >= pending.serial {
@@ -28,6 +39,8 @@ extension AVPlayer {
             }
         }
         effects.run(on: eventQueue)
+        // The successor has begun: the one after it may be opened.
+        if refresh { refreshSuccessors() }
     }
 
     /// On the event queue, every `monitorInterval`: brings the player's status in line
@@ -39,6 +52,7 @@ extension AVPlayer {
         let now = HostTime(hostClock.time) ?? .now()
         var fire: (time: CMTime, playing: Bool, jumped: Bool, previous: CMTime, observers: [TimeObserver])?
         state.withLockAnnotated { state in
+            promoteIfHeardLocked(&state, status: status, now: now, realtime: realtime, &effects)
             guard let item = state.item else { return }
             refreshMasterTimelineLocked(&state)
             if state.itemLoaded, state.rate != 0, status.serial == state.serial, status.generation > 0 {
@@ -58,8 +72,11 @@ extension AVPlayer {
                     // The end counts once it is heard, not when it is written.
                     if realtime && now < status.endHost { break }
                     guard state.endHandledSerial != state.serial else { break }
+                    // The end of items that followed this one gaplessly, whose readers' word
+                    // of the handover has not come yet: promoted first, on a later tick.
+                    if state.pendingBoundary != nil || engine.successorHasBegun(at: 0) { break }
                     state.endHandledSerial = state.serial
-                    handleEndLocked(&state, item: item, failed: status.phase == .failed, endFrame: status.endFrame, &effects)
+                    handleEndLocked(&state, item: item, failed: status.phase == .failed, endFrame: max(0, status.endFrame - state.frameBase), &effects)
                 case .idle, .starting:
                     break
                 }
@@ -101,7 +118,7 @@ extension AVPlayer {
             state.position = CMTime(value: endFrame, timescale: Int32(format.sampleRate))
         }
         if failed {
-            let reported = engine.lastReaderError
+            let reported = engine.lastReaderError ?? state.promotedFailure
                 ?? MediaError.corruptData(url: item.asset.location, reason: "playback stopped early")
             effects.notifications.append {
                 item.failed(reported)

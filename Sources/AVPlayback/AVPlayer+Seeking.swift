@@ -38,6 +38,7 @@ extension AVPlayer {
             if let duration = state.item?.duration, duration.isNumeric { target = min(target, duration) }
             if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
             state.serial += 1
+            state.resetRunLocked()
             state.positioned = true
             state.pausedAtEnd = false
             state.position = target
@@ -47,6 +48,8 @@ extension AVPlayer {
             state.pendingSeek = PendingSeek(serial: state.serial, completion: completionHandler)
             if state.itemLoaded, let format = state.format {
                 engine.seek(toFrame: frames(of: target, format: format), serial: state.serial)
+                syncSuccessorsLocked(&state)
+                effects.after.append { [weak self] in self?.refreshSuccessors() }
             } else if let item = state.item {
                 item.startTime = target
             } else {

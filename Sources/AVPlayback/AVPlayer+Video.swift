@@ -62,7 +62,9 @@ extension AVPlayer {
             let timeline = masterTimelineLocked(&state, master: master, format: format)
             let shift = state.latencyCompensation
             let nanosecondsPerFrame = 1e9 / Double(format.sampleRate)
-            func nanoseconds(_ frame: Double) -> Int64 { Int64(max(-9e18, min(9e18, (frame * nanosecondsPerFrame).rounded()))) }
+            // The timeline's frames less a gapless run's base: the item's own.
+            let base = Double(state.frameBase)
+            func nanoseconds(_ frame: Double) -> Int64 { Int64(max(-9e18, min(9e18, ((frame - base) * nanosecondsPerFrame).rounded()))) }
             let anchorHeard = timeline.host + shift
             let published: VideoTimeline
             if anchor.rateBefore == nil && now < anchorHeard {
@@ -88,7 +90,7 @@ extension AVPlayer {
         var itemNanoseconds = time.isNumeric ? time.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value : 0
         if moving, let format = state.format {
             // Between frames: the timeline's own fraction, not the current time's rounding.
-            let position = status.position(at: now, sampleRate: format.sampleRate)
+            let position = status.position(at: now, sampleRate: format.sampleRate) - Double(state.frameBase)
             if position.isFinite { itemNanoseconds = Int64(max(-9e18, min(9e18, (position * 1e9 / Double(format.sampleRate)).rounded()))) }
         }
         let rate = moving && status.anchorRate.isFinite ? status.anchorRate : 0

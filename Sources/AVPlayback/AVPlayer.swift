@@ -153,7 +153,12 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// What happens when the item ends; `.pause` by default (`.advance` for queue players).
     public var actionAtItemEnd: ActionAtItemEnd {
         get { state.withLockAnnotated { $0.actionAtItemEnd } }
-        set { state.withLockAnnotated { $0.actionAtItemEnd = newValue }; observationRegistry.poke() }
+        set {
+            state.withLockAnnotated { $0.actionAtItemEnd = newValue }
+            // Only `.advance` joins the next item on.
+            refreshSuccessors()
+            observationRegistry.poke()
+        }
     }
 
     /// Whether playback waits for enough data before starting. True by default, as on
@@ -309,13 +314,13 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         }
     }
 
-    /// The item frame the followed timeline puts at `host`, when playing on a master clock
+    /// The item frame (of the current item) the followed timeline puts at `host`, when playing on a master clock
     /// (at `rate`, the player's own unless given).
     func timelineFrameLocked(_ state: inout PlayerState, at host: HostTime, rate: Float? = nil) -> Double? {
         guard state.itemLoaded, state.rate != 0, let master = state.timelineClock, let format = state.format,
               state.masterAnchor != nil else { return nil }
         let timeline = masterTimelineLocked(&state, master: master, format: format, rate: rate ?? state.rate)
-        let due = timeline.due(at: host - state.latencyCompensation, sampleRate: format.sampleRate)
+        let due = timeline.due(at: host - state.latencyCompensation, sampleRate: format.sampleRate) - Double(state.frameBase)
         return due.isFinite ? due : nil
     }
 
@@ -353,6 +358,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             guard old !== item else { return nil }
             state.item = item
             state.serial += 1
+            state.resetRunLocked()
+            // The engine's unload, queued below, stops them.
+            state.successors = []
+            state.promotedFailure = nil
             state.positioned = false
             state.itemLoaded = false
             state.silentItemClock = nil
@@ -480,6 +489,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 engine.seek(toFrame: readerStartFrameLocked(&state, format: format), serial: state.serial)
             }
             applyModeLocked(&state, flush: false)
+            // A queue's next item is to follow: the reader waits for it at its end, even if
+            // it gets there before the next item is open.
+            if !successorsWantedLocked(&state).isEmpty { engine.expectSuccessor(true) }
             return true
         }
         guard current else { return }
@@ -490,6 +502,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             updateTimebase()
         }
         engine.startReader()
+        // A queue's next item opens now, to follow this one without a gap.
+        refreshSuccessors()
     }
 
     /// The output is open: the player can play (announced once, as the status changes).
@@ -535,11 +549,14 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             return nil
         case .playing, .stalled, .ended, .failed:
             let upper = status.phase == .ended || status.phase == .failed ? status.endFrame : status.writtenEndFrame
-            if !engine.isRealtime { return upper }
+            if !engine.isRealtime { return max(0, min(upper, state.pendingBoundary ?? upper) - state.frameBase) }
             let now = HostTime(hostClock.time) ?? .now()
             let position = status.position(at: now, sampleRate: format.sampleRate)
             let frame = position.isFinite ? Int64(min(max(position.rounded(), -9e18), 9e18)) : status.anchorFrame
-            return min(max(frame, status.runStartFrame), upper)
+            var heard = min(max(frame, status.runStartFrame), upper)
+            // The next item's sound follows in the same frames: this item ends at the boundary.
+            if let boundary = state.pendingBoundary { heard = min(heard, boundary) }
+            return max(0, heard - state.frameBase)
         }
     }
 
@@ -566,6 +583,14 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             let read = CMTime(value: engine.queuedPacketDuration.nanosecondsClamped, timescale: 1_000_000_000)
             return [CMTimeRange(start: now, duration: decoded + read)]
         }
+    }
+
+    /// `time` in frames at `format`'s rate, negative times kept (an anchor carried over
+    /// from the item before, gaplessly), bounded as `frames(of:format:)` is.
+    func signedFrames(of time: CMTime, format: AudioFormat) -> Int64 {
+        guard time.isNumeric else { return 0 }
+        let scaled = time.convertScale(Int32(format.sampleRate), method: .roundHalfAwayFromZero)
+        return min(max(-Self.maximumItemFrame, scaled.value), Self.maximumItemFrame)
     }
 
     func frames(of time: CMTime, format: AudioFormat) -> Int64 {
@@ -636,6 +661,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             if seekFirst {
                 state.position = itemTime ?? currentTimeLocked(&state)
                 state.serial += 1
+                state.resetRunLocked()
                 state.endHandledSerial = nil
                 state.scheduledHost = hostTime
                 // On a master clock the start is pinned in the master clock's time now, with
@@ -648,6 +674,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 if state.itemLoaded, let format = state.format {
                     engine.seek(toFrame: readerStartFrameLocked(&state, format: format), serial: state.serial)
                 }
+                syncSuccessorsLocked(&state)
+                effects.after.append { [weak self] in self?.refreshSuccessors() }
                 applyModeLocked(&state, flush: true)
                 state.timeJumped = true
                 // A start at a given time is a jump of the item's time, as a seek is.
@@ -715,9 +743,12 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             // Re-read from the paused position so that resuming starts exactly there,
             // whatever the device had queued.
             state.serial += 1
+            state.resetRunLocked()
             if state.itemLoaded, let format = state.format {
                 engine.seek(toFrame: frames(of: state.position, format: format), serial: state.serial)
             }
+            syncSuccessorsLocked(&state)
+            effects.after.append { [weak self] in self?.refreshSuccessors() }
             applyModeLocked(&state, flush: true)
             state.timeJumped = true
         }
@@ -733,7 +764,11 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             mode = .follow(serial: serial, timeline: masterTimelineLocked(&state, master: master, format: format))
         } else if state.itemLoaded, state.rate != 0, let format = state.format {
             let host = state.scheduledHost
-            mode = .play(serial: serial, frame: frames(of: state.position, format: format), hostTime: host)
+            var frame = frames(of: state.position, format: format)
+            // A play's frame only places its start: within a serial (a rate change, or after
+            // an item that followed gaplessly, whose position is its own) it stays as posted.
+            if case .play(serial, let posted, host)? = engine.currentControl?.mode { frame = posted }
+            mode = .play(serial: serial, frame: frame, hostTime: host)
         } else {
             mode = .idle(serial: serial)
         }
@@ -760,7 +795,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         let host = master.hostTime(forClockTime: anchor.masterTime) ?? (HostTime(hostClock.time) ?? .now())
         // Item frames pass at the playback rate per second of the master clock.
         let clockRate = master.rateRelativeToHost
-        return RenderTimeline(frame: frames(of: anchor.itemTime, format: format),
+        // In the render thread's frames: the item's own, moved on by a gapless run's base.
+        return RenderTimeline(frame: signedFrames(of: anchor.itemTime, format: format) + state.frameBase,
                               host: host - state.latencyCompensation,
                               rate: clockRate * Double(rate ?? state.rate),
                               rateBefore: anchor.rateBefore.map { clockRate * Double($0) })
@@ -838,6 +874,19 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         pause()
     }
 
+    /// The items waiting after the current one, in order (a queue player's), that are to be
+    /// heard right after it when `actionAtItemEnd` is `.advance`. Called with the player's
+    /// lock held: it may take only locks of its own that are never held while calling back
+    /// into the player.
+    open func itemsQueuedAfterCurrent() -> [AVPlayerItem] { [] }
+
+    /// The current item's sound has ended and `item`, the first of `itemsQueuedAfterCurrent`,
+    /// is heard from now on: take it out of the waiting items (and `current` out of the queue). False when it is no longer
+    /// the first waiting (the queue changed meanwhile): the player then stays on the current
+    /// item, and re-reads it from where it stands. Called with the player's lock held, as
+    /// `itemsQueuedAfterCurrent` is.
+    open func takeQueuedItem(_ item: AVPlayerItem, after current: AVPlayerItem) -> Bool { false }
+
     // MARK: - The monitor
 
     private func startMonitor() {
@@ -895,6 +944,19 @@ struct PlayerState {
     var lastObservedTime = CMTime.invalid
     var allowsExternalPlayback = true
     var usesExternalPlaybackWhileExternalScreenIsActive = false
+    /// Items opened to be heard right after the current one without a gap, in order, as the
+    /// engine holds them.
+    var successors: [QueuedSuccessor] = []
+    /// Names the successors for the engine.
+    var successorTokenCount = 0
+    /// Where, in the render thread's frames, the current item's sound ends and the first
+    /// successor's begins: set once the current reader has handed the ring on.
+    var pendingBoundary: Int64?
+    /// Where the current item's frame 0 falls in the render thread's frames: 0, unless the
+    /// item followed the one before it without a gap, under the same serial.
+    var frameBase: Int64 = 0
+    /// A successor's reader failure, kept for when it has become the current item.
+    var promotedFailure: MediaError?
     /// Whether the current item has been played, paused or sought since it was given: until
     /// then a group member's item is only open ahead of its start, and shows no picture.
     var positioned = false

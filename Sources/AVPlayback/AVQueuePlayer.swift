@@ -10,9 +10,15 @@ import Synchronization
 /// the next item plays at the same rate; after the last one the player has no current item
 /// and waits, so an item inserted then starts at once. An item is in one queue at a time.
 ///
-/// Items follow one another as a player's `replaceCurrentItem(with:)` does: the next item is
-/// opened once the current one's end has been heard. (Not yet gapless: a transition leaves a
-/// gap of the next item's opening.)
+/// Items follow one another without a gap: while the current item plays, the next one is
+/// opened, and its sound is decoded on from the current one's last sample, so the two are
+/// heard joined, sample to sample, with the encoders' delay and padding trimmed where the
+/// container says so (an MP3's LAME header, an MP4's edit list, Opus's pre-skip). The current
+/// item changes, and the end notification of the one before is posted, as the join is heard.
+/// An item whose pictures are being shown, one without sound, and one that cannot be opened
+/// in time follow as `replaceCurrentItem(with:)` does: once the current one's end is heard.
+/// A change to the queue after the next item's sound was decoded re-reads the current item
+/// from where it stands (a short break), since what was decoded cannot be taken back.
 // @unchecked: the waiting items sit behind `waiting` (a Mutex); changes to the queue are made
 // one at a time under `changes`, a recursive lock, since an observer told of a change may
 // change the queue again from inside the change.
@@ -106,6 +112,7 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
                     waiting.append(item)
                 }
             }
+            refreshSuccessors()
         }
     }
 
@@ -121,7 +128,10 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
                 waiting.remove(at: index)
                 return true
             }
-            if removed { item.queue = nil }
+            if removed {
+                item.queue = nil
+                refreshSuccessors()
+            }
         }
     }
 
@@ -137,5 +147,22 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
     /// The current item ended with `actionAtItemEnd` `.advance`: the next one plays.
     open override func advanceAfterItemEnd() {
         advanceToNextItem()
+    }
+
+    /// The waiting items, to follow the current one gaplessly.
+    open override func itemsQueuedAfterCurrent() -> [AVPlayerItem] {
+        waiting.withLock { $0 }
+    }
+
+    /// The gapless join is heard: `item` leaves the waiting items, as it becomes current.
+    open override func takeQueuedItem(_ item: AVPlayerItem, after current: AVPlayerItem) -> Bool {
+        let taken = waiting.withLock { waiting in
+            guard waiting.first === item else { return false }
+            waiting.removeFirst()
+            return true
+        }
+        // The item that ended leaves the queue, and may be queued again (a looper's copy).
+        if taken { current.queue = nil }
+        return taken
     }
 }

@@ -57,7 +57,7 @@ struct Play: ParsableCommand {
         if let capture {
             do { recorder = try RenderCapture(path: capture) } catch { throw ValidationError("--capture: \(error)") }
         }
-        let player = AVPlayer(playerItem: nil, output: spec, hostClock: .hostTimeClock, hostMapping: { $0 }, capture: recorder)
+        let player = AVQueuePlayer(playerItem: nil, output: spec, hostClock: .hostTimeClock, hostMapping: { $0 }, capture: recorder)
         player.defaultRate = rate
         player.volume = volume
         let session = PlaylistSession(player: player, urls: urls.map(makeURL),

@@ -39,8 +39,71 @@ public final class PlaylistSession: Sendable {
         /// The item to go to when the current one is left early (next, previous).
         var jump: Int?
         var currentIndex = 0
-        /// Why the current item failed, once it has.
-        var failure: String?
+        /// The next item, already in a queue player's queue so that it follows the current
+        /// one without a gap, with its index.
+        var queued: (index: Int, watch: ItemWatch)?
+    }
+
+    /// An item and the notifications that say it was left: its end, its failure. Made with
+    /// the item, so that an item that follows gaplessly, and is short, cannot end before
+    /// anyone listens.
+    final class ItemWatch: Sendable {
+        let item: AVPlayerItem
+        let done = WakeSignal()
+        private let failure = FailureNote()
+        private let tokens: Mutex<[ObserverToken]>
+        private let statusWatch: Mutex<NSKeyValueObservation?>
+
+        /// Why the item failed, shared with the observers' closures (a lock cannot be
+        /// captured by itself: it is not copyable).
+        final class FailureNote: Sendable {
+            let reason = Mutex<String?>(nil)
+            /// Set as `done` is signalled.
+            let finished = Atomic<Bool>(false)
+        }
+
+        /// Wraps a notification observer's token, which is not Sendable, for the lock.
+        struct ObserverToken: @unchecked Sendable { let token: any NSObjectProtocol }
+
+        init(url: URL) {
+            let item = AVPlayerItem(url: url)
+            self.item = item
+            let name = url.isFileURL ? url.path : url.absoluteString
+            let center = NotificationCenter.default
+            let done = self.done
+            let failure = self.failure
+            let ended = center.addObserver(forName: AVPlayerItem.didPlayToEndTimeNotification, object: item, queue: nil) { _ in
+                failure.finished.store(true, ordering: .releasing)
+                done.signal()
+            }
+            let failedEarly = center.addObserver(forName: AVPlayerItem.failedToPlayToEndTimeNotification, object: item, queue: nil) { note in
+                let error = note.userInfo?[AVPlayerItemFailedToPlayToEndTimeErrorKey]
+                failure.reason.withLockAnnotated { $0 = error.map { "\($0)" } ?? "\(name): playback failed" }
+                failure.finished.store(true, ordering: .releasing)
+                done.signal()
+            }
+            tokens = Mutex([ObserverToken(token: ended), ObserverToken(token: failedEarly)])
+            statusWatch = Mutex(item.observe(\.status) { item, _ in
+                if item.status == .failed {
+                    failure.reason.withLockAnnotated { $0 = item.error.map { "\($0)" } ?? "\(name): cannot be played" }
+                    failure.finished.store(true, ordering: .releasing)
+                    done.signal()
+                }
+            })
+        }
+
+        /// Why the item failed, once it has.
+        var failed: String? { failure.reason.withLockAnnotated { $0 } }
+
+        /// Whether the item has been left (its end or its failure), even if nobody has
+        /// waited for it yet.
+        var hasFinished: Bool { failure.finished.load(ordering: .acquiring) }
+
+        /// Stops listening.
+        func close() {
+            for token in tokens.withLockAnnotated({ $0 }) { NotificationCenter.default.removeObserver(token.token) }
+            statusWatch.withLockAnnotated { $0?.invalidate() }
+        }
     }
 
     /// A session that plays `urls` in turn on `player` (from `start` into the first),
@@ -138,6 +201,7 @@ public final class PlaylistSession: Sendable {
         var allGood = true
         var index = 0
         var first = true
+        var jumped = true
         while index < urls.count, index >= 0 {
             if state.withLockAnnotated({ $0.stopRequested }) { break }
             let url = urls[index]
@@ -147,9 +211,15 @@ public final class PlaylistSession: Sendable {
                 state.currentIndex = index
                 state.jump = nil
             }
-            if !play(AVPlayerItem(url: url), index: index, url: url, from: from) { allGood = false }
-            index = state.withLockAnnotated { $0.jump } ?? index + 1
+            let played = play(index: index, url: url, from: from, afterJump: jumped)
+            if !played { allGood = false }
+            let jump = state.withLockAnnotated { $0.jump }
+            // After a jump or a failure (which pauses the player and does not advance its
+            // queue) the next item is started afresh rather than followed on.
+            jumped = jump != nil || !played
+            index = jump ?? index + 1
         }
+        state.withLockAnnotated { $0.queued }?.watch.close()
         transport.finish(on: player)
         if let positionObserver { player.removeTimeObserver(positionObserver) }
         stateWatch.invalidate()
@@ -169,40 +239,45 @@ public final class PlaylistSession: Sendable {
     }
 
     /// Plays one item to its end (or until left). Returns false if it failed.
-    private func play(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime) -> Bool {
-        let done = WakeSignal()
-        let name = url.isFileURL ? url.path : url.absoluteString
-        let stopped = state.withLockAnnotated { state in
-            state.finished = done
-            state.failure = nil
-            return state.stopRequested
+    ///
+    /// Played locally on a queue player, the next item goes into its queue meanwhile, so it
+    /// follows this one without a gap: when its turn comes it is already playing.
+    private func play(index: Int, url: URL, from start: CMTime, afterJump: Bool) -> Bool {
+        let queue = transport is LocalTransport ? player as? AVQueuePlayer : nil
+        let (stopped, followed): (Bool, ItemWatch?) = state.withLockAnnotated { state in
+            defer { state.queued = nil }
+            guard let queued = state.queued, queued.index == index, !afterJump else { return (state.stopRequested, nil) }
+            return (state.stopRequested, queued.watch)
         }
-        if stopped { return true }
-        let center = NotificationCenter.default
-        let ended = center.addObserver(forName: AVPlayerItem.didPlayToEndTimeNotification, object: item, queue: nil) { _ in
-            done.signal()
-        }
-        let failedEarly = center.addObserver(forName: AVPlayerItem.failedToPlayToEndTimeNotification, object: item, queue: nil) { [self] note in
-            let error = note.userInfo?[AVPlayerItemFailedToPlayToEndTimeErrorKey]
-            state.withLockAnnotated { $0.failure = error.map { "\($0)" } ?? "\(name): playback failed" }
-            done.signal()
-        }
-        let statusWatch = item.observe(\.status) { [self] item, _ in
-            if item.status == .failed {
-                state.withLockAnnotated { $0.failure = item.error.map { "\($0)" } ?? "\(name): cannot be played" }
-                done.signal()
+        let watch: ItemWatch
+        if let followed, let queue, followed.hasFinished || queue.items().contains(where: { $0 === followed.item }) {
+            // The item before ended and this one follows in the queue: joined on gaplessly
+            // (already current, or even over already when it is short and the output fast),
+            // or made current by the queue's own advance. Nothing to start.
+            watch = followed
+        } else {
+            followed?.close()
+            watch = ItemWatch(url: url)
+            if stopped {
+                watch.close()
+                return true
             }
+            // A jump: whatever was queued after the item left goes.
+            if let queue { queue.removeAllItems() }
+            player.replaceCurrentItem(with: watch.item)
+            transport.begin(watch.item, index: index, url: url, from: start, on: player)
         }
-        defer {
-            center.removeObserver(ended)
-            center.removeObserver(failedEarly)
-            statusWatch.invalidate()
-        }
-        player.replaceCurrentItem(with: item)
+        defer { watch.close() }
+        state.withLockAnnotated { $0.finished = watch.done }
+        if state.withLockAnnotated({ $0.stopRequested }) { return true }
         channel.yield(.item(index: index, count: urls.count, url: url))
-        transport.begin(item, index: index, url: url, from: start, on: player)
-        done.wait()
-        if let failure = state.withLockAnnotated({ $0.failure }) {
+        if let queue, index + 1 < urls.count {
+            let next = ItemWatch(url: urls[index + 1])
+            state.withLockAnnotated { $0.queued = (index + 1, next) }
+            queue.insert(next.item, after: nil)
+        }
+        watch.done.wait()
+        if let failure = watch.failed {
             channel.message(.error, failure)
             return false
         }

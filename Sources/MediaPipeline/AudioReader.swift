@@ -14,6 +14,33 @@ public enum AudioReaderEvent: Sendable, Equatable {
     case failed(serial: Int, itemFrame: Int64, error: MediaError)
     /// Damaged data was skipped; `count` is the running total of damaged packets.
     case damaged(count: Int)
+    /// Decoding of `serial` reached the end of the input at `itemFrame`, and the next item's
+    /// reader (its successor) carries the ring on from there under the same serial, its
+    /// frames numbered on from this item's: the two are heard with no gap between them.
+    case continued(serial: Int, itemFrame: Int64)
+}
+
+/// Whether a reader's end goes on into a successor's sound (gapless) or ends the stream.
+/// Guarded by the reader's lock; the reader's thread reads it as it reaches the end, the
+/// engine's callers change it.
+private struct Handoff {
+    /// The reader that carries the ring on at this one's end.
+    var successor: AudioReader?
+    /// This serial's end has been written (a marker) or handed over: a successor given now
+    /// would never be reached.
+    var ended = false
+    /// The successor was started: its sound follows this one's in the ring.
+    var handedOver = false
+    /// A successor is being opened: at the end, wait for it rather than end the stream.
+    var expecting = false
+}
+
+/// What a reader does at the end of its input.
+private enum EndAction {
+    case handOver(AudioReader)
+    case end
+    /// A successor is on its way (or a seek is): ask again.
+    case wait
 }
 
 /// The producer of one item's PCM: decode the sound's packets, which the item's
@@ -54,8 +81,16 @@ public final class AudioReader: @unchecked Sendable {
     private let decoder: AudioDecoder?
     /// Where a silent item ends, in item frames at the ring's rate.
     private let silentEndFrame: Int64
+    /// Where the sound ends by the container's own account, when the codec's last packet
+    /// carries padding that the decoder does not trim itself (AAC in MP4: the edit list
+    /// gives the length, and FFmpeg drops the encoder's priming but not the padding).
+    private let trimmedEnd: Int64?
     private let onEvent: @Sendable (AudioReaderEvent) -> Void
     private let pendingSeek = Mutex<(frame: Int64, serial: Int)?>(nil)
+    private let handoff = Mutex(Handoff())
+    /// A successor's start: the serial and the frame offset its blocks carry on with,
+    /// set once by the reader before it (`begin`).
+    private let beginning = Mutex<(serial: Int, offset: Int64)?>(nil)
     private let stopRequested = Atomic<Bool>(false)
     /// The queue's signal (a packet came, a seek, a stop), or a signal of its own when silent.
     private let wake: WakeSignal
@@ -71,6 +106,11 @@ public final class AudioReader: @unchecked Sendable {
     /// Output before this item frame is dropped (the seek target).
     private var discardBefore: Int64
     private var announcedReady = false
+    /// A successor waits, decoding nothing, until the reader before it hands over the ring.
+    private var waitingForHandover: Bool
+    /// Added to every block's item frame: where this item's frame 0 falls in the run of
+    /// items joined gaplessly under one serial (0 after any seek).
+    private var frameOffset: Int64 = 0
     private var atEnd = false
     private var damagedPackets = 0
 
@@ -80,6 +120,15 @@ public final class AudioReader: @unchecked Sendable {
     convenience init(demuxer: ItemDemuxer, ring: AudioRing, serial: Int, startFrame: Int64, item: Int,
          onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
         try self.init(demuxer: demuxer, owned: false, ring: ring, serial: serial, startFrame: startFrame, item: item, onEvent: onEvent)
+    }
+
+    /// A successor: the reader of the item to be heard right after another's (see
+    /// `attach(successor:)`), from its start, fed from `demuxer`'s sound queue. Its thread,
+    /// once started, waits for the reader before it to reach its end.
+    convenience init(successorOf demuxer: ItemDemuxer, ring: AudioRing, item: Int,
+                     onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
+        try self.init(demuxer: demuxer, owned: false, ring: ring, serial: 0, startFrame: 0, item: item, onEvent: onEvent)
+        waitingForHandover = true
     }
 
     /// A reader of `source`'s sound alone, with a demuxer of its own that it seeks, starts
@@ -97,6 +146,7 @@ public final class AudioReader: @unchecked Sendable {
                  onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
         let source = demuxer.source
         self.item = item
+        waitingForHandover = false
         ownDemuxer = owned ? demuxer : nil
         self.source = source
         self.ring = ring
@@ -110,6 +160,7 @@ public final class AudioReader: @unchecked Sendable {
             }
             decoder = try AudioDecoder(source: source, streamIndex: Int32(track.streamIndex), output: ring.format)
             silentEndFrame = 0
+            trimmedEnd = Self.containerEnd(of: track, in: source.info, sampleRate: ring.format.sampleRate)
         } else if let video = source.info.preferredVideoTrack {
             decoder = nil
             let length = source.info.duration.isNumeric ? source.info.duration
@@ -119,6 +170,7 @@ public final class AudioReader: @unchecked Sendable {
             }
             let frames = length.convertScale(Int32(ring.format.sampleRate), method: .roundHalfAwayFromZero)
             silentEndFrame = frames.isNumeric ? frames.value : 0
+            trimmedEnd = nil
         } else {
             throw .noPlayableTrack(url: source.url)
         }
@@ -154,9 +206,100 @@ public final class AudioReader: @unchecked Sendable {
 
     private var stopping: Bool { stopRequested.load(ordering: .acquiring) }
 
+    // MARK: - Gapless succession
+
+    /// Gives this reader a successor: at the end of its input, instead of ending the
+    /// stream, it starts `successor` on the same serial with frames numbered on from its
+    /// own, so the two items are heard joined, sample to sample. False when it is too late
+    /// (this serial's end was already written or handed over) or a successor is set: the
+    /// caller keeps `successor` and stops it.
+    public func attach(successor: AudioReader) -> Bool {
+        let attached = handoff.withLockAnnotated { handoff in
+            guard !handoff.ended, handoff.successor == nil else { return false }
+            handoff.successor = successor
+            return true
+        }
+        if attached { wake.signal() }
+        return attached
+    }
+
+    /// Whether a successor is being opened: while one is, the reader waits at its end for it
+    /// (`attach(successor:)`) instead of ending the stream, so an item shorter than the ring
+    /// (decoded to its end before the next is open) still joins the next without a gap.
+    /// Withdrawn, a reader waiting at its end ends the stream.
+    public func expectSuccessor(_ expected: Bool) {
+        handoff.withLockAnnotated { $0.expecting = expected }
+        wake.signal()
+    }
+
+    /// Takes the successor away, if it has not begun; returns it (the caller stops it).
+    public func detachUnbegunSuccessor() -> AudioReader? {
+        handoff.withLockAnnotated { handoff in
+            guard !handoff.handedOver, let successor = handoff.successor else { return nil }
+            handoff.successor = nil
+            return successor
+        }
+    }
+
+    /// For a seek (sent first, with `seek`): this reader's end is to come again, so a
+    /// successor may be attached again. A successor that had begun holds blocks of the old
+    /// serial only; it is returned for the caller to stop. One that had not stays.
+    public func rearmAfterSeek() -> AudioReader? {
+        handoff.withLockAnnotated { handoff in
+            handoff.ended = false
+            guard handoff.handedOver else { return nil }
+            handoff.handedOver = false
+            defer { handoff.successor = nil }
+            return handoff.successor
+        }
+    }
+
+    /// Whether this reader, a successor, has been started by the one before it.
+    public var hasBegun: Bool { beginning.withLockAnnotated { $0 != nil } }
+
+    /// The reader before this one reached its end: go on from there, under `serial`, with
+    /// item frames offset by `offset`.
+    private func begin(serial: Int, offset: Int64) {
+        beginning.withLockAnnotated { $0 = (serial, offset) }
+        wake.signal()
+    }
+
+    /// On the reader's thread, as it reaches the end: the successor to start, if there is
+    /// one and no seek is on its way (a seek makes this end stale); either way this
+    /// serial's end is settled.
+    private func endAction() -> EndAction {
+        handoff.withLockAnnotated { handoff in
+            guard pendingSeekIsEmpty else { return .wait }
+            if let successor = handoff.successor {
+                handoff.ended = true
+                handoff.handedOver = true
+                return .handOver(successor)
+            }
+            if handoff.expecting { return .wait }
+            handoff.ended = true
+            return .end
+        }
+    }
+
+    /// A successor's wait for its turn; false when stopped first.
+    private func awaitHandover() -> Bool {
+        guard waitingForHandover else { return true }
+        while !stopping {
+            if let start = beginning.withLockAnnotated({ $0 }) {
+                serial = start.serial
+                frameOffset = start.offset
+                waitingForHandover = false
+                return true
+            }
+            wake.wait(timeout: Self.idlePoll)
+        }
+        return false
+    }
+
     // MARK: - The reader thread
 
     private func run() {
+        guard awaitHandover() else { return }
         guard let decoder, let packets else {
             runSilence()
             return
@@ -205,6 +348,7 @@ public final class AudioReader: @unchecked Sendable {
         while !stopping {
             if let seek = pendingSeek.withLockAnnotated({ value -> (frame: Int64, serial: Int)? in defer { value = nil }; return value }) {
                 serial = seek.serial
+                frameOffset = 0
                 announcedReady = false
                 atEnd = false
                 nextFrame = min(max(0, seek.frame), silentEndFrame)
@@ -222,7 +366,7 @@ public final class AudioReader: @unchecked Sendable {
             guard let block = waitForSpace() else { continue }
             let count = Int(min(Int64(AudioRing.framesPerBlock), silentEndFrame - position))
             block.update(repeating: 0, count: count * channels)
-            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: position, frameCount: count, kind: .samples, item: item))
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: position + frameOffset, frameCount: count, kind: .samples, item: item))
             if !announcedReady {
                 announcedReady = true
                 onEvent(.ready(serial: serial, itemFrame: position))
@@ -234,6 +378,7 @@ public final class AudioReader: @unchecked Sendable {
 
     private func perform(seek: (frame: Int64, serial: Int)) {
         serial = seek.serial
+        frameOffset = 0
         discardBefore = seek.frame
         announcedReady = false
         atEnd = false
@@ -294,12 +439,18 @@ public final class AudioReader: @unchecked Sendable {
             offset = Int(min(Int64(decoded.frames), discardBefore - position))
             position += Int64(offset)
         }
-        while offset < decoded.frames {
+        // The container's own end (an MP4 edit list's): the encoder's padding after it is
+        // not the item's sound.
+        var usable = decoded.frames
+        if let trimmedEnd {
+            usable = Int(min(Int64(decoded.frames), max(Int64(offset), Int64(offset) + trimmedEnd - position)))
+        }
+        while offset < usable {
             guard let block = waitForSpace() else { return }
-            let count = min(AudioRing.framesPerBlock, decoded.frames - offset)
+            let count = min(AudioRing.framesPerBlock, usable - offset)
             guard let converted = decoder?.converted else { return }
             block.update(from: converted + offset * channels, count: count * channels)
-            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: position, frameCount: count, kind: .samples, item: item))
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: position + frameOffset, frameCount: count, kind: .samples, item: item))
             if !announcedReady {
                 announcedReady = true
                 onEvent(.ready(serial: serial, itemFrame: position))
@@ -324,14 +475,46 @@ public final class AudioReader: @unchecked Sendable {
         let end = nextFrame ?? discardBefore
         var error = failure
         if error == nil, let truncated = truncation(endFrame: end) { error = truncated }
+        if error == nil {
+            waiting: while true {
+                switch endAction() {
+                case .handOver(let successor):
+                    successor.begin(serial: serial, offset: frameOffset + end)
+                    onEvent(.continued(serial: serial, itemFrame: end))
+                    return
+                case .end:
+                    break waiting
+                case .wait:
+                    // A seek or a stop ends the wait; the seek is performed by the loop.
+                    if stopping || !pendingSeekIsEmpty { return }
+                    wake.wait(timeout: Self.idlePoll)
+                }
+            }
+        } else {
+            handoff.withLockAnnotated { $0.ended = true }
+        }
         guard waitForSpace() != nil else { return }
         if let error {
-            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: end, frameCount: 0, kind: .failure, item: item))
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: end + frameOffset, frameCount: 0, kind: .failure, item: item))
             onEvent(.failed(serial: serial, itemFrame: end, error: error))
         } else {
-            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: end, frameCount: 0, kind: .endOfStream, item: item))
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: end + frameOffset, frameCount: 0, kind: .endOfStream, item: item))
             onEvent(.decodedToEnd(serial: serial, itemFrame: end))
         }
+    }
+
+    /// The item frame where `track`'s sound ends by its container's account, for the
+    /// containers whose stated length is exact and whose padding the decoder keeps (the
+    /// ISO family: MP4, M4A, MOV, whose edit list or media header counts samples); nil for
+    /// the rest, whose lengths are estimates (an MP3 without an index) or whose demuxer trims
+    /// already (Ogg's granule positions, an MP3's LAME header).
+    static func containerEnd(of track: TrackInfo, in info: MediaInfo, sampleRate: Int) -> Int64? {
+        guard info.formatName.contains("mp4") || info.formatName.contains("mov"),
+              track.timeRange.isValid, track.timeRange.duration.isNumeric, track.timeRange.duration > .zero,
+              track.timeRange.start.isNumeric else { return nil }
+        let end = track.timeRange.start + track.timeRange.duration - (info.startTime.isNumeric ? info.startTime : .zero)
+        let frames = end.convertScale(Int32(sampleRate), method: .roundHalfAwayFromZero)
+        return frames.isNumeric && frames.value > 0 ? frames.value : nil
     }
 
     /// A corrupt-data error when a regular file stopped well short of its declared length.

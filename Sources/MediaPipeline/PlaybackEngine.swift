@@ -28,17 +28,36 @@ public final class PlaybackEngine: Sendable {
         var demuxer: ItemDemuxer?
         /// Items loaded so far: the number of the current one, carried by its blocks and pictures.
         var itemCount = 0
+        /// The number of the item being heard (its successors have later ones).
+        var currentNumber = 0
         var reader: AudioReader?
         var readerError: MediaError?
         /// The current item's pictures, when it has a video track and someone shows them.
         var videoReader: VideoReader?
         var videoError: MediaError?
+        /// The items to be heard after the current one without a gap, in order: each one's
+        /// reader is attached to the one before it and waits for its end.
+        var successors: [Successor] = []
         /// Set by `shutdown`: an output opened after it is closed at once.
         var isShutDown = false
         /// Whether the output is the fallback `prepare` was given, `spec`'s having failed.
         var onFallback = false
     }
     private let parts = Mutex(Parts())
+
+    /// A queued item's sound: its demuxer (reading ahead already) and its reader, waiting
+    /// for the item before it to end.
+    struct Successor {
+        let demuxer: ItemDemuxer
+        let reader: AudioReader
+        /// The engine's number for the item (carried by its blocks).
+        let number: Int
+        /// The caller's name for it.
+        let token: Int
+    }
+    /// Where readers and demuxers no longer wanted are stopped (it waits for their threads),
+    /// so that a seek or an item's promotion, made under a caller's lock, never waits.
+    private let retireQueue = DispatchQueue(label: "chorus.engine.retire")
 
     /// Decoded pictures of the current item, for whichever display shows them; nil only
     /// when memory ran out making it.
@@ -135,6 +154,7 @@ public final class PlaybackEngine: Sendable {
         let sampleRate = ring.format.sampleRate
         let item = parts.withLockAnnotated { parts -> Int in
             parts.itemCount += 1
+            parts.currentNumber = parts.itemCount
             return parts.itemCount
         }
         let pictureQueue = videoWanted.load(ordering: .acquiring) && source.info.preferredVideoTrack != nil ? videoQueue : nil
@@ -216,7 +236,7 @@ public final class PlaybackEngine: Sendable {
     /// Starts the pictures of the item already loaded (a display came after it), at item
     /// frame `startFrame` under `serial`. Blocks while the input opens.
     public func loadVideoForCurrentItem(serial: Int, startFrame: Int64) {
-        let (reader, hasVideo, rate, item) = parts.withLockAnnotated { ($0.reader, $0.videoReader != nil, $0.output?.format.sampleRate, $0.itemCount) }
+        let (reader, hasVideo, rate, item) = parts.withLockAnnotated { ($0.reader, $0.videoReader != nil, $0.output?.format.sampleRate, $0.currentNumber) }
         guard let reader, !hasVideo, let rate, reader.source.info.preferredVideoTrack != nil else { return }
         loadVideo(url: reader.source.url, serial: serial, startFrame: startFrame, sampleRate: rate, item: item, onEvent: onVideoEvent)
     }
@@ -254,7 +274,7 @@ public final class PlaybackEngine: Sendable {
     public var lastVideoError: MediaError? { parts.withLockAnnotated { $0.videoError } }
 
     /// The number of the item loaded last (its blocks and pictures carry it); 0 before any.
-    public var currentItemNumber: Int { parts.withLockAnnotated { $0.itemCount } }
+    public var currentItemNumber: Int { parts.withLockAnnotated { $0.currentNumber } }
 
     /// Whether the current item's pictures are being read.
     public var hasVideo: Bool { parts.withLockAnnotated { $0.videoReader != nil } }
@@ -269,24 +289,135 @@ public final class PlaybackEngine: Sendable {
 
     /// Stops the current reader; its blocks become stale at the next serial.
     public func unload() {
-        let (demuxer, old, oldVideo): (ItemDemuxer?, AudioReader?, VideoReader?) = parts.withLockAnnotated { parts in
-            defer { parts.demuxer = nil; parts.reader = nil; parts.videoReader = nil; parts.videoError = nil }
-            return (parts.demuxer, parts.reader, parts.videoReader)
+        let (demuxer, old, oldVideo, successors): (ItemDemuxer?, AudioReader?, VideoReader?, [Successor]) = parts.withLockAnnotated { parts in
+            defer { parts.demuxer = nil; parts.reader = nil; parts.videoReader = nil; parts.videoError = nil; parts.successors = [] }
+            return (parts.demuxer, parts.reader, parts.videoReader, parts.successors)
         }
+        for successor in successors { Self.stop(successor) }
         // The demuxer first: its read may be waiting on the network, and stopping interrupts it.
         demuxer?.stop()
         old?.stop()
         oldVideo?.stop()
     }
 
-    /// Moves the current reader to item frame `frame` under a new `serial`.
+    /// Moves the current reader to item frame `frame` under a new `serial`. A successor
+    /// whose sound had begun to follow is dropped, with the ones after it (see
+    /// `successorTokens`); one still waiting stays.
     public func seek(toFrame frame: Int64, serial: Int) {
         let (demuxer, audio, video, rate) = parts.withLockAnnotated { ($0.demuxer, $0.reader, $0.videoReader, $0.output?.format.sampleRate) }
         guard let rate, rate > 0 else { return }
         // The readers first: each then drops what its queue holds until the demuxer's marker.
         audio?.seek(toFrame: frame, serial: serial)
+        if let begun = audio?.rearmAfterSeek() {
+            let dropped = parts.withLockAnnotated { parts -> [Successor] in
+                guard let index = parts.successors.firstIndex(where: { $0.reader === begun }) else { return [] }
+                defer { parts.successors.removeSubrange(index...) }
+                return Array(parts.successors[index...])
+            }
+            retire(dropped)
+        }
         video?.seek(toItemNanoseconds: Self.nanoseconds(ofFrame: frame, sampleRate: rate), serial: serial)
         if let demuxer { demuxer.seek(toItemNanoseconds: demuxerTarget(demuxer, frame: frame, sampleRate: rate), serial: serial) }
+    }
+
+    // MARK: - Gapless succession
+
+    /// Opens `source` to be heard right after the last item queued (the current one, or the
+    /// last successor), with no gap: its demuxer starts reading ahead at once, and its reader
+    /// starts at the end of the one before it, carrying the ring on under the same serial
+    /// (`AudioReaderEvent.continued`). Blocks while the decoder opens. False when it came
+    /// too late: the item before it had already ended the stream.
+    ///
+    /// `token` names the item for `successorTokens`; `forwardBuffer` is as for `load`.
+    public func queueSuccessor(source: MediaSource, token: Int, forwardBuffer: Duration = .zero,
+                               onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) -> Bool {
+        let ring: AudioRing? = parts.withLockAnnotated { $0.renderer?.ring }
+        guard let ring else { throw .outputFailure(device: spec.description, reason: "output not open") }
+        source.resetInterrupt()
+        let number = parts.withLockAnnotated { parts -> Int in
+            parts.itemCount += 1
+            return parts.itemCount
+        }
+        let demuxer = ItemDemuxer(source: source, sound: true, pictures: false, forwardBuffer: forwardBuffer)
+        let reader = try AudioReader(successorOf: demuxer, ring: ring, item: number, onEvent: onEvent)
+        let successor = Successor(demuxer: demuxer, reader: reader, number: number, token: token)
+        let attached = parts.withLockAnnotated { parts -> Bool in
+            guard let before = parts.successors.last?.reader ?? parts.reader, before.attach(successor: reader) else { return false }
+            parts.successors.append(successor)
+            return true
+        }
+        guard attached else { return false }
+        demuxer.start()
+        reader.start()
+        return true
+    }
+
+    /// Whether another item is being opened to follow the last one queued (the current one,
+    /// or the last successor): while one is, that reader waits at its end for it rather than
+    /// end the stream (see `AudioReader.expectSuccessor`). Withdraw it when none will come.
+    public func expectSuccessor(_ expected: Bool) {
+        parts.withLockAnnotated { $0.successors.last?.reader ?? $0.reader }?.expectSuccessor(expected)
+    }
+
+    /// The tokens of the items queued to follow the current one, in order.
+    public var successorTokens: [Int] { parts.withLockAnnotated { $0.successors.map(\.token) } }
+
+    /// Drops every successor from the first whose token is not in `keeping` on: those
+    /// that have not begun are detached and stopped; one that had begun cannot be taken out
+    /// of the ring, so the caller seeks (which drops it) instead. Returns the tokens left.
+    @discardableResult
+    public func dropSuccessors(keepingPrefix count: Int) -> [Int] {
+        let dropped = parts.withLockAnnotated { parts -> [Successor] in
+            let keep = min(max(0, count), parts.successors.count)
+            guard keep < parts.successors.count else { return [] }
+            let before = keep == 0 ? parts.reader : parts.successors[keep - 1].reader
+            guard before?.detachUnbegunSuccessor() != nil else { return [] }
+            defer { parts.successors.removeSubrange(keep...) }
+            return Array(parts.successors[keep...])
+        }
+        retire(dropped)
+        return successorTokens
+    }
+
+    /// Whether the successor at `index` has begun: its sound is in the ring.
+    public func successorHasBegun(at index: Int) -> Bool {
+        parts.withLockAnnotated { parts in index < parts.successors.count && parts.successors[index].reader.hasBegun }
+    }
+
+    /// The first successor becomes the current item (its sound is being heard): the item
+    /// before it is stopped in the background. Returns its token, or nil when there is none.
+    @discardableResult
+    public func promoteSuccessor() -> Int? {
+        let promoted = parts.withLockAnnotated { parts -> (Successor, ItemDemuxer?, AudioReader?, VideoReader?)? in
+            guard !parts.successors.isEmpty else { return nil }
+            let next = parts.successors.removeFirst()
+            defer {
+                parts.demuxer = next.demuxer
+                parts.reader = next.reader
+                parts.videoReader = nil
+                parts.videoError = nil
+                parts.readerError = nil
+                parts.currentNumber = next.number
+            }
+            return (next, parts.demuxer, parts.reader, parts.videoReader)
+        }
+        guard let (next, demuxer, reader, video) = promoted else { return nil }
+        retireQueue.async {
+            demuxer?.stop()
+            reader?.stop()
+            video?.stop()
+        }
+        return next.token
+    }
+
+    private func retire(_ successors: [Successor]) {
+        guard !successors.isEmpty else { return }
+        retireQueue.async { for successor in successors { Self.stop(successor) } }
+    }
+
+    private static func stop(_ successor: Successor) {
+        successor.demuxer.stop()
+        successor.reader.stop()
     }
 
     /// Changes what the render thread does.

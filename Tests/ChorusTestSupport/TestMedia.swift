@@ -50,6 +50,17 @@ public enum TestMedia {
         }
     }
 
+    /// Part of one continuous tone: `seconds` of it from `offset` seconds in, so that parts
+    /// made back to back join into the tone itself (left 440 Hz, right 660 Hz, at `rate`).
+    /// For checking that consecutive items are heard without a gap or an overlap.
+    public static func slice(_ kind: Kind, offset: Double, seconds: Double, rate: Int = 44_100) throws -> URL {
+        let name = "slice-\(kind.name)-\(rate)-\(offset)-\(seconds).\(kind.fileExtension)"
+        let expression = [440, 660].map { "0.4*sin(2*PI*\($0)*(t+\(offset)))" }.joined(separator: "|")
+        return try make(name) { url in
+            ["-f", "lavfi", "-i", "aevalsrc=\(expression):s=\(rate):d=\(seconds):c=stereo"] + kind.codecArguments + [url.path]
+        }
+    }
+
     /// An H.264 video in MP4 with an AAC stereo track.
     public static func video(seconds: Double = 2) throws -> URL {
         try make("video-\(seconds).mp4") { url in

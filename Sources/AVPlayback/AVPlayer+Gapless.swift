@@ -1,0 +1,265 @@
+import Foundation
+import MediaPipeline
+import MutexAnnotations
+import Synchronization
+
+/// An item opened to be heard right after the current one, with no gap (a queue player's
+/// next item), and what its reader has said so far.
+struct QueuedSuccessor {
+    let item: AVPlayerItem
+    /// The engine's name for it (`PlaybackEngine.successorTokens`).
+    let token: Int
+    /// Being opened: not yet in the engine's list (its reader's events may already come,
+    /// as it can begin the moment it is attached).
+    var opening = true
+    var decodedToEnd = false
+    /// Where its own sound ended and the next successor's began (item frames), once handed on.
+    var continuedAt: Int64?
+    var failure: MediaError?
+    var damagedPackets = 0
+}
+
+extension AVPlayer {
+    // MARK: - Keeping the successors in line with the queue
+
+    /// Brings the items opened to follow the current one in line with the queue: drops
+    /// those no longer next (re-reading the current item from where it stands, if one of
+    /// them was already being fed to the device), and opens the next one when the last
+    /// opened has begun. On the setup queue, in order with item changes.
+    func refreshSuccessors() {
+        setupQueue.async { [weak self] in self?.refreshSuccessorsInOrder() }
+    }
+
+    private func refreshSuccessorsInOrder() {
+        var effects = Effects()
+        let next: (item: AVPlayerItem, token: Int, forwardBuffer: Double)? = state.withLockAnnotated { state in
+            let wanted = successorsWantedLocked(&state)
+            var keep = 0
+            while keep < state.successors.count, keep < wanted.count, state.successors[keep].item === wanted[keep] { keep += 1 }
+            if keep < state.successors.count {
+                if engine.successorHasBegun(at: keep) {
+                    // Its sound is already in the ring: only a re-read of the current item
+                    // takes it out.
+                    rereadCurrentItemLocked(&state, &effects)
+                } else {
+                    engine.dropSuccessors(keepingPrefix: keep)
+                }
+                syncSuccessorsLocked(&state)
+            }
+            // The last reader queued waits at its end while more is to follow, so that even
+            // an item shorter than the ring joins the next.
+            engine.expectSuccessor(wanted.count > state.successors.count)
+            // One successor ahead of the sound: another once the last one has begun.
+            let begun = (0..<state.successors.count).filter { engine.successorHasBegun(at: $0) }.count
+            guard state.successors.count < min(wanted.count, begun + 1) else { return nil }
+            let item = wanted[state.successors.count]
+            state.successorTokenCount += 1
+            state.successors.append(QueuedSuccessor(item: item, token: state.successorTokenCount))
+            return (item, state.successorTokenCount, item.preferredForwardBufferDuration)
+        }
+        effects.run(on: eventQueue)
+        guard let next else { return }
+        // What cannot follow gaplessly follows at the end, as on a plain player: the reader
+        // before it stops waiting for it.
+        guard let info = Self.loadInfoWaiting(next.item.asset), info.preferredAudioTrack != nil,
+              !(engine.decodesVideo && info.preferredVideoTrack != nil) else {
+            abandonSuccessor(token: next.token)
+            return
+        }
+        let source: MediaSource
+        do throws(MediaError) {
+            source = try MediaSource(url: next.item.asset.location)
+        } catch {
+            abandonSuccessor(token: next.token)
+            return
+        }
+        let queue = eventQueue
+        let item = next.item
+        let buffer = next.forwardBuffer
+        // The item is open and ready for its turn, as a queue player's next item is; said
+        // before its sound can begin.
+        eventQueue.async { [self] in item.becameReady(info, hostClock: hostClock) }
+        let queued: Bool
+        do throws(MediaError) {
+            queued = try engine.queueSuccessor(
+                source: source, token: next.token,
+                forwardBuffer: buffer.isFinite && buffer > 0 ? .milliseconds(Int64(min(buffer, 3_600) * 1000)) : .zero) { [weak self, weak item] event in
+                    queue.async { [weak self, weak item] in
+                        guard let self, let item else { return }
+                        readerEvent(event, of: item)
+                    }
+                }
+        } catch {
+            abandonSuccessor(token: next.token)
+            return
+        }
+        guard queued else {
+            abandonSuccessor(token: next.token)
+            return
+        }
+        let again = state.withLockAnnotated { state -> Bool in
+            if let index = state.successors.firstIndex(where: { $0.token == next.token }) { state.successors[index].opening = false }
+            syncSuccessorsLocked(&state)
+            let more = successorsWantedLocked(&state).count > state.successors.count
+            engine.expectSuccessor(more)
+            return state.successors.last?.token == next.token
+        }
+        guard again else { return }
+        // The next may be due already (a short item that has begun).
+        refreshSuccessorsInOrder()
+    }
+
+    /// The items that should follow the current one without a gap: none unless the current
+    /// item is loaded, has sound, and its pictures (if shown) need no reader of their own.
+    func successorsWantedLocked(_ state: inout PlayerState) -> [AVPlayerItem] {
+        guard state.actionAtItemEnd == .advance, state.itemLoaded, state.format != nil, state.silentItemClock == nil,
+              let item = state.item, item.status != .failed else { return [] }
+        if engine.decodesVideo, item.showsPictures, engine.hasVideo { return [] }
+        // An item that ends before its decoded end (a forward end time) ends on the monitor's
+        // tick, and the one after it follows from there.
+        if item.forwardPlaybackEndTime.isNumeric, item.forwardPlaybackEndTime > .zero { return [] }
+        // Items that start elsewhere than at their beginning are opened at their turn.
+        return Array(itemsQueuedAfterCurrent().prefix { !$0.startTime.isNumeric || $0.startTime == .zero })
+    }
+
+    /// Keeps the player's list of successors to those the engine still holds (and the one
+    /// being opened).
+    func syncSuccessorsLocked(_ state: inout PlayerState) {
+        let tokens = engine.successorTokens
+        state.successors.removeAll { !$0.opening && !tokens.contains($0.token) }
+        if tokens.isEmpty { state.pendingBoundary = nil }
+    }
+
+    /// A successor could not be opened: it follows at the end instead, as on a plain player,
+    /// and the reader before it stops waiting for it.
+    private func abandonSuccessor(token: Int) {
+        state.withLockAnnotated { state in
+            state.successors.removeAll { $0.token == token }
+            engine.expectSuccessor(false)
+        }
+    }
+
+    /// The asset's media information, waiting for it on the calling (setup) thread; nil when
+    /// it cannot be opened.
+    private static func loadInfoWaiting(_ asset: AVAsset) -> MediaInfo? {
+        let result = Mutex<Result<MediaInfo, MediaError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        asset.requestInfo { outcome in
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        return try? result.withLock({ $0 })?.get()
+    }
+
+    /// Re-reads the current item from where it stands under a new serial (the queue
+    /// changed after the next item's sound had gone to the device): playback goes on from
+    /// the same item time, after a flush.
+    func rereadCurrentItemLocked(_ state: inout PlayerState, _ effects: inout Effects) {
+        guard state.itemLoaded, let format = state.format else { return }
+        let time = currentTimeLocked(&state)
+        state.serial += 1
+        state.resetRunLocked()
+        state.position = time
+        state.scheduledHost = nil
+        state.endHandledSerial = nil
+        engine.seek(toFrame: state.rate > 0 ? readerStartFrameLocked(&state, format: format) : frames(of: time, format: format),
+                    serial: state.serial)
+        applyModeLocked(&state, flush: true)
+    }
+
+    // MARK: - The boundary
+
+    /// On the monitor tick: once the first successor's sound is heard, it becomes the
+    /// current item. The item before it has played to its end (its notification is posted),
+    /// the item's time starts at zero, and nothing is flushed or re-read.
+    func promoteIfHeardLocked(_ state: inout PlayerState, status: RenderStatus, now: HostTime, realtime: Bool,
+                              _ effects: inout Effects) {
+        // Short items may all have been heard since the last tick.
+        while promoteOnceIfHeardLocked(&state, status: status, now: now, realtime: realtime, &effects) {}
+    }
+
+    private func promoteOnceIfHeardLocked(_ state: inout PlayerState, status: RenderStatus, now: HostTime, realtime: Bool,
+                                          _ effects: inout Effects) -> Bool {
+        guard let boundary = state.pendingBoundary, let next = state.successors.first, let old = state.item,
+              state.itemLoaded, state.rate != 0, status.serial == state.serial, status.generation > 0,
+              let format = state.format else { return false }
+        switch status.phase {
+        case .idle, .starting: return false
+        case .playing, .stalled, .ended, .failed: break
+        }
+        let heard = realtime ? status.position(at: now, sampleRate: format.sampleRate) : Double(status.writtenEndFrame)
+        guard heard.isFinite, heard >= Double(boundary) else { return false }
+        guard takeQueuedItem(next.item, after: old) else {
+            // The queue changed under the boundary: stay on this item, without the sound
+            // that followed it.
+            rereadCurrentItemLocked(&state, &effects)
+            syncSuccessorsLocked(&state)
+            effects.after.append { [weak self] in self?.refreshSuccessors() }
+            return false
+        }
+        state.successors.removeFirst()
+        engine.promoteSuccessor()
+        let sampleRate = Int32(format.sampleRate)
+        // A timeline anchored on a clock carries on; only its item time is now the new item's.
+        if let anchor = state.masterAnchor {
+            state.masterAnchor = MasterAnchor(itemTime: anchor.itemTime - CMTime(value: boundary - state.frameBase, timescale: sampleRate),
+                                              masterTime: anchor.masterTime, rateBefore: anchor.rateBefore)
+        }
+        state.frameBase = boundary
+        state.item = next.item
+        state.position = .zero
+        state.pendingBoundary = next.continuedAt.map { boundary + $0 }
+        state.decodedToEndSerial = next.decodedToEnd ? state.serial : -1
+        state.endHandledSerial = nil
+        state.pausedAtEnd = false
+        state.promotedFailure = next.failure
+        state.lastObservedTime = .invalid
+        let newItem = next.item
+        effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.didPlayToEndTimeNotification, object: old) }
+        effects.changes.append { [weak self] in
+            guard let self else { return }
+            newItem.player = self
+            old.player = nil
+            if next.damagedPackets > 0 { newItem.noteDamage(next.damagedPackets) }
+            observationRegistry.notify(\AVPlayer.currentItem, old: old as Any, new: newItem as Any)
+        }
+        effects.after.append { [weak self] in
+            guard let self else { return }
+            updateTimebase()
+            // The new item's tracks may be disabled.
+            applyVolume()
+            // A display shown meanwhile gets the new item's pictures.
+            if engine.decodesVideo { updateVideoDecoding() }
+            refreshSuccessors()
+        }
+        return true
+    }
+
+    /// A reader's event for a successor (not yet the current item).
+    func successorEventLocked(_ state: inout PlayerState, _ event: AudioReaderEvent, index: Int) {
+        switch event {
+        case .ready:
+            break
+        case .decodedToEnd:
+            state.successors[index].decodedToEnd = true
+        case .failed(_, _, let error):
+            state.successors[index].decodedToEnd = true
+            state.successors[index].failure = error
+        case .continued(_, let itemFrame):
+            state.successors[index].decodedToEnd = true
+            state.successors[index].continuedAt = itemFrame
+        case .damaged(let count):
+            state.successors[index].damagedPackets = count
+        }
+    }
+}
+
+extension PlayerState {
+    /// A new serial starts a new run: frames are the item's own again, and nothing follows
+    /// the current item's end until a successor is handed the ring again.
+    mutating func resetRunLocked() {
+        frameBase = 0
+        pendingBoundary = nil
+    }
+}
