@@ -12,12 +12,12 @@ SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Build: FFmpeg's libraries (libswscale for pictures a window cannot show as decoded), ALSA,
 # PulseAudio's client library (the server's own latency figures for a stream through ALSA's
-# pulse plugin), SDL2 (the video window). Run: ffmpeg (test media and benchmarks), PulseAudio
+# pulse plugin), SDL2 (the video window), Rubber Band (rates that keep their pitch). Run: ffmpeg (test media and benchmarks), PulseAudio
 # with ALSA's pulse plugin (a real, clocked device where there is no sound card), Xvfb (a
 # real X display where there is no screen), libfaketime (a node on a clock an outside tool
 # moves).
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswresample-dev \
-                libswscale-dev libsdl2-dev libasound2-dev libpulse-dev ffmpeg pulseaudio \
+                libswscale-dev libsdl2-dev libasound2-dev libpulse-dev librubberband-dev ffmpeg pulseaudio \
                 pulseaudio-utils libasound2-plugins alsa-utils faketime xvfb
 
 # The benchmarks also run Snapcast and mpv side by side.

@@ -28,6 +28,8 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // (No pkg-config for libpulse: its flags carry -pthread, which SwiftPM refuses.)
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
+        // Rubber Band, for rates that keep their pitch (see PitchKeeper).
+        .systemLibrary(name: "CRubberBand", pkgConfig: "rubberband", providers: [.apt(["librubberband-dev"])]),
         // The clock_gettime system call itself, bypassing the C library (see KernelClock), and
         // the kernel's per-datagram transmit stamps (see UDPSocket).
         .systemLibrary(name: "CKernelClock"),
@@ -45,7 +47,7 @@ let package = Package(
         .target(name: "MediaClock", dependencies: ["CKernelClock", "MutexAnnotations"]),
 
         // Demux -> decode -> convert -> bounded rings -> timed outputs (ALSA, null, wav).
-        .target(name: "MediaPipeline", dependencies: ["MediaClock", "MutexAnnotations", "CFFmpeg", "CALSA", "CPulse"]),
+        .target(name: "MediaPipeline", dependencies: ["MediaClock", "MutexAnnotations", "CFFmpeg", "CALSA", "CPulse", "CRubberBand"]),
 
         // The video window: one thread that owns SDL, shows pictures at refreshes, draws
         // the on-screen controls and reports input. Knows nothing of the player.

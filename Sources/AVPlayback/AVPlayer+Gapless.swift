@@ -227,8 +227,9 @@ extension AVPlayer {
         effects.after.append { [weak self] in
             guard let self else { return }
             updateTimebase()
-            // The new item's tracks may be disabled.
+            // The new item's tracks may be disabled, and its pitch kept otherwise.
             applyVolume()
+            pitchAlgorithmChanged(of: newItem)
             // A display shown meanwhile gets the new item's pictures.
             if engine.decodesVideo { updateVideoDecoding() }
             refreshSuccessors()

@@ -116,8 +116,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// The playback rate: 0 paused, 1 normal speed, 0.5 half speed, 2 double. Setting a
     /// non-zero rate plays; changing it while playing changes the speed without a break.
     /// Forward rates from `slowestRate` to `fastestRate` play (beyond them, the nearer
-    /// bound), with the pitch following the rate (see
-    /// `AVPlayerItem.audioTimePitchAlgorithm`). Reverse play is not supported yet: a negative
+    /// bound), with the pitch kept or not as the item's `audioTimePitchAlgorithm` says
+    /// (kept by default). Reverse play is not supported yet: a negative
     /// or non-finite rate is refused with a warning (logged through swift-log as
     /// `chorus.avplayback`) and changes nothing.
     public var rate: Float {
@@ -773,10 +773,22 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             mode = .idle(serial: serial)
         }
         let rate = state.rate == 0 ? 1 : Double(state.rate)
+        let pitch = state.item?.pitchMode ?? .varispeed
         engine.render {
             $0.mode = mode
             $0.flush = flush
             $0.rate = rate
+            $0.pitch = pitch
+        }
+    }
+
+    /// The current item's pitch algorithm changed: the render thread keeps (or stops keeping)
+    /// the pitch from its next period.
+    func pitchAlgorithmChanged(of item: AVPlayerItem) {
+        state.withLockAnnotated { state in
+            guard state.item === item else { return }
+            let pitch = item.pitchMode
+            engine.render { $0.pitch = pitch }
         }
     }
 

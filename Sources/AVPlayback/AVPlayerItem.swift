@@ -142,13 +142,33 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
         get { state.withLockAnnotated { $0.preferredForwardBufferDuration } }
         set { state.withLockAnnotated { $0.preferredForwardBufferDuration = newValue } }
     }
-    /// How pitch behaves at rates other than 1. Chorus renders every rate as
-    /// `.varispeed` for now (the pitch follows the rate, as a turntable's does): that keeps
-    /// every frame's place on the timeline exact, which a group's rooms need to stay on the
-    /// same sample. The pitch-keeping algorithms are accepted and not yet applied.
+    /// How pitch behaves at rates other than 1; `.timeDomain` by default.
+    /// - `.timeDomain` keeps the pitch with Rubber Band's faster engine (speech, most music);
+    /// - `.spectral` keeps it with Rubber Band's finer engine (music; several times the CPU);
+    /// - `.varispeed` lets it follow the rate, as a turntable's does.
+    ///
+    /// The pitch is kept from 1/4 to 4 times the speed (`PitchKeeper.slowestKeptRate`,
+    /// `fastestKeptRate`); beyond, it moves by what is beyond. Keeping it delays the sound by
+    /// the stage's constant latency (at 48 kHz about 170 ms for `.timeDomain`, 300 ms for
+    /// `.spectral`), which the player places content ahead of, so every frame keeps its place
+    /// on the timeline; going from speed 1 to another speed leaves a gap of that latency once
+    /// per start, in every room of a group alike. Changed while playing, it applies at once.
     public var audioTimePitchAlgorithm: AVAudioTimePitchAlgorithm {
         get { state.withLockAnnotated { $0.audioTimePitchAlgorithm } }
-        set { state.withLockAnnotated { $0.audioTimePitchAlgorithm = newValue } }
+        set {
+            state.withLockAnnotated { $0.audioTimePitchAlgorithm = newValue }
+            player?.pitchAlgorithmChanged(of: self)
+        }
+    }
+
+    /// The render thread's pitch mode for `audioTimePitchAlgorithm` (an unknown algorithm is
+    /// taken as the default, `.timeDomain`).
+    var pitchMode: PitchMode {
+        switch audioTimePitchAlgorithm {
+        case .varispeed: return .varispeed
+        case .spectral: return .spectral
+        default: return .timeDomain
+        }
     }
 
     /// Forward rates faster and slower than 1 play once the item is ready (from 1/32 to 8);

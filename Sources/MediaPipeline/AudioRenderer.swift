@@ -95,6 +95,23 @@ public final class AudioRenderer: @unchecked Sendable {
     private var seenSourceChanges = 0
     /// How closely the output was last told its timing is needed.
     private var timingPrecision = TimingPrecision.everyPeriod
+    /// The pitch-keeping stages made for this renderer, one per engine: made by `update` (off
+    /// the render thread) when a control first asks for one, before the control is posted,
+    /// and taken by the render thread with a try-lock. Kept here for the renderer's life, so
+    /// the render thread never releases the last reference.
+    private let keepers = Mutex<[PitchMode: PitchKeeper]>([:])
+    /// The stage the current run goes through, if any, and the rate its pitch is kept for.
+    private var keeper: PitchKeeper?
+    private var keeperEngaged = false
+    private var keeperRate = 1.0
+    /// A new mode decides afresh whether its run goes through the stage.
+    private var keeperDecisionPending = false
+    /// Frames given to the stage since content stopped: once they cover its delay, all it
+    /// held has been heard and it is left.
+    private var keeperIdleFrames = 0
+    /// A file's frames of the stage's lead-in still to leave out (a file takes exactly the
+    /// content, and its clock is its own frame count).
+    private var keeperSkip = 0
 
     /// A renderer for an opened `output` reading `ring` (whose format must match the output's).
     public init(output: any AudioOutput, ring: AudioRing,
@@ -153,12 +170,23 @@ public final class AudioRenderer: @unchecked Sendable {
         exited.wait()
     }
 
-    /// Posts a new control. Any thread; never blocks the render thread for more than a copy.
+    /// Posts a new control. Any thread; never blocks the render thread for more than a copy
+    /// (it only ever tries the lock). A control asking for a pitch-keeping engine not yet
+    /// made has it made first, so the render thread finds it.
     public func update(_ change: (inout RenderControl) -> Void) {
         control.withLockAnnotated { value in
             change(&value)
+            if value.pitch != .varispeed { prepareKeeper(value.pitch) }
             value.generation += 1
         }
+    }
+
+    /// Makes the stage for `mode` if there is none yet.
+    private func prepareKeeper(_ mode: PitchMode) {
+        guard keepers.withLockAnnotated({ $0[mode] == nil }) else { return }
+        let made = PitchKeeper(mode: mode, sampleRate: ring.format.sampleRate, channels: ring.format.channels,
+                               maximumFrames: bufferFrames)
+        keepers.withLockAnnotated { $0[mode] = $0[mode] ?? made }
     }
 
     /// The current control (for the player's bookkeeping).
@@ -240,27 +268,32 @@ public final class AudioRenderer: @unchecked Sendable {
         let deviceHost = timestamp.presentation(frameNanoseconds: frameNanoseconds / hostMappingSlope)
         noticeTimelineBreak(at: reported)
         // A file's clock is exact already; a device's reports jitter.
-        let host = output.isRealtime ? timing.filter(mapped, frames: frames) : reported
+        let deviceFirstHeard = output.isRealtime ? timing.filter(mapped, frames: frames) : reported
+        // Content through the pitch-keeping stage is heard its delay later than the period's
+        // first frame: it is placed for then.
+        let keeperDelay = pitchKeepingDelay(at: deviceFirstHeard, frames: frames, frameNanoseconds: frameNanoseconds)
+        let host = deviceFirstHeard + keeperDelay
         let filled = render(into: buffer, frames: frames, channels: channels, host: host)
         if let capture, status.phase == .playing || status.phase == .ended || status.phase == .failed {
+            let contentDeviceHost = deviceHost + .nanoseconds(Int64((Double(keeperDelay.nanosecondsClamped) / hostMappingSlope).rounded()))
             // The content position of this period's first frame: the anchor projected
             // back to the period start when content began partway through it.
             let lead = Double((status.anchorHost - host).nanosecondsClamped) * Double(ring.format.sampleRate) / 1e9
                 * status.anchorRate
-            let smoothing = host.nanoseconds &- reported.nanoseconds
+            let smoothing = deviceFirstHeard.nanoseconds &- reported.nanoseconds
             let captured = output.isRealtime ? frames : filled
             if let split = rateChangeSplit, split.frames < captured {
                 // A period that changed speed partway is recorded as its two parts, so a
                 // reader interpolating between rows never reads across two speeds.
-                let second = deviceHost + .nanoseconds(Int64((Double(split.frames) * frameNanoseconds / hostMappingSlope).rounded()))
-                capture.record(hostNanoseconds: deviceHost.nanoseconds, smoothedNanoseconds: deviceHost.nanoseconds &+ smoothing,
+                let second = contentDeviceHost + .nanoseconds(Int64((Double(split.frames) * frameNanoseconds / hostMappingSlope).rounded()))
+                capture.record(hostNanoseconds: contentDeviceHost.nanoseconds, smoothedNanoseconds: contentDeviceHost.nanoseconds &+ smoothing,
                                position: status.anchorPosition - lead, frames: split.frames,
                                sampleRate: ring.format.sampleRate, serial: applied.mode.serial, rate: status.anchorRate)
                 capture.record(hostNanoseconds: second.nanoseconds, smoothedNanoseconds: second.nanoseconds &+ smoothing,
                                position: split.position, frames: captured - split.frames,
                                sampleRate: ring.format.sampleRate, serial: applied.mode.serial, rate: split.rate)
             } else {
-                capture.record(hostNanoseconds: deviceHost.nanoseconds, smoothedNanoseconds: deviceHost.nanoseconds &+ smoothing,
+                capture.record(hostNanoseconds: contentDeviceHost.nanoseconds, smoothedNanoseconds: contentDeviceHost.nanoseconds &+ smoothing,
                                position: status.anchorPosition - lead, frames: captured,
                                sampleRate: ring.format.sampleRate, serial: applied.mode.serial, rate: status.anchorRate)
             }
@@ -268,16 +301,126 @@ public final class AudioRenderer: @unchecked Sendable {
         rateChangeSplit = nil
         // A device must be fed whole periods (silence pads them); a file takes exactly
         // the frames that would be heard, so a stall or the end adds nothing to it.
-        let count = output.isRealtime ? frames : filled
+        var first = 0
+        var count = output.isRealtime ? frames : filled
+        if keeperEngaged, let keeper {
+            keeper.process(buffer, frames: count, rate: keeperRate)
+            if !output.isRealtime {
+                first = min(keeperSkip, count)
+                keeperSkip -= first
+                count -= first
+            }
+        }
+        write(buffer + first * channels, frames: count)
+        if !output.isRealtime, keeperEngaged, status.phase == .ended || status.phase == .failed {
+            flushKeeperIntoFile()
+        }
+        status.updatedAt = deviceFirstHeard + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(count)))
+        expectedHost = status.updatedAt
+        publish()
+    }
+
+    /// Writes `frames` frames to the output, as far as it takes them.
+    private func write(_ source: UnsafeMutablePointer<Float>, frames: Int) {
         var offset = 0
-        while offset < count && running.load(ordering: .relaxed) {
-            let taken = output.write(buffer + offset * channels, frames: count - offset)
+        while offset < frames && running.load(ordering: .relaxed) {
+            let taken = output.write(source + offset * ring.format.channels, frames: frames - offset)
             if taken <= 0 { break }
             offset += taken
         }
-        status.updatedAt = host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(count)))
-        expectedHost = status.updatedAt
-        publish()
+    }
+
+    // MARK: - Keeping the pitch
+
+    /// The playback rate of the content about to be placed: the followed timeline's, or the
+    /// control's.
+    private func playbackRate(at host: HostTime) -> Double {
+        switch applied.mode {
+        case .follow(_, let timeline): return timeline.rate(at: host)
+        case .play: return applied.rate
+        case .idle: return 1
+        }
+    }
+
+    /// Decides whether this period goes through the pitch-keeping stage, and returns the
+    /// delay that adds (zero for a file, whose output is trimmed of the stage's lead-in
+    /// instead). A run starts through it when its rate is not 1 and its pitch is to be kept,
+    /// and goes on through it (at scale 1 if the rate comes back to 1) until the next start:
+    /// going in or out changes when content is heard by the stage's delay, so content kept
+    /// to a schedule is placed afresh then (a gap of the delay, in every room alike), and
+    /// plain play simply carries on that much later.
+    private func pitchKeepingDelay(at host: HostTime, frames: Int, frameNanoseconds: Double) -> Duration {
+        let rate = playbackRate(at: host)
+        keeperRate = rate
+        let wanted = applied.pitch != .varispeed && rate != 1
+        if keeperDecisionPending {
+            keeperDecisionPending = false
+            keeperEngaged = false
+            if wanted { engageKeeper(rate: rate) }
+        } else if keeperEngaged {
+            if applied.pitch == .varispeed || keeper?.mode != applied.pitch {
+                keeperEngaged = false
+                if wanted { engageKeeper(rate: rate) }
+                placeScheduledContentAfresh()
+            } else if output.isRealtime, status.phase == .idle || status.phase == .ended || status.phase == .failed {
+                keeperIdleFrames += frames
+                if keeperIdleFrames >= (keeper?.latencyFrames ?? 0) + frames { keeperEngaged = false }
+            } else {
+                keeperIdleFrames = 0
+            }
+        } else if wanted, status.phase == .playing || status.phase == .stalled || status.phase == .starting {
+            engageKeeper(rate: rate)
+            if keeperEngaged { placeScheduledContentAfresh() }
+        }
+        guard keeperEngaged, output.isRealtime, let keeper else { return .zero }
+        return .nanoseconds(Int64((Double(keeper.latencyFrames) * frameNanoseconds).rounded()))
+    }
+
+    /// Sends the run through the stage for `applied.pitch`, started afresh for `rate`.
+    private func engageKeeper(rate: Double) {
+        let mode = applied.pitch
+        if keeper?.mode != mode {
+            // Made before the control was posted; a contended lock is tried again next period.
+            guard let found = keepers.withLockIfAvailableAnnotated({ $0[mode] }), let found else { return }
+            keeper = found
+        }
+        guard let keeper else { return }
+        keeper.reset(rate: rate)
+        keeperEngaged = true
+        keeperIdleFrames = 0
+        keeperSkip = output.isRealtime ? 0 : keeper.latencyFrames
+    }
+
+    /// Content kept to a schedule (a followed timeline, a host-time start) is placed afresh,
+    /// as after an underrun: when it is heard has just moved by the stage's delay.
+    private func placeScheduledContentAfresh() {
+        guard status.phase == .playing else { return }
+        switch applied.mode {
+        case .follow, .play(_, _, .some):
+            status.phase = .stalled
+            resampler.reset()
+        case .idle, .play(_, _, nil):
+            break
+        }
+    }
+
+    /// A file's item ended with content still inside the stage: the stage is given silence
+    /// until all of it is out, and that goes into the file, which then holds exactly the
+    /// content. The stage is then left.
+    private func flushKeeperIntoFile() {
+        guard let keeper else { return }
+        let channels = ring.format.channels
+        var owed = keeper.latencyFrames - keeperSkip
+        while owed > 0 && running.load(ordering: .relaxed) {
+            let count = min(owed, bufferFrames)
+            buffer.update(repeating: 0, count: count * channels)
+            keeper.process(buffer, frames: count, rate: keeperRate)
+            let skipped = min(keeperSkip, count)
+            keeperSkip -= skipped
+            write(buffer + skipped * channels, frames: count - skipped)
+            owed -= count
+        }
+        keeperEngaged = false
     }
 
     /// Plain play (content as soon as it is there, nothing recorded) needs the device's
@@ -345,8 +488,10 @@ public final class AudioRenderer: @unchecked Sendable {
             output.flush()
             expectedHost = nil
             timing.reset()
+            keeperDecisionPending = true
         }
         guard modeChanged else { return }
+        keeperDecisionPending = true
         status.serial = latest.mode.serial
         switch latest.mode {
         case .idle:

@@ -63,6 +63,10 @@ public struct RenderControl: Sendable, Equatable {
     /// 2 twice as fast, an octave up). Changing it alone changes the speed from the next
     /// period on without a restart. A followed timeline carries its own rate.
     public var rate: Double = 1
+    /// What a rate other than 1 does to the pitch: `.varispeed` lets it follow the rate;
+    /// the others keep it, through a `PitchKeeper` that delays the sound by its constant
+    /// `latencyFrames` (the render thread places content that much earlier).
+    public var pitch: PitchMode = .varispeed
 }
 
 /// Where the render thread stands.

@@ -3,7 +3,9 @@ import Foundation
 import MediaPipeline
 
 /// `chorus-bench playback FILE`: the CPU time and peak memory of `chorus play` next to
-/// `ffplay` playing the same file to the end through ALSA's default device.
+/// `ffplay` and `mpv` playing the same file to the end through ALSA's default device; with
+/// `--rate R`, each at that speed with its pitch kept (chorus: Rubber Band's faster engine;
+/// ffplay: FFmpeg's `atempo`; mpv: its default `scaletempo2`).
 ///
 /// Both are run to completion one after the other (not at once, so neither steals the
 /// other's core) and measured from outside with `wait4`: user + system time over the whole
@@ -13,7 +15,7 @@ import MediaPipeline
 struct PlaybackBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "playback",
-        abstract: "CPU and peak memory to play a file: chorus play vs ffplay, through ALSA.")
+        abstract: "CPU and peak memory to play a file: chorus play vs ffplay and mpv, through ALSA.")
 
     /// A player whose run lasted less than this share of the file's duration did not play
     /// it through (ffplay exits 0 even when it cannot open the device), so its figures mean
@@ -31,6 +33,12 @@ struct PlaybackBenchmark: ParsableCommand {
     @Option(name: .long, help: "The ffplay program to compare with.")
     var ffplay = "ffplay"
 
+    @Option(name: .long, help: "The mpv program to compare with (\"\" leaves it out).")
+    var mpv = "mpv"
+
+    @Option(name: .long, help: "The speed to play at, pitch kept (0.5 to 2: atempo's range in one filter).")
+    var rate = 1.0
+
     @Option(name: .long, help: "The ALSA device both play to.")
     var device = "default"
 
@@ -42,6 +50,7 @@ struct PlaybackBenchmark: ParsableCommand {
 
     func validate() throws {
         guard repeats >= 1 else { throw ValidationError("--repeats must be at least 1") }
+        guard rate >= 0.5, rate <= 2 else { throw ValidationError("--rate must be from 0.5 to 2") }
     }
 
     func run() throws {
@@ -51,18 +60,25 @@ struct PlaybackBenchmark: ParsableCommand {
         } catch {
             throw BenchError(error.description)
         }
-        let players = [
-            ("chorus", ChildProcess([chorus, "play", "--output", "alsa:\(device)", "--quiet", file])),
-            ("ffplay", ChildProcess([ffplay, "-nodisp", "-autoexit", "-loglevel", "error", file],
+        let speed = rate == 1 ? [] : ["--rate", "\(rate)"]
+        let tempo = rate == 1 ? [] : ["-af", "atempo=\(rate)"]
+        var players = [
+            ("chorus", ChildProcess([chorus, "play", "--output", "alsa:\(device)", "--quiet"] + speed + [file])),
+            ("ffplay", ChildProcess([ffplay, "-nodisp", "-autoexit", "-loglevel", "error"] + tempo + [file],
                                     environment: ["SDL_AUDIODRIVER": "alsa", "AUDIODEV": device])),
         ]
+        if !mpv.isEmpty {
+            players.append(("mpv", ChildProcess([mpv, "--no-config", "--no-video", "--really-quiet", "--ao=alsa",
+                                                 "--audio-device=alsa/\(device)", "--speed=\(rate)", file])))
+        }
+        let playedSeconds = duration / rate
         var outcomes: [String: ChildProcess.Outcome] = [:]
         for (name, player) in players {
             var runs: [ChildProcess.Outcome] = []
             for _ in 0..<repeats {
                 let outcome = try player.run()
                 guard outcome.succeeded else { throw BenchError("\(name) failed (exit \(outcome.exitStatus)): \(player.commandLine)") }
-                guard !duration.isFinite || outcome.wall.seconds >= duration * Self.minimumPlayedShare else {
+                guard !duration.isFinite || outcome.wall.seconds >= playedSeconds * Self.minimumPlayedShare else {
                     throw BenchError("\(name) stopped after \(Format.fixed(outcome.wall.seconds, 2)) s of a \(Format.fixed(duration, 2)) s file: \(player.commandLine)")
                 }
                 runs.append(outcome)
@@ -73,8 +89,8 @@ struct PlaybackBenchmark: ParsableCommand {
         }
 
         var table = Table(
-            title: "playback: CPU and peak memory over a whole play-through (lower is better)",
-            command: (["chorus-bench", "playback", "--chorus", chorus, "--device", device, file]).map(ChildProcess.quoted).joined(separator: " "),
+            title: "playback: CPU and peak memory over a whole play-through\(rate == 1 ? "" : " at \(rate)×, pitch kept") (lower is better)",
+            command: (["chorus-bench", "playback", "--chorus", chorus, "--device", device] + (rate == 1 ? [] : ["--rate", "\(rate)"]) + [file]).map(ChildProcess.quoted).joined(separator: " "),
             header: ["player", "wall s", "user s", "sys s", "CPU s", "CPU % of wall", "peak RSS MB"])
         func row(_ name: String, _ outcome: ChildProcess.Outcome) -> [String] {
             [name, Format.fixed(outcome.wall.seconds, 2), Format.fixed(outcome.usage.user.seconds, 3),
@@ -85,11 +101,19 @@ struct PlaybackBenchmark: ParsableCommand {
         guard let mine = outcomes["chorus"], let peer = outcomes["ffplay"] else { return }
         table.add(row("chorus", mine))
         table.add(row("ffplay", peer))
+        let third = outcomes["mpv"]
+        if let third { table.add(row("mpv", third)) }
         let cpuRatio = Format.ratio(mine.usage.cpu.seconds, peer.usage.cpu.seconds)
         let rssRatio = Format.ratio(Double(mine.usage.peakResidentKiB), Double(peer.usage.peakResidentKiB))
         table.add(["chorus/ffplay", Format.ratio(mine.wall.seconds, peer.wall.seconds), Format.ratio(mine.usage.user.seconds, peer.usage.user.seconds),
                    Format.ratio(mine.usage.system.seconds, peer.usage.system.seconds), cpuRatio,
                    Format.ratio(mine.usage.cpu.seconds / mine.wall.seconds, peer.usage.cpu.seconds / peer.wall.seconds), rssRatio])
+        if let third {
+            table.add(["chorus/mpv", Format.ratio(mine.wall.seconds, third.wall.seconds), Format.ratio(mine.usage.user.seconds, third.usage.user.seconds),
+                       Format.ratio(mine.usage.system.seconds, third.usage.system.seconds), Format.ratio(mine.usage.cpu.seconds, third.usage.cpu.seconds),
+                       Format.ratio(mine.usage.cpu.seconds / mine.wall.seconds, third.usage.cpu.seconds / third.wall.seconds),
+                       Format.ratio(Double(mine.usage.peakResidentKiB), Double(third.usage.peakResidentKiB))])
+        }
         table.notes = [
             "chorus: `\(players[0].1.commandLine)`",
             "ffplay: `\(players[1].1.commandLine)`; SDL_AUDIODRIVER=alsa makes SDL use ALSA's \(device) (through the pulse plugin here) instead of talking to PulseAudio itself",
@@ -98,7 +122,9 @@ struct PlaybackBenchmark: ParsableCommand {
         ]
         table.print()
         let sink = SummaryFile(path: summary)
-        sink.record("playback", "CPU chorus/ffplay", cpuRatio, aim: "lower is better")
+        let label = rate == 1 ? "" : " at \(rate)×"
+        sink.record("playback", "CPU chorus/ffplay\(label)", cpuRatio, aim: "lower is better")
+        if let third { sink.record("playback", "CPU chorus/mpv\(label)", Format.ratio(mine.usage.cpu.seconds, third.usage.cpu.seconds), aim: "lower is better") }
         sink.record("playback", "peak RSS chorus/ffplay", rssRatio, aim: "lower is better")
         sink.record("playback", "chorus CPU % of wall", Format.fixed(100 * mine.usage.cpu.seconds / mine.wall.seconds, 2) + "%")
     }

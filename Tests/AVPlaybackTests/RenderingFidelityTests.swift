@@ -55,10 +55,13 @@ import ChorusTestSupport
 
     @Test(arguments: [0.5, 1.5, 2.0])
     func aRateReadsTheItemThatMuchFaster(rate: Double) throws {
-        // Left 440 Hz, right 660 Hz: at rate r the rendered frame n holds the item at n·r,
-        // so the tones come out r times higher and the item lasts 1/r as long.
+        // Left 440 Hz, right 660 Hz: at rate r, varispeed, the rendered frame n holds the item
+        // at n·r, so the tones come out r times higher and the item lasts 1/r as long.
         let source = try TestMedia.tone(.wav, seconds: 1, rate: 44_100, channels: 2)
-        let rendered = try renderToPCM(source, name: "rate-\(rate)") { player, _ in player.defaultRate = Float(rate) }
+        let rendered = try renderToPCM(source, name: "rate-\(rate)") { player, item in
+            item.audioTimePitchAlgorithm = .varispeed
+            player.defaultRate = Float(rate)
+        }
         let reference = try PCM.ffmpegDecode(source, channels: 2)
         let expectedFrames = Double(reference.frameCount) / rate
         // A file output takes whole periods: the last one is padded with the filter's decay.

@@ -50,6 +50,16 @@ public enum TestMedia {
         }
     }
 
+    /// Bursts of a 440 Hz tone (both channels), `burst` seconds long every `period` seconds
+    /// from 0, silence between, for `seconds` at `rate`: onsets to time a render by.
+    public static func bursts(seconds: Double, period: Double, burst: Double, rate: Int = 44_100) throws -> URL {
+        let name = "bursts-\(rate)-\(seconds)-\(period)-\(burst).wav"
+        let expression = "0.4*sin(2*PI*440*t)*lt(mod(t\\,\(period))\\,\(burst))"
+        return try make(name) { url in
+            ["-f", "lavfi", "-i", "aevalsrc=\(expression)|\(expression):s=\(rate):d=\(seconds):c=stereo", "-c:a", "pcm_s16le", url.path]
+        }
+    }
+
     /// Part of one continuous tone: `seconds` of it from `offset` seconds in, so that parts
     /// made back to back join into the tone itself (left 440 Hz, right 660 Hz, at `rate`).
     /// For checking that consecutive items are heard without a gap or an overlap.

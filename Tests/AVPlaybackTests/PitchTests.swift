@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+@testable import AVPlayback
+import MediaPipeline
+
+/// Rates that keep their pitch (`audioTimePitchAlgorithm`), rendered into files and
+/// measured: how long the item lasts, what frequency it sounds at, and when each part of it
+/// is heard.
+@Suite struct PitchTests {
+    /// The frequency of one channel over `frames`, from its zero crossings (a pure tone's).
+    static func frequency(of pcm: PCM, channel: Int, frames: Range<Int>) -> Double {
+        var crossings = 0
+        var previous = pcm.samples[frames.lowerBound * pcm.channels + channel]
+        for frame in frames.dropFirst() {
+            let sample = pcm.samples[frame * pcm.channels + channel]
+            if (previous < 0) != (sample < 0) { crossings += 1 }
+            previous = sample
+        }
+        return Double(crossings) / 2 / (Double(frames.count) / Double(pcm.sampleRate))
+    }
+
+    /// Where a burst's energy is centred in the left channel between `range`'s bounds
+    /// (frames): a phase vocoder spreads a burst's edges over its analysis window, about
+    /// evenly both ways, so the centre of its energy keeps its place where its first loud
+    /// sample does not.
+    static func centre(of pcm: PCM, in range: Range<Int>) -> Double {
+        var weighted = 0.0, total = 0.0
+        for frame in range where frame >= 0 && frame < pcm.frameCount {
+            let sample = Double(pcm.samples[frame * pcm.channels])
+            weighted += sample * sample * Double(frame)
+            total += sample * sample
+        }
+        return total > 0 ? weighted / total : -1
+    }
+
+    @Test("a kept pitch: the item lasts 1/rate as long and its tones keep their frequencies",
+          arguments: [AVAudioTimePitchAlgorithm.timeDomain, .spectral], [0.5, 1.5, 2.0])
+    func theTonesKeepTheirPitch(algorithm: AVAudioTimePitchAlgorithm, rate: Double) throws {
+        let source = try TestMedia.tone(.wav, seconds: 2, rate: 44_100, channels: 2)
+        let rendered = try renderToPCM(source, name: "pitch-\(algorithm.rawValue)-\(rate)") { player, item in
+            item.audioTimePitchAlgorithm = algorithm
+            player.defaultRate = Float(rate)
+        }
+        // Exactly as many frames as the item's at that speed: the stage's delay and lead-in
+        // are not in the file.
+        #expect(rendered.frameCount == Int((88_200 / rate).rounded()), "\(rendered.frameCount) frames")
+        // Away from the ends, where the stage fades in and out.
+        let middle = (rendered.frameCount / 5)..<(rendered.frameCount * 4 / 5)
+        let left = Self.frequency(of: rendered, channel: 0, frames: middle)
+        let right = Self.frequency(of: rendered, channel: 1, frames: middle)
+        #expect(abs(left - 440) < 4, "left at \(left) Hz")
+        #expect(abs(right - 660) < 6, "right at \(right) Hz")
+    }
+
+    @Test("varispeed: the pitch follows the rate")
+    func varispeedMovesThePitch() throws {
+        let source = try TestMedia.tone(.wav, seconds: 2, rate: 44_100, channels: 2)
+        let rendered = try renderToPCM(source, name: "pitch-varispeed") { player, item in
+            item.audioTimePitchAlgorithm = .varispeed
+            player.defaultRate = 2
+        }
+        let middle = (rendered.frameCount / 5)..<(rendered.frameCount * 4 / 5)
+        #expect(abs(Self.frequency(of: rendered, channel: 0, frames: middle) - 880) < 8)
+    }
+
+    @Test("a kept pitch keeps time: every part of the item is heard where the rate puts it",
+          arguments: [AVAudioTimePitchAlgorithm.timeDomain, .spectral], [0.5, 2.0])
+    func partsAreHeardOnTime(algorithm: AVAudioTimePitchAlgorithm, rate: Double) throws {
+        // A 100 ms burst every half second: at rate r, the burst at t is heard at t / r.
+        let source = try TestMedia.bursts(seconds: 3, period: 0.5, burst: 0.1)
+        let rendered = try renderToPCM(source, name: "pitch-time-\(algorithm.rawValue)-\(rate)") { player, item in
+            item.audioTimePitchAlgorithm = algorithm
+            player.defaultRate = Float(rate)
+        }
+        // Each burst's centre, at (start + half its length) / rate. A phase vocoder moves a
+        // burst's energy within its analysis window (the faster engine's is 2,048 frames,
+        // 46 ms here; measured, up to 35 ms at rate 0.5), so within one window: the stage's
+        // own delay (over 200 ms), left uncompensated or counted twice, would be far outside.
+        for burst in 0..<6 {
+            let due = (Double(burst) * 0.5 + 0.05) / rate * 44_100
+            let span = Int(0.2 / rate * 44_100)
+            let heard = Self.centre(of: rendered, in: (Int(due) - span)..<(Int(due) + span))
+            #expect(abs(heard - due) <= 2_048, "burst \(burst) centred at frame \(heard), due at \(due)")
+        }
+    }
+
+    @Test("changing the algorithm while playing applies at once, and a speed change keeps the pitch")
+    func theAlgorithmCanChangeWhilePlaying() throws {
+        let source = try TestMedia.tone(.wav, seconds: 3, rate: 44_100, channels: 2)
+        let item = AVPlayerItem(url: source)
+        item.audioTimePitchAlgorithm = .varispeed
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.rate = 2
+        #expect(waitUntil(10) { player.currentTime().seconds > 0.2 })
+        item.audioTimePitchAlgorithm = .timeDomain
+        // The control the render thread reads now asks for the pitch to be kept.
+        #expect(waitUntil(5) { player.engine.currentControl?.pitch == .timeDomain })
+        player.rate = 1.5
+        #expect(player.engine.currentControl?.pitch == .timeDomain)
+        #expect(player.engine.currentControl?.rate == 1.5)
+    }
+}
