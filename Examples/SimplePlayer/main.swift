@@ -12,11 +12,8 @@
 // - Key-value observation calls its handlers on the player's own queue, not the main one:
 //   the handlers here only print. An app that touches its interface from them hops to the
 //   main queue.
-// - Key-value observation calls its handlers on the player's own queue, not the main one:
-//   the handlers here only print. An app that touches its interface from them hops to the
-//   main queue.
-// - Rewinding asks for a negative rate, which Chorus does not play yet: the player refuses
-//   it with a warning and keeps its rate, and this program says so.
+// - Rewinding plays backwards at -2, as the walkthrough's does; an item that cannot (no
+//   sound, or a stream that cannot be sought) refuses it, and this program says so.
 
 import AVPlayback
 import Foundation
@@ -109,7 +106,7 @@ final class SimplePlayer: @unchecked Sendable {
         if player.currentTime() == .zero, let duration = player.currentItem?.duration { player.seek(to: duration) }
         let wanted = max(player.rate - 2, -Self.fastestScan)
         player.rate = wanted
-        if player.rate != wanted { report("rate \(wanted) refused: reverse play is not supported yet") }
+        if player.rate != wanted { report("rate \(wanted) refused: this item cannot play backwards") }
     }
 
     func seek(toSeconds seconds: Double) {

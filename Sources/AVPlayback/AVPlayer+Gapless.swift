@@ -112,7 +112,7 @@ extension AVPlayer {
     /// The items that should follow the current one without a gap: none unless the current
     /// item is loaded, has sound, and its pictures (if shown) need no reader of their own.
     func successorsWantedLocked(_ state: inout PlayerState) -> [AVPlayerItem] {
-        guard state.actionAtItemEnd == .advance, state.itemLoaded, state.format != nil, state.silentItemClock == nil,
+        guard state.actionAtItemEnd == .advance, state.rate >= 0, !state.reversed, state.itemLoaded, state.format != nil, state.silentItemClock == nil,
               let item = state.item, item.status != .failed else { return [] }
         if engine.decodesVideo, item.showsPictures, engine.hasVideo { return [] }
         // An item that ends before its decoded end (a forward end time) ends on the monitor's
@@ -163,8 +163,8 @@ extension AVPlayer {
         state.position = time
         state.scheduledHost = nil
         state.endHandledSerial = nil
-        engine.seek(toFrame: state.rate > 0 ? readerStartFrameLocked(&state, format: format) : frames(of: time, format: format),
-                    serial: state.serial)
+        seekReaderLocked(&state, toItemFrame: state.rate > 0 ? readerStartFrameLocked(&state, format: format) : frames(of: time, format: format),
+                         format: format)
         applyModeLocked(&state, flush: true)
     }
 
@@ -262,5 +262,21 @@ extension PlayerState {
     mutating func resetRunLocked() {
         frameBase = 0
         pendingBoundary = nil
+    }
+
+    /// The render thread's frame for item frame `frame` of the current item: moved on by a
+    /// gapless run's base going forward, counted down from −1 going backwards.
+    func renderFrame(ofItemFrame frame: Int64) -> Int64 {
+        reversed ? -frame : frame + frameBase
+    }
+
+    /// The current item's frame for the render thread's frame `frame`.
+    func itemFrame(ofRenderFrame frame: Int64) -> Int64 {
+        reversed ? -frame : frame - frameBase
+    }
+
+    /// `itemFrame(ofRenderFrame:)` for a fractional position.
+    func itemPosition(ofRenderPosition position: Double) -> Double {
+        reversed ? -position : position - Double(frameBase)
     }
 }

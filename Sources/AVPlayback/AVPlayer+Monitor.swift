@@ -76,7 +76,7 @@ extension AVPlayer {
                     // of the handover has not come yet: promoted first, on a later tick.
                     if state.pendingBoundary != nil || engine.successorHasBegun(at: 0) { break }
                     state.endHandledSerial = state.serial
-                    handleEndLocked(&state, item: item, failed: status.phase == .failed, endFrame: max(0, status.endFrame - state.frameBase), &effects)
+                    handleEndLocked(&state, item: item, failed: status.phase == .failed, endFrame: max(0, state.itemFrame(ofRenderFrame: status.endFrame)), &effects)
                 case .idle, .starting:
                     break
                 }
@@ -92,7 +92,7 @@ extension AVPlayer {
                         // Paused there: it stands at the end itself, not where the tick
                         // found it, and the reader waits there.
                         state.position = end
-                        engine.seek(toFrame: frames(of: end, format: format), serial: state.serial)
+                        seekReaderLocked(&state, toItemFrame: frames(of: end, format: format), format: format)
                     }
                 }
             }
@@ -129,6 +129,12 @@ extension AVPlayer {
             return
         }
         effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.didPlayToEndTimeNotification, object: item) }
+        if state.reversed {
+            // Played back to the start (or the reverse end time): it stands there, and playing
+            // forward, or a seek, goes on from there.
+            pauseLocked(&state, &effects)
+            return
+        }
         switch state.actionAtItemEnd {
         case .pause:
             pauseLocked(&state, &effects)

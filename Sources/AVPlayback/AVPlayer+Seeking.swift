@@ -47,7 +47,7 @@ extension AVPlayer {
             state.endHandledSerial = nil
             state.pendingSeek = PendingSeek(serial: state.serial, completion: completionHandler)
             if state.itemLoaded, let format = state.format {
-                engine.seek(toFrame: frames(of: target, format: format), serial: state.serial)
+                seekReaderLocked(&state, toItemFrame: frames(of: target, format: format), format: format)
                 syncSuccessorsLocked(&state)
                 effects.after.append { [weak self] in self?.refreshSuccessors() }
             } else if let item = state.item {

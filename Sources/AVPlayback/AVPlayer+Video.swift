@@ -57,14 +57,16 @@ extension AVPlayer {
         // microseconds, so its pictures are where the group's are from the first one on
         // (through its start, a join mid-item, and a hard resync of its sound alike).
         // An item without sound: its timeline on the host clock, which nothing heard follows.
-        if state.itemLoaded, state.rate != 0, let master = state.timelineClock, let format = state.format,
+        if state.itemLoaded, state.rate > 0, let master = state.timelineClock, let format = state.format,
            let anchor = state.masterAnchor {
             let timeline = masterTimelineLocked(&state, master: master, format: format)
             let shift = state.latencyCompensation
             let nanosecondsPerFrame = 1e9 / Double(format.sampleRate)
-            // The timeline's frames less a gapless run's base: the item's own.
-            let base = Double(state.frameBase)
-            func nanoseconds(_ frame: Double) -> Int64 { Int64(max(-9e18, min(9e18, ((frame - base) * nanosecondsPerFrame).rounded()))) }
+            // The timeline's frames as the item's own (less a gapless run's base).
+            let run = state
+            func nanoseconds(_ frame: Double) -> Int64 {
+                Int64(max(-9e18, min(9e18, (run.itemPosition(ofRenderPosition: frame) * nanosecondsPerFrame).rounded())))
+            }
             let anchorHeard = timeline.host + shift
             let published: VideoTimeline
             if anchor.rateBefore == nil && now < anchorHeard {
@@ -84,13 +86,14 @@ extension AVPlayer {
         // the pictures with it, still move (standing still there made the item's last
         // pictures up to 40 ms late).
         let sounding = status.phase == .playing || (status.phase == .ended && engine.isRealtime && now < status.endHost)
-        if state.itemLoaded, state.rate != 0, status.serial == state.serial, sounding {
+        // Pictures are not decoded backwards: in reverse the picture holds where it stands.
+        if state.itemLoaded, state.rate != 0, !state.reversed, status.serial == state.serial, sounding {
             moving = !engine.isRealtime || now >= status.runStartHost
         }
         var itemNanoseconds = time.isNumeric ? time.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value : 0
         if moving, let format = state.format {
             // Between frames: the timeline's own fraction, not the current time's rounding.
-            let position = status.position(at: now, sampleRate: format.sampleRate) - Double(state.frameBase)
+            let position = state.itemPosition(ofRenderPosition: status.position(at: now, sampleRate: format.sampleRate))
             if position.isFinite { itemNanoseconds = Int64(max(-9e18, min(9e18, (position * 1e9 / Double(format.sampleRate)).rounded()))) }
         }
         let rate = moving && status.anchorRate.isFinite ? status.anchorRate : 0

@@ -117,14 +117,16 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// non-zero rate plays; changing it while playing changes the speed without a break.
     /// Forward rates from `slowestRate` to `fastestRate` play (beyond them, the nearer
     /// bound), with the pitch kept or not as the item's `audioTimePitchAlgorithm` says
-    /// (kept by default). Reverse play is not supported yet: a negative
-    /// or non-finite rate is refused with a warning (logged through swift-log as
-    /// `chorus.avplayback`) and changes nothing.
+    /// (kept by default). Negative rates from -`fastestRate` to -`slowestRate` play the item
+    /// backwards when it `canPlayReverse` (the sound decoded backwards; the picture holds),
+    /// down to its start or `reversePlaybackEndTime`, where it pauses. A non-finite rate, or
+    /// a negative one for an item that cannot play backwards, is refused with a warning
+    /// (logged through swift-log as `chorus.avplayback`) and changes nothing.
     public var rate: Float {
         get { state.withLockAnnotated { $0.rate } }
         set {
             if newValue == 0 { pause(); return }
-            guard let rate = Self.playableRate(newValue) else { return }
+            guard let rate = rateForCurrentItem(newValue) else { return }
             start(rate: rate, at: nil, hostTime: nil, seekFirst: false)
         }
     }
@@ -137,11 +139,23 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// `rate` bounded to the rates played, or nil (with a warning) for one that cannot be.
     static func playableRate(_ rate: Float) -> Float? {
-        guard rate.isFinite, rate > 0 else {
-            playerLog.warning("AVPlayer: rate \(rate) ignored: only forward rates are played")
+        guard rate.isFinite, rate != 0 else {
+            playerLog.warning("AVPlayer: rate \(rate) ignored")
             return nil
         }
-        return min(max(rate, slowestRate), fastestRate)
+        let magnitude = min(max(abs(rate), slowestRate), fastestRate)
+        return rate < 0 ? -magnitude : magnitude
+    }
+
+    /// `rate` if the current item can play it (a negative rate needs `canPlayReverse`), or
+    /// nil with a warning.
+    func rateForCurrentItem(_ rate: Float) -> Float? {
+        guard let playable = Self.playableRate(rate) else { return nil }
+        if playable < 0, let item = currentItem, item.status == .readyToPlay, !item.canPlayReverse {
+            playerLog.warning("AVPlayer: rate \(rate) ignored: the item cannot play in reverse (it has no sound, or cannot be sought)")
+            return nil
+        }
+        return playable
     }
 
     /// The rate `play()` uses.
@@ -240,7 +254,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Plays at `defaultRate`.
     public func play() {
         let rate = defaultRate
-        start(rate: rate == 0 ? 1 : Self.playableRate(rate) ?? 1, at: nil, hostTime: nil, seekFirst: false)
+        start(rate: rate == 0 ? 1 : rateForCurrentItem(rate) ?? 1, at: nil, hostTime: nil, seekFirst: false)
     }
 
     /// Pauses; the same as setting `rate` to 0.
@@ -256,7 +270,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Plays at `rate` at once, without waiting for buffering.
     public func playImmediately(atRate rate: Float) {
         if rate == 0 { pause(); return }
-        guard let rate = Self.playableRate(rate) else { return }
+        guard let rate = rateForCurrentItem(rate) else { return }
         start(rate: rate, at: nil, hostTime: nil, seekFirst: false)
     }
 
@@ -284,7 +298,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             if itemTime.isNumeric { seek(to: itemTime) }
             return
         }
-        guard let rate = Self.playableRate(rate) else { return }
+        guard let rate = rateForCurrentItem(rate) else { return }
         let hostTime = hostClockTime.isNumeric ? HostTime(hostClockTime) : nil
         if let hostTime, changeRateContinuously(to: rate, at: itemTime, hostTime: hostTime) { return }
         start(rate: rate, at: itemTime.isNumeric ? itemTime : nil, hostTime: hostTime, seekFirst: true)
@@ -320,7 +334,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         guard state.itemLoaded, state.rate != 0, let master = state.timelineClock, let format = state.format,
               state.masterAnchor != nil else { return nil }
         let timeline = masterTimelineLocked(&state, master: master, format: format, rate: rate ?? state.rate)
-        let due = timeline.due(at: host - state.latencyCompensation, sampleRate: format.sampleRate) - Double(state.frameBase)
+        let due = state.itemPosition(ofRenderPosition: timeline.due(at: host - state.latencyCompensation, sampleRate: format.sampleRate))
         return due.isFinite ? due : nil
     }
 
@@ -328,7 +342,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     private func changeRateContinuously(to rate: Float, at itemTime: CMTime, hostTime: HostTime) -> Bool {
         var effects = Effects()
         let changed: Bool = state.withLockAnnotated { state in
-            guard let master = state.timelineClock, let format = state.format,
+            // Turning round re-reads in the other direction: never continuous.
+            guard (rate < 0) == state.reversed, state.rate != 0, let master = state.timelineClock, let format = state.format,
                   let due = timelineFrameLocked(&state, at: hostTime) else { return false }
             let continuing = CMTime(value: Int64(due.rounded()), timescale: Int32(format.sampleRate))
             let target = itemTime.isNumeric ? itemTime : continuing
@@ -486,7 +501,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             // A seek or scheduled start made while the reader was being opened has a newer
             // serial than the reader was started with: move the reader there too.
             if state.serial != reading.serial {
-                engine.seek(toFrame: readerStartFrameLocked(&state, format: format), serial: state.serial)
+                seekReaderLocked(&state, toItemFrame: readerStartFrameLocked(&state, format: format), format: format)
             }
             applyModeLocked(&state, flush: false)
             // A queue's next item is to follow: the reader waits for it at its end, even if
@@ -549,14 +564,14 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             return nil
         case .playing, .stalled, .ended, .failed:
             let upper = status.phase == .ended || status.phase == .failed ? status.endFrame : status.writtenEndFrame
-            if !engine.isRealtime { return max(0, min(upper, state.pendingBoundary ?? upper) - state.frameBase) }
+            if !engine.isRealtime { return max(0, state.itemFrame(ofRenderFrame: min(upper, state.pendingBoundary ?? upper))) }
             let now = HostTime(hostClock.time) ?? .now()
             let position = status.position(at: now, sampleRate: format.sampleRate)
             let frame = position.isFinite ? Int64(min(max(position.rounded(), -9e18), 9e18)) : status.anchorFrame
             var heard = min(max(frame, status.runStartFrame), upper)
             // The next item's sound follows in the same frames: this item ends at the boundary.
             if let boundary = state.pendingBoundary { heard = min(heard, boundary) }
-            return max(0, heard - state.frameBase)
+            return max(0, state.itemFrame(ofRenderFrame: heard))
         }
     }
 
@@ -653,6 +668,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         state.withLockAnnotated { state in
             state.pausedAtEnd = false
             let oldRate = state.rate
+            // Where the item stands before the new rate changes the reckoning.
+            let standing = state.itemLoaded && oldRate != 0 ? currentTimeLocked(&state) : state.position
             state.rate = rate
             state.positioned = true
             if oldRate != rate {
@@ -672,7 +689,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                                  masterTime: master.time(atHostTime: hostTime ?? (HostTime(hostClock.time) ?? .now())))
                 }
                 if state.itemLoaded, let format = state.format {
-                    engine.seek(toFrame: readerStartFrameLocked(&state, format: format), serial: state.serial)
+                    seekReaderLocked(&state, toItemFrame: readerStartFrameLocked(&state, format: format), format: format)
                 }
                 syncSuccessorsLocked(&state)
                 effects.after.append { [weak self] in self?.refreshSuccessors() }
@@ -682,6 +699,20 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 if let item = state.item {
                     effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.timeJumpedNotification, object: item) }
                 }
+            } else if (rate < 0) != state.reversed {
+                // The other way: read afresh from where the item stands, in the new direction.
+                state.position = standing
+                state.serial += 1
+                state.resetRunLocked()
+                state.endHandledSerial = nil
+                state.scheduledHost = nil
+                state.masterAnchor = nil
+                if state.itemLoaded, let format = state.format {
+                    seekReaderLocked(&state, toItemFrame: frames(of: state.position, format: format), format: format)
+                }
+                syncSuccessorsLocked(&state)
+                effects.after.append { [weak self] in self?.refreshSuccessors() }
+                applyModeLocked(&state, flush: oldRate != 0)
             } else if oldRate == 0 {
                 state.scheduledHost = nil
                 state.masterAnchor = nil
@@ -745,7 +776,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             state.serial += 1
             state.resetRunLocked()
             if state.itemLoaded, let format = state.format {
-                engine.seek(toFrame: frames(of: state.position, format: format), serial: state.serial)
+                seekReaderLocked(&state, toItemFrame: frames(of: state.position, format: format), format: format)
             }
             syncSuccessorsLocked(&state)
             effects.after.append { [weak self] in self?.refreshSuccessors() }
@@ -764,7 +795,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             mode = .follow(serial: serial, timeline: masterTimelineLocked(&state, master: master, format: format))
         } else if state.itemLoaded, state.rate != 0, let format = state.format {
             let host = state.scheduledHost
-            var frame = frames(of: state.position, format: format)
+            var frame = state.renderFrame(ofItemFrame: frames(of: state.position, format: format))
             // A play's frame only places its start: within a serial (a rate change, or after
             // an item that followed gaplessly, whose position is its own) it stays as posted.
             if case .play(serial, let posted, host)? = engine.currentControl?.mode { frame = posted }
@@ -772,7 +803,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         } else {
             mode = .idle(serial: serial)
         }
-        let rate = state.rate == 0 ? 1 : Double(state.rate)
+        // The render thread's frames run forward in either direction (see `ReverseAudioReader`).
+        let rate = state.rate == 0 ? 1 : Double(abs(state.rate))
         let pitch = state.item?.pitchMode ?? .varispeed
         engine.render {
             $0.mode = mode
@@ -780,6 +812,18 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             $0.rate = rate
             $0.pitch = pitch
         }
+    }
+
+    /// Sends the reader to item frame `frame` under the current serial, in the direction of
+    /// the current rate: backwards (to the item's start or its reverse end time) when it is
+    /// negative.
+    func seekReaderLocked(_ state: inout PlayerState, toItemFrame frame: Int64, format: AudioFormat) {
+        state.reversed = state.rate < 0
+        var reverseEnd: Int64 = 0
+        if state.reversed, let end = state.item?.reversePlaybackEndTime, end.isNumeric, end > .zero {
+            reverseEnd = min(frames(of: end, format: format), frame)
+        }
+        engine.seek(toFrame: frame, serial: state.serial, reverse: state.reversed, reverseEnd: reverseEnd)
     }
 
     /// The current item's pitch algorithm changed: the render thread keeps (or stops keeping)
@@ -808,10 +852,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         // Item frames pass at the playback rate per second of the master clock.
         let clockRate = master.rateRelativeToHost
         // In the render thread's frames: the item's own, moved on by a gapless run's base.
-        return RenderTimeline(frame: signedFrames(of: anchor.itemTime, format: format) + state.frameBase,
+        return RenderTimeline(frame: state.renderFrame(ofItemFrame: signedFrames(of: anchor.itemTime, format: format)),
                               host: host - state.latencyCompensation,
-                              rate: clockRate * Double(rate ?? state.rate),
-                              rateBefore: anchor.rateBefore.map { clockRate * Double($0) })
+                              rate: clockRate * Double(abs(rate ?? state.rate)),
+                              rateBefore: anchor.rateBefore.map { clockRate * Double(abs($0)) })
     }
 
     /// On each tick while following a master clock: moves the render thread onto the
@@ -967,6 +1011,9 @@ struct PlayerState {
     /// Where the current item's frame 0 falls in the render thread's frames: 0, unless the
     /// item followed the one before it without a gap, under the same serial.
     var frameBase: Int64 = 0
+    /// Whether the current serial reads the item backwards: the render thread's frame −(f + 1)
+    /// is then item frame f (`ReverseAudioReader`).
+    var reversed = false
     /// A successor's reader failure, kept for when it has become the current item.
     var promotedFailure: MediaError?
     /// Whether the current item has been played, paused or sought since it was given: until

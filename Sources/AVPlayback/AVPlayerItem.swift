@@ -171,13 +171,19 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
         }
     }
 
-    /// Forward rates faster and slower than 1 play once the item is ready (from 1/32 to 8);
-    /// reverse play is not supported yet.
+    /// Forward rates faster and slower than 1 play once the item is ready (from 1/32 to 8).
     public var canPlayFastForward: Bool { status == .readyToPlay }
     public var canPlaySlowForward: Bool { status == .readyToPlay }
-    public var canPlayReverse: Bool { false }
-    public var canPlaySlowReverse: Bool { false }
-    public var canPlayFastReverse: Bool { false }
+    /// Whether negative rates play: an item with sound that can be sought and has a known
+    /// length (its sound is decoded backwards in chunks from the playhead).
+    public var canPlayReverse: Bool {
+        guard status == .readyToPlay, duration.isNumeric else { return false }
+        return state.withLockAnnotated { $0.mediaInfo.map { $0.isSeekable && $0.preferredAudioTrack != nil } ?? false }
+    }
+    /// Whether rates from -1 to 0 play: as `canPlayReverse`.
+    public var canPlaySlowReverse: Bool { canPlayReverse }
+    /// Whether rates below -1 play: as `canPlayReverse`.
+    public var canPlayFastReverse: Bool { canPlayReverse }
     /// Stepping is by video frame; audio-only playback cannot step.
     /// Whether `step(byCount:)` can move forward: an item with pictures, ready.
     public var canStepForward: Bool { status == .readyToPlay && videoTrack != nil }

@@ -195,6 +195,16 @@ public final class AudioReader: @unchecked Sendable {
         ownDemuxer?.seek(toItemNanoseconds: Self.demuxerTarget(forFrame: frame, sampleRate: ring.format.sampleRate), serial: serial)
     }
 
+    /// Stops writing, as for a seek to `serial` that reads nothing (the item plays backwards,
+    /// and a `ReverseAudioReader` has the ring); a later `seek` resumes.
+    public func park(serial: Int) {
+        pendingSeek.withLockAnnotated { $0 = (Self.parkedFrame, serial) }
+        wake.signal()
+    }
+
+    /// The seek target that parks the reader.
+    private static let parkedFrame = Int64.min
+
     /// Stops the thread and waits for it to finish. After it returns the ring may be given
     /// to another reader.
     public func stop() {
@@ -350,7 +360,7 @@ public final class AudioReader: @unchecked Sendable {
                 serial = seek.serial
                 frameOffset = 0
                 announcedReady = false
-                atEnd = false
+                atEnd = seek.frame == Self.parkedFrame
                 nextFrame = min(max(0, seek.frame), silentEndFrame)
             }
             if atEnd {
@@ -377,6 +387,12 @@ public final class AudioReader: @unchecked Sendable {
     }
 
     private func perform(seek: (frame: Int64, serial: Int)) {
+        if seek.frame == Self.parkedFrame {
+            // Nothing to read until the next seek, whose marker drops what the queue holds.
+            serial = seek.serial
+            atEnd = true
+            return
+        }
         serial = seek.serial
         frameOffset = 0
         discardBefore = seek.frame
@@ -396,7 +412,10 @@ public final class AudioReader: @unchecked Sendable {
         // Overflow-safe: a frame past any real item's end seeks to the end.
         let target = overflowed ? Int64.max / 4 : scaled / Int64(sampleRate)
         let preroll = Int64(seekPreroll.components.seconds) * 1_000_000_000 + seekPreroll.components.attoseconds / 1_000_000_000
-        return max(0, target - preroll)
+        // Not bounded at 0: an encoder's priming packets come before the item's time 0 (an
+        // MP4's AAC, at -1024 samples), and a seek near the start must land on them, or the
+        // first frames are decoded without the packet their overlap needs.
+        return target - preroll
     }
 
     private func drain() {

@@ -187,9 +187,9 @@ public final class ItemDemuxer: @unchecked Sendable {
         skipsToKeyframe = false
         skippedPictures = 0
         let start = source.info.startTime.convertScale(1_000_000, method: .roundTowardNegativeInfinity).value
-        let target = start &+ max(0, seek.itemNanoseconds) / 1000
+        let target = source.seekTimestamp(itemNanoseconds: seek.itemNanoseconds)
         let status = avformat_seek_file(source.formatContext, -1, Int64.min, target, target, 0)
-        if status < 0 && seek.itemNanoseconds > 0 {
+        if status < 0 && target != start {
             // Inputs that cannot seek (pipes, some live streams) restart only from the top.
             _ = avformat_seek_file(source.formatContext, -1, Int64.min, start, start, 0)
         }

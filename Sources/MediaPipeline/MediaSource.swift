@@ -76,6 +76,19 @@ public final class MediaSource: @unchecked Sendable {
     /// Makes any blocked or future read fail at once. Safe from any thread.
     public func interrupt() { interruptState.cancel() }
 
+    /// The timestamp (µs, `AV_TIME_BASE`) a seek to item time `itemNanoseconds` asks the
+    /// container for. Before the item's start only for the ISO family (MP4, M4A, MOV): there
+    /// the encoder's priming packets come before time 0 (an AAC track's 1,024 samples), and a
+    /// seek near the start must land on them, or the first frames are decoded without the
+    /// packet their overlap needs. Other containers are asked for their start at the least
+    /// (an MP3 asked for a time before it lands elsewhere).
+    func seekTimestamp(itemNanoseconds: Int64) -> Int64 {
+        let start = info.startTime.convertScale(1_000_000, method: .roundTowardNegativeInfinity).value
+        let primes = info.formatName.contains("mp4") || info.formatName.contains("mov")
+        let earliest = primes ? -Int64(Int32.max) : 0
+        return start &+ max(itemNanoseconds, earliest) / 1000
+    }
+
     /// Clears an earlier `interrupt()`, so a source can be read again by a new reader.
     public func resetInterrupt() { interruptState.reset() }
 

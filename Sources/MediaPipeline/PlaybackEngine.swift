@@ -31,6 +31,10 @@ public final class PlaybackEngine: Sendable {
         /// The number of the item being heard (its successors have later ones).
         var currentNumber = 0
         var reader: AudioReader?
+        /// What the current reader's events go to, for a reverse reader made later.
+        var readerEvents: (@Sendable (AudioReaderEvent) -> Void)?
+        /// The current item's sound played backwards, made at its first reverse run.
+        var reverseReader: ReverseAudioReader?
         var readerError: MediaError?
         /// The current item's pictures, when it has a video track and someone shows them.
         var videoReader: VideoReader?
@@ -54,6 +58,8 @@ public final class PlaybackEngine: Sendable {
         let number: Int
         /// The caller's name for it.
         let token: Int
+        /// What its reader's events go to.
+        let events: @Sendable (AudioReaderEvent) -> Void
     }
     /// Where readers and demuxers no longer wanted are stopped (it waits for their threads),
     /// so that a seek or an item's promotion, made under a caller's lock, never waits.
@@ -160,10 +166,11 @@ public final class PlaybackEngine: Sendable {
         let pictureQueue = videoWanted.load(ordering: .acquiring) && source.info.preferredVideoTrack != nil ? videoQueue : nil
         let wantsPictures = pictureQueue != nil
         let demuxer = ItemDemuxer(source: source, sound: true, pictures: wantsPictures, forwardBuffer: forwardBuffer)
-        let newReader = try AudioReader(demuxer: demuxer, ring: ring, serial: serial, startFrame: startFrame, item: item) { [weak self] event in
+        let events: @Sendable (AudioReaderEvent) -> Void = { [weak self] event in
             if case .failed(_, _, let error) = event { self?.parts.withLockAnnotated { $0.readerError = error } }
             onEvent(event)
         }
+        let newReader = try AudioReader(demuxer: demuxer, ring: ring, serial: serial, startFrame: startFrame, item: item, onEvent: events)
         let startNanoseconds = Self.nanoseconds(ofFrame: startFrame, sampleRate: sampleRate)
         var pictures: VideoReader?
         if let pictureQueue {
@@ -187,6 +194,7 @@ public final class PlaybackEngine: Sendable {
         parts.withLockAnnotated { parts in
             parts.demuxer = demuxer
             parts.reader = newReader
+            parts.readerEvents = events
             parts.videoReader = pictures
         }
         if start {
@@ -289,11 +297,15 @@ public final class PlaybackEngine: Sendable {
 
     /// Stops the current reader; its blocks become stale at the next serial.
     public func unload() {
-        let (demuxer, old, oldVideo, successors): (ItemDemuxer?, AudioReader?, VideoReader?, [Successor]) = parts.withLockAnnotated { parts in
-            defer { parts.demuxer = nil; parts.reader = nil; parts.videoReader = nil; parts.videoError = nil; parts.successors = [] }
-            return (parts.demuxer, parts.reader, parts.videoReader, parts.successors)
+        let (demuxer, old, oldVideo, successors, reverse): (ItemDemuxer?, AudioReader?, VideoReader?, [Successor], ReverseAudioReader?) = parts.withLockAnnotated { parts in
+            defer {
+                parts.demuxer = nil; parts.reader = nil; parts.videoReader = nil; parts.videoError = nil; parts.successors = []
+                parts.reverseReader = nil; parts.readerEvents = nil
+            }
+            return (parts.demuxer, parts.reader, parts.videoReader, parts.successors, parts.reverseReader)
         }
         for successor in successors { Self.stop(successor) }
+        reverse?.stop()
         // The demuxer first: its read may be waiting on the network, and stopping interrupts it.
         demuxer?.stop()
         old?.stop()
@@ -303,21 +315,48 @@ public final class PlaybackEngine: Sendable {
     /// Moves the current reader to item frame `frame` under a new `serial`. A successor
     /// whose sound had begun to follow is dropped, with the ones after it (see
     /// `successorTokens`); one still waiting stays.
-    public func seek(toFrame frame: Int64, serial: Int) {
-        let (demuxer, audio, video, rate) = parts.withLockAnnotated { ($0.demuxer, $0.reader, $0.videoReader, $0.output?.format.sampleRate) }
+    ///
+    /// `reverse`: the item plays backwards from `frame` to `reverseEnd` instead, its frames
+    /// written reversed (`ReverseAudioReader`) while the forward reader waits; the pictures
+    /// stay where they are.
+    public func seek(toFrame frame: Int64, serial: Int, reverse: Bool = false, reverseEnd: Int64 = 0) {
+        let (demuxer, audio, video, rate, backwards) = parts.withLockAnnotated {
+            ($0.demuxer, $0.reader, $0.videoReader, $0.output?.format.sampleRate, $0.reverseReader)
+        }
         guard let rate, rate > 0 else { return }
+        if reverse {
+            audio?.park(serial: serial)
+            if let begun = audio?.rearmAfterSeek() { dropSuccessors(from: begun) }
+            reverseReader()?.seek(toFrame: frame, serial: serial, endFrame: reverseEnd)
+            return
+        }
+        backwards?.park(serial: serial)
         // The readers first: each then drops what its queue holds until the demuxer's marker.
         audio?.seek(toFrame: frame, serial: serial)
-        if let begun = audio?.rearmAfterSeek() {
-            let dropped = parts.withLockAnnotated { parts -> [Successor] in
-                guard let index = parts.successors.firstIndex(where: { $0.reader === begun }) else { return [] }
-                defer { parts.successors.removeSubrange(index...) }
-                return Array(parts.successors[index...])
-            }
-            retire(dropped)
-        }
+        if let begun = audio?.rearmAfterSeek() { dropSuccessors(from: begun) }
         video?.seek(toItemNanoseconds: Self.nanoseconds(ofFrame: frame, sampleRate: rate), serial: serial)
         if let demuxer { demuxer.seek(toItemNanoseconds: demuxerTarget(demuxer, frame: frame, sampleRate: rate), serial: serial) }
+    }
+
+    /// The current item's reverse reader, made the first time it is wanted.
+    private func reverseReader() -> ReverseAudioReader? {
+        parts.withLockAnnotated { parts -> ReverseAudioReader? in
+            if let existing = parts.reverseReader { return existing }
+            guard let reader = parts.reader, let ring = parts.renderer?.ring, let events = parts.readerEvents else { return nil }
+            let made = ReverseAudioReader(url: reader.source.url, ring: ring, item: parts.currentNumber, onEvent: events)
+            parts.reverseReader = made
+            return made
+        }
+    }
+
+    /// Drops the successor whose sound had begun (`begun`) and the ones after it.
+    private func dropSuccessors(from begun: AudioReader) {
+        let dropped = parts.withLockAnnotated { parts -> [Successor] in
+            guard let index = parts.successors.firstIndex(where: { $0.reader === begun }) else { return [] }
+            defer { parts.successors.removeSubrange(index...) }
+            return Array(parts.successors[index...])
+        }
+        retire(dropped)
     }
 
     // MARK: - Gapless succession
@@ -340,7 +379,7 @@ public final class PlaybackEngine: Sendable {
         }
         let demuxer = ItemDemuxer(source: source, sound: true, pictures: false, forwardBuffer: forwardBuffer)
         let reader = try AudioReader(successorOf: demuxer, ring: ring, item: number, onEvent: onEvent)
-        let successor = Successor(demuxer: demuxer, reader: reader, number: number, token: token)
+        let successor = Successor(demuxer: demuxer, reader: reader, number: number, token: token, events: onEvent)
         let attached = parts.withLockAnnotated { parts -> Bool in
             guard let before = parts.successors.last?.reader ?? parts.reader, before.attach(successor: reader) else { return false }
             parts.successors.append(successor)
@@ -388,24 +427,27 @@ public final class PlaybackEngine: Sendable {
     /// before it is stopped in the background. Returns its token, or nil when there is none.
     @discardableResult
     public func promoteSuccessor() -> Int? {
-        let promoted = parts.withLockAnnotated { parts -> (Successor, ItemDemuxer?, AudioReader?, VideoReader?)? in
+        let promoted = parts.withLockAnnotated { parts -> (Successor, ItemDemuxer?, AudioReader?, VideoReader?, ReverseAudioReader?)? in
             guard !parts.successors.isEmpty else { return nil }
             let next = parts.successors.removeFirst()
             defer {
                 parts.demuxer = next.demuxer
                 parts.reader = next.reader
+                parts.readerEvents = next.events
+                parts.reverseReader = nil
                 parts.videoReader = nil
                 parts.videoError = nil
                 parts.readerError = nil
                 parts.currentNumber = next.number
             }
-            return (next, parts.demuxer, parts.reader, parts.videoReader)
+            return (next, parts.demuxer, parts.reader, parts.videoReader, parts.reverseReader)
         }
-        guard let (next, demuxer, reader, video) = promoted else { return nil }
+        guard let (next, demuxer, reader, video, reverse) = promoted else { return nil }
         retireQueue.async {
             demuxer?.stop()
             reader?.stop()
             video?.stop()
+            reverse?.stop()
         }
         return next.token
     }

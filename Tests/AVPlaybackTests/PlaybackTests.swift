@@ -211,7 +211,8 @@ import MediaPipeline
         #expect(waitUntil { item.status == .readyToPlay })
         player.play()
         let accesses: [@Sendable (Int) -> Void] = [
-            { step in item.forwardPlaybackEndTime = CMTime(value: Int64(step), timescale: 100); _ = item.forwardPlaybackEndTime },
+            // End times past the item's 2 s: the item is read and written at once, and plays on.
+            { step in item.forwardPlaybackEndTime = CMTime(value: Int64(1_000 + step), timescale: 100); _ = item.forwardPlaybackEndTime },
             { step in item.reversePlaybackEndTime = CMTime(value: Int64(step), timescale: 100); _ = item.reversePlaybackEndTime },
             { step in item.preferredForwardBufferDuration = Double(step); _ = item.preferredForwardBufferDuration },
             { step in item.audioTimePitchAlgorithm = step.isMultiple(of: 2) ? .varispeed : .spectral; _ = item.audioTimePitchAlgorithm },
@@ -235,7 +236,7 @@ import MediaPipeline
             done.wait()
             done.wait()
         }
-        #expect(item.forwardPlaybackEndTime == CMTime(value: 1_999, timescale: 100))
+        #expect(item.forwardPlaybackEndTime == CMTime(value: 2_999, timescale: 100))
         #expect(!player.allowsExternalPlayback)
         #expect(player.rate == 1)
     }

@@ -17,9 +17,9 @@ struct RenderAllocationTests {
     /// Passes counted: 12 periods of following, or about half a second of plain play.
     static let countedCycles = 12
 
-    /// A ring holding a second of a ramp, of `serial`.
-    func filledRing(serial: Int) -> AudioRing {
-        let ring = AudioRing(format: format, capacity: .seconds(1))
+    /// A ring holding `seconds` of a ramp, of `serial`.
+    func filledRing(serial: Int, seconds: Int64 = 1) -> AudioRing {
+        let ring = AudioRing(format: format, capacity: .seconds(seconds))
         var frame: Int64 = 0
         while let samples = ring.nextWritableBlock() {
             for index in 0..<(AudioRing.framesPerBlock * format.channels) { samples[index] = Float(index % 97) / 97 }
@@ -30,11 +30,11 @@ struct RenderAllocationTests {
     }
 
     /// The allocations of `countedCycles` passes after the warm-up, on a null device.
-    func allocations(capture: Bool = false, _ control: (inout RenderControl) -> Void) throws -> Int {
+    func allocations(capture: Bool = false, ringSeconds: Int64 = 1, _ control: (inout RenderControl) -> Void) throws -> Int {
         let output = NullOutput()
         try output.open(preferred: format)
         let path = TestMedia.folder.appendingPathComponent("allocations-\(getpid()).cap").path
-        let renderer = AudioRenderer(output: output, ring: filledRing(serial: 1), capture: capture ? try RenderCapture(path: path) : nil)
+        let renderer = AudioRenderer(output: output, ring: filledRing(serial: 1, seconds: ringSeconds), capture: capture ? try RenderCapture(path: path) : nil)
         renderer.update(control)
         renderer.cycleForTests(Self.warmUpCycles)
         // On a loaded machine a pass can come late enough for the device to run dry, and the
@@ -79,8 +79,10 @@ struct RenderAllocationTests {
     }
 
     @Test func followingATimelineWithAKeptPitchAllocatesNothing() throws {
-        let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(50), rate: 2)
-        let counted = try allocations { control in
+        // Anchored past the stage's delay (192 ms), with content for 2.4 s at 1.25: a loaded
+        // machine slows the passes, and the timeline runs on in real time meanwhile.
+        let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(250), rate: 1.25)
+        let counted = try allocations(ringSeconds: 3) { control in
             control.mode = .follow(serial: 1, timeline: timeline)
             control.pitch = .timeDomain
         }
