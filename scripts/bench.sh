@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Chorus's benchmarks, each side by side with a peer; figures are printed, never asserted.
 #   decode    CPU per audio second to decode + convert to the device format, vs ffmpeg
-#   playback  CPU and peak memory of `chorus play` vs `ffplay` through ALSA
+#   playback  CPU and peak memory of `chorus play` vs `ffplay` and `mpv` through ALSA, at
+#             speed 1 and at 2 with the pitch kept
+#   gapless   samples lost or repeated at a queue's joins, `chorus play` vs mpv, per codec
 #   start     accuracy of setRate(_:time:atHostTime:) on the null device (exact and 200 ppm
 #             fast) and through ALSA
 #   follow    how closely a player on a master clock holds its timeline, through a start and
@@ -114,7 +116,13 @@ echo
 
 started=$SECONDS
 (cd "$media" && "$bench" playback --chorus "$chorus" --repeats 2 --summary "$summary" playback.mp3)
+(cd "$media" && "$bench" playback --chorus "$chorus" --repeats 2 --rate 2 --summary "$summary" playback.mp3)
 echo "(playback: $((SECONDS - started)) s)"
+echo
+
+started=$SECONDS
+"$bench" gapless --chorus "$chorus" --summary "$summary"
+echo "(gapless: $((SECONDS - started)) s)"
 echo
 
 started=$SECONDS

@@ -216,12 +216,15 @@ extension AVPlayer {
         state.promotedFailure = next.failure
         state.lastObservedTime = .invalid
         let newItem = next.item
-        effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.didPlayToEndTimeNotification, object: old) }
+        // As a queue player's items end on Apple's players: the end of the one, then the next
+        // as the current item. Each item knows its player first, so that whoever hears of the
+        // end (a looper putting the item back) finds it free.
         effects.changes.append { [weak self] in
             guard let self else { return }
             newItem.player = self
             old.player = nil
             if next.damagedPackets > 0 { newItem.noteDamage(next.damagedPackets) }
+            NotificationCenter.default.post(name: AVPlayerItem.didPlayToEndTimeNotification, object: old)
             observationRegistry.notify(\AVPlayer.currentItem, old: old as Any, new: newItem as Any)
         }
         effects.after.append { [weak self] in

@@ -181,8 +181,8 @@ public final class AudioRenderer: @unchecked Sendable {
         }
     }
 
-    /// Makes the stage for `mode` if there is none yet.
-    private func prepareKeeper(_ mode: PitchMode) {
+    /// Makes the stage for `mode` if there is none yet. Any thread but the render thread.
+    public func prepareKeeper(_ mode: PitchMode) {
         guard keepers.withLockAnnotated({ $0[mode] == nil }) else { return }
         let made = PitchKeeper(mode: mode, sampleRate: ring.format.sampleRate, channels: ring.format.channels,
                                maximumFrames: bufferFrames)

@@ -19,6 +19,10 @@ public final class MediaSource: @unchecked Sendable {
     /// The total time allowed for opening and probing an input. Probing may read a few
     /// megabytes; on a reachable server that takes well under this.
     public static let openTimeout: Duration = .seconds(15)
+    /// The longest FFmpeg's HTTP layer waits between tries to reconnect a dropped stream
+    /// before giving up (its retries wait 1, 2, 4 s...): a server that went away fails the
+    /// item within about ten seconds, well inside the decoded sound a listener would miss.
+    public static let reconnectLimit: Duration = .seconds(4)
 
     /// Schemes FFmpeg is asked to open; anything else is refused before FFmpeg sees it.
     static let networkSchemes: Set<String> = ["http", "https", "rtsp", "rtp", "udp", "tcp", "hls", "rtmp", "ftp"]
@@ -46,8 +50,11 @@ public final class MediaSource: @unchecked Sendable {
 
         var options: OpaquePointer? = nil
         av_dict_set(&options, "rw_timeout", String(Int64(Self.readTimeout.components.seconds) * 1_000_000), 0)
-        // Servers that drop the connection mid-file are reconnected by FFmpeg's HTTP layer.
+        // Servers that drop the connection mid-file are reconnected by FFmpeg's HTTP layer,
+        // for `reconnectLimit` at most: its own default (two minutes of retries, doubling the
+        // wait) held a read, and the item, silent for that long when a server went away.
         av_dict_set(&options, "reconnect", "1", 0)
+        av_dict_set(&options, "reconnect_delay_max", String(Int64(Self.reconnectLimit.components.seconds)), 0)
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
         let openStatus = avformat_open_input(&opened, target, nil, &options)
         av_dict_free(&options)

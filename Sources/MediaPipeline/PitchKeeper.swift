@@ -33,6 +33,10 @@ public final class PitchKeeper: @unchecked Sendable {
     /// for the extremes then, off the render thread (the first use of the smallest scale
     /// otherwise allocates inside `process`).
     static let warmUpScales = [1 / fastestKeptRate, 1 / slowestKeptRate, 1]
+    /// Lags between the calibration's coarse scores: its burst of noise is smoothed over
+    /// twice as many frames, so it correlates over that many either side of its lag, every
+    /// 8th lag finds the peak's slope, and the fine pass its top, at a ninth of the work.
+    static let calibrationStride = 8
 
     public let mode: PitchMode
     public let channels: Int
@@ -79,6 +83,9 @@ public final class PitchKeeper: @unchecked Sendable {
         if mode == .spectral { options |= Int32(RubberBandOptionEngineFiner.rawValue) }
         guard let stretcher = rubberband_new(UInt32(max(8_000, sampleRate)), UInt32(self.channels), options, 1, 1) else { return nil }
         self.stretcher = stretcher
+        // Rubber Band writes its warnings to standard error itself (one comes from the
+        // warm-up below at low sample rates); a library of Chorus's writes there nothing.
+        rubberband_set_debug_level(stretcher, -1)
         rubberband_set_max_process_size(stretcher, UInt32(max(self.maximumFrames, 8_192)))
         unitDelay = Int(rubberband_get_start_delay(stretcher))
         startPad = Int(rubberband_get_preferred_start_pad(stretcher))
@@ -117,13 +124,21 @@ public final class PitchKeeper: @unchecked Sendable {
         let chunk = min(maximumFrames, 1_024)
         let probeFrames = 4 * unitDelay
         let total = probeFrames + 4 * unitDelay
-        // A fixed pseudo-random burst (a linear congruential generator's top bits): broadband,
-        // so one lag stands out.
+        // A fixed pseudo-random burst (a linear congruential generator's top bits), smoothed
+        // over `calibrationStride` × 2 frames: one lag stands out, and the correlation's peak
+        // is wide enough for the coarse pass to land on its slope.
         var seed: UInt32 = 0x2545_F491
-        var probe = [Float](repeating: 0, count: probeFrames)
-        for index in probe.indices {
+        var noise = [Float](repeating: 0, count: probeFrames)
+        for index in noise.indices {
             seed = seed &* 1_664_525 &+ 1_013_904_223
-            probe[index] = Float(Int32(bitPattern: seed) >> 8) / Float(1 << 23) * 0.5
+            noise[index] = Float(Int32(bitPattern: seed) >> 8) / Float(1 << 23) * 0.5
+        }
+        let smoothing = 2 * Self.calibrationStride
+        var probe = [Float](repeating: 0, count: probeFrames)
+        var running: Float = 0
+        for index in noise.indices {
+            running += noise[index] - (index >= smoothing ? noise[index - smoothing] : 0)
+            probe[index] = running / Float(smoothing)
         }
         var out = [Float]()
         out.reserveCapacity(total + 8 * unitDelay)
@@ -147,18 +162,28 @@ public final class PitchKeeper: @unchecked Sendable {
             }
         }
         // Rubber Band's lead-in was not given here, so its output starts that much early.
-        var best = unitDelay
-        var bestScore = -Double.infinity
+        // A coarse pass every `calibrationStride` lags, then every lag around the best.
         let window = probeFrames / 2
-        for lag in max(0, unitDelay - startPad - unitDelay / 2)...(unitDelay - startPad + unitDelay) {
-            guard lag + window <= out.count else { break }
-            var score = 0.0
-            for index in 0..<window { score += Double(out[lag + index]) * Double(probe[index]) }
-            if score > bestScore {
-                bestScore = score
-                best = lag
+        let lowest = max(0, unitDelay - startPad - unitDelay / 2)
+        let highest = min(unitDelay - startPad + unitDelay, out.count - window)
+        guard highest >= lowest else { return unitDelay }
+        func score(_ lag: Int) -> Double {
+            out.withUnsafeBufferPointer { output in
+                probe.withUnsafeBufferPointer { burst in
+                    var sum = 0.0
+                    for index in 0..<window { sum += Double(output[lag + index]) * Double(burst[index]) }
+                    return sum
+                }
             }
         }
+        var best = lowest
+        var bestScore = -Double.infinity
+        func consider(_ lag: Int) {
+            let value = score(lag)
+            if value > bestScore { (best, bestScore) = (lag, value) }
+        }
+        for lag in stride(from: lowest, through: highest, by: Self.calibrationStride) { consider(lag) }
+        for lag in max(lowest, best - Self.calibrationStride)...min(highest, best + Self.calibrationStride) { consider(lag) }
         return best + startPad
     }
 

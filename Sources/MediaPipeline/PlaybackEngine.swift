@@ -462,6 +462,13 @@ public final class PlaybackEngine: Sendable {
         successor.reader.stop()
     }
 
+    /// Makes the render thread's pitch-keeping stage for `mode` ahead of its use, on the
+    /// calling thread (a control asking for one made none yet makes it as it is posted).
+    public func preparePitchKeeping(_ mode: PitchMode) {
+        guard mode != .varispeed else { return }
+        parts.withLockAnnotated { $0.renderer }?.prepareKeeper(mode)
+    }
+
     /// Changes what the render thread does.
     public func render(_ change: (inout RenderControl) -> Void) {
         parts.withLockAnnotated { $0.renderer }?.update(change)

@@ -67,6 +67,8 @@ import MediaPipeline
         // Time starts again at the join.
         #expect(player.currentTime().seconds < 0.5)
         #expect(waitUntil(20) { player.currentItem == nil })
+        // Observers hear of the change on the player's queue, just after it is made.
+        #expect(waitUntil(5) { currents.count == 3 })
         let order = currents.all
         #expect(order.count == 3)
         #expect(order.count == 3 && order[0] === items[1] && order[1] === items[2] && order[2] == nil)

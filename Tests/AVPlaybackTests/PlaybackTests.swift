@@ -205,7 +205,9 @@ import MediaPipeline
     /// taken in between would order the two threads and hide a missing one from the
     /// sanitizer), so under `make test-tsan` a property left outside its lock fails this.
     @Test func itemAndPlayerPropertiesAreSafeFromTwoThreadsAtOnce() throws {
-        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2))
+        // Long enough to be playing still when a sanitizer's slowness has let every thread
+        // through its loop.
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 30))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         #expect(waitUntil { item.status == .readyToPlay })

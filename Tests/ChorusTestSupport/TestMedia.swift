@@ -60,6 +60,28 @@ public enum TestMedia {
         }
     }
 
+    /// An HLS presentation of a stereo tone (left 440 Hz, right 660 Hz, 48 kHz, AAC in MPEG-TS):
+    /// `seconds` long in segments of `segmentSeconds`, in a folder of its own with an on-demand
+    /// playlist, `index.m3u8`. Returns the folder and the segments' names in order.
+    public static func hls(seconds: Double, segmentSeconds: Int = 1) throws -> (folder: URL, segments: [String]) {
+        let directory = folder.appendingPathComponent("hls-\(seconds)-\(segmentSeconds)")
+        try lock.withLock {
+            let playlist = directory.appendingPathComponent("index.m3u8")
+            if FileManager.default.fileExists(atPath: playlist.path) { return }
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let expression = [440, 660].map { "0.4*sin(2*PI*\($0)*t)" }.joined(separator: "|")
+            let result = try Run.command("ffmpeg", ["-v", "error", "-y", "-f", "lavfi",
+                                                    "-i", "aevalsrc=\(expression):s=48000:d=\(seconds):c=stereo",
+                                                    "-c:a", "aac", "-b:a", "128k", "-f", "hls", "-hls_time", "\(segmentSeconds)",
+                                                    "-hls_playlist_type", "vod",
+                                                    "-hls_segment_filename", directory.appendingPathComponent("segment%03d.ts").path,
+                                                    playlist.path])
+            guard result.status == 0 else { throw TestMediaError.ffmpegFailed("hls", result.standardError) }
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".ts") }.sorted()
+        return (directory, names)
+    }
+
     /// Part of one continuous tone: `seconds` of it from `offset` seconds in, so that parts
     /// made back to back join into the tone itself (left 440 Hz, right 660 Hz, at `rate`).
     /// For checking that consecutive items are heard without a gap or an overlap.

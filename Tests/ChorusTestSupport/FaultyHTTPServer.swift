@@ -1,0 +1,165 @@
+import Foundation
+import Synchronization
+
+/// A small HTTP/1.1 server on the loopback address that serves one file and misbehaves as
+/// told, for tests of streams that a network interrupts: it can hold a response still for a
+/// while, cut a connection part-way, or go away for good. Byte ranges (`Range: bytes=N-`)
+/// are honoured, so a client can reconnect where it was cut.
+public final class FaultyHTTPServer: Sendable {
+    /// What goes wrong, once, when a response reaches byte `offset` of the file.
+    public enum Fault: Sendable {
+        /// Sends nothing for `seconds`, then goes on.
+        case stall(atByte: Int, seconds: Double)
+        /// Closes that connection; later ones are served.
+        case drop(atByte: Int)
+        /// Closes that connection and refuses every later one.
+        case die(atByte: Int)
+    }
+
+    /// The port it listens on.
+    public let port: UInt16
+    /// The URL of the file it serves.
+    public var url: URL { URL(string: "http://127.0.0.1:\(port)/\(name)")! }
+    /// How many connections it has taken.
+    public var connections: Int { counters.withLock { $0.connections } }
+    /// The connection (counted from 1) and its first byte, where the fault came, once it has.
+    public var faultedOn: (connection: Int, firstByte: Int)? { counters.withLock { $0.faultedOn } }
+
+    private let file: Data
+    private let name: String
+    private let fault: Fault?
+    private let listener: Int32
+    private let counters = Mutex<(connections: Int, faulted: Bool, dead: Bool, faultedOn: (connection: Int, firstByte: Int)?)>((0, false, false, nil))
+
+    /// Serves `file` (its bytes read now) under its own name, with `fault`.
+    public init(serving file: URL, fault: Fault?) throws {
+        self.file = try Data(contentsOf: file)
+        name = file.lastPathComponent
+        self.fault = fault
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestMediaError.ffmpegFailed("server", "no socket") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 16) == 0 else {
+            close(fd)
+            throw TestMediaError.ffmpegFailed("server", "cannot listen")
+        }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        listener = fd
+        port = UInt16(bigEndian: actual.sin_port)
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "test.http"
+        thread.start()
+    }
+
+    /// Stops listening.
+    public func stop() {
+        counters.withLock { $0.dead = true }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                if counters.withLock({ $0.dead }) { return }
+                if errno == EINTR { continue }
+                return
+            }
+            let number = counters.withLock { counters -> Int in
+                counters.connections += 1
+                return counters.connections
+            }
+            if counters.withLock({ $0.dead }) {
+                close(client)
+                continue
+            }
+            let thread = Thread { [self] in serve(client, number: number) }
+            thread.name = "test.http.conn"
+            thread.start()
+        }
+    }
+
+    private func serve(_ client: Int32, number: Int) {
+        defer { close(client) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        // A small send buffer keeps the server's offset near what the client has read, so a
+        // fault at a byte comes when the client reads there (a connection the client opened
+        // only to probe, and no longer reads, does not run on to it in the kernel's buffers).
+        var sendBuffer: Int32 = 16_384
+        setsockopt(client, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
+        var request = Data()
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while !request.contains(Data("\r\n\r\n".utf8)) {
+            let count = recv(client, &buffer, buffer.count, 0)
+            if count <= 0 { return }
+            request.append(contentsOf: buffer[0..<count])
+        }
+        let text = String(decoding: request, as: UTF8.self)
+        var start = 0
+        if let range = text.range(of: "Range: bytes=", options: .caseInsensitive) {
+            let digits = text[range.upperBound...].prefix { $0.isNumber }
+            start = min(Int(digits) ?? 0, file.count)
+        }
+        let isHead = text.hasPrefix("HEAD")
+        var header = start > 0 ? "HTTP/1.1 206 Partial Content\r\n" : "HTTP/1.1 200 OK\r\n"
+        header += "Content-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\nConnection: close\r\n"
+        header += "Content-Length: \(file.count - start)\r\n"
+        if start > 0 { header += "Content-Range: bytes \(start)-\(file.count - 1)/\(file.count)\r\n" }
+        header += "\r\n"
+        guard sendAll(client, Data(header.utf8)) else { return }
+        if isHead { return }
+        var offset = start
+        let chunk = 16_384
+        while offset < file.count {
+            // A fault comes at its byte of the file on a connection that has itself sent
+            // that far: one opened further on (a probe's look at the end) does not meet it.
+            if let fault, !counters.withLock({ $0.faulted }) {
+                let sentHere = offset - start
+                func reached(_ byte: Int) -> Bool {
+                    guard offset >= byte, sentHere >= byte - start, start <= byte else { return false }
+                    counters.withLock { $0.faulted = true; $0.faultedOn = (number, start) }
+                    return true
+                }
+                switch fault {
+                case .stall(let at, let seconds) where reached(at):
+                    usleep(UInt32(seconds * 1_000_000))
+                case .drop(let at) where reached(at):
+                    return
+                case .die(let at) where reached(at):
+                    counters.withLock { $0.dead = true }
+                    shutdown(listener, Int32(SHUT_RDWR))
+                    return
+                default:
+                    break
+                }
+            }
+            let end = min(offset + chunk, file.count)
+            guard sendAll(client, file.subdata(in: offset..<end)) else { return }
+            offset = end
+        }
+    }
+
+    private func sendAll(_ client: Int32, _ data: Data) -> Bool {
+        data.withUnsafeBytes { raw in
+            var sent = 0
+            while sent < raw.count {
+                let count = send(client, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
+                if count <= 0 { return false }
+                sent += count
+            }
+            return true
+        }
+    }
+}
