@@ -107,7 +107,7 @@ let package = Package(
         .executableTarget(
             name: "chorus-bench",
             dependencies: [
-                "AVPlayback", "MediaPipeline", "MediaClock", "CALSA", "GroupSync", "MutexAnnotations", "ChorusSimulation",
+                "AVPlayback", "MediaPipeline", "MediaClock", "MediaServer", "CALSA", "GroupSync", "MutexAnnotations", "ChorusSimulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

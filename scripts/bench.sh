@@ -4,6 +4,7 @@
 #   playback  CPU and peak memory of `chorus play` vs `ffplay` and `mpv` through ALSA, at
 #             speed 1 and at 2 with the pitch kept
 #   gapless   samples lost or repeated at a queue's joins, `chorus play` vs mpv, per codec
+#   first-sound  launch to first sound of an MP3 over HTTP and an HLS playlist, vs mpv and ffplay
 #   start     accuracy of setRate(_:time:atHostTime:) on the null device (exact and 200 ppm
 #             fast) and through ALSA
 #   follow    how closely a player on a master clock holds its timeline, through a start and
@@ -123,6 +124,11 @@ echo
 started=$SECONDS
 "$bench" gapless --chorus "$chorus" --summary "$summary"
 echo "(gapless: $((SECONDS - started)) s)"
+echo
+
+started=$SECONDS
+"$bench" first-sound --chorus "$chorus" --summary "$summary"
+echo "(first-sound: $((SECONDS - started)) s)"
 echo
 
 started=$SECONDS

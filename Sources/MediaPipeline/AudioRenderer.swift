@@ -315,8 +315,11 @@ public final class AudioRenderer: @unchecked Sendable {
         if !output.isRealtime, keeperEngaged, status.phase == .ended || status.phase == .failed {
             flushKeeperIntoFile()
         }
-        status.updatedAt = deviceFirstHeard + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(count)))
-        expectedHost = status.updatedAt
+        let periodLength = Duration.nanoseconds(ring.format.nanoseconds(ofFrames: Int64(count)))
+        // The device's own timeline for the next period, and when the content written so far
+        // has been heard (later by the pitch stage's delay, when content goes through it).
+        expectedHost = deviceFirstHeard + periodLength
+        status.updatedAt = host + periodLength
         publish()
     }
 

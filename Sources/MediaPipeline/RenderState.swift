@@ -135,7 +135,9 @@ public struct RenderStatus: Sendable, Equatable {
     public var correctionPPM: Double = 0
     /// Following a timeline: hard resyncs (skips or pads) since the start.
     public var hardResyncs: Int = 0
-    /// Host time of the last period written: how fresh this report is.
+    /// Host time at which the content written so far has been heard (the end of the last
+    /// period written, later by the pitch stage's delay when content goes through it): how
+    /// fresh this report is, and where a change can still take effect.
     public var updatedAt = HostTime(nanoseconds: 0)
 
     /// The (fractional) item frame heard at host time `time`, counted from the anchor: at
