@@ -96,9 +96,7 @@ test: deps
 # for the check that a picture reaches the screen within two refreshes of its sound, and the
 # one that a picture is taken for its exact due time 300 ms after the window opens: times
 # the sanitizer's slowness stretches. So is a scheduled start's lead of one second, which a
-# loaded run under the sanitizer outlasted before the player had its device's timing, and a
-# speed change on a followed timeline checked for the device's timeline breaks, which the
-# sanitizer's late periods make by the dozen.
+# loaded run under the sanitizer outlasted before the player had its device's timing.
 # Skipped because they are single-threaded simulations, so the sanitizer has nothing to see:
 # the clock estimator's, the soft floor's and the recorded joins' (long ones), and the render
 # loop's on a simulated device (its render thread runs here, in RenderThreadTests). Skipped
@@ -109,7 +107,7 @@ TSAN_TESTS := \
 	--filter MediaClockTests --filter GroupSyncTests --filter MediaServerTests \
 	--filter MediaPipelineTests --filter AVPlaybackTests --filter ChorusCLITests --filter ChorusSessionTests \
 	--filter VideoDisplayTests --skip windowShowsThePicturesInStep --skip aDisplayWithoutRefreshRateShowsAFrameAtItsDueTime \
-	--skip aRateSetBeforeAScheduledStartKeepsItsInstant --skip aGroupSpeedChangeWithTheStageIn \
+	--skip aRateSetBeforeAScheduledStartKeepsItsInstant \
 	--skip RepeatingTimerTests --skip AudioRendererTests --skip FollowModeTests \
 	--skip ALSAOutputTests --skip GroupCommandTests --skip aLeaderAndFollowersOnSkewedClocksPlayInStep \
 	--skip leaderAndFollowerCoresTalkOverRealSockets --skip followerConvergesThroughALossyRelay \

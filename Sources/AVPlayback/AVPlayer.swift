@@ -458,9 +458,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             let fallback: OutputSpec? = track == nil ? .null(driftPPM: 0) : nil
             let wasOpen = engine.format != nil
             format = try engine.prepare(preferred: preferred, fallback: fallback)
-            // The pitch stage, if the item keeps its pitch, is made here, off the player's lock
-            // (Rubber Band's set-up takes tens of milliseconds).
-            if track != nil { engine.preparePitchKeeping(item.pitchMode) }
+            // The pitch stage, if the item keeps its pitch at a speed other than 1, is made
+            // here, off the player's lock (Rubber Band's set-up takes tens of milliseconds).
+            let speed = state.withLockAnnotated { $0.rate == 0 ? $0.defaultRate : $0.rate }
+            if track != nil, speed != 1 { engine.preparePitchKeeping(item.pitchMode) }
             if !wasOpen && engine.isOnFallback {
                 playerLog.warning("output \(outputSpec) cannot be opened: an item without sound is timed on the host clock alone, and the sound of later items will not be heard")
             }
@@ -832,8 +833,6 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// The current item's pitch algorithm changed: the render thread keeps (or stops keeping)
     /// the pitch from its next period.
     func pitchAlgorithmChanged(of item: AVPlayerItem) {
-        let mode = item.pitchMode
-        setupQueue.async { [weak self] in self?.engine.preparePitchKeeping(mode) }
         state.withLockAnnotated { state in
             guard state.item === item else { return }
             let pitch = item.pitchMode

@@ -152,7 +152,8 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     /// the stage's constant latency (at 48 kHz about 170 ms for `.timeDomain`, 300 ms for
     /// `.spectral`), which the player places content ahead of, so every frame keeps its place
     /// on the timeline; going from speed 1 to another speed leaves a gap of that latency once
-    /// per start, in every room of a group alike. Changed while playing, it applies at once.
+    /// per start. Playback kept to a schedule (a group's, `setRate(_:time:atHostTime:)`)
+    /// plays varispeed for now. Changed while playing, it applies at once.
     public var audioTimePitchAlgorithm: AVAudioTimePitchAlgorithm {
         get { state.withLockAnnotated { $0.audioTimePitchAlgorithm } }
         set {

@@ -176,7 +176,7 @@ public final class AudioRenderer: @unchecked Sendable {
     public func update(_ change: (inout RenderControl) -> Void) {
         control.withLockAnnotated { value in
             change(&value)
-            if value.pitch != .varispeed { prepareKeeper(value.pitch) }
+            if value.needsPitchKeeping { prepareKeeper(value.pitch) }
             value.generation += 1
         }
     }
@@ -335,11 +335,15 @@ public final class AudioRenderer: @unchecked Sendable {
 
     // MARK: - Keeping the pitch
 
-    /// The playback rate of the content about to be placed: the followed timeline's, or the
-    /// control's.
+    /// The playback speed of the content about to be placed, without the master clock's
+    /// rate: the control's, or before a followed timeline's scheduled change, the speed it
+    /// changes from (the timeline's rates both carry the same clock rate). Exactly 1 at
+    /// normal speed whatever the clock does, so the pitch stage is not taken in for it.
     private func playbackRate(at host: HostTime) -> Double {
         switch applied.mode {
-        case .follow(_, let timeline): return timeline.rate(at: host)
+        case .follow(_, let timeline):
+            guard timeline.rate > 0, timeline.rate.isFinite, host < timeline.host else { return applied.rate }
+            return applied.rate * timeline.rateBefore / timeline.rate
         case .play: return applied.rate
         case .idle: return 1
         }
@@ -355,7 +359,16 @@ public final class AudioRenderer: @unchecked Sendable {
     private func pitchKeepingDelay(at host: HostTime, frames: Int, frameNanoseconds: Double) -> Duration {
         let rate = playbackRate(at: host)
         keeperRate = rate
-        let wanted = applied.pitch != .varispeed && rate != 1
+        // Content kept to a schedule (a followed timeline, a host-time start) plays varispeed:
+        // taking the stage in at a speed change moved a group's rooms apart by up to its
+        // delay (262 ms in a group command test), so until that is made exact, only plain
+        // play keeps its pitch.
+        var scheduled = false
+        switch applied.mode {
+        case .follow, .play(_, _, .some): scheduled = true
+        case .idle, .play(_, _, nil): break
+        }
+        let wanted = applied.pitch != .varispeed && rate != 1 && !scheduled
         if keeperDecisionPending {
             keeperDecisionPending = false
             keeperEngaged = false

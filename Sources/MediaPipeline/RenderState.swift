@@ -67,6 +67,17 @@ public struct RenderControl: Sendable, Equatable {
     /// the others keep it, through a `PitchKeeper` that delays the sound by its constant
     /// `latencyFrames` (the render thread places content that much earlier).
     public var pitch: PitchMode = .varispeed
+
+    /// Whether this control plays at a rate other than 1 with its pitch kept, so that the
+    /// render thread needs its pitch-keeping stage (made only then: it costs memory and tens
+    /// of milliseconds of set-up that a player at speed 1 should not pay).
+    public var needsPitchKeeping: Bool {
+        guard pitch != .varispeed else { return false }
+        // Only plain play keeps the pitch: content kept to a schedule (a group's, a host-time
+        // start) plays varispeed, see `AudioRenderer.pitchKeepingDelay`.
+        guard case .play(_, _, nil) = mode else { return false }
+        return rate != 1
+    }
 }
 
 /// Where the render thread stands.

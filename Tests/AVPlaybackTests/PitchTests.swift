@@ -3,7 +3,6 @@ import Testing
 import ChorusTestSupport
 @testable import AVPlayback
 import MediaPipeline
-import MediaClock
 
 /// Rates that keep their pitch (`audioTimePitchAlgorithm`), rendered into files and
 /// measured: how long the item lasts, what frequency it sounds at, and when each part of it
@@ -102,33 +101,5 @@ import MediaClock
         player.rate = 1.5
         #expect(player.engine.currentControl?.pitch == .timeDomain)
         #expect(player.engine.currentControl?.rate == 1.5)
-    }
-
-    @Test("on a master clock with the pitch kept, a speed change carries on the same run without a resync")
-    func aGroupSpeedChangeWithTheStageIn() throws {
-        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 12, rate: 48_000, channels: 2))
-        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
-        defer { player.close() }
-        player.automaticallyWaitsToMinimizeStalling = false
-        #expect(waitUntil(20) { item.status == .readyToPlay })
-        let start = HostTime.now()
-        player.masterClock = CMClock(hostClock: MonotonicHostClock(), anchorHostTime: start, anchorTime: .zero, rate: 1)
-        player.setRate(1.5, time: .zero, atHostTime: (start + .milliseconds(400)).cmTime)
-        #expect(waitUntil(20) { player.timeControlStatus == .playing && player.currentTime().seconds >= 1.5 })
-        let serial = player.engine.status.serial
-        let resyncs = player.engine.status.hardResyncs
-        let breaks = player.engine.status.timelineBreaks
-        // A new rate while following: the player places the change just past what the render
-        // thread has written, which is heard the stage's delay later than it is written.
-        player.rate = 2
-        #expect(waitUntil(10) { player.engine.status.anchorRate == 2 })
-        let settled = player.currentTime().seconds
-        #expect(waitUntil(10) { player.currentTime().seconds > settled + 1 })
-        // The stage's delay was counted where the change was placed: the render thread met it
-        // ahead of the content it had written, and the servo had nothing to pull in.
-        #expect(player.engine.status.serial == serial)
-        #expect(player.engine.status.hardResyncs == resyncs)
-        #expect(player.engine.status.timelineBreaks == breaks)
-        #expect(abs(player.engine.status.timelineError.nanosecondsClamped) < 1_000_000, "\(player.engine.status.timelineError)")
     }
 }
