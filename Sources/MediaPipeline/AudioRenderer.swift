@@ -271,7 +271,7 @@ public final class AudioRenderer: @unchecked Sendable {
         let deviceFirstHeard = output.isRealtime ? timing.filter(mapped, frames: frames) : reported
         // Content through the pitch-keeping stage is heard its delay later than the period's
         // first frame: it is placed for then.
-        let keeperDelay = pitchKeepingDelay(at: deviceFirstHeard, frames: frames, frameNanoseconds: frameNanoseconds)
+        let keeperDelay = pitchKeepingDelay(frames: frames, frameNanoseconds: frameNanoseconds)
         let host = deviceFirstHeard + keeperDelay
         let filled = render(into: buffer, frames: frames, channels: channels, host: host)
         if let capture, status.phase == .playing || status.phase == .ended || status.phase == .failed {
@@ -335,40 +335,18 @@ public final class AudioRenderer: @unchecked Sendable {
 
     // MARK: - Keeping the pitch
 
-    /// The playback speed of the content about to be placed, without the master clock's
-    /// rate: the control's, or before a followed timeline's scheduled change, the speed it
-    /// changes from (the timeline's rates both carry the same clock rate). Exactly 1 at
-    /// normal speed whatever the clock does, so the pitch stage is not taken in for it.
-    private func playbackRate(at host: HostTime) -> Double {
-        switch applied.mode {
-        case .follow(_, let timeline):
-            guard timeline.rate > 0, timeline.rate.isFinite, host < timeline.host else { return applied.rate }
-            return applied.rate * timeline.rateBefore / timeline.rate
-        case .play: return applied.rate
-        case .idle: return 1
-        }
-    }
-
     /// Decides whether this period goes through the pitch-keeping stage, and returns the
     /// delay that adds (zero for a file, whose output is trimmed of the stage's lead-in
-    /// instead). A run starts through it when its rate is not 1 and its pitch is to be kept,
-    /// and goes on through it (at scale 1 if the rate comes back to 1) until the next start:
-    /// going in or out changes when content is heard by the stage's delay, so content kept
-    /// to a schedule is placed afresh then (a gap of the delay, in every room alike), and
-    /// plain play simply carries on that much later.
-    private func pitchKeepingDelay(at host: HostTime, frames: Int, frameNanoseconds: Double) -> Duration {
-        let rate = playbackRate(at: host)
+    /// instead). A run of plain play starts through it when its rate is not 1 and its pitch
+    /// is to be kept, and goes on through it (at scale 1 if the rate comes back to 1) until
+    /// the next start: going in or out changes when content is heard by the stage's delay,
+    /// and plain play simply carries on that much later.
+    private func pitchKeepingDelay(frames: Int, frameNanoseconds: Double) -> Duration {
+        // Only plain play takes the stage in (`RenderControl.needsPitchKeeping` says why), so
+        // the control's rate is the speed whose pitch is kept.
+        let rate = applied.rate
         keeperRate = rate
-        // Content kept to a schedule (a followed timeline, a host-time start) plays varispeed:
-        // taking the stage in at a speed change moved a group's rooms apart by up to its
-        // delay (262 ms in a group command test), so until that is made exact, only plain
-        // play keeps its pitch.
-        var scheduled = false
-        switch applied.mode {
-        case .follow, .play(_, _, .some): scheduled = true
-        case .idle, .play(_, _, nil): break
-        }
-        let wanted = applied.pitch != .varispeed && rate != 1 && !scheduled
+        let wanted = applied.needsPitchKeeping
         if keeperDecisionPending {
             keeperDecisionPending = false
             keeperEngaged = false
@@ -377,7 +355,6 @@ public final class AudioRenderer: @unchecked Sendable {
             if applied.pitch == .varispeed || keeper?.mode != applied.pitch {
                 keeperEngaged = false
                 if wanted { engageKeeper(rate: rate) }
-                placeScheduledContentAfresh()
             } else if output.isRealtime, status.phase == .idle || status.phase == .ended || status.phase == .failed {
                 keeperIdleFrames += frames
                 if keeperIdleFrames >= (keeper?.latencyFrames ?? 0) + frames { keeperEngaged = false }
@@ -386,7 +363,6 @@ public final class AudioRenderer: @unchecked Sendable {
             }
         } else if wanted, status.phase == .playing || status.phase == .stalled || status.phase == .starting {
             engageKeeper(rate: rate)
-            if keeperEngaged { placeScheduledContentAfresh() }
         }
         guard keeperEngaged, output.isRealtime, let keeper else { return .zero }
         return .nanoseconds(Int64((Double(keeper.latencyFrames) * frameNanoseconds).rounded()))
@@ -405,19 +381,6 @@ public final class AudioRenderer: @unchecked Sendable {
         keeperEngaged = true
         keeperIdleFrames = 0
         keeperSkip = output.isRealtime ? 0 : keeper.latencyFrames
-    }
-
-    /// Content kept to a schedule (a followed timeline, a host-time start) is placed afresh,
-    /// as after an underrun: when it is heard has just moved by the stage's delay.
-    private func placeScheduledContentAfresh() {
-        guard status.phase == .playing else { return }
-        switch applied.mode {
-        case .follow, .play(_, _, .some):
-            status.phase = .stalled
-            resampler.reset()
-        case .idle, .play(_, _, nil):
-            break
-        }
     }
 
     /// A file's item ended with content still inside the stage: the stage is given silence

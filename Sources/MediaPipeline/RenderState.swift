@@ -74,7 +74,9 @@ public struct RenderControl: Sendable, Equatable {
     public var needsPitchKeeping: Bool {
         guard pitch != .varispeed else { return false }
         // Only plain play keeps the pitch: content kept to a schedule (a group's, a host-time
-        // start) plays varispeed, see `AudioRenderer.pitchKeepingDelay`.
+        // start) plays varispeed. Taking the stage in at a group's speed change moved rooms
+        // apart by up to its delay (262 ms in a group command test), so until every room can
+        // take it in at the same content, scheduled content does not.
         guard case .play(_, _, nil) = mode else { return false }
         return rate != 1
     }
