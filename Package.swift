@@ -102,6 +102,9 @@ let package = Package(
         // The walkthrough's simple player, written against AVPlayback as an app would be:
         // `make example-player FILE=...`.
         .executableTarget(name: "example-player", dependencies: ["AVPlayback", "MediaPipeline"], path: "Examples/SimplePlayer"),
+        // The code of Apple's playback guide, section by section, run against real media.
+        .executableTarget(name: "guide-code", dependencies: ["AVPlayback"], path: "Examples/GuideCode",
+                          exclude: ["README.md"]),
 
         // Benchmarks: figures and ratios against ffmpeg, ffplay and others, run side by side.
         .executableTarget(
@@ -129,7 +132,8 @@ let package = Package(
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport", "ChorusSimulation", "CAllocationCounter"]),
         .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "MediaPipeline", "MediaServer", "ChorusSimulation", "MutexAnnotations", "ChorusTestSupport", "CAllocationCounter"]),
-        .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "chorus-sim", "example-player", "MediaPipeline", "ChorusTestSupport"]),
+        .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "chorus-sim", "example-player", "guide-code", "MediaPipeline", "MediaServer",
+                                                          "ChorusTestSupport"]),
         .testTarget(name: "ChorusSessionTests", dependencies: ["ChorusSession", "AVPlayback", "GroupSync", "MutexAnnotations", "ChorusTestSupport", "ChorusSimulation"]),
     ],
     swiftLanguageModes: [.v6]

@@ -86,24 +86,39 @@ public class AVAsset: AVKeyValueObservable, @unchecked Sendable {
         for waiter in pending { waiter(.failure(.cancelled(url: location))) }
     }
 
-    // MARK: - Synchronous accessors for already-loaded assets
+    // MARK: - Synchronous accessors (Apple's older API)
 
-    /// The duration if loaded, `.indefinite` otherwise (Apple's old synchronous accessor).
-    public var duration: CMTime {
-        if case .loaded(let info) = state { return info.duration }
-        return .indefinite
-    }
+    /// The asset's duration. As Apple's old synchronous accessor does, this loads the asset
+    /// if it has not loaded, blocking the caller until it has; `.indefinite` when it
+    /// cannot be opened, and for a live stream. New code awaits `load(.duration)`.
+    /// Observed, it never blocks: it is `.indefinite` until the asset loads, then changes.
+    public var duration: CMTime { infoLoadingSynchronously()?.duration ?? .indefinite }
 
-    /// The tracks if loaded, empty otherwise.
-    public var tracks: [AVAssetTrack] {
-        if case .loaded(let info) = state { return makeTracks(info) }
-        return []
-    }
+    /// The asset's tracks, loading the asset first if need be (blocking, as `duration`);
+    /// empty when it cannot be opened.
+    public var tracks: [AVAssetTrack] { infoLoadingSynchronously().map(makeTracks) ?? [] }
 
-    /// Whether the asset has loaded and can be played.
-    public var isPlayable: Bool {
-        if case .loaded(let info) = state { return info.isPlayable }
-        return false
+    /// Whether the asset can be played, loading it first if need be (blocking, as `duration`).
+    public var isPlayable: Bool { infoLoadingSynchronously()?.isPlayable ?? false }
+
+    /// The duration if the asset has loaded, `.indefinite` otherwise, without waiting: for
+    /// the package's own code, which must not block on a load.
+    package var loadedDuration: CMTime { loadedMediaInfo?.duration ?? .indefinite }
+
+    /// The media's description, once loaded: at once if it has, else after opening the
+    /// media on the loading thread while the caller waits. Opening has its own time limits
+    /// (a network read gives up after `MediaSource`'s timeout), so the wait is bounded.
+    private func infoLoadingSynchronously() -> MediaInfo? {
+        if let info = loadedMediaInfo { return info }
+        guard !ObservationRead.isObserving else { return nil }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<MediaInfo?>(nil)
+        requestInfo { result in
+            if case .success(let info) = result { outcome.withLockAnnotated { $0 = info } }
+            done.signal()
+        }
+        done.wait()
+        return outcome.withLockAnnotated { $0 }
     }
 
     /// Whether the asset is protected: never, since FFmpeg reports encrypted inputs as

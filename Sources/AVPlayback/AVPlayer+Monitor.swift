@@ -87,7 +87,7 @@ extension AVPlayer {
                 let end = item.forwardPlaybackEndTime
                 if end.isNumeric, end > .zero, currentTimeLocked(&state) >= end {
                     state.endHandledSerial = state.serial
-                    handleEndLocked(&state, item: item, failed: false, endFrame: frames(of: end, format: format), &effects)
+                    handleEndLocked(&state, item: item, failed: false, endFrame: frames(of: end, format: format), atEndOfMedia: false, &effects)
                     if state.rate == 0 {
                         // Paused there: it stands at the end itself, not where the tick
                         // found it, and the reader waits there.
@@ -113,7 +113,8 @@ extension AVPlayer {
         }
     }
 
-    private func handleEndLocked(_ state: inout PlayerState, item: AVPlayerItem, failed: Bool, endFrame: Int64, _ effects: inout Effects) {
+    private func handleEndLocked(_ state: inout PlayerState, item: AVPlayerItem, failed: Bool, endFrame: Int64,
+                                 atEndOfMedia: Bool = true, _ effects: inout Effects) {
         if let format = state.format {
             state.position = CMTime(value: endFrame, timescale: Int32(format.sampleRate))
         }
@@ -127,6 +128,11 @@ extension AVPlayer {
             }
             pauseLocked(&state, &effects)
             return
+        }
+        if atEndOfMedia, !state.reversed, let format = state.format {
+            // The decoded length, now known, is the duration (before the end is posted).
+            let end = CMTime(value: endFrame, timescale: Int32(format.sampleRate))
+            effects.notifications.append { item.settleDuration(atEnd: end) }
         }
         effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.didPlayToEndTimeNotification, object: item) }
         if state.reversed {

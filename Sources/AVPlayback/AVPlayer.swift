@@ -901,6 +901,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         state.waitingReason = status == .waitingToPlayAtSpecifiedRate ? reason : nil
         if old != status {
             effects.changes.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.timeControlStatus, old: old, new: status) }
+            // The item's timebase moves only while the sound does: it starts and stops with it.
+            effects.after.append { [weak self] in self?.updateTimebase() }
         }
         if oldReason != state.waitingReason {
             let newReason = state.waitingReason

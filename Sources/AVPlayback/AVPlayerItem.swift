@@ -330,6 +330,27 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
         player?.observationRegistry.poke()
     }
 
+    /// How far the decoded length of an item may be from the length its container states
+    /// for the decoded one to be taken as the item's duration at its end, in seconds: 0.2,
+    /// more than an encoder's delay and padding (MP3 up to about 3,400 frames, 0.08 s at
+    /// 44.1 kHz; AAC 2,048), less than any loss of real content worth hiding.
+    static let durationSettlingLimit = 0.2
+
+    /// The item played to its end at `end`, its decoded length: when that is within
+    /// `durationSettlingLimit` of the stated duration (which for MP3 and AAC counts the
+    /// encoder's delay and padding that decoding trims), it becomes the duration, observed
+    /// as a change, so that at the end `currentTime()` is the duration, as the guide says.
+    func settleDuration(atEnd end: CMTime) {
+        let old: CMTime? = state.withLockAnnotated { current in
+            guard current.duration.isNumeric, end.isNumeric, current.duration != end,
+                  abs((current.duration - end).seconds) <= Self.durationSettlingLimit,
+                  current.mediaInfo?.preferredVideoTrack == nil else { return nil }
+            defer { current.duration = end }
+            return current.duration
+        }
+        if let old { observationRegistry.notify(\AVPlayerItem.duration, old: old, new: end) }
+    }
+
     func failed(_ error: MediaError) {
         let oldStatus: Status = state.withLockAnnotated { current in
             defer { current.status = .failed; current.error = error }

@@ -199,7 +199,7 @@ extension AVKeyValueObservable {
         changeHandler: @escaping (Self, NSKeyValueObservedChange<Value>) -> Void
     ) -> NSKeyValueObservation {
         let registry = observationRegistry
-        let id = registry.add(keyPath, read: { [weak self] in self.map { $0[keyPath: keyPath] as Any } },
+        let id = registry.add(keyPath, read: { [weak self] in ObservationRead.withoutWaiting { self.map { $0[keyPath: keyPath] as Any } } },
                               equal: observedValuesEqual) { [weak self] old, new, prior in
             guard let self, let oldValue = old as? Value, let newValue = new as? Value else { return }
             if prior {
@@ -215,7 +215,7 @@ extension AVKeyValueObservable {
                 isPrior: false))
         }
         if options.contains(.initial) {
-            let current = self[keyPath: keyPath]
+            let current = ObservationRead.withoutWaiting { self[keyPath: keyPath] }
             changeHandler(self, NSKeyValueObservedChange(
                 kind: .setting, newValue: options.contains(.new) ? current : nil, oldValue: nil, isPrior: false))
         }
@@ -239,4 +239,18 @@ extension AVKeyValueObservable {
 private final class ObservationBox: Sendable {
     let observation: NSKeyValueObservation
     init(_ observation: NSKeyValueObservation) { self.observation = observation }
+}
+
+/// Whether the current thread reads a property for an observation. An asset's older
+/// synchronous accessors (`duration`, `tracks`, `isPlayable`) load the asset and wait when
+/// called directly, as Apple's do; read for an observation they give what is loaded so far
+/// instead, so that observing never blocks (a player's event queue reads chained key paths
+/// every tick), and the loaded values arrive as changes.
+enum ObservationRead {
+    @TaskLocal static var isObserving = false
+
+    /// Runs `read` as an observation's read.
+    static func withoutWaiting<Value>(_ read: () -> Value) -> Value {
+        $isObserving.withValue(true) { read() }
+    }
 }

@@ -112,7 +112,7 @@ final class GroupTransport: PlaybackTransport {
 
     private func announce(rate: Double, at time: CMTime, leader: LeaderTime, player: AVPlayer) {
         let (index, path) = current.withLockAnnotated { $0 }
-        let duration = player.currentItem?.asset.duration ?? .indefinite
+        let duration = player.currentItem?.asset.loadedDuration ?? .indefinite
         node.announce(state(index: index, path: path, duration: duration, rate: rate, at: time, leader: leader))
     }
 }

@@ -163,4 +163,19 @@ extension ObservationTests {
         #expect(durations.all.first?.isIndefinite == true)
         #expect(durations.all.last == CMTime(value: 48_000, timescale: 48_000))
     }
+
+    @Test("the synchronous duration, tracks and isPlayable of an asset not yet loaded load it first, as Apple's older accessors do")
+    func synchronousAccessorsLoad() throws {
+        let asset = AVURLAsset(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000))
+        #expect(asset.duration == CMTime(value: 48_000, timescale: 48_000))
+        #expect(asset.tracks.count == 1)
+        #expect(asset.isPlayable)
+        let missing = AVURLAsset(url: URL(fileURLWithPath: "/nonexistent/asset.wav"))
+        #expect(missing.duration.isIndefinite)
+        #expect(missing.tracks.isEmpty)
+        #expect(!missing.isPlayable)
+        var error: NSError?
+        #expect(missing.statusOfValue(forKey: "duration", error: &error) == .failed)
+        #expect(error != nil)
+    }
 }

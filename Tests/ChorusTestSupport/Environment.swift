@@ -24,6 +24,9 @@ public enum TestEnvironment {
     /// `example-player`: the walkthrough's simple player, written against the library.
     public static var examplePlayerExecutable: URL { builtExecutable("example-player") }
 
+    /// `guide-code`: the code of Apple's playback guide, section by section.
+    public static var guideCodeExecutable: URL { builtExecutable("guide-code") }
+
     /// An executable of this package, built beside the tests.
     static func builtExecutable(_ name: String) -> URL {
         let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
