@@ -5,6 +5,8 @@
 #             speed 1 and at 2 with the pitch kept
 #   gapless   samples lost or repeated at a queue's joins, `chorus play` vs mpv, per codec
 #   first-sound  launch to first sound of an MP3 over HTTP and an HLS playlist, vs mpv and ffplay
+#   seek      command to first sound of exact and default seeks while playing, vs mpv; and
+#             launch to first sound when starting mid-item, vs mpv and ffplay
 #   start     accuracy of setRate(_:time:atHostTime:) on the null device (exact and 200 ppm
 #             fast) and through ALSA
 #   follow    how closely a player on a master clock holds its timeline, through a start and
@@ -129,6 +131,9 @@ echo
 started=$SECONDS
 "$bench" first-sound --chorus "$chorus" --summary "$summary"
 echo "(first-sound: $((SECONDS - started)) s)"
+started=$SECONDS
+"$bench" seek --chorus "$chorus" --summary "$summary"
+echo "(seek: $((SECONDS - started)) s)"
 echo
 
 started=$SECONDS

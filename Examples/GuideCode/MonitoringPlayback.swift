@@ -60,21 +60,17 @@ import Foundation
             if player.status == .readyToPlay { note("status") }
         })
         if hasPictures {
-            wanted.insert("readyForDisplay")
-            let layer = AVPlayerLayer(player: player)
-            playerLayer = layer
-            observations.append(layer.observe(\.isReadyForDisplay) { layer, _ in  // CHANGED: isReadyForDisplay, Swift's name for readyForDisplay
-                if layer.isReadyForDisplay { note("readyForDisplay") }
-            })
             // A layer shows pictures only in a window: on Linux, AVPlayerView's.
             if let view = try? AVPlayerView(player: nil, title: "guide") {
-                view.playerLayer.player = player
+                wanted.insert("readyForDisplay")
+                let layer = view.playerLayer
+                layer.player = player
+                playerLayer = layer
                 hostingView = view
-                observations.append(view.playerLayer.observe(\.isReadyForDisplay) { layer, _ in
+                observations.append(layer.observe(\.isReadyForDisplay) { layer, _ in  // CHANGED: isReadyForDisplay, Swift's name for readyForDisplay
                     if layer.isReadyForDisplay { note("readyForDisplay") }
                 })
             } else {
-                wanted.remove("readyForDisplay")
                 say("     no display: readyForDisplay is not checked")
             }
         }

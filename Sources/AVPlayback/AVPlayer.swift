@@ -573,6 +573,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             let position = status.position(at: now, sampleRate: format.sampleRate)
             let frame = position.isFinite ? Int64(min(max(position.rounded(), -9e18), 9e18)) : status.anchorFrame
             var heard = min(max(frame, status.runStartFrame), upper)
+            if let floor = state.heardFloor, floor.serial == state.serial { heard = max(heard, floor.frame) }
+            state.heardFloor = (state.serial, heard)
             // The next item's sound follows in the same frames: this item ends at the boundary.
             if let boundary = state.pendingBoundary { heard = min(heard, boundary) }
             return max(0, state.itemFrame(ofRenderFrame: heard))
@@ -991,6 +993,11 @@ struct PlayerState {
     var latencyCompensation: Duration = .zero
     /// The seek serial: bumped by every seek, pause and item change.
     var serial = 0
+    /// The furthest render frame reported heard in this serial. What the device has played
+    /// only grows; a reading below it comes from an estimate that ran ahead (extrapolated
+    /// through an underrun on a starved machine, then re-anchored), and reporting it would
+    /// move the time backwards and cross boundary times twice.
+    var heardFloor: (serial: Int, frame: Int64)?
     /// Where playback stands when the render thread is not playing this serial.
     var position = CMTime.zero
     /// A start scheduled with `setRate(_:time:atHostTime:)`.

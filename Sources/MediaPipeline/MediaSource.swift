@@ -16,8 +16,10 @@ public final class MediaSource: @unchecked Sendable {
     /// Five seconds: long enough for a slow LAN server, short enough that a bad URL is
     /// reported while the user is still looking.
     public static let readTimeout: Duration = .seconds(5)
-    /// The total time allowed for opening and probing an input. Probing may read a few
-    /// megabytes; on a reachable server that takes well under this.
+    /// The total time allowed for opening and probing a network input. Probing may read a
+    /// few megabytes; on a reachable server that takes well under this. A local file has no
+    /// such limit: reading it cannot hang, and on a busy machine probing a video (which
+    /// decodes its first pictures) was seen to outlast it.
     public static let openTimeout: Duration = .seconds(15)
     /// The longest FFmpeg's HTTP layer waits between tries to reconnect a dropped stream
     /// before giving up (its retries wait 1, 2, 4 s...): a server that went away fails the
@@ -39,7 +41,8 @@ public final class MediaSource: @unchecked Sendable {
         // FFmpeg prints to stderr by default; every failure is reported through MediaError.
         chorus_av_quiet()
         let state = InterruptState()
-        state.arm(deadline: .now() + Self.openTimeout)
+        let isNetwork = URL(string: target).flatMap(\.scheme).map { Self.networkSchemes.contains($0.lowercased()) } ?? false
+        state.arm(deadline: isNetwork ? .now() + Self.openTimeout : nil)
         interruptState = state
 
         guard let context = avformat_alloc_context() else {

@@ -90,7 +90,7 @@ struct FirstSoundBenchmark: ParsableCommand {
             for player in players {
                 var times: [Double] = []
                 for _ in 0..<runs {
-                    if let milliseconds = try firstSound(player.command(url), environment: player.environment, capture: capture) {
+                    if let milliseconds = try Self.firstSound(player.command(url), environment: player.environment, capture: capture) {
                         times.append(milliseconds)
                     }
                 }
@@ -111,8 +111,9 @@ struct FirstSoundBenchmark: ParsableCommand {
 
     /// Launches `command`, waits for its first sound, stops it; the time in milliseconds,
     /// or nil when nothing was heard in time.
-    private func firstSound(_ command: [String], environment: [String: String], capture: ALSACapture) throws -> Double? {
-        usleep(UInt32(Self.pauseBetweenRuns * 1_000_000))
+    static func firstSound(_ command: [String], environment: [String: String], capture: ALSACapture,
+                           pause: Double = pauseBetweenRuns, patience: Duration = patience) throws -> Double? {
+        usleep(UInt32(pause * 1_000_000))
         let mark = capture.mark
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -129,7 +130,7 @@ struct FirstSoundBenchmark: ParsableCommand {
             if process.isRunning { process.terminate() }
             process.waitUntilExit()
         }
-        guard let onset = try capture.waitForOnset(after: mark, timeout: Self.patience) else { return nil }
+        guard let onset = try capture.waitForOnset(after: mark, timeout: patience) else { return nil }
         return Double((onset.hostTime - launched).nanosecondsClamped) / 1e6
     }
 }
