@@ -1,3 +1,4 @@
+import Glibc
 import MediaClock
 
 /// Where the render thread sends PCM, and the authority on when each frame is heard.
@@ -70,8 +71,19 @@ public protocol AudioOutput: AnyObject, Sendable {
     func write(_ samples: UnsafePointer<Float>, frames: Int) -> Int
     /// Discards every frame queued and not yet presented, so new data is heard at once.
     func flush()
+    /// The render thread has nothing to write for now and waits `duration` before looking
+    /// again (a start waiting for its first content on an emptied device). A device sleeps
+    /// the thread; a simulated one lets its clock run instead.
+    func idle(for duration: Duration)
     /// Releases the device. Frames still queued are dropped.
     func close()
+}
+
+extension AudioOutput {
+    public func idle(for duration: Duration) {
+        var request = timespec(tv_sec: Int(duration.components.seconds), tv_nsec: Int(duration.components.attoseconds / 1_000_000_000))
+        nanosleep(&request, nil)
+    }
 }
 
 /// How closely the render thread needs to know when each frame is heard.

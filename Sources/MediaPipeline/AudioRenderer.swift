@@ -19,6 +19,11 @@ public final class AudioRenderer: @unchecked Sendable {
     static let deviceWaitLimit: Duration = .milliseconds(50)
     /// How long a non-real-time output (a file) sleeps when there is nothing to render yet.
     static let offlineIdleSleepMicroseconds: UInt32 = 1_000
+    /// How long the thread waits while a plain start waits for its first content on a
+    /// device emptied by a flush (a seek, a new item): a millisecond, so the content is
+    /// written within a millisecond of being decoded. Padding the wait with a write of
+    /// silence instead put up to 40 ms of it ahead of the content, heard as seek latency.
+    static let emptyDeviceWait: Duration = .milliseconds(1)
     /// How far the device's timeline may move between periods before the render thread
     /// treats it as broken (an underrun, a device restart). Well above the jitter of a
     /// sound server's latency reports (about a millisecond), well below a 10 ms period.
@@ -106,6 +111,9 @@ public final class AudioRenderer: @unchecked Sendable {
     private var keeperRate = 1.0
     /// A new mode decides afresh whether its run goes through the stage.
     private var keeperDecisionPending = false
+    /// The device holds nothing: it was just opened or flushed, and nothing has been written
+    /// to it since. It is not playing, so a plain start may wait for content unheard.
+    private var deviceEmpty = true
     /// Frames given to the stage since content stopped: once they cover its delay, all it
     /// held has been heard and it is left.
     private var keeperIdleFrames = 0
@@ -233,6 +241,13 @@ public final class AudioRenderer: @unchecked Sendable {
             return
         }
         status.streamRestarts = restarts
+        // A plain start on an empty device waits for its content rather than writing silence
+        // that would play ahead of it.
+        if deviceEmpty, status.phase == .starting, case .play(_, _, nil) = applied.mode, currentHead() == nil {
+            publish()
+            output.idle(for: Self.emptyDeviceWait)
+            return
+        }
         // Plain play writes whole periods, as many as are free up to the relaxed write;
         // everything kept to a schedule is placed a period at a time.
         let frames = precision == .relaxed
@@ -312,6 +327,7 @@ public final class AudioRenderer: @unchecked Sendable {
             }
         }
         write(buffer + first * channels, frames: count)
+        if count > 0 { deviceEmpty = false }
         if !output.isRealtime, keeperEngaged, status.phase == .ended || status.phase == .failed {
             flushKeeperIntoFile()
         }
@@ -465,6 +481,7 @@ public final class AudioRenderer: @unchecked Sendable {
         // after), and a start placed by the device's timing needs no flush.
         if latest.flush && status.phase != .idle {
             output.flush()
+            deviceEmpty = true
             expectedHost = nil
             timing.reset()
             keeperDecisionPending = true

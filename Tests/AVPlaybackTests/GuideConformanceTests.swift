@@ -168,9 +168,10 @@ import MediaServer
             player.rate = rate
             #expect(player.rate == rate)
             #expect(waitUntil(10) { player.timeControlStatus == .playing })
-            // The item's timebase runs at the rate against the host clock.
+            // The item's timebase runs at the rate against the host clock (set from the
+            // player's queue just after the sound starts).
             let timebase = try #require(item.timebase)
-            #expect(abs(timebase.rate - Double(rate)) < 0.001, "timebase rate \(timebase.rate)")
+            #expect(waitUntil(5) { abs(timebase.rate - Double(rate)) < 0.001 }, "timebase rate \(timebase.rate)")
         }
 
         @Test("setting the rate to 0 is the same as pausing")

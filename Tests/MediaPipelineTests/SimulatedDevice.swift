@@ -75,6 +75,11 @@ final class SimulatedDevice: AudioOutput, @unchecked Sendable {
     /// Frames writable now, without waiting (a zero timeout never sleeps).
     private var writableNow: Int { device.waitUntilWritable(frames: device.bufferFrames, timeout: .zero) }
 
+    /// Waiting with nothing to write lets the simulated time run, as real time would.
+    func idle(for duration: Duration) {
+        clock.advance(by: duration)
+    }
+
     func waitUntilWritable(frames: Int, timeout: Duration) -> Int {
         if let restartAt, clock.now() >= restartAt {
             self.restartAt = nil
