@@ -81,6 +81,13 @@ import MutexAnnotations
 
     /// Calls `takeReady` as a render thread would, once a period, until a stream comes;
     /// returns it and the longest any one call took.
+    /// Hands `stream` over as the render thread does: its call only try-locks, so when the
+    /// reopener's thread holds the lock for a moment (starting up, on a slow or sanitized
+    /// run) the call takes nothing, and the render thread tries again next period.
+    func retireWhenFree(_ reopener: StreamReopener<FakeStream>, _ stream: FakeStream) -> Bool {
+        eventually { reopener.retire(stream) }
+    }
+
     func takeWhenReady(_ reopener: StreamReopener<FakeStream>) -> (stream: FakeStream?, longestCall: Duration) {
         let deadline = HostTime.now() + Self.patience
         var longest = Duration.zero
@@ -101,14 +108,14 @@ import MutexAnnotations
             reopener.shutDown()
             for _ in 0..<4 { device.closeGate.signal() }
         }
-        #expect(reopener.retire(FakeStream(number: 100)))
+        #expect(retireWhenFree(reopener, FakeStream(number: 100)))
         let (fresh, _) = takeWhenReady(reopener)
         #expect(fresh == FakeStream(number: 1))
         // The dead stream's close began and has not returned, and did not need to.
         #expect(eventually { device.snapshot.closeStarted == [100] })
         #expect(device.snapshot.closeFinished.isEmpty)
         // A second stall while the first close still hangs is replaced all the same.
-        #expect(reopener.retire(fresh ?? FakeStream(number: 0)))
+        #expect(retireWhenFree(reopener, fresh ?? FakeStream(number: 0)))
         #expect(takeWhenReady(reopener).stream == FakeStream(number: 2))
         #expect(eventually { device.snapshot.closeStarted.sorted() == [1, 100] })
     }
@@ -117,7 +124,7 @@ import MutexAnnotations
         let device = Device(opensHang: true)
         let reopener = device.reopener()
         defer { reopener.shutDown() }
-        #expect(reopener.retire(FakeStream(number: 100)))
+        #expect(retireWhenFree(reopener, FakeStream(number: 100)))
         #expect(eventually { device.snapshot.openAttempts.count == 1 })
         // The open hangs: the render thread's look for the new stream finds none, at once.
         for _ in 0..<50 {
@@ -135,7 +142,7 @@ import MutexAnnotations
         let interval = Duration.milliseconds(20)
         let reopener = device.reopener(retryInterval: interval)
         defer { reopener.shutDown() }
-        #expect(reopener.retire(FakeStream(number: 100)))
+        #expect(retireWhenFree(reopener, FakeStream(number: 100)))
         #expect(takeWhenReady(reopener).stream == FakeStream(number: 1))
         #expect(reopener.failedOpens == 3)
         let attempts = device.snapshot.openAttempts
@@ -149,7 +156,7 @@ import MutexAnnotations
     @Test func shuttingDownWhileAnOpenHangsReturnsAndClosesTheLateStream() {
         let device = Device(opensHang: true)
         let reopener = device.reopener()
-        #expect(reopener.retire(FakeStream(number: 100)))
+        #expect(retireWhenFree(reopener, FakeStream(number: 100)))
         #expect(eventually { device.snapshot.openAttempts.count == 1 })
         let before = HostTime.now()
         reopener.shutDown(closing: FakeStream(number: 200))
@@ -164,7 +171,7 @@ import MutexAnnotations
     @Test func aReadyStreamNobodyTookIsClosedAtShutdown() {
         let device = Device()
         let reopener = device.reopener()
-        #expect(reopener.retire(FakeStream(number: 100)))
+        #expect(retireWhenFree(reopener, FakeStream(number: 100)))
         #expect(eventually { reopener.openedStreams == 1 })
         reopener.shutDown()
         #expect(eventually { device.snapshot.closeFinished.sorted() == [1, 100] })
