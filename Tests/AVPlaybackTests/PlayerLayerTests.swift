@@ -1,4 +1,5 @@
 import Foundation
+import MutexAnnotations
 import Testing
 import ChorusTestSupport
 @testable import AVPlayback
@@ -201,7 +202,7 @@ import Synchronization
         let layer = AVPlayerLayer(player: player)
         let seen = Mutex<[Bool]>([])
         let observation = layer.observe(\.isReadyForDisplay, options: [.initial, .new]) { _, change in
-            if let value = change.newValue { seen.withLock { $0.append(value) } }
+            if let value = change.newValue { seen.withLockAnnotated { $0.append(value) } }
         }
         defer { observation.invalidate() }
         #expect(waitUntil(10) { item.status == .readyToPlay })
@@ -214,7 +215,7 @@ import Synchronization
             }
             return presented
         })
-        #expect(waitUntil(5) { seen.withLock { $0 } == [false, true] })
+        #expect(waitUntil(5) { seen.withLockAnnotated { $0 } == [false, true] })
         #expect(layer.isReadyForDisplay)
     }
 

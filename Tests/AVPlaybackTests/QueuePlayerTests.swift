@@ -1,4 +1,5 @@
 import Foundation
+import MutexAnnotations
 import Testing
 import ChorusTestSupport
 @testable import AVPlayback
@@ -27,9 +28,9 @@ private final class EndCounter: @unchecked Sendable {
 
     deinit { for token in tokens { NotificationCenter.default.removeObserver(token) } }
 
-    private func counted(_ item: AVPlayerItem) { counts.withLock { $0[ObjectIdentifier(item), default: 0] += 1 } }
+    private func counted(_ item: AVPlayerItem) { counts.withLockAnnotated { $0[ObjectIdentifier(item), default: 0] += 1 } }
 
-    func count(_ item: AVPlayerItem) -> Int { counts.withLock { $0[ObjectIdentifier(item)] ?? 0 } }
+    func count(_ item: AVPlayerItem) -> Int { counts.withLockAnnotated { $0[ObjectIdentifier(item)] ?? 0 } }
 }
 
 @Suite struct QueuePlayerTests {
