@@ -24,26 +24,15 @@ struct FirstSoundBenchmark: ParsableCommand {
     /// How long each item is (seconds): longer than any start, short enough to end soon.
     static let itemSeconds = 6
 
-    @Option(name: .long, help: "The chorus program to measure.")
-    var chorus = "chorus"
+    @OptionGroup var options: HeardPlayersOptions
 
-    @Option(name: .long, help: "The mpv program to compare with.")
-    var mpv = "mpv"
-
-    @Option(name: .long, help: "The ffplay program to compare with.")
-    var ffplay = "ffplay"
-
-    @Option(name: .long, help: "Runs of each player on each item; the median counts.")
-    var runs = 3
-
-    @Option(name: .long, help: "ALSA device to record the sink's monitor through.")
-    var captureDevice = "pulse"
-
-    @Option(name: .long, help: "The PulseAudio source that hears the sink.")
-    var monitorSource = "chorus_null.monitor"
-
-    @Option(name: .long, help: "Append headline figures to this file (for scripts/bench.sh).")
-    var summary: String?
+    var chorus: String { options.chorus }
+    var mpv: String { options.mpv }
+    var ffplay: String { options.ffplay }
+    var runs: Int { options.runs }
+    var captureDevice: String { options.captureDevice }
+    var monitorSource: String { options.monitorSource }
+    var summary: String? { options.summary }
 
     func run() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-first-sound-\(getpid())")
@@ -133,4 +122,29 @@ struct FirstSoundBenchmark: ParsableCommand {
         guard let onset = try capture.waitForOnset(after: mark, timeout: patience) else { return nil }
         return Double((onset.hostTime - launched).nanosecondsClamped) / 1e6
     }
+}
+
+/// The options `first-sound` and `seek` share: the players run side by side, and where the
+/// sink's monitor is recorded.
+struct HeardPlayersOptions: ParsableArguments {
+    @Option(name: .long, help: "The chorus program to measure.")
+    var chorus = "chorus"
+
+    @Option(name: .long, help: "The mpv program to compare with.")
+    var mpv = "mpv"
+
+    @Option(name: .long, help: "The ffplay program to compare with.")
+    var ffplay = "ffplay"
+
+    @Option(name: .long, help: "Runs of each measurement; the median counts.")
+    var runs = 3
+
+    @Option(name: .long, help: "ALSA device to record the sink's monitor through.")
+    var captureDevice = "pulse"
+
+    @Option(name: .long, help: "The PulseAudio source that hears the sink.")
+    var monitorSource = "chorus_null.monitor"
+
+    @Option(name: .long, help: "Append headline figures to this file (for scripts/bench.sh).")
+    var summary: String?
 }

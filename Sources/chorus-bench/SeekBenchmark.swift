@@ -38,26 +38,15 @@ struct SeekBenchmark: ParsableCommand {
     /// How long mpv gets to create its IPC socket after launch.
     static let socketPatience: Duration = .seconds(10)
 
-    @Option(name: .long, help: "The chorus program to measure at open.")
-    var chorus = "chorus"
+    @OptionGroup var options: HeardPlayersOptions
 
-    @Option(name: .long, help: "The mpv program to compare with.")
-    var mpv = "mpv"
-
-    @Option(name: .long, help: "The ffplay program to compare with.")
-    var ffplay = "ffplay"
-
-    @Option(name: .long, help: "Runs of each player, format and kind of seek; the median counts.")
-    var runs = 3
-
-    @Option(name: .long, help: "ALSA device to record the sink's monitor through.")
-    var captureDevice = "pulse"
-
-    @Option(name: .long, help: "The PulseAudio source that hears the sink.")
-    var monitorSource = "chorus_null.monitor"
-
-    @Option(name: .long, help: "Append headline figures to this file (for scripts/bench.sh).")
-    var summary: String?
+    var chorus: String { options.chorus }
+    var mpv: String { options.mpv }
+    var ffplay: String { options.ffplay }
+    var runs: Int { options.runs }
+    var captureDevice: String { options.captureDevice }
+    var monitorSource: String { options.monitorSource }
+    var summary: String? { options.summary }
 
     /// The formats measured: name, file extension, ffmpeg's encoder arguments.
     static let formats: [(name: String, fileExtension: String, codec: [String])] = [
