@@ -17,7 +17,7 @@ SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # real X display where there is no screen), libfaketime (a node on a clock an outside tool
 # moves).
 APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswresample-dev \
-                libswscale-dev libsdl2-dev libasound2-dev libpulse-dev librubberband-dev ffmpeg pulseaudio \
+                libswscale-dev libsdl2-dev libsdl2-ttf-dev fonts-dejavu-core libasound2-dev libpulse-dev librubberband-dev ffmpeg pulseaudio \
                 pulseaudio-utils libasound2-plugins alsa-utils faketime xvfb
 
 # The benchmarks also run Snapcast and mpv side by side.

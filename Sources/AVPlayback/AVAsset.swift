@@ -73,7 +73,8 @@ public class AVAsset: AVKeyValueObservable, @unchecked Sendable {
     }
 
     static let knownKeys: Set<String> = ["duration", "tracks", "playable", "readable", "hasProtectedContent",
-                                         "preferredRate", "preferredVolume", "providesPreciseDurationAndTiming"]
+                                         "preferredRate", "preferredVolume", "providesPreciseDurationAndTiming",
+                                         "availableMediaCharacteristicsWithMediaSelectionOptions", "preferredMediaSelection"]
 
     /// Cancels loading that has not finished; waiting loads fail with `.cancelled`.
     public func cancelLoading() {
@@ -108,7 +109,7 @@ public class AVAsset: AVKeyValueObservable, @unchecked Sendable {
     /// The media's description, once loaded: at once if it has, else after opening the
     /// media on the loading thread while the caller waits. Opening has its own time limits
     /// (a network read gives up after `MediaSource`'s timeout), so the wait is bounded.
-    private func infoLoadingSynchronously() -> MediaInfo? {
+    func infoLoadingSynchronously() -> MediaInfo? {
         if let info = loadedMediaInfo { return info }
         guard !ObservationRead.isObserving else { return nil }
         let done = DispatchSemaphore(value: 0)

@@ -66,9 +66,10 @@ extension AVPlayer {
             abandonSuccessor(token: next.token)
             return
         }
+        applySelectionCriteria(to: next.item, info: info)
         let source: MediaSource
         do throws(MediaError) {
-            source = try MediaSource(url: next.item.asset.location)
+            source = try MediaSource(url: next.item.asset.location, audioStream: next.item.chosenAudioStream)
         } catch {
             abandonSuccessor(token: next.token)
             return
@@ -83,7 +84,8 @@ extension AVPlayer {
         do throws(MediaError) {
             queued = try engine.queueSuccessor(
                 source: source, token: next.token,
-                forwardBuffer: buffer.isFinite && buffer > 0 ? .milliseconds(Int64(min(buffer, 3_600) * 1000)) : .zero) { [weak self, weak item] event in
+                forwardBuffer: buffer.isFinite && buffer > 0 ? .milliseconds(Int64(min(buffer, 3_600) * 1000)) : .zero,
+                subtitles: item.subtitleCues) { [weak self, weak item] event in
                     queue.async { [weak self, weak item] in
                         guard let self, let item else { return }
                         readerEvent(event, of: item)
@@ -208,6 +210,7 @@ extension AVPlayer {
         }
         state.frameBase = boundary
         state.item = next.item
+        state.soundStream = wantedSoundStream(of: next.item)
         state.position = .zero
         state.pendingBoundary = next.continuedAt.map { boundary + $0 }
         state.decodedToEndSerial = next.decodedToEnd ? state.serial : -1

@@ -51,6 +51,7 @@ extension AVPlayer {
         let realtime = engine.isRealtime
         let now = HostTime(hostClock.time) ?? .now()
         var fire: (time: CMTime, playing: Bool, jumped: Bool, previous: CMTime, observers: [TimeObserver])?
+        var legible: (item: AVPlayerItem, time: CMTime, jumped: Bool)?
         state.withLockAnnotated { state in
             promoteIfHeardLocked(&state, status: status, now: now, realtime: realtime, &effects)
             guard let item = state.item else { return }
@@ -100,6 +101,7 @@ extension AVPlayer {
             publishVideoTimelineLocked(&state, status: status, now: now, time: time)
             let playing = state.timeControlStatus == .playing
             fire = (time, playing, state.timeJumped, state.lastObservedTime, state.observers)
+            if state.itemLoaded { legible = (item, time, state.timeJumped) }
             state.timeJumped = false
             state.lastObservedTime = time
         }
@@ -110,6 +112,15 @@ extension AVPlayer {
         currentItem?.observationRegistry.poke()
         if let fire, !fire.observers.isEmpty {
             fireTimeObservers(now: fire.time, playing: fire.playing, jumped: fire.jumped, previous: fire.previous, observers: fire.observers)
+        }
+        if let legible {
+            let outputs = legible.item.legibleOutputs
+            if !outputs.isEmpty {
+                let stream = legible.item.shownSubtitleStream
+                for output in outputs {
+                    output.deliver(cues: legible.item.subtitleCues, stream: stream, at: legible.time, jumped: legible.jumped)
+                }
+            }
         }
     }
 

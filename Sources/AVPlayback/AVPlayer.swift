@@ -413,11 +413,12 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             case .failure(let error):
                 self.eventQueue.async { self.itemFailedToLoad(item, error) }
             case .success(let info):
+                self.applySelectionCriteria(to: item, info: info)
                 // The playback source is a second, independent demuxer: the asset's probe
                 // is shared by every item of the asset.
                 let source: Result<MediaSource, MediaError>
                 do throws(MediaError) {
-                    source = .success(try MediaSource(url: item.asset.location))
+                    source = .success(try MediaSource(url: item.asset.location, audioStream: item.chosenAudioStream))
                 } catch {
                     source = .failure(error)
                 }
@@ -484,7 +485,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             // Started below, once the item's readiness is queued: its events come after it.
             let buffer = item.preferredForwardBufferDuration
             try engine.load(source: source, serial: reading.serial, startFrame: reading.startFrame, start: false,
-                            forwardBuffer: buffer.isFinite && buffer > 0 ? .milliseconds(Int64(min(buffer, 3_600) * 1000)) : .zero) { [weak self, weak item] event in
+                            forwardBuffer: buffer.isFinite && buffer > 0 ? .milliseconds(Int64(min(buffer, 3_600) * 1000)) : .zero,
+                            subtitles: item.subtitleCues) { [weak self, weak item] event in
                 queue.async { [weak self, weak item] in
                     guard let self, let item else { return }
                     readerEvent(event, of: item)
@@ -501,6 +503,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             // Replaced meanwhile: the replacement's unload, queued behind this, drops the reader.
             guard state.item === item else { return false }
             state.itemLoaded = true
+            state.soundStream = source.info.preferredAudioTrack?.streamIndex
             state.silentItemClock = info.preferredAudioTrack == nil ? hostClock : nil
             // A seek or scheduled start made while the reader was being opened has a newer
             // serial than the reader was started with: move the reader there too.
@@ -523,6 +526,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         engine.startReader()
         // A queue's next item opens now, to follow this one without a gap.
         refreshSuccessors()
+        // A sound chosen while the item was being opened is taken up now.
+        if wantedSoundStream(of: item) != source.info.preferredAudioTrack?.streamIndex {
+            mediaSelectionChanged(of: item, characteristic: .audible)
+        }
     }
 
     /// The output is open: the player can play (announced once, as the status changes).
@@ -1032,6 +1039,13 @@ struct PlayerState {
     /// Whether the current item has been played, paused or sought since it was given: until
     /// then a group member's item is only open ahead of its start, and shows no picture.
     var positioned = false
+    /// The sound stream the current item's reader plays (FFmpeg's index), once loaded.
+    var soundStream: Int?
+    /// The player's standing choices per characteristic (`setMediaSelectionCriteria`).
+    var selectionCriteria: [AVMediaCharacteristic: AVPlayerMediaSelectionCriteria] = [:]
+    var appliesSelectionCriteria = true
+    /// What each legible output last delivered, by output.
+    var legibleDelivered: [ObjectIdentifier: [SubtitleCue]] = [:]
 }
 
 /// Item time `itemTime` is heard at master-clock time `masterTime`. With `rateBefore`, the

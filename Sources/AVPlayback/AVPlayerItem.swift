@@ -43,6 +43,9 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     public static let playbackStalledNotification = Notification.Name("AVPlayerItemPlaybackStalledNotification")
     /// Posted (object: the item) when the item's time changed discontinuously (a seek).
     public static let timeJumpedNotification = Notification.Name("AVPlayerItemTimeJumpedNotification")
+    /// Posted (object: the item) when an option is chosen in one of its media selection
+    /// groups.
+    public static let mediaSelectionDidChangeNotification = Notification.Name("AVPlayerItemMediaSelectionDidChangeNotification")
 
     /// Everything about the item that changes, read and written from any thread.
     private struct State {
@@ -61,11 +64,21 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
         var preferredForwardBufferDuration: TimeInterval = 0
         var audioTimePitchAlgorithm = AVAudioTimePitchAlgorithm.timeDomain
         var timebase: CMTimebase?
+        /// Options chosen with `select(_:in:)`, by characteristic: a stream index, or nil
+        /// for "none".
+        var chosen: [AVMediaCharacteristic: Int?] = [:]
+        /// Options a player's selection criteria chose, for characteristics not chosen
+        /// explicitly.
+        var automatic: [AVMediaCharacteristic: Int?] = [:]
     }
 
     public let asset: AVAsset
     public let observationRegistry = ObservationRegistry()
     private let state = Mutex(State())
+
+    /// The lines of the item's text subtitles read so far, whichever is chosen: a choice
+    /// shows at once what has been read of it.
+    let subtitleCues = SubtitleCues()
 
     /// The outputs added with `add(_:)`.
     let outputList = Mutex<[AVPlayerItemOutput]>([])
@@ -304,6 +317,102 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     /// Cancels seeks in flight; their handlers get `false`.
     public func cancelPendingSeeks() {
         if let player, player.currentItem === self { player.cancelPendingSeeks() }
+    }
+
+    // MARK: - Media selection
+
+    /// What is chosen in each of the item's media selection groups: explicit choices, then
+    /// its player's criteria, then each group's default.
+    public var currentMediaSelection: AVMediaSelection {
+        AVMediaSelection(asset: asset, choices: state.withLockAnnotated { $0.automatic.merging($0.chosen) { _, explicit in explicit } })
+    }
+
+    /// Chooses `option` in `group`: a sound track in another language, or subtitles (nil
+    /// turns subtitles off). A sound chosen while the item plays is heard from the time it
+    /// has reached, after a moment's silence while the new track is opened; subtitles change
+    /// at once. An option not in `group`, a group of another asset, an option that cannot
+    /// play, and nil in a group that does not allow it are ignored with a warning, as
+    /// Apple's are.
+    public func select(_ option: AVMediaSelectionOption?, in group: AVMediaSelectionGroup) {
+        guard group.assetID == ObjectIdentifier(asset) else {
+            playerLog.warning("select(_:in:): the group is not one of this item's asset")
+            return
+        }
+        if let option {
+            guard group.options.contains(option), option.isPlayable else {
+                playerLog.warning("select(_:in:): \(option) is not a playable option of \(group)")
+                return
+            }
+        } else if !group.allowsEmptySelection {
+            playerLog.warning("select(_:in:): \(group) needs an option")
+            return
+        }
+        setChoice(option?.streamIndex, for: group.characteristic, explicit: true)
+    }
+
+    /// Leaves the choice in `group` to the player's criteria (or the group's default).
+    public func selectMediaOptionAutomatically(in group: AVMediaSelectionGroup) {
+        let had = state.withLockAnnotated { $0.chosen.removeValue(forKey: group.characteristic) }
+        if had != nil { selectionChanged(group.characteristic) }
+    }
+
+    /// The stream to play for `characteristic`: `.some(index)`, `.some(nil)` for none, or nil
+    /// when nothing decided it (the group's default applies).
+    func choice(for characteristic: AVMediaCharacteristic) -> Int?? {
+        state.withLockAnnotated { $0.chosen[characteristic] ?? $0.automatic[characteristic] }
+    }
+
+    /// The sound stream the item is to play; nil for FFmpeg's own choice.
+    var chosenAudioStream: Int? { choice(for: .audible) ?? nil }
+
+    /// The subtitle stream to show, if any.
+    var shownSubtitleStream: Int? {
+        if let choice = choice(for: .legible) { return choice }
+        guard let info = loadedInfo ?? asset.loadedMediaInfo else { return nil }
+        return AVMediaSelectionGroup(characteristic: .legible, info: info, asset: asset)?.defaultOption?.streamIndex
+    }
+
+    /// Whether the item has an explicit choice for `characteristic`.
+    func hasExplicitChoice(for characteristic: AVMediaCharacteristic) -> Bool {
+        state.withLockAnnotated { $0.chosen[characteristic] != nil }
+    }
+
+    /// The sound (nil: the item's default) and subtitles (nil: none) the item plays and
+    /// shows, by stream index: what a group's leader announces.
+    package var chosenStreams: (audio: Int?, subtitles: Int?) { (chosenAudioStream, shownSubtitleStream) }
+
+    /// Chooses by stream index, as a group's follower does what its leader announces: a
+    /// sound (nil: the item's default) and subtitles (nil: none). Indexes that are not a
+    /// playable stream of the item's kind are ignored once the item is loaded.
+    package func chooseStreams(audio: Int?, subtitles: Int?) {
+        let info = loadedInfo ?? asset.loadedMediaInfo
+        if let audio {
+            let playable = info.map { info in info.tracks.contains { $0.streamIndex == audio && $0.kind == .audio && MediaInfo.hasDecoder(for: $0) } } ?? true
+            if playable { setChoice(audio, for: .audible, explicit: true) }
+        } else if state.withLockAnnotated({ $0.chosen.removeValue(forKey: .audible) }) != nil {
+            selectionChanged(.audible)
+        }
+        let showable = subtitles.map { subtitles in
+            info.map { info in info.tracks.contains { $0.streamIndex == subtitles && MediaInfo.isTextSubtitle($0) } } ?? true
+        } ?? true
+        if showable { setChoice(subtitles, for: .legible, explicit: true) }
+    }
+
+    /// Records a choice; an explicit one overrides criteria. Announces a change.
+    func setChoice(_ stream: Int?, for characteristic: AVMediaCharacteristic, explicit: Bool) {
+        let changed = state.withLockAnnotated { current -> Bool in
+            let before = current.chosen[characteristic] ?? current.automatic[characteristic]
+            if explicit { current.chosen[characteristic] = .some(stream) } else { current.automatic[characteristic] = .some(stream) }
+            let after = current.chosen[characteristic] ?? current.automatic[characteristic]
+            return before != after
+        }
+        if changed { selectionChanged(characteristic) }
+    }
+
+    private func selectionChanged(_ characteristic: AVMediaCharacteristic) {
+        observationRegistry.notify(\AVPlayerItem.currentMediaSelection, old: nil as AVMediaSelection?, new: currentMediaSelection)
+        NotificationCenter.default.post(name: Self.mediaSelectionDidChangeNotification, object: self)
+        player?.mediaSelectionChanged(of: self, characteristic: characteristic)
     }
 
     // MARK: - Updates from the player (on its event queue)

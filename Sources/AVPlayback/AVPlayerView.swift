@@ -31,6 +31,10 @@ public final class AVPlayerView: Sendable {
     private let crop: CropRect?
     /// Told, once per item, why its picture is shown otherwise than asked (a crop outside it).
     private let onWarning: (@Sendable (String) -> Void)?
+    /// Lays out the chosen subtitles; nil when no font can be found (said once).
+    private let rasterizer: SubtitleRasterizer?
+    /// Subtitle bitmaps made so far, by what they show, with the identity each was given.
+    private let subtitleCache = Mutex<(bitmaps: [String: SubtitleBitmap], made: Int)>(([:], 0))
 
     /// Opens a window showing `player`'s pictures. `geometry` is mpv's `--geometry`
     /// syntax (`WxH+X+Y`); `crop` is FFmpeg's (`W:H:X:Y`, source pixels), for a screen of a
@@ -40,6 +44,7 @@ public final class AVPlayerView: Sendable {
                 onEvent: (@Sendable (WindowEvent) -> Void)? = nil,
                 onWarning: (@Sendable (String) -> Void)? = nil) throws(VideoWindowError) {
         self.onWarning = onWarning
+        rasterizer = SubtitleRasterizer(failure: { onWarning?("\($0): subtitles are not drawn") })
         let layer = AVPlayerLayer(player: player)
         layer.videoGravity = gravity
         playerLayer = layer
@@ -134,6 +139,7 @@ public final class AVPlayerView: Sendable {
             isPaused: player.rate == 0, elapsedSeconds: now.isNumeric ? now.seconds : 0,
             durationSeconds: duration.isNumeric ? duration.seconds : nil, rate: Double(player.rate == 0 ? player.defaultRate : player.rate),
             droppedFrames: playerLayer.droppedFrameCount))
+        updateSubtitles(player: player, item: item, now: now)
         guard let item, item.status == .readyToPlay else { return }
         guard let track = item.videoTrack, item.showsPictures else {
             // An item without pictures after one with, or the picture turned off: black,
@@ -166,6 +172,79 @@ public final class AVPlayerView: Sendable {
         window.setTitle((item.asset as? AVURLAsset)?.url.lastPathComponent ?? "Chorus")
     }
 
+    // MARK: - Subtitles
+
+    /// The subtitles' line height as a share of the picture's height: a twentieth, the size
+    /// broadcast subtitles are read at.
+    static let subtitleHeightShare = 0.05
+    /// The smallest line height drawn, in pixels: smaller is not legible.
+    static let minimumSubtitlePixels = 12
+    /// How far behind and ahead of the playhead subtitles are laid out, in seconds: a seek
+    /// back or a housekeeping tick late still finds them ready.
+    static let subtitleLookBehind = 1.0
+    static let subtitleLookAhead = 5.0
+    /// Bitmaps kept for lines no longer near the playhead, at most.
+    static let subtitleCacheLimit = 64
+
+    /// Off the display thread: lays out the chosen subtitles near the playhead and hands
+    /// them to the display, which draws the one for the picture it shows.
+    private func updateSubtitles(player: AVPlayer, item: AVPlayerItem?, now: CMTime) {
+        guard let rasterizer, let item, item.layersDrawSubtitles, let stream = item.shownSubtitleStream, now.isNumeric else {
+            source.subtitles.publish([])
+            return
+        }
+        let rect = window.videoRect
+        let fontPixels = max(Self.minimumSubtitlePixels, Int((rect.height * Self.subtitleHeightShare).rounded()))
+        let maxWidth = Int(rect.width * 0.9)
+        guard rect.height > 0, maxWidth > 0 else { return }
+        let cues = item.subtitleCues
+        var time = max(.zero, now - CMTime(seconds: Self.subtitleLookBehind, preferredTimescale: 1000))
+        let horizon = now + CMTime(seconds: Self.subtitleLookAhead, preferredTimescale: 1000)
+        var timed: [TimedSubtitle] = []
+        var used: Set<String> = []
+        while time <= horizon {
+            let showing = cues.cues(stream: stream, at: time).map(\.text)
+            let next = cues.nextChange(stream: stream, after: time)
+            if !showing.isEmpty {
+                let key = "\(fontPixels)|\(maxWidth)|" + showing.joined(separator: "\n")
+                used.insert(key)
+                let bitmap = subtitleCache.withLockAnnotated { cache -> SubtitleBitmap? in cache.bitmaps[key] }
+                    ?? makeBitmap(rasterizer, lines: showing, fontPixels: fontPixels, maxWidth: maxWidth, key: key)
+                if let bitmap {
+                    timed.append(TimedSubtitle(start: Self.nanoseconds(time), end: next.map(Self.nanoseconds) ?? .max, bitmap: bitmap))
+                }
+            }
+            guard let next, next > time else { break }
+            time = next
+        }
+        subtitleCache.withLockAnnotated { cache in
+            if cache.bitmaps.count > Self.subtitleCacheLimit { cache.bitmaps = cache.bitmaps.filter { used.contains($0.key) } }
+        }
+        source.subtitles.publish(timed)
+    }
+
+    private func makeBitmap(_ rasterizer: SubtitleRasterizer, lines: [String], fontPixels: Int, maxWidth: Int, key: String) -> SubtitleBitmap? {
+        let identity = subtitleCache.withLockAnnotated { cache in
+            cache.made += 1
+            return cache.made
+        }
+        guard let bitmap = rasterizer.bitmap(lines: lines, fontPixels: fontPixels, maxWidth: maxWidth, identity: identity) else { return nil }
+        subtitleCache.withLockAnnotated { $0.bitmaps[key] = bitmap }
+        return bitmap
+    }
+
+    /// `time` in nanoseconds, as the pictures carry it.
+    static func nanoseconds(_ time: CMTime) -> Int64 {
+        time.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
+    }
+
+    /// A bitmap and the item times (nanoseconds) it shows between.
+    struct TimedSubtitle: Sendable {
+        let start: Int64
+        let end: Int64
+        let bitmap: SubtitleBitmap
+    }
+
     private struct Shape: Equatable, Sendable {
         var width: Int, height: Int, aspect: [Int]?, rotation: Int
     }
@@ -183,6 +262,12 @@ public final class AVPlayerView: Sendable {
         let layer: AVPlayerLayer
         let overlayState = Published(OverlayState(isPaused: true, elapsedSeconds: 0, durationSeconds: nil, rate: 1, droppedFrames: 0))
         let lastShape = Mutex<Shape?>(nil)
+        /// The subtitles near the playhead, laid out.
+        let subtitles = Published<[TimedSubtitle]>([])
+        /// The display thread's copy of them (a busy lock keeps it).
+        private let lastSubtitles = Mutex<[TimedSubtitle]>([])
+        /// The item time of the picture last handed to the display, in nanoseconds.
+        private let pictureTime = Atomic<Int64>(.min)
         /// The display thread's copy of the controls' figures (a busy lock keeps it).
         private let lastOverlay = Mutex(OverlayState(isPaused: true, elapsedSeconds: 0, durationSeconds: nil, rate: 1, droppedFrames: 0))
 
@@ -192,6 +277,7 @@ public final class AVPlayerView: Sendable {
             guard let planes = layer.picture(forRefreshAt: HostTime(nanoseconds: hostNanoseconds),
                                              refreshInterval: .nanoseconds(refreshNanoseconds)) else { return nil }
             let info = planes.info
+            pictureTime.store(info.itemNanoseconds, ordering: .relaxed)
             return DisplayFrame(format: info.format == .nv12 ? .nv12 : .yuv420p, width: info.width, height: info.height,
                                 planes: (planes.plane0, planes.plane1, planes.plane2),
                                 strides: (planes.stride0, planes.stride1, planes.stride2), identity: info.number,
@@ -211,6 +297,20 @@ public final class AVPlayerView: Sendable {
         }
 
         func nextFrameDue() -> Int64? { layer.nextPictureDue()?.nanoseconds }
+
+        func subtitle() -> SubtitleBitmap? {
+            let time = pictureTime.load(ordering: .relaxed)
+            guard time != .min else { return nil }
+            let list: [TimedSubtitle]
+            if let fresh = subtitles.tryRead() {
+                _ = lastSubtitles.withLockIfAvailableAnnotated { $0 = fresh }
+                list = fresh
+            } else {
+                list = lastSubtitles.withLockIfAvailableAnnotated { $0 } ?? []
+            }
+            for timed in list where timed.start <= time && time < timed.end { return timed.bitmap }
+            return nil
+        }
 
         func overlay() -> OverlayState {
             if let fresh = overlayState.tryRead() {

@@ -2,6 +2,7 @@
 #define CHORUS_CSDL2_SHIM_H
 
 #include <SDL2/SDL.h>
+#include <SDL2/SDL_ttf.h>
 
 // SDL_WINDOWPOS_* are function-like macros, which Swift's importer skips;
 // everything else this package uses (SDL_INIT_VIDEO, SDL_BUTTON_LEFT,

@@ -28,7 +28,7 @@ struct Lead: ParsableCommand {
     @Flag(name: .long, help: "No status line and no keys.")
     var quiet = false
 
-    @Flag(name: .long, help: "Read commands from standard input: pause, play, toggle, seek SECONDS, rate RATE, next, previous, quit.")
+    @Flag(name: .long, help: "Read commands from standard input: pause, play, toggle, seek SECONDS, rate RATE, step N, next, previous, audio, subtitles, quit.")
     var commands = false
 
     @Flag(name: .long, help: "Log followers joining and leaving.")
@@ -37,6 +37,8 @@ struct Lead: ParsableCommand {
     @OptionGroup var node: NodeOptions
 
     @OptionGroup var videoOptions: VideoOptions
+
+    @OptionGroup var selection: SelectionOptions
 
     @OptionGroup var logging: LogOptions
 
@@ -57,6 +59,7 @@ struct Lead: ParsableCommand {
         } catch let error as SessionError {
             throw ValidationError(error.description)
         }
+        selection.apply(to: session.player)
         let screen = Screen(session: session, options: videoOptions, defaultMode: .none, title: "Chorus leader")
         try screen.start()
         let shell = SessionShell(session: session, interactive: !quiet && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0, screen: screen)

@@ -12,7 +12,7 @@ struct Play: ParsableCommand {
             On a terminal a status line shows the position, the duration and the output. \
             Keys: space pauses and resumes, left and right arrows seek 5 s, [ and ] step the \
             speed down and up, backspace sets it back to 1, n and p go to the next and previous \
-            item, q quits.
+            item, a (or #) and s (or j) choose the next sound track and subtitles, q quits.
             """)
 
     @Argument(help: "Files or URLs to play, in order.")
@@ -38,6 +38,8 @@ struct Play: ParsableCommand {
 
     @OptionGroup var videoOptions: VideoOptions
 
+    @OptionGroup var selection: SelectionOptions
+
     @OptionGroup var logging: LogOptions
 
     func validate() throws {
@@ -60,6 +62,7 @@ struct Play: ParsableCommand {
         let player = AVQueuePlayer(playerItem: nil, output: spec, hostClock: .hostTimeClock, hostMapping: { $0 }, capture: recorder)
         player.defaultRate = rate
         player.volume = volume
+        selection.apply(to: player)
         let session = PlaylistSession(player: player, urls: urls.map(makeURL),
                                       start: start.map { CMTime(seconds: $0, preferredTimescale: 1_000_000) })
         let screen = Screen(session: session, options: videoOptions, defaultMode: .auto, title: "Chorus")

@@ -84,7 +84,8 @@ final class SessionShell: Sendable {
     }
 
     /// Reads commands from standard input, one a line, when it is not a terminal:
-    /// `pause`, `play`, `toggle`, `seek SECONDS`, `rate RATE`, `next`, `previous`, `quit`.
+    /// `pause`, `play`, `toggle`, `seek SECONDS`, `rate RATE`, `step N`, `next`, `previous`,
+    /// `audio` (the next sound track), `subtitles` (the next subtitles), `quit`.
     /// For scripts and tests.
     func acceptCommands() {
         let thread = Thread { [weak self] in
@@ -115,8 +116,10 @@ final class SessionShell: Sendable {
                     } else {
                         log.warning("step needs a whole number of pictures")
                     }
+                case "audio": session.send(.cycleAudio)
+                case "subtitles": session.send(.cycleSubtitles)
                 case "quit": session.send(.stop)
-                default: log.warning("unknown command \(verb): use pause, play, toggle, seek SECONDS, rate RATE, step N, next, previous or quit")
+                default: log.warning("unknown command \(verb): use pause, play, toggle, seek SECONDS, rate RATE, step N, next, previous, audio, subtitles or quit")
                 }
             }
         }
@@ -145,6 +148,8 @@ final class SessionShell: Sendable {
         case .normalSpeed: session.send(.rate(1))
         case .next: session.send(.next)
         case .previous: session.send(.previous)
+        case .cycleAudio: session.send(.cycleAudio)
+        case .cycleSubtitles: session.send(.cycleSubtitles)
         }
     }
 

@@ -115,7 +115,7 @@ public final class FollowerSession: @unchecked Sendable {
             }
         case .stop:
             done.signal()
-        case .play, .pause, .togglePause, .seek, .skip, .rate, .next, .previous, .step:
+        case .play, .pause, .togglePause, .seek, .skip, .rate, .next, .previous, .step, .cycleAudio, .cycleSubtitles:
             channel.message(.warning, "a follower plays what its leader plays: \(command) is for the leader")
         }
     }
@@ -250,6 +250,9 @@ public final class FollowerSession: @unchecked Sendable {
             appliedSequence = nil
             return
         }
+        // The leader's choice of sound and subtitles (a new sound is read again from where
+        // the group's timeline stands).
+        player.currentItem?.chooseStreams(audio: state.audioStream.map(Int.init), subtitles: state.subtitleStream.map(Int.init))
         if state.rate == 0 || state.ended {
             player.pause()
             player.seek(to: state.anchorItemTime)
@@ -279,6 +282,8 @@ public final class FollowerSession: @unchecked Sendable {
         }
         if url != currentURL {
             let item = AVPlayerItem(url: url)
+            // Chosen before it opens, so it opens with the group's sound.
+            item.chooseStreams(audio: state.audioStream.map(Int.init), subtitles: state.subtitleStream.map(Int.init))
             // Say why an item cannot play (an unreachable leader, a bad output device)
             // instead of waiting in silence.
             let channel = self.channel

@@ -123,7 +123,11 @@ final class LeaderNode: @unchecked Sendable {
     func publish(_ url: URL, index: Int) -> String {
         published.withLockAnnotated { published in
             if let path = published[index] { return path }
-            let path = url.isFileURL ? http.publish(url, id: String(index)) : url.absoluteString
+            // A local HLS playlist goes out with its folder: its segments are named relative
+            // to it.
+            let path = !url.isFileURL ? url.absoluteString
+                : url.pathExtension.lowercased() == "m3u8" ? http.publishFolder(of: url, id: String(index))
+                : http.publish(url, id: String(index))
             published[index] = path
             return path
         }

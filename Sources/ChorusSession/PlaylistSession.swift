@@ -167,6 +167,8 @@ public final class PlaylistSession: Sendable {
         case .volume(let volume):
             guard volume.isFinite else { return channel.message(.warning, "volume needs a number from 0 to 1") }
             player.volume = min(max(volume, 0), 1)
+        case .cycleAudio, .cycleSubtitles:
+            cycle(command == .cycleAudio ? .audible : .legible)
         case .stop:
             let done: WakeSignal? = state.withLockAnnotated { state in
                 state.stopRequested = true
@@ -175,6 +177,32 @@ public final class PlaylistSession: Sendable {
             player.pause()
             done?.signal()
         }
+    }
+
+    /// Chooses the current item's next option for `characteristic` (for subtitles, none
+    /// after the last), says which, and tells the transport (a leader's rooms follow).
+    private func cycle(_ characteristic: AVMediaCharacteristic) {
+        let what = characteristic == .audible ? "sound" : "subtitles"
+        guard let item = player.currentItem, item.status == .readyToPlay,
+              let group = item.asset.mediaSelectionGroup(forMediaCharacteristic: characteristic) else {
+            return channel.message(.notice, "\(what): this item has no other")
+        }
+        let choices: [AVMediaSelectionOption?] = AVMediaSelectionGroup.playableMediaSelectionOptions(from: group.options)
+            + (group.allowsEmptySelection ? [nil] : [])
+        guard choices.count > 1 else { return channel.message(.notice, "\(what): this item has no other") }
+        let current = item.currentMediaSelection.selectedMediaOption(in: group)
+        let index = choices.firstIndex { $0 == current } ?? (choices.count - 1)
+        let next = choices[(index + 1) % choices.count]
+        item.select(next, in: group)
+        transport.selectionChanged(on: player)
+        channel.message(.notice, "\(what): \(next.map(Self.describe) ?? "off")")
+    }
+
+    /// An option as a status message names it: "French (fr)", "Commentary (de)".
+    static func describe(_ option: AVMediaSelectionOption) -> String {
+        let name = option.displayName(with: Locale(identifier: "en"))
+        guard let tag = option.extendedLanguageTag, name.lowercased() != tag.lowercased() else { return name }
+        return "\(name) (\(tag))"
     }
 
     /// The speed a slower or faster step moves `rate` to: the next of `rateSteps` down or

@@ -28,6 +28,11 @@ public enum SessionCommand: Sendable, Equatable {
     case step(by: Int)
     /// The output's linear volume, from 0 to 1.
     case volume(Float)
+    /// The current item's next sound track (another language, a commentary), round to the
+    /// first; for a leader, every room's.
+    case cycleAudio
+    /// The current item's next subtitles, then none, round to the first.
+    case cycleSubtitles
     /// End the session (a leader says Goodbye first, so every room fades out).
     case stop
 }

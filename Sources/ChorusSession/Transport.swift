@@ -15,6 +15,8 @@ protocol PlaybackTransport: Sendable {
     func seek(to time: CMTime, on player: AVPlayer)
     /// Play at `rate` from now on (and after a pause, and for the items after).
     func changeRate(to rate: Float, on player: AVPlayer)
+    /// The current item's sound or subtitles were chosen anew.
+    func selectionChanged(on player: AVPlayer)
     /// Everything has played, or the session was stopped.
     func finish(on player: AVPlayer)
 }
@@ -33,6 +35,7 @@ struct LocalTransport: PlaybackTransport {
         player.defaultRate = rate
         if player.rate != 0 { player.rate = rate }
     }
+    func selectionChanged(on player: AVPlayer) {}
     func finish(on player: AVPlayer) {}
 }
 
@@ -50,12 +53,16 @@ final class GroupTransport: PlaybackTransport {
     let node: LeaderNode
     /// The item playing: its index and the path followers fetch it by.
     private let current = Mutex<(index: Int, path: String)>((0, ""))
+    /// The anchor last announced, announced again with a new choice of streams.
+    private let lastAnchor = Mutex<(rate: Double, time: CMTime, leader: LeaderTime)?>(nil)
 
     init(node: LeaderNode) { self.node = node }
 
-    private func state(index: Int, path: String, duration: CMTime, rate: Double, at itemTime: CMTime, leader: LeaderTime) -> GroupState {
+    private func state(index: Int, path: String, duration: CMTime, rate: Double, at itemTime: CMTime, leader: LeaderTime,
+                       streams: (audio: Int?, subtitles: Int?)) -> GroupState {
         GroupState(sequence: 0, itemIndex: UInt32(index), itemURL: path, itemDuration: duration, rate: rate,
-                   anchorItemTime: itemTime, anchorLeaderTime: leader, ended: false, stopped: false)
+                   anchorItemTime: itemTime, anchorLeaderTime: leader, ended: false, stopped: false,
+                   audioStream: streams.audio.flatMap { Int32(exactly: $0) }, subtitleStream: streams.subtitles.flatMap { Int32(exactly: $0) })
     }
 
     func begin(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime, on player: AVPlayer) {
@@ -98,7 +105,15 @@ final class GroupTransport: PlaybackTransport {
         announce(rate: Double(player.rate), at: time, leader: leaderChange, player: player)
     }
 
+    /// Every room takes the new choice on the timeline it already keeps: the same anchor,
+    /// announced again with the streams.
+    func selectionChanged(on player: AVPlayer) {
+        guard let anchor = lastAnchor.withLockAnnotated({ $0 }) else { return }
+        announce(rate: anchor.rate, at: anchor.time, leader: anchor.leader, player: player)
+    }
+
     func finish(on player: AVPlayer) {
+        lastAnchor.withLockAnnotated { $0 = nil }
         node.announce(.stoppedState)
     }
 
@@ -113,6 +128,8 @@ final class GroupTransport: PlaybackTransport {
     private func announce(rate: Double, at time: CMTime, leader: LeaderTime, player: AVPlayer) {
         let (index, path) = current.withLockAnnotated { $0 }
         let duration = player.currentItem?.asset.loadedDuration ?? .indefinite
-        node.announce(state(index: index, path: path, duration: duration, rate: rate, at: time, leader: leader))
+        lastAnchor.withLockAnnotated { $0 = (rate, time, leader) }
+        let streams = player.currentItem?.chosenStreams ?? (nil, nil)
+        node.announce(state(index: index, path: path, duration: duration, rate: rate, at: time, leader: leader, streams: streams))
     }
 }

@@ -21,6 +21,8 @@ public enum DecodeError: Error, Sendable, Equatable {
     case nonFiniteRate
     /// A timescale is negative, or zero where a number is required (`field` names it).
     case invalidTimescale(field: String)
+    /// A chosen stream's index is negative but not the "none" value (`field` names it).
+    case invalidStreamIndex(field: String)
     /// The body is longer than its message type's fields.
     case bodyLengthMismatch
     /// Bytes follow the body (and tag) inside the datagram.

@@ -27,6 +27,14 @@ public struct GroupState: Sendable, Equatable {
     public var ended: Bool
     /// Playback is stopped or there is no item; followers stay silent.
     public var stopped: Bool
+    /// The item's sound track every room plays, by the container's stream index; nil for
+    /// the item's own default (`noSelection` on the wire).
+    public var audioStream: Int32?
+    /// The item's subtitles every screen shows, by stream index; nil for none.
+    public var subtitleStream: Int32?
+
+    /// The wire's value for "no stream chosen".
+    public static let noSelection: Int32 = -1
 
     /// A state with every field given; `sequence` defaults to 0 for `LeaderCore` to assign.
     public init(
@@ -38,7 +46,9 @@ public struct GroupState: Sendable, Equatable {
         anchorItemTime: CMTime,
         anchorLeaderTime: LeaderTime,
         ended: Bool = false,
-        stopped: Bool = false
+        stopped: Bool = false,
+        audioStream: Int32? = nil,
+        subtitleStream: Int32? = nil
     ) {
         self.sequence = sequence
         self.itemIndex = itemIndex
@@ -49,6 +59,8 @@ public struct GroupState: Sendable, Equatable {
         self.anchorLeaderTime = anchorLeaderTime
         self.ended = ended
         self.stopped = stopped
+        self.audioStream = audioStream
+        self.subtitleStream = subtitleStream
     }
 
     /// The "nothing is playing" state a leader announces before its first item.

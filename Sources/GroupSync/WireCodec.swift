@@ -9,8 +9,9 @@ import MediaClock
 public struct WireCodec: Sendable {
     /// The first four bytes of every datagram: "CHRS".
     public static let magic: [UInt8] = Array("CHRS".utf8)
-    /// The protocol version this codec speaks.
-    public static let version: UInt8 = 1
+    /// The protocol version this codec speaks: 2, whose State carries the item's chosen
+    /// sound and subtitle streams.
+    public static let version: UInt8 = 2
     /// Flags bit 0: a 32-byte HMAC-SHA256 tag follows the body.
     public static let taggedFlag: UInt8 = 0x01
     /// Longest follower name (one-byte length prefix).
@@ -146,6 +147,8 @@ public struct WireCodec: Sendable {
             if state.ended { flags |= stateEndedFlag }
             if state.stopped { flags |= stateStoppedFlag }
             writer.write(flags)
+            writer.write(Self.wireStream(state.audioStream))
+            writer.write(Self.wireStream(state.subtitleStream))
         case .goodbye:
             break
         }
@@ -195,14 +198,31 @@ public struct WireCodec: Sendable {
             let anchorItem = try readTime(from: &reader, field: "anchor item time", allowUnknown: false)
             let anchorLeader = try reader.read(Int64.self, field: "anchor leader time")
             let flags = try reader.read(UInt8.self, field: "state flags")
+            let audio = try readStream(from: &reader, field: "audio stream")
+            let subtitles = try readStream(from: &reader, field: "subtitle stream")
             return .state(GroupState(
                 sequence: sequence, itemIndex: index, itemURL: url, itemDuration: duration, rate: rate,
                 anchorItemTime: anchorItem, anchorLeaderTime: LeaderTime(nanoseconds: anchorLeader),
-                ended: flags & stateEndedFlag != 0, stopped: flags & stateStoppedFlag != 0
+                ended: flags & stateEndedFlag != 0, stopped: flags & stateStoppedFlag != 0,
+                audioStream: audio, subtitleStream: subtitles
             ))
         case .goodbye:
             return .goodbye
         }
+    }
+
+    /// A chosen stream as the wire carries it: its index, or `noSelection`.
+    private static func wireStream(_ stream: Int32?) -> Int32 {
+        guard let stream, stream >= 0 else { return GroupState.noSelection }
+        return stream
+    }
+
+    /// A stream index from the wire: `noSelection` is none; any other negative is malformed.
+    private static func readStream(from reader: inout ByteReader, field: String) throws(DecodeError) -> Int32? {
+        let value = try reader.read(Int32.self, field: field)
+        if value == GroupState.noSelection { return nil }
+        guard value >= 0 else { throw .invalidStreamIndex(field: field) }
+        return value
     }
 
     private static func readTime(from reader: inout ByteReader, field: String, allowUnknown: Bool) throws(DecodeError) -> CMTime {

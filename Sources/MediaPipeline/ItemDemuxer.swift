@@ -43,6 +43,10 @@ public final class ItemDemuxer: @unchecked Sendable {
 
     private var atEnd = false
     private var readsPictures: Bool
+    /// Where decoded subtitle lines go, when the item's are wanted.
+    private let subtitleCues: SubtitleCues?
+    /// The decoders of the item's text subtitle streams, by stream index.
+    private let subtitleDecoders: [Int32: SubtitleDecoder]
     /// Set when a picture packet was dropped: the rest are dropped up to the next keyframe,
     /// which decodes without what came before.
     private var skipsToKeyframe = false
@@ -54,8 +58,11 @@ public final class ItemDemuxer: @unchecked Sendable {
     ///
     /// `forwardBuffer` (zero: the defaults) is how far ahead of the playhead to read, counting
     /// the ring's `readAhead` of decoded sound.
+    ///
+    /// With `subtitles`, every text subtitle stream is read too, and its lines decoded into
+    /// it as they come (they weigh nothing beside the sound).
     public init(source: MediaSource, sound: Bool, pictures: Bool, forwardBuffer: Duration = .zero,
-                readAhead: Duration = PlaybackEngine.readAhead) {
+                readAhead: Duration = PlaybackEngine.readAhead, subtitles: SubtitleCues? = nil) {
         self.source = source
         let limits = PacketQueue.limits(forwardBuffer: forwardBuffer, readAhead: readAhead)
         let context = source.formatContext
@@ -68,14 +75,24 @@ public final class ItemDemuxer: @unchecked Sendable {
         soundQueue = sound ? queue(for: source.info.preferredAudioTrack, limits: limits.sound, wake: wake) : nil
         pictureQueue = pictures ? queue(for: source.info.preferredVideoTrack, limits: limits.pictures, wake: wake) : nil
         readsPictures = pictureQueue != nil
-        let kept = Set([soundQueue?.streamIndex, pictureQueue?.streamIndex].compactMap { $0 })
+        var decoders: [Int32: SubtitleDecoder] = [:]
+        if subtitles != nil {
+            for track in source.info.tracks where track.kind == .subtitle && track.streamIndex < Int(context.pointee.nb_streams) {
+                guard let stream = context.pointee.streams[track.streamIndex],
+                      let decoder = SubtitleDecoder(stream: stream, index: track.streamIndex, itemStart: source.info.startTime) else { continue }
+                decoders[Int32(track.streamIndex)] = decoder
+            }
+        }
+        subtitleCues = subtitles
+        subtitleDecoders = decoders
+        let kept = Set([soundQueue?.streamIndex, pictureQueue?.streamIndex].compactMap { $0 } + decoders.keys)
         for index in 0..<Int(context.pointee.nb_streams) where !kept.contains(Int32(index)) {
             context.pointee.streams[index]?.pointee.discard = AVDISCARD_ALL
         }
     }
 
     /// Whether any stream is read at all (a silent item shown nowhere reads none).
-    var readsAnything: Bool { soundQueue != nil || pictureQueue != nil }
+    var readsAnything: Bool { soundQueue != nil || pictureQueue != nil || !subtitleDecoders.isEmpty }
 
     /// Starts the demuxer's thread.
     public func start() {
@@ -160,6 +177,10 @@ public final class ItemDemuxer: @unchecked Sendable {
     /// Hands `packet` to its stream's queue, or drops it.
     private func route(_ packet: UnsafeMutablePointer<AVPacket>) {
         let index = packet.pointee.stream_index
+        if let decoder = subtitleDecoders[index], let cues = subtitleCues {
+            decoder.decode(packet, into: cues)
+            return
+        }
         if let queue = soundQueue, queue.streamIndex == index {
             if let owned = OwnedPacket(movingFrom: packet) { queue.push(.packet(owned)) }
             return
@@ -194,6 +215,7 @@ public final class ItemDemuxer: @unchecked Sendable {
             _ = avformat_seek_file(source.formatContext, -1, Int64.min, start, start, 0)
         }
         for queue in feeding { queue.flush(serial: seek.serial) }
+        for decoder in subtitleDecoders.values { decoder.flush() }
     }
 
     private func readFailure(_ status: Int32) -> MediaError {

@@ -15,7 +15,7 @@ public struct TrackInfo: Sendable, Equatable {
             && lhs.sampleAspectRatio?.width == rhs.sampleAspectRatio?.width
             && lhs.sampleAspectRatio?.height == rhs.sampleAspectRatio?.height
             && lhs.pixelFormat == rhs.pixelFormat && lhs.isAttachedPicture == rhs.isAttachedPicture
-            && lhs.language == rhs.language
+            && lhs.language == rhs.language && lhs.title == rhs.title && lhs.roles == rhs.roles
     }
 
     /// The track's identifier: the container's own ID where it has one (MP4, Matroska),
@@ -54,6 +54,32 @@ public struct TrackInfo: Sendable, Equatable {
     public var isAttachedPicture: Bool
     /// The language tag, when the container has one.
     public var language: String?
+    /// The track's name in its container ("Director's commentary"), when it has one.
+    public var title: String? = nil
+    /// What the container says the track is for: its default, a commentary, forced
+    /// subtitles, ... (FFmpeg's dispositions).
+    public var roles: TrackRoles = []
+}
+
+/// The parts a track plays in its item, as the container marks them (FFmpeg's stream
+/// dispositions): what media selection presents and chooses by.
+public struct TrackRoles: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// The track to play when nobody chooses.
+    public static let `default` = TrackRoles(rawValue: 1 << 0)
+    /// The original language of the programme, not a dub.
+    public static let original = TrackRoles(rawValue: 1 << 1)
+    /// A dubbed translation.
+    public static let dub = TrackRoles(rawValue: 1 << 2)
+    /// A commentary.
+    public static let comment = TrackRoles(rawValue: 1 << 3)
+    /// Subtitles shown only where the picture's language differs (signs, foreign speech).
+    public static let forced = TrackRoles(rawValue: 1 << 4)
+    /// For the hearing impaired: subtitles that describe sounds too.
+    public static let hearingImpaired = TrackRoles(rawValue: 1 << 5)
+    /// For the visually impaired: sound that describes the picture.
+    public static let visualImpaired = TrackRoles(rawValue: 1 << 6)
 }
 
 /// What a demuxer learned about an input.
@@ -69,7 +95,8 @@ public struct MediaInfo: Sendable, Equatable {
     /// Whether the input can be sought (files and servers with range requests).
     public var isSeekable: Bool
 
-    /// The track Chorus renders as sound: FFmpeg's pick of the best audio stream.
+    /// The track Chorus renders as sound: FFmpeg's pick of the best audio stream, or the
+    /// one chosen when the input was opened (`MediaSource(url:audioStream:)`).
     public var preferredAudioTrack: TrackInfo?
 
     /// The track Chorus shows as pictures: FFmpeg's pick of the best moving video stream

@@ -35,7 +35,10 @@ public final class MediaSource: @unchecked Sendable {
     private let interruptState: InterruptState
 
     /// Opens and probes `url` (a path, a file:// URL, or an http(s) URL).
-    public init(url: String) throws(MediaError) {
+    ///
+    /// `audioStream` chooses the sound by FFmpeg stream index (an item's chosen language);
+    /// nil, or an index that is not a decodable audio stream, keeps FFmpeg's own choice.
+    public init(url: String, audioStream: Int? = nil) throws(MediaError) {
         self.url = url
         let target = try Self.resolve(url)
         // FFmpeg prints to stderr by default; every failure is reported through MediaError.
@@ -74,7 +77,12 @@ public final class MediaSource: @unchecked Sendable {
             if state.timedOut { throw .networkFailure(url: url, reason: "timed out") }
             throw .corruptData(url: url, reason: "cannot read stream information (\(FFmpegCall.message(probeStatus)))")
         }
-        info = Self.describe(context, url: url)
+        var described = Self.describe(context, url: url)
+        if let audioStream, let chosen = described.tracks.first(where: { $0.streamIndex == audioStream && $0.kind == .audio }),
+           Self.decoderExists(for: chosen) {
+            described.preferredAudioTrack = chosen
+        }
+        info = described
         state.arm(deadline: nil)
     }
 
@@ -234,6 +242,18 @@ public final class MediaSource: @unchecked Sendable {
         if let entry = av_dict_get(stream.pointee.metadata, "language", nil, 0), let value = entry.pointee.value {
             language = String(cString: value)
         }
+        var title: String? = nil
+        if let entry = av_dict_get(stream.pointee.metadata, "title", nil, 0), let value = entry.pointee.value {
+            title = String(cString: value)
+        }
+        let disposition = stream.pointee.disposition
+        var roles: TrackRoles = []
+        let marks: [(Int32, TrackRoles)] = [
+            (AV_DISPOSITION_DEFAULT, .default), (AV_DISPOSITION_ORIGINAL, .original), (AV_DISPOSITION_DUB, .dub),
+            (AV_DISPOSITION_COMMENT, .comment), (AV_DISPOSITION_FORCED, .forced),
+            (AV_DISPOSITION_HEARING_IMPAIRED, .hearingImpaired), (AV_DISPOSITION_VISUAL_IMPAIRED, .visualImpaired),
+        ]
+        for (flag, role) in marks where disposition & flag != 0 { roles.insert(role) }
         var rotation = 0.0
         var aspect: (width: Int, height: Int)? = nil
         var pixelFormat: String? = nil
@@ -276,7 +296,21 @@ public final class MediaSource: @unchecked Sendable {
             isAttachedPicture: isPicture,
             language: language)
         track.frameDuration = frameDuration
+        track.title = title
+        track.roles = roles
         return track
+    }
+}
+
+extension MediaInfo {
+    /// Whether this build of FFmpeg can decode `track`.
+    public static func hasDecoder(for track: TrackInfo) -> Bool { MediaSource.decoderExists(for: track) }
+
+    /// Whether `track` is subtitles in text, which Chorus decodes and shows (picture
+    /// subtitles, from DVDs and Blu-rays, are not shown).
+    public static func isTextSubtitle(_ track: TrackInfo) -> Bool {
+        guard track.kind == .subtitle, let descriptor = avcodec_descriptor_get_by_name(track.codec) else { return false }
+        return descriptor.pointee.props & Int32(AV_CODEC_PROP_TEXT_SUB) != 0 && avcodec_find_decoder(descriptor.pointee.id) != nil
     }
 }
 

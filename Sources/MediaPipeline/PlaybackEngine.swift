@@ -149,8 +149,10 @@ public final class PlaybackEngine: Sendable {
     /// The render thread stays idle until told to play.
     ///
     /// `forwardBuffer` (zero: the defaults) is how far ahead of the playhead to read: what the
-    /// ring does not hold waits as packets.
+    /// ring does not hold waits as packets. The item's text subtitles are decoded into
+    /// `subtitles` when it is given.
     public func load(source: MediaSource, serial: Int, startFrame: Int64, start: Bool = true, forwardBuffer: Duration = .zero,
+                     subtitles: SubtitleCues? = nil,
                      onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
         unload()
         let ring: AudioRing? = parts.withLockAnnotated { $0.renderer?.ring }
@@ -165,7 +167,7 @@ public final class PlaybackEngine: Sendable {
         }
         let pictureQueue = videoWanted.load(ordering: .acquiring) && source.info.preferredVideoTrack != nil ? videoQueue : nil
         let wantsPictures = pictureQueue != nil
-        let demuxer = ItemDemuxer(source: source, sound: true, pictures: wantsPictures, forwardBuffer: forwardBuffer)
+        let demuxer = ItemDemuxer(source: source, sound: true, pictures: wantsPictures, forwardBuffer: forwardBuffer, subtitles: subtitles)
         let events: @Sendable (AudioReaderEvent) -> Void = { [weak self] event in
             if case .failed(_, _, let error) = event { self?.parts.withLockAnnotated { $0.readerError = error } }
             onEvent(event)
@@ -343,7 +345,7 @@ public final class PlaybackEngine: Sendable {
         parts.withLockAnnotated { parts -> ReverseAudioReader? in
             if let existing = parts.reverseReader { return existing }
             guard let reader = parts.reader, let ring = parts.renderer?.ring, let events = parts.readerEvents else { return nil }
-            let made = ReverseAudioReader(url: reader.source.url, ring: ring, item: parts.currentNumber, onEvent: events)
+            let made = ReverseAudioReader(url: reader.source.url, audioStream: reader.source.info.preferredAudioTrack?.streamIndex, ring: ring, item: parts.currentNumber, onEvent: events)
             parts.reverseReader = made
             return made
         }
@@ -368,7 +370,7 @@ public final class PlaybackEngine: Sendable {
     /// too late: the item before it had already ended the stream.
     ///
     /// `token` names the item for `successorTokens`; `forwardBuffer` is as for `load`.
-    public func queueSuccessor(source: MediaSource, token: Int, forwardBuffer: Duration = .zero,
+    public func queueSuccessor(source: MediaSource, token: Int, forwardBuffer: Duration = .zero, subtitles: SubtitleCues? = nil,
                                onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) -> Bool {
         let ring: AudioRing? = parts.withLockAnnotated { $0.renderer?.ring }
         guard let ring else { throw .outputFailure(device: spec.description, reason: "output not open") }
@@ -377,7 +379,7 @@ public final class PlaybackEngine: Sendable {
             parts.itemCount += 1
             return parts.itemCount
         }
-        let demuxer = ItemDemuxer(source: source, sound: true, pictures: false, forwardBuffer: forwardBuffer)
+        let demuxer = ItemDemuxer(source: source, sound: true, pictures: false, forwardBuffer: forwardBuffer, subtitles: subtitles)
         let reader = try AudioReader(successorOf: demuxer, ring: ring, item: number, onEvent: onEvent)
         let successor = Successor(demuxer: demuxer, reader: reader, number: number, token: token, events: onEvent)
         let attached = parts.withLockAnnotated { parts -> Bool in

@@ -37,6 +37,8 @@ public final class ReverseAudioReader: @unchecked Sendable {
     }
 
     private let url: String
+    /// The sound stream to read (the item's chosen language); nil for FFmpeg's choice.
+    private let audioStream: Int?
     private let ring: AudioRing
     private let item: Int
     private let onEvent: @Sendable (AudioReaderEvent) -> Void
@@ -58,8 +60,9 @@ public final class ReverseAudioReader: @unchecked Sendable {
 
     /// A reverse reader for the item at `url`, writing into `ring` blocks tagged with item
     /// number `item`; `onEvent` as for `AudioReader` (its frames in the ring's reversed count).
-    public init(url: String, ring: AudioRing, item: Int, onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) {
+    public init(url: String, audioStream: Int? = nil, ring: AudioRing, item: Int, onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) {
         self.url = url
+        self.audioStream = audioStream
         self.ring = ring
         self.item = item
         self.onEvent = onEvent
@@ -148,7 +151,7 @@ public final class ReverseAudioReader: @unchecked Sendable {
     private func openIfNeeded() -> Bool {
         if decoder != nil { return true }
         do throws(MediaError) {
-            let input = try MediaSource(url: url)
+            let input = try MediaSource(url: url, audioStream: audioStream)
             opened.withLockAnnotated { $0 = input }
             if stopping { input.interrupt() }
             guard let track = input.info.preferredAudioTrack else { throw .noPlayableTrack(url: url) }

@@ -37,6 +37,8 @@ public final class MediaHTTPServer: Sendable {
     public let port: UInt16
     private let host: String
     private let files = Mutex<[String: URL]>([:])
+    /// Folders served whole, by the path prefix they are served under (ending in "/").
+    private let folders = Mutex<[String: URL]>([:])
     private let connections = Atomic<Int>(0)
     private let accepted = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
@@ -86,6 +88,30 @@ public final class MediaHTTPServer: Sendable {
         let path = "/items/\(id)/\(name)"
         files.withLockAnnotated { $0[path] = file }
         return path
+    }
+
+    /// Serves `playlist` under a new path, as `publish` does, together with every file in
+    /// its folder and below it, under the same prefix: an HLS playlist's segments and
+    /// variant playlists, which it names relative to itself. Returns the playlist's path.
+    public func publishFolder(of playlist: URL, id: String) -> String {
+        let path = publish(playlist, id: id)
+        folders.withLockAnnotated { $0["/items/\(id)/"] = playlist.deletingLastPathComponent().standardizedFileURL }
+        return path
+    }
+
+    /// The file a request path names: a published file, or one inside a published folder.
+    /// A path that leaves its folder (`..`), or names a hidden file, names nothing.
+    func file(at path: String) -> URL? {
+        if let file = files.withLockAnnotated({ $0[path] }) { return file }
+        let served: (prefix: String, folder: URL)? = folders.withLockAnnotated { folders in
+            folders.first { path.hasPrefix($0.key) }.map { ($0.key, $0.value) }
+        }
+        guard let (prefix, folder) = served, let relative = String(path.dropFirst(prefix.count)).removingPercentEncoding else { return nil }
+        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
+        guard !parts.isEmpty, parts.allSatisfy({ !$0.isEmpty && !$0.hasPrefix(".") && !$0.contains("\0") }) else { return nil }
+        let file = parts.reduce(folder) { $0.appendingPathComponent(String($1)) }.standardizedFileURL
+        guard file.path.hasPrefix(folder.path + "/") else { return nil }
+        return file
     }
 
     /// Stops accepting; connections in progress finish their current response.
@@ -192,7 +218,7 @@ public final class MediaHTTPServer: Sendable {
             respond(client, status: 405, reason: "Method Not Allowed", extra: ["Allow: GET, HEAD"], close: !keepAlive)
             return keepAlive
         }
-        guard let file = files.withLockAnnotated({ $0[path] }) else {
+        guard let file = file(at: path) else {
             respond(client, status: 404, reason: "Not Found", close: !keepAlive)
             return keepAlive
         }
@@ -206,6 +232,11 @@ public final class MediaHTTPServer: Sendable {
         guard fstat(fd, &info) == 0 else {
             respond(client, status: 500, reason: "Internal Server Error", close: true)
             return false
+        }
+        // A folder (or a device) under a published folder is not a file to send.
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            respond(client, status: 404, reason: "Not Found", close: !keepAlive)
+            return keepAlive
         }
         let size = Int64(info.st_size)
         var start: Int64 = 0

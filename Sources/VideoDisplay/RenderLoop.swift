@@ -113,6 +113,14 @@ final class RenderLoop {
     /// cannot make the loop spin.
     private var lastDueTarget: Int64 = .min
 
+    /// The subtitle drawn over the picture, and its texture (made at the largest size
+    /// needed so far, so a new line is an upload, not an allocation).
+    private var subtitle: SubtitleBitmap?
+    private var subtitleTexture: OpaquePointer?
+    private var subtitleTextureWidth = 0
+    private var subtitleTextureHeight = 0
+    private var subtitleUploaded: Int?
+
     private var overlayDeadline: Int64 = 0
     private var overlayShown = false
     private var overlayState: OverlayState?
@@ -257,6 +265,8 @@ final class RenderLoop {
     }
 
     private func teardown() {
+        if let subtitleTexture { SDL_DestroyTexture(subtitleTexture) }
+        subtitleTexture = nil
         if let texture { SDL_DestroyTexture(texture) }
         if let renderer { SDL_DestroyRenderer(renderer) }
         if let window { SDL_DestroyWindow(window) }
@@ -297,6 +307,11 @@ final class RenderLoop {
             updateGeometryIfNeeded()
             publishVideoRect()
             updateOverlay(now: now)
+            let wantedSubtitle = source.subtitle()
+            if wantedSubtitle?.identity != subtitle?.identity {
+                subtitle = wantedSubtitle
+                needsRedraw = true
+            }
 
             let readRequest = shared.readRequest.load(ordering: .acquiring)
             let wantsRead = readRequest != servedReadRequest && pendingReply == nil
@@ -567,7 +582,43 @@ final class RenderLoop {
                     Double(geometry.rotationDegrees), nil, SDL_FLIP_NONE)
             }
         }
+        if let subtitle { drawSubtitle(subtitle) }
         if overlayShown, let overlayState { drawOverlay(overlayState) }
+    }
+
+    /// The gap below a subtitle, as a share of the picture's height.
+    static let subtitleMarginShare = 0.04
+
+    /// Draws `bitmap` centred at the foot of the picture (of the window, before the first
+    /// picture), within the window.
+    private func drawSubtitle(_ bitmap: SubtitleBitmap) {
+        guard bitmap.width > 0, bitmap.height > 0, bitmap.pixels.count >= bitmap.width * bitmap.height * 4 else { return }
+        if subtitleTexture == nil || bitmap.width > subtitleTextureWidth || bitmap.height > subtitleTextureHeight {
+            if let subtitleTexture { SDL_DestroyTexture(subtitleTexture) }
+            let width = max(bitmap.width, subtitleTextureWidth)
+            let height = max(bitmap.height, subtitleTextureHeight)
+            subtitleTexture = SDL_CreateTexture(renderer, SDL_PIXELFORMAT_ARGB8888.rawValue,
+                                                Int32(SDL_TEXTUREACCESS_STREAMING.rawValue), Int32(width), Int32(height))
+            guard let subtitleTexture else { return }
+            SDL_SetTextureBlendMode(subtitleTexture, SDL_BLENDMODE_BLEND)
+            subtitleTextureWidth = width
+            subtitleTextureHeight = height
+            subtitleUploaded = nil
+        }
+        var area = SDL_Rect(x: 0, y: 0, w: Int32(bitmap.width), h: Int32(bitmap.height))
+        if subtitleUploaded != bitmap.identity {
+            let status = bitmap.pixels.withUnsafeBytes { bytes in
+                SDL_UpdateTexture(subtitleTexture, &area, bytes.baseAddress, Int32(bitmap.width * 4))
+            }
+            guard status == 0 else { return }
+            subtitleUploaded = bitmap.identity
+        }
+        let picture = geometry?.drawRect
+        let (left, top, width, height) = picture.map { ($0.x, $0.y, $0.width, $0.height) } ?? (0, 0, Double(outputWidth), Double(outputHeight))
+        let x = left + (width - Double(bitmap.width)) / 2
+        let y = min(top + height, Double(outputHeight)) - Double(bitmap.height) - height * Self.subtitleMarginShare
+        var destination = SDL_FRect(x: Float(x), y: Float(max(0, y)), w: Float(bitmap.width), h: Float(bitmap.height))
+        SDL_RenderCopyF(renderer, subtitleTexture, &area, &destination)
     }
 
     private func readBack() -> WindowSnapshot? {

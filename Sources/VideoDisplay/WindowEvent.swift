@@ -108,9 +108,14 @@ public protocol VideoFrameSource: AnyObject, Sendable {
     func presented(identity: Int64, atHostNanoseconds: Int64)
     /// The facts the overlay shows; called only while the overlay is visible.
     func overlay() -> OverlayState
+    /// The subtitle to draw over the picture now shown, if any; called every refresh on
+    /// the display thread, so it must neither wait nor allocate.
+    func subtitle() -> SubtitleBitmap?
 }
 
 extension VideoFrameSource {
     /// No schedule known: the window shows frames at its refreshes only.
     public func nextFrameDue() -> Int64? { nil }
+    /// No subtitles.
+    public func subtitle() -> SubtitleBitmap? { nil }
 }

@@ -169,6 +169,84 @@ import Testing
         #expect(await followerLogs[0].messages().contains { $0.contains("a follower plays what its leader plays") })
     }
 
+    /// The leader chooses another sound track and subtitles; its follower takes both, on
+    /// the group's timeline, and stays in step with the leader through the change.
+    @Test func aLeadersChoiceOfSoundAndSubtitlesReachesItsFollowers() async throws {
+        let media = try TestMedia.multilingual(seconds: 20)
+        func capture(_ name: String) -> String { TestMedia.folder.appendingPathComponent("selection-\(name).cap").path }
+        let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
+        let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: capture("leader")),
+                                       listen: loopback, httpPort: 0, urls: [media], positionInterval: nil)
+        let leaderLog = EventLog(leader.events)
+        let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: 40), capturePath: capture("room"),
+                                                                            clock: .simulated(offset: .milliseconds(1_500), skewPPM: 60)),
+                                           leader: leader.endpoint, name: "room", statisticsInterval: nil)
+        let followerLog = EventLog(follower.events)
+        let sessions = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { _ = await onThread { leader.run() } }
+                group.addTask { await onThread { follower.run() } }
+            }
+        }
+        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing } })
+        leader.send(.cycleAudio)
+        leader.send(.cycleSubtitles)
+        // French sound (stream 1) and English subtitles (stream 3) in the room too.
+        #expect(await onThread { waitUntil(10) { follower.player.currentItem?.chosenStreams.audio == 1 } })
+        #expect(await onThread { waitUntil(10) { follower.player.currentItem?.chosenStreams.subtitles == 3 } })
+        #expect(await onThread { waitUntil(10) { follower.player.timeControlStatus == .playing } })
+        try await Task.sleep(for: .seconds(3))
+        follower.send(.stop)
+        leader.send(.stop)
+        await sessions.value
+        #expect(await leaderLog.messages().contains("sound: French (fr)"))
+        #expect(await leaderLog.messages().contains("subtitles: English (en)"))
+        _ = await followerLog.all()
+        // Both read the new sound from the timeline they keep: still in step after it.
+        let reference = try RenderCaptureLog(path: capture("leader"))
+        let offsets = try RenderCaptureLog(path: capture("room")).offsets(against: reference, skip: 48_000 * 2)
+        #expect(offsets.count > 50, "\(offsets.count) comparable positions")
+        let worst = offsets.map(abs).max() ?? 1
+        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
+    }
+
+    /// A leader playing a local HLS playlist serves its segments too; its follower plays it
+    /// from the leader's server, in step.
+    @Test func aFollowerPlaysTheLeadersHLSPlaylist() async throws {
+        let hls = try TestMedia.hls(seconds: 12)
+        func capture(_ name: String) -> String { TestMedia.folder.appendingPathComponent("hls-\(name).cap").path }
+        let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
+        let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: capture("leader")),
+                                       listen: loopback, httpPort: 0, urls: [hls.folder.appendingPathComponent("index.m3u8")],
+                                       positionInterval: nil)
+        let leaderLog = EventLog(leader.events)
+        let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: -30), capturePath: capture("room"),
+                                                                            clock: .simulated(offset: .milliseconds(-700), skewPPM: -40)),
+                                           leader: leader.endpoint, name: "room", statisticsInterval: nil)
+        let followerLog = EventLog(follower.events)
+        let sessions = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { _ = await onThread { leader.run() } }
+                group.addTask { await onThread { follower.run() } }
+            }
+        }
+        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing } })
+        #expect(follower.player.currentItem?.asset is AVURLAsset)
+        let played = (follower.player.currentItem?.asset as? AVURLAsset)?.url.absoluteString ?? ""
+        #expect(played.hasPrefix("http://") && played.hasSuffix("/index.m3u8"), "\(played)")
+        try await Task.sleep(for: .seconds(4))
+        follower.send(.stop)
+        leader.send(.stop)
+        await sessions.value
+        #expect(await followerLog.messages().allSatisfy { !$0.contains("cannot play") })
+        _ = await leaderLog.all()
+        let reference = try RenderCaptureLog(path: capture("leader"))
+        let offsets = try RenderCaptureLog(path: capture("room")).offsets(against: reference, skip: 48_000 * 2)
+        #expect(offsets.count > 50, "\(offsets.count) comparable positions")
+        let worst = offsets.map(abs).max() ?? 1
+        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
+    }
+
     /// A follower's screen: its pictures are the group's from the first one shown, on a
     /// clock of its own, judged against what the leader's device really played (its capture).
     @Test func aFollowersPicturesAreTheGroupsFromTheFirst() async throws {

@@ -102,6 +102,71 @@ public enum TestMedia {
         }
     }
 
+    /// The tones of `multilingual`'s three sound tracks, in hertz, in track order.
+    public static let multilingualTones = [440.0, 660.0, 880.0]
+
+    /// The lines of `multilingual`'s English subtitles: (start, end, text) in seconds.
+    public static let englishCues: [(start: Double, end: Double, text: String)] = [
+        (0.5, 1.5, "Good evening."), (2.0, 3.0, "Two lines,\nthe second here."), (3.5, 4.5, "The last line."),
+    ]
+
+    /// A Matroska file of `seconds` with three FLAC sound tracks and two subtitle tracks, as a
+    /// film with its dubs and commentary would have:
+    /// - sound 1, English ("eng", titled "English", default), a 440 Hz tone;
+    /// - sound 2, French ("fre", the bibliographic code Matroska uses, untitled), 660 Hz;
+    /// - sound 3, German ("deu", titled "Commentary", a commentary), 880 Hz;
+    /// - subtitles 1, English SubRip (`englishCues`);
+    /// - subtitles 2, French ASS with styling tags, marked forced;
+    /// - with `video`, first a black 320×240 H.264 picture at 25 frames a second.
+    public static func multilingual(seconds: Double = 5, video: Bool = false) throws -> URL {
+        let english = englishCues.enumerated().map { index, cue in
+            "\(index + 1)\n\(srtTime(cue.start)) --> \(srtTime(cue.end))\n\(cue.text)\n"
+        }.joined(separator: "\n")
+        let french = """
+            [Script Info]
+            ScriptType: v4.00+
+
+            [V4+ Styles]
+            Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding
+            Style: Default,Arial,20,&H00FFFFFF,&H000000FF,&H00000000,&H00000000,0,0,0,0,100,100,0,0,1,2,0,2,10,10,10,1
+
+            [Events]
+            Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text
+            Dialogue: 0,0:00:01.00,0:00:02.00,Default,,0,0,0,,{\\i1}Bonsoir{\\i0}, mes amis.
+            Dialogue: 0,0:00:03.00,0:00:04.00,Default,,0,0,0,,Deux lignes,\\Nla seconde ici.
+
+            """
+        // Written whole under a new name, so a test making the file meanwhile never reads half.
+        let englishFile = folder.appendingPathComponent("multilingual-en.srt")
+        let frenchFile = folder.appendingPathComponent("multilingual-fr.ass")
+        try Data(english.utf8).write(to: englishFile, options: .atomic)
+        try Data(french.utf8).write(to: frenchFile, options: .atomic)
+        let tones = multilingualTones.map { "sine=frequency=\(Int($0)):sample_rate=48000:duration=\(seconds)" }
+        let picture = video ? ["-f", "lavfi", "-i", "color=c=black:size=320x240:rate=25:duration=\(seconds)"] : []
+        let inputs = video ? 6 : 5
+        return try make("multilingual-\(seconds)\(video ? "-video" : "").mkv") { url in
+            picture + tones.flatMap { ["-f", "lavfi", "-i", $0] }
+                + ["-i", englishFile.path, "-i", frenchFile.path]
+                + (0..<inputs).flatMap { ["-map", "\($0)"] }
+                + (video ? ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"] : [])
+                + ["-c:a", "flac", "-ac", "2", "-c:s:0", "srt", "-c:s:1", "ass",
+                   "-metadata:s:a:0", "language=eng", "-metadata:s:a:0", "title=English",
+                   "-metadata:s:a:1", "language=fre",
+                   "-metadata:s:a:2", "language=deu", "-metadata:s:a:2", "title=Commentary",
+                   "-disposition:a:0", "default", "-disposition:a:1", "0", "-disposition:a:2", "comment",
+                   "-metadata:s:s:0", "language=eng", "-metadata:s:s:1", "language=fre",
+                   "-disposition:s:0", "0", "-disposition:s:1", "forced",
+                   url.path]
+        }
+    }
+
+    /// `seconds` as SubRip writes a time: "00:00:01,500".
+    static func srtTime(_ seconds: Double) -> String {
+        let milliseconds = Int((seconds * 1000).rounded())
+        let (h, m, s, ms) = (milliseconds / 3_600_000, milliseconds / 60_000 % 60, milliseconds / 1000 % 60, milliseconds % 1000)
+        return String(format: "%02d:%02d:%02d,%03d", h, m, s, ms)
+    }
+
     /// Blocks across a frame-identity picture, one bit of the frame's number each.
     public static let identityBits = 16
 

@@ -32,7 +32,7 @@ struct MessageGateTests {
         #expect(gate.counters.replayed == 2)
         // Another version, and garbage.
         var future = try Self.bytes(Self.keyed, sequence: 6)
-        future[4] = 2
+        future[4] = WireCodec.version &+ 1
         do { let admitted = gate.admit(future) == nil; #expect(admitted) }
         do { let admitted = gate.admit([1, 2, 3]) == nil; #expect(admitted) }
         #expect(gate.counters.wrongVersion == 1)

@@ -9,7 +9,7 @@ struct WireCodecTests {
         sequence: 42, itemIndex: 3, itemURL: "http://192.0.2.1:8080/items/3/song é.flac",
         itemDuration: CMTime(value: 12_345_678, timescale: 48_000), rate: 1,
         anchorItemTime: CMTime(value: 96_000, timescale: 48_000), anchorLeaderTime: LeaderTime(nanoseconds: -123_456_789),
-        ended: false, stopped: false
+        ended: false, stopped: false, audioStream: 2, subtitleStream: 5
     )
 
     static let payloads: [GroupMessage.Payload] = [
@@ -44,7 +44,7 @@ struct WireCodecTests {
     @Test func headerLayoutIsBigEndian() throws {
         let bytes = try WireCodec().encode(Self.message(.clockRequest(.init(requestID: 0x0A0B_0C0D, t1: 0x1122_3344_5566_7788)), sequence: 9, group: "g"))
         #expect(Array(bytes[0..<4]) == Array("CHRS".utf8))
-        #expect(bytes[4] == 1 && bytes[5] == 3 && bytes[6] == 0 && bytes[7] == 0)
+        #expect(bytes[4] == 2 && bytes[5] == 3 && bytes[6] == 0 && bytes[7] == 0)
         #expect(Array(bytes[8..<16]) == [1, 2, 3, 4, 5, 6, 7, 8])
         #expect(Array(bytes[16..<24]) == [0, 0, 0, 0, 0, 0, 0, 9])
         #expect(bytes[24] == 1 && bytes[25] == UInt8(ascii: "g"))
@@ -82,18 +82,26 @@ struct WireCodecTests {
         expectError([], .truncated(field: "magic").asLengthPastEnd)
         expectError(Array(valid.prefix(3)), DecodeError.lengthPastEnd(field: "magic"))
         expectError(patched(0, UInt8(ascii: "X")), .badMagic)
-        expectError(patched(4, 2), .unsupportedVersion(2))
+        expectError(patched(4, 1), .unsupportedVersion(1))
+        expectError(patched(4, 3), .unsupportedVersion(3))
         expectError(patched(5, 0), .unknownType(0))
         expectError(patched(5, 99), .unknownType(99))
         expectError(Array(valid.prefix(20)), .truncated(field: "sequence"))
         expectError(patched(24, 65), .groupNameTooLong(65))
         expectError(patched(25, 0xFF), .invalidUTF8(field: "group name"))
         expectError(Array(valid.prefix(bodyStart + 4)), .lengthPastEnd(field: "body"))
-        // Body length one short of the fields: the last field (state flags) is cut.
+        // Body length one short of the fields: the last field (the subtitle stream) is cut.
         var short = valid
         short[bodyStart - 1] &-= 1
         short.removeLast()
-        expectError(short, .truncated(field: "state flags"))
+        expectError(short, .truncated(field: "subtitle stream"))
+        // A stream index below -1 (none).
+        var stream = valid
+        stream.replaceSubrange((stream.count - 8)..<(stream.count - 4), with: [0xFF, 0xFF, 0xFF, 0xFE])
+        expectError(stream, .invalidStreamIndex(field: "audio stream"))
+        stream = valid
+        stream.replaceSubrange((stream.count - 4)..<stream.count, with: [0x80, 0, 0, 0])
+        expectError(stream, .invalidStreamIndex(field: "subtitle stream"))
         // Body length one past the fields, with the extra byte present.
         var long = valid
         long[bodyStart - 1] &+= 1

@@ -104,6 +104,26 @@ import ChorusTestSupport
         #expect(info.preferredAudioTrack?.codec == "mp3")
     }
 
+    @Test("a published HLS playlist brings its folder: FFmpeg plays it through the server, and nothing outside the folder is served")
+    func aPlaylistsFolderIsServed() throws {
+        let hls = try TestMedia.hls(seconds: 4)
+        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
+        defer { server.stop() }
+        let path = server.publishFolder(of: hls.folder.appendingPathComponent("index.m3u8"), id: "7")
+        #expect(path == "/items/7/index.m3u8")
+        let info = try MediaSource(url: "http://127.0.0.1:\(server.port)\(path)").info
+        #expect(abs(info.duration.seconds - 4) < 0.1)
+        #expect(info.preferredAudioTrack != nil)
+        let segment = try exchange(server.port, "GET /items/7/\(hls.segments[0]) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(segment.head.hasPrefix("HTTP/1.1 200"))
+        // Out of the folder, hidden files, the folder itself, and files that are not there.
+        for escape in ["/items/7/../hls-4.0-1/index.m3u8", "/items/7/%2E%2E/x", "/items/7/.hidden", "/items/7/", "/items/7/missing.ts",
+                       "/items/7/a//b"] {
+            let response = try exchange(server.port, "GET \(escape) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(response.head.hasPrefix("HTTP/1.1 404"), "\(escape): \(response.head)")
+        }
+    }
+
     @Test func rangeParsing() {
         #expect(MediaHTTPServer.parseRange("bytes=0-0", size: 10)! == (0, 0))
         #expect(MediaHTTPServer.parseRange("bytes=5-", size: 10)! == (5, 9))

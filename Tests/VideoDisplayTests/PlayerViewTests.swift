@@ -52,6 +52,56 @@ extension VideoWindowTests {
         #expect(abs(error) < 2 * view.refreshInterval.nanosecondsClamped, "last picture \(error) ns from its time")
     }
 
+    /// Pixels near white in the lower fifth of `rect`: subtitle text, over a black picture.
+    private func whitePixelsAtTheFoot(of snapshot: WindowSnapshot, picture rect: CGRect) -> Int {
+        var count = 0
+        let top = Int(rect.minY + rect.height * 0.8)
+        for y in stride(from: top, to: Int(rect.maxY), by: 2) {
+            for x in stride(from: Int(rect.minX), to: Int(rect.maxX), by: 2) {
+                guard let pixel = snapshot.pixel(x: x, y: y) else { continue }
+                if Int(pixel.red) + Int(pixel.green) + Int(pixel.blue) > 600 { count += 1 }
+            }
+        }
+        return count
+    }
+
+    @Test("the chosen subtitles are drawn over the picture while their line is due, and not otherwise", .enabled(if: hasDisplay))
+    func chosenSubtitlesAreDrawn() async throws {
+        let item = AVPlayerItem(url: try TestMedia.multilingual(seconds: 5, video: true))
+        let legible = try #require(try await item.asset.loadMediaSelectionGroup(for: .legible))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let view = try AVPlayerView(player: player, geometry: "640x480+0+0")
+        defer { view.close() }
+        #expect(waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
+        func seek(_ seconds: Double) {
+            let done = Atomic<Bool>(false)
+            player.seek(to: CMTime(seconds: seconds, preferredTimescale: 1000), toleranceBefore: .zero, toleranceAfter: .zero) {
+                done.store($0, ordering: .relaxed)
+            }
+            #expect(waitUntil(10) { done.load(ordering: .relaxed) })
+        }
+        func drawn() -> Int {
+            guard let snapshot = view.snapshot() else { return -1 }
+            return whitePixelsAtTheFoot(of: snapshot, picture: view.videoRect)
+        }
+        // Off by default (no subtitle track is marked default): nothing over the picture.
+        seek(0.7)
+        #expect(waitUntil(3) { drawn() == 0 })
+        item.select(legible.options[0], in: legible)
+        // "Good evening." is due from 0.5 s to 1.5 s.
+        #expect(waitUntil(5) { drawn() > 50 }, "white pixels: \(drawn())")
+        seek(1.7)
+        #expect(waitUntil(5) { drawn() == 0 }, "white pixels: \(drawn())")
+        // A legible output that draws them itself keeps the player from drawing them.
+        seek(2.5)
+        #expect(waitUntil(5) { drawn() > 50 })
+        let output = AVPlayerItemLegibleOutput()
+        output.suppressesPlayerRendering = true
+        item.add(output)
+        #expect(waitUntil(5) { drawn() == 0 })
+    }
+
     @Test("a cropped window shows only its part of the picture, filling the window", .enabled(if: hasDisplay))
     func croppedWindowShowsItsPart() throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 12, rate: 25, withSound: true))

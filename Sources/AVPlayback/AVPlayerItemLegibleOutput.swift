@@ -1,0 +1,113 @@
+import Foundation
+import MediaPipeline
+import MutexAnnotations
+import Synchronization
+
+/// What a legible output's delegate hears: the subtitle text showing from a given item
+/// time, each time it changes.
+public protocol AVPlayerItemLegibleOutputPushDelegate: AnyObject, Sendable {
+    /// From `itemTime`, `strings` show (one per line of text on screen); an empty list
+    /// clears what showed. `nativeSamples` is always empty: Chorus decodes the text itself.
+    func legibleOutput(_ output: AVPlayerItemLegibleOutput, didOutputAttributedStrings strings: [NSAttributedString],
+                       nativeSampleBuffers nativeSamples: [Any], forItemTime itemTime: CMTime)
+    /// The item jumped (a seek): what was delivered before no longer applies.
+    func outputSequenceWasFlushed(_ output: AVPlayerItemOutput)
+}
+
+extension AVPlayerItemLegibleOutputPushDelegate {
+    public func outputSequenceWasFlushed(_ output: AVPlayerItemOutput) {}
+}
+
+/// An output that hands an item's chosen subtitles, as text, to a delegate as they come
+/// due, for an app that draws them itself.
+///
+/// The text is that of the item's current `.legible` choice (`AVPlayerItem.select(_:in:)`):
+/// nothing while subtitles are off. Deliveries come from the player's monitor, within its
+/// tick (10 ms) of the cue's time, `advanceIntervalForDelegateInvocation` early if asked.
+// @unchecked restates its superclass's: its own state is in `settings`, a Mutex.
+public final class AVPlayerItemLegibleOutput: AVPlayerItemOutput, @unchecked Sendable {
+    struct Settings {
+        weak var delegate: (any AVPlayerItemLegibleOutputPushDelegate)?
+        var delegateQueue: DispatchQueue?
+        var advance: TimeInterval = 0
+        var suppressesPlayerRendering = false
+        /// What was last delivered, and for which stream; nil before the first delivery.
+        var delivered: (stream: Int?, cues: [SubtitleCue])?
+    }
+    private let settings = Mutex(Settings())
+
+    /// A legible output.
+    public override init() { super.init() }
+
+    /// A legible output; native representations are not offered, so `subtypes` is accepted
+    /// for source compatibility and otherwise unused.
+    public convenience init(mediaSubtypesForNativeRepresentation subtypes: [NSNumber]) {
+        self.init()
+    }
+
+    /// Sets the delegate and the queue it is told on (nil: no deliveries).
+    public func setDelegate(_ delegate: (any AVPlayerItemLegibleOutputPushDelegate)?, queue: DispatchQueue?) {
+        settings.withLockAnnotated { $0.delegate = delegate; $0.delegateQueue = queue }
+    }
+
+    /// The delegate set by `setDelegate(_:queue:)`.
+    public var delegate: (any AVPlayerItemLegibleOutputPushDelegate)? { settings.withLockAnnotated { $0.delegate } }
+    /// The queue the delegate is told on.
+    public var delegateQueue: DispatchQueue? { settings.withLockAnnotated { $0.delegateQueue } }
+
+    /// How long before a text is due the delegate hears of it, in seconds (0 by default): time
+    /// for an app to lay the text out.
+    public var advanceIntervalForDelegateInvocation: TimeInterval {
+        get { settings.withLockAnnotated { $0.advance } }
+        set { settings.withLockAnnotated { $0.advance = newValue.isFinite ? max(0, newValue) : 0 } }
+    }
+
+    /// Whether the player's own layers leave the subtitles to this output's delegate instead
+    /// of drawing them.
+    public var suppressesPlayerRendering: Bool {
+        get { settings.withLockAnnotated { $0.suppressesPlayerRendering } }
+        set { settings.withLockAnnotated { $0.suppressesPlayerRendering = newValue } }
+    }
+
+    /// On the player's monitor: tells the delegate when the text showing at `time` (plus the
+    /// advance) differs from what it heard last. `jumped`: the item's time jumped since.
+    func deliver(cues: SubtitleCues, stream: Int?, at time: CMTime, jumped: Bool) {
+        guard time.isNumeric else { return }
+        let advance = advanceIntervalForDelegateInvocation
+        let due = advance > 0 ? time + CMTime(seconds: advance, preferredTimescale: 1_000_000) : time
+        let showing = stream.map { cues.cues(stream: $0, at: due) } ?? []
+        let tell = settings.withLockAnnotated { current -> (delegate: any AVPlayerItemLegibleOutputPushDelegate, queue: DispatchQueue, flush: Bool, before: [SubtitleCue])? in
+            guard let delegate = current.delegate, let queue = current.delegateQueue else { return nil }
+            if !jumped, let delivered = current.delivered, delivered.stream == stream, delivered.cues == showing { return nil }
+            let flush = jumped && current.delivered != nil
+            let before = current.delivered?.cues ?? []
+            current.delivered = (stream, showing)
+            return (delegate, queue, flush, before)
+        }
+        guard let tell else { return }
+        // The time the change belongs to, not the tick that noticed it: the newest line's
+        // start, or, when lines went, the end of those that ended.
+        let ended = tell.before.filter { !showing.contains($0) }.map(\.end).filter { $0.isNumeric && $0 <= due }.max()
+        let from = showing.map(\.start).max() ?? ended ?? due
+        let lines = showing.map(\.text)
+        tell.queue.async { [self] in
+            if tell.flush { tell.delegate.outputSequenceWasFlushed(self) }
+            tell.delegate.legibleOutput(self, didOutputAttributedStrings: lines.map { NSAttributedString(string: $0) },
+                                        nativeSampleBuffers: [], forItemTime: from)
+        }
+    }
+
+    /// Whether the player's layers should not draw subtitles because of this output.
+    var suppressesRendering: Bool { suppressesPlayerRendering }
+}
+
+extension AVPlayerItem {
+    /// The legible outputs added to the item.
+    var legibleOutputs: [AVPlayerItemLegibleOutput] {
+        outputList.withLockAnnotated { $0.compactMap { $0 as? AVPlayerItemLegibleOutput } }
+    }
+
+    /// Whether the player's layers draw the item's subtitles (no legible output asked them
+    /// not to).
+    var layersDrawSubtitles: Bool { !legibleOutputs.contains { $0.suppressesRendering } }
+}

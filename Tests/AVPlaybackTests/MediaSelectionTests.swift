@@ -1,0 +1,290 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+@testable import MediaPipeline
+import MutexAnnotations
+@testable import AVPlayback
+
+/// Choosing among an item's sound tracks and subtitles: the groups an asset offers, the
+/// sound heard for each choice, criteria, and subtitle text delivered on time.
+@Suite struct MediaSelectionTests {
+    /// The tone a stretch of `pcm`'s first channel carries, from its zero crossings, in hertz.
+    func tone(of pcm: PCM, fromSecond start: Double, seconds: Double) -> Double {
+        let first = Int(start * Double(pcm.sampleRate))
+        let count = Int(seconds * Double(pcm.sampleRate))
+        guard first + count <= pcm.frameCount, count > 1 else { return 0 }
+        var crossings = 0
+        for frame in first + 1..<first + count {
+            let (a, b) = (pcm.samples[(frame - 1) * pcm.channels], pcm.samples[frame * pcm.channels])
+            if (a < 0) != (b < 0) { crossings += 1 }
+        }
+        return Double(crossings) / 2 / seconds
+    }
+
+    func groups(_ asset: AVAsset) async throws -> (audible: AVMediaSelectionGroup, legible: AVMediaSelectionGroup) {
+        let audible = try await asset.loadMediaSelectionGroup(for: .audible)
+        let legible = try await asset.loadMediaSelectionGroup(for: .legible)
+        return (try #require(audible), try #require(legible))
+    }
+
+    @Test("an asset with several sound tracks and subtitles offers an audible and a legible group, named by language and title")
+    func groupsNameTheirOptions() async throws {
+        let asset = AVURLAsset(url: try TestMedia.multilingual())
+        let characteristics = try await asset.load(.availableMediaCharacteristicsWithMediaSelectionOptions)
+        #expect(characteristics == [.audible, .legible])
+        let (audible, legible) = try await groups(asset)
+        let english = Locale(identifier: "en")
+        #expect(audible.options.map(\.extendedLanguageTag) == ["en", "fr", "de"])
+        #expect(audible.options.map { $0.displayName(with: english) } == ["English", "French", "Commentary"])
+        #expect(audible.options.allSatisfy { $0.mediaType == .audio && $0.isPlayable && $0.hasMediaCharacteristic(.audible) })
+        #expect(audible.options[2].hasMediaCharacteristic(.isAuxiliaryContent))
+        #expect(audible.options[0].hasMediaCharacteristic(.isMainProgramContent))
+        #expect(!audible.allowsEmptySelection)
+        #expect(audible.defaultOption == audible.options[0])
+        #expect(legible.options.map(\.extendedLanguageTag) == ["en", "fr"])
+        #expect(legible.options.allSatisfy { $0.mediaType == .subtitle && $0.isPlayable })
+        #expect(legible.options[1].hasMediaCharacteristic(.containsOnlyForcedSubtitles))
+        #expect(legible.allowsEmptySelection)
+        #expect(legible.defaultOption == nil)
+        // Groups and options are values: loaded again, they are equal.
+        let again = try #require(asset.mediaSelectionGroup(forMediaCharacteristic: .audible))
+        #expect(again == audible && again.options == audible.options)
+        // A choice kept as a property list comes back as the same option.
+        #expect(audible.mediaSelectionOption(withPropertyList: audible.options[1].propertyList()) == audible.options[1])
+        // An asset with one sound track and no subtitles has neither group.
+        let plain = AVURLAsset(url: try TestMedia.tone(.flac))
+        #expect(try await plain.loadMediaSelectionGroup(for: .audible) == nil)
+        #expect(try await plain.loadMediaSelectionGroup(for: .legible) == nil)
+    }
+
+    @Test("options filter by preferred languages, by locale and by characteristics")
+    func optionsFilter() async throws {
+        let (audible, _) = try await groups(AVURLAsset(url: try TestMedia.multilingual()))
+        let sorted = AVMediaSelectionGroup.mediaSelectionOptions(from: audible.options, filteredAndSortedAccordingToPreferredLanguages: ["fr-CA", "en"])
+        #expect(sorted.map(\.extendedLanguageTag) == ["fr", "en"])
+        #expect(AVMediaSelectionGroup.mediaSelectionOptions(from: audible.options, with: Locale(identifier: "de_DE")).map(\.extendedLanguageTag) == ["de"])
+        #expect(AVMediaSelectionGroup.mediaSelectionOptions(from: audible.options, withoutMediaCharacteristics: [.isAuxiliaryContent]).count == 2)
+        #expect(AVMediaSelectionGroup.mediaSelectionOptions(from: audible.options, withMediaCharacteristics: [.isAuxiliaryContent]) == [audible.options[2]])
+        #expect(AVMediaSelectionGroup.playableMediaSelectionOptions(from: audible.options).count == 3)
+    }
+
+    @Test("each sound track chosen before play is the one heard", arguments: [0, 1, 2])
+    func theChosenSoundIsHeard(track: Int) async throws {
+        let url = try TestMedia.multilingual()
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-selection-\(getpid())-\(track).wav")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let (audible, _) = try await groups(AVURLAsset(url: url))
+        let item = AVPlayerItem(url: url)
+        // Options of another load of the same asset choose in this item's.
+        let option = audible.options[track]
+        item.select(option, in: try #require(item.asset.mediaSelectionGroup(forMediaCharacteristic: .audible)))
+        #expect(item.currentMediaSelection.selectedMediaOption(in: audible) == option)
+        let player = AVPlayer(playerItem: item, output: .wav(path: out.path))
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        player.play()
+        #expect(waitUntil(60) { ended.value > 0 })
+        player.close()
+        let pcm = try PCM(wavFile: out)
+        let heard = tone(of: pcm, fromSecond: 1, seconds: 3)
+        #expect(abs(heard - TestMedia.multilingualTones[track]) < 2, "heard \(heard) Hz")
+        #expect(abs(Double(pcm.frameCount) / Double(pcm.sampleRate) - 5) < 0.01)
+    }
+
+    @Test("a sound chosen on a loaded item is heard from the time it stands at, with no time jump")
+    func aChoiceOnALoadedItemTakesOverWhereItStands() async throws {
+        let url = try TestMedia.multilingual()
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-selection-\(getpid())-switch.wav")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let item = AVPlayerItem(url: url)
+        let player = AVPlayer(playerItem: item, output: .wav(path: out.path))
+        defer { player.close() }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        #expect(waitUntil(20) { item.status == .readyToPlay })
+        let sought = Collected<Bool>()
+        player.seek(to: CMTime(value: 2, timescale: 1)) { sought.append($0) }
+        #expect(waitUntil(20) { sought.count == 1 })
+        let jumped = NotificationCounter(AVPlayerItem.timeJumpedNotification, object: item)
+        let changed = NotificationCounter(AVPlayerItem.mediaSelectionDidChangeNotification, object: item)
+        let (audible, _) = try await groups(item.asset)
+        item.select(audible.options[1], in: audible)
+        #expect(changed.value == 1)
+        // The new sound is open once the player holds it for its current time.
+        #expect(waitUntil(20) { player.state.withLockAnnotated { $0.soundStream } == audible.options[1].streamIndex })
+        #expect(player.currentTime() == CMTime(value: 2, timescale: 1))
+        player.play()
+        #expect(waitUntil(60) { ended.value > 0 })
+        #expect(jumped.value == 0)
+        player.close()
+        let pcm = try PCM(wavFile: out)
+        // From 2 s to the end, 3 s of French.
+        #expect(abs(Double(pcm.frameCount) / Double(pcm.sampleRate) - 3) < 0.01, "\(pcm.frameCount) frames")
+        let heard = tone(of: pcm, fromSecond: 0.05, seconds: 2.9)
+        #expect(abs(heard - 660) < 2, "heard \(heard) Hz")
+    }
+
+    @Test("a sound chosen while playing keeps the item's time and plays on to the end")
+    func aChoiceWhilePlayingKeepsTheTime() async throws {
+        let item = AVPlayerItem(url: try TestMedia.multilingual())
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        let jumped = NotificationCounter(AVPlayerItem.timeJumpedNotification, object: item)
+        player.play()
+        #expect(waitUntil(20) { player.currentTime().seconds > 1 })
+        let (audible, _) = try await groups(item.asset)
+        let before = player.currentTime()
+        item.select(audible.options[2], in: audible)
+        #expect(waitUntil(20) { player.state.withLockAnnotated { $0.soundStream } == audible.options[2].streamIndex })
+        // Taken over where it stood: the time went on from there, not back to the start.
+        #expect(player.currentTime() >= before)
+        #expect(waitUntil(20) { ended.value > 0 })
+        #expect(jumped.value == 0)
+        #expect(item.currentMediaSelection.selectedMediaOption(in: audible) == audible.options[2])
+    }
+
+    @Test("a player's criteria choose each item's sound and subtitles by language, and an explicit choice wins")
+    func criteriaChooseByLanguage() async throws {
+        let url = try TestMedia.multilingual()
+        let pcm = try renderToPCM(url, name: "selection-criteria") { player, _ in
+            player.setMediaSelectionCriteria(AVPlayerMediaSelectionCriteria(preferredLanguages: ["de", "fr"], preferredMediaCharacteristics: nil),
+                                             forMediaCharacteristic: .audible)
+            player.setMediaSelectionCriteria(AVPlayerMediaSelectionCriteria(preferredLanguages: ["fr"], preferredMediaCharacteristics: nil),
+                                             forMediaCharacteristic: .legible)
+            #expect(player.mediaSelectionCriteria(forMediaCharacteristic: .legible)?.preferredLanguages == ["fr"])
+        }
+        #expect(abs(tone(of: pcm, fromSecond: 1, seconds: 3) - 880) < 2)
+
+        let item = AVPlayerItem(url: url)
+        let (audible, legible) = try await groups(item.asset)
+        item.select(audible.options[0], in: audible)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.setMediaSelectionCriteria(AVPlayerMediaSelectionCriteria(preferredLanguages: ["fr"], preferredMediaCharacteristics: nil),
+                                         forMediaCharacteristic: .audible)
+        player.setMediaSelectionCriteria(AVPlayerMediaSelectionCriteria(preferredLanguages: ["fr"], preferredMediaCharacteristics: nil),
+                                         forMediaCharacteristic: .legible)
+        #expect(waitUntil(20) { item.status == .readyToPlay })
+        let selection = item.currentMediaSelection
+        #expect(selection.selectedMediaOption(in: audible) == audible.options[0])
+        #expect(selection.selectedMediaOption(in: legible) == legible.options[1])
+        #expect(!selection.mediaSelectionCriteriaCanBeAppliedAutomatically(to: audible))
+        #expect(player.state.withLockAnnotated { $0.soundStream } == audible.options[0].streamIndex)
+    }
+
+    @Test("choices that cannot be made are ignored: nil sound, an option of another asset, a group of another asset")
+    func impossibleChoicesAreIgnored() async throws {
+        let item = AVPlayerItem(url: try TestMedia.multilingual())
+        let (audible, legible) = try await groups(item.asset)
+        let other = AVURLAsset(url: try TestMedia.multilingual(seconds: 3))
+        let (otherAudible, _) = try await groups(other)
+        let changed = NotificationCounter(AVPlayerItem.mediaSelectionDidChangeNotification, object: item)
+        item.select(nil, in: audible)
+        item.select(otherAudible.options[1], in: audible)
+        item.select(otherAudible.options[1], in: otherAudible)
+        item.select(legible.options[0], in: audible)
+        #expect(changed.value == 0)
+        #expect(item.currentMediaSelection.selectedMediaOption(in: audible) == audible.options[0])
+        // Subtitles can be turned off, and choosing what is chosen changes nothing.
+        item.select(legible.options[0], in: legible)
+        item.select(legible.options[0], in: legible)
+        item.select(nil, in: legible)
+        #expect(changed.value == 2)
+        #expect(item.currentMediaSelection.selectedMediaOption(in: legible) == nil)
+    }
+
+    /// Gathers what a legible output's delegate hears.
+    final class LegibleLog: AVPlayerItemLegibleOutputPushDelegate, @unchecked Sendable {
+        let lock = NSLock()
+        var deliveries: [(time: CMTime, lines: [String])] = []
+        var flushes = 0
+        func legibleOutput(_ output: AVPlayerItemLegibleOutput, didOutputAttributedStrings strings: [NSAttributedString],
+                           nativeSampleBuffers nativeSamples: [Any], forItemTime itemTime: CMTime) {
+            lock.withLock { deliveries.append((itemTime, strings.map(\.string))) }
+        }
+        func outputSequenceWasFlushed(_ output: AVPlayerItemOutput) { lock.withLock { flushes += 1 } }
+        var all: [(time: CMTime, lines: [String])] { lock.withLock { deliveries } }
+    }
+
+    @Test("a legible output hears each subtitle line of the chosen track at its time, and an empty list when it ends")
+    func legibleOutputDeliversTheChosenLines() async throws {
+        let item = AVPlayerItem(url: try TestMedia.multilingual())
+        let (_, legible) = try await groups(item.asset)
+        item.select(legible.options[0], in: legible)
+        let output = AVPlayerItemLegibleOutput()
+        let log = LegibleLog()
+        output.setDelegate(log, queue: DispatchQueue(label: "legible"))
+        item.add(output)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        player.play()
+        #expect(waitUntil(20) { ended.value > 0 })
+        let shown = log.all.filter { !$0.lines.isEmpty }
+        #expect(shown.map(\.lines) == TestMedia.englishCues.map { [$0.text] })
+        for (delivery, cue) in zip(shown, TestMedia.englishCues) {
+            #expect(abs(delivery.time.seconds - cue.start) < 0.001, "\(cue.text) at \(delivery.time.seconds)")
+        }
+        // Each line is cleared before the next shows, at its end.
+        let all = log.all
+        let cleared = all.indices.filter { all[$0].lines.isEmpty && $0 > 0 && !all[$0 - 1].lines.isEmpty }.map { all[$0].time.seconds }
+        #expect(cleared.count == TestMedia.englishCues.count)
+        for (time, cue) in zip(cleared, TestMedia.englishCues) {
+            #expect(abs(time - cue.end) < 0.001, "\(cue.text) cleared at \(time)")
+        }
+        #expect(player.currentSubtitleLines().isEmpty)
+    }
+
+    @Test("ASS subtitles arrive as plain text, their styling tags removed and their breaks kept")
+    func assLinesArrivePlain() async throws {
+        let item = AVPlayerItem(url: try TestMedia.multilingual())
+        let (_, legible) = try await groups(item.asset)
+        item.select(legible.options[1], in: legible)
+        let player = AVPlayer(playerItem: item, output: .wav(path: "/dev/null"))
+        defer { player.close() }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        player.play()
+        #expect(waitUntil(20) { ended.value > 0 })
+        let cues = item.subtitleCues.cues(stream: legible.options[1].streamIndex)
+        #expect(cues.map(\.text) == ["Bonsoir, mes amis.", "Deux lignes,\nla seconde ici."])
+        #expect(cues.map(\.start.seconds) == [1, 3])
+        #expect(cues.map(\.end.seconds) == [2, 4])
+    }
+
+    @Test("a cue store keeps lines in order, once each, and tells what shows when")
+    func cueStore() {
+        let cues = SubtitleCues()
+        func seconds(_ n: Int64) -> CMTime { CMTime(value: n, timescale: 1) }
+        let second = seconds(1)
+        cues.add(SubtitleCue(start: seconds(3), end: seconds(4), text: "c"), stream: 2)
+        cues.add(SubtitleCue(start: second, end: seconds(2), text: "a"), stream: 2)
+        cues.add(SubtitleCue(start: second, end: seconds(2), text: "a"), stream: 2)
+        cues.add(SubtitleCue(start: seconds(5), end: .invalid, text: "open"), stream: 2)
+        cues.add(SubtitleCue(start: seconds(6), end: .invalid, text: "next"), stream: 2)
+        #expect(cues.cues(stream: 2).map(\.text) == ["a", "c", "open", "next"])
+        #expect(cues.cues(stream: 2, at: CMTime(value: 3, timescale: 2)).map(\.text) == ["a"])
+        #expect(cues.cues(stream: 2, at: seconds(2)).isEmpty)
+        #expect(cues.cues(stream: 2, at: CMTime(value: 11, timescale: 2)).map(\.text) == ["open"])
+        #expect(cues.cues(stream: 2, at: CMTime(value: 13, timescale: 2)).map(\.text) == ["next"])
+        #expect(cues.cues(stream: 2, at: seconds(20)).isEmpty)
+        #expect(cues.nextChange(stream: 2, after: .zero) == second)
+        #expect(cues.nextChange(stream: 2, after: CMTime(value: 3, timescale: 2)) == seconds(2))
+        #expect(cues.cues(stream: 7, at: second).isEmpty)
+    }
+
+    @Test("ASS event text becomes plain text", arguments: [
+        ("0,0,Default,,0,0,0,,{\\i1}Hello{\\i0} there", "Hello there"),
+        ("0,0,Default,,0,0,0,,One\\NTwo", "One\nTwo"),
+        ("0,0,Default,,0,0,0,,a\\hb, with commas, kept", "a b, with commas, kept"),
+        ("0,0,Default,,0,0,0,,{\\pos(10,10)}", ""),
+    ])
+    func assText(line: String, plain: String) {
+        #expect(SubtitleCues.plainText(ofASSLine: line) == plain)
+    }
+
+    @Test("container language codes become BCP 47 tags", arguments: [
+        ("eng", "en"), ("fre", "fr"), ("fra", "fr"), ("ger", "de"), ("chi", "zh"), ("pt-BR", "pt-BR"), ("und", nil), ("", nil),
+    ] as [(String, String?)])
+    func languageTags(code: String, tag: String?) {
+        #expect(AVMediaSelectionOption.languageTag(code) == tag)
+    }
+}
