@@ -122,6 +122,12 @@ public class AVAsset: AVKeyValueObservable, @unchecked Sendable {
         return outcome.withLockAnnotated { $0 }
     }
 
+    /// Whether the asset is read over a network (http, https, ...), where data can run short.
+    var isNetworkStream: Bool {
+        guard let scheme = URL(string: location)?.scheme?.lowercased() else { return false }
+        return scheme != "file"
+    }
+
     /// Whether the asset is protected: never, since FFmpeg reports encrypted inputs as
     /// unreadable instead.
     public var hasProtectedContent: Bool { false }

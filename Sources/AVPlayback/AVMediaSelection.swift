@@ -35,8 +35,8 @@ public struct AVMediaCharacteristic: RawRepresentable, Hashable, Sendable, Custo
 
 /// One choice in a media selection group: a sound track in a language, a subtitle track.
 ///
-/// Options are values: two made from the same track of the same asset are equal, however
-/// they were loaded.
+/// Options are values: two made from the same track of the same media (the same URL) are
+/// equal, however and by whichever asset they were loaded.
 public final class AVMediaSelectionOption: Hashable, Sendable, CustomStringConvertible {
     /// The kind of media: `.audio` or `.subtitle`.
     public let mediaType: AVMediaType
@@ -47,12 +47,13 @@ public final class AVMediaSelectionOption: Hashable, Sendable, CustomStringConve
     public let extendedLanguageTag: String?
     /// The track behind the option.
     let track: TrackInfo
-    private let assetID: ObjectIdentifier
+    /// The media the option is of: its asset's location.
+    private let media: String
     private let characteristics: Set<AVMediaCharacteristic>
 
     init(track: TrackInfo, asset: AVAsset, isPlayable: Bool) {
         self.track = track
-        assetID = ObjectIdentifier(asset)
+        media = asset.location
         self.isPlayable = isPlayable
         mediaType = track.kind == .audio ? .audio : .subtitle
         extendedLanguageTag = Self.languageTag(track.language)
@@ -105,11 +106,11 @@ public final class AVMediaSelectionOption: Hashable, Sendable, CustomStringConve
     }
 
     public static func == (lhs: AVMediaSelectionOption, rhs: AVMediaSelectionOption) -> Bool {
-        lhs.assetID == rhs.assetID && lhs.track.streamIndex == rhs.track.streamIndex && lhs.track.trackID == rhs.track.trackID
+        lhs.media == rhs.media && lhs.track.streamIndex == rhs.track.streamIndex && lhs.track.trackID == rhs.track.trackID
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(assetID)
+        hasher.combine(media)
         hasher.combine(track.streamIndex)
     }
 
@@ -140,7 +141,7 @@ public final class AVMediaSelectionOption: Hashable, Sendable, CustomStringConve
 /// or its subtitles.
 ///
 /// An asset has an `.audible` group when it has two or more sound tracks, and a `.legible`
-/// group when it has subtitles. Groups are values, equal when made from the same asset for
+/// group when it has subtitles. Groups are values, equal when made from the same media for
 /// the same characteristic.
 public final class AVMediaSelectionGroup: Hashable, Sendable, CustomStringConvertible {
     /// The choices, in container order.
@@ -152,8 +153,8 @@ public final class AVMediaSelectionGroup: Hashable, Sendable, CustomStringConver
     public let allowsEmptySelection: Bool
     /// The characteristic the group chooses by.
     let characteristic: AVMediaCharacteristic
-    /// The asset the group is of.
-    let assetID: ObjectIdentifier
+    /// The media the group is of: its asset's location.
+    let media: String
 
     init?(characteristic: AVMediaCharacteristic, info: MediaInfo, asset: AVAsset) {
         let kind: MediaKind
@@ -170,7 +171,7 @@ public final class AVMediaSelectionGroup: Hashable, Sendable, CustomStringConver
         }
         self.options = options
         self.characteristic = characteristic
-        assetID = ObjectIdentifier(asset)
+        media = asset.location
         if kind == .audio {
             allowsEmptySelection = false
             defaultOption = options.first { $0.track.streamIndex == info.preferredAudioTrack?.streamIndex } ?? options.first { $0.isPlayable }
@@ -237,11 +238,11 @@ public final class AVMediaSelectionGroup: Hashable, Sendable, CustomStringConver
     }
 
     public static func == (lhs: AVMediaSelectionGroup, rhs: AVMediaSelectionGroup) -> Bool {
-        lhs.assetID == rhs.assetID && lhs.characteristic == rhs.characteristic && lhs.options == rhs.options
+        lhs.media == rhs.media && lhs.characteristic == rhs.characteristic && lhs.options == rhs.options
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(assetID)
+        hasher.combine(media)
         hasher.combine(characteristic)
     }
 }

@@ -177,9 +177,26 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// Whether playback waits for enough data before starting. True by default, as on
     /// Apple's platforms; must be false for `setRate(_:time:atHostTime:)`.
+    ///
+    /// True: a network item starts, and any item plays on after a stall, once a second of
+    /// sound (or the item's `preferredForwardBufferDuration`, up to two) is decoded ahead or
+    /// the item's end is; until then `timeControlStatus` is `.waitingToPlayAtSpecifiedRate`
+    /// with `.toMinimizeStalls`. False: playback sounds with the first data there is, and
+    /// after a stall goes on with the first that comes back.
     public var automaticallyWaitsToMinimizeStalling: Bool {
         get { state.withLockAnnotated { $0.waitsToMinimizeStalling } }
-        set { state.withLockAnnotated { $0.waitsToMinimizeStalling = newValue }; observationRegistry.poke() }
+        set {
+            let buffers = state.withLockAnnotated { state in
+                state.waitsToMinimizeStalling = newValue
+                return stallBuffersLocked(&state)
+            }
+            engine.render {
+                $0.startBufferFrames = buffers.start
+                $0.resumeBufferFrames = buffers.resume
+                $0.flush = false
+            }
+            observationRegistry.poke()
+        }
     }
 
     /// Linear volume, 0...1.
@@ -819,13 +836,33 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         // The render thread's frames run forward in either direction (see `ReverseAudioReader`).
         let rate = state.rate == 0 ? 1 : Double(abs(state.rate))
         let pitch = state.item?.pitchMode ?? .varispeed
+        let (startBuffer, resumeBuffer) = stallBuffersLocked(&state)
         engine.render {
             $0.mode = mode
             $0.flush = flush
             $0.rate = rate
             $0.pitch = pitch
+            $0.startBufferFrames = startBuffer
+            $0.resumeBufferFrames = resumeBuffer
         }
     }
+
+    /// How much sound plain play waits for before it sounds, in frames: with
+    /// `automaticallyWaitsToMinimizeStalling`, what counts as likely to keep up
+    /// (`AVPlayerItem.likelyToKeepUpBuffer`, or the item's preferred forward buffer when
+    /// longer) at the start of a network item and after any stall; without it, nothing, so
+    /// playback goes on with the first sound that comes back.
+    func stallBuffersLocked(_ state: inout PlayerState) -> (start: Int, resume: Int) {
+        guard state.waitsToMinimizeStalling, let format = state.format, let item = state.item else { return (0, 0) }
+        let preferred = item.preferredForwardBufferDuration
+        let seconds = max(AVPlayerItem.likelyToKeepUpBuffer.seconds, preferred.isFinite ? preferred : 0)
+        let frames = Int(min(seconds, Self.longestStallBuffer) * Double(format.sampleRate))
+        return (item.asset.isNetworkStream ? frames : 0, frames)
+    }
+
+    /// The longest wait for sound a player asks for, in seconds: the ring's own two seconds
+    /// (a longer preferred buffer waits as packets, and a full ring starts anyway).
+    static let longestStallBuffer = 2.0
 
     /// Sends the reader to item frame `frame` under the current serial, in the direction of
     /// the current rate: backwards (to the item's start or its reverse end time) when it is

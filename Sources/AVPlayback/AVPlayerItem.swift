@@ -330,12 +330,12 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     /// Chooses `option` in `group`: a sound track in another language, or subtitles (nil
     /// turns subtitles off). A sound chosen while the item plays is heard from the time it
     /// has reached, after a moment's silence while the new track is opened; subtitles change
-    /// at once. An option not in `group`, a group of another asset, an option that cannot
+    /// at once. An option not in `group`, a group of other media, an option that cannot
     /// play, and nil in a group that does not allow it are ignored with a warning, as
     /// Apple's are.
     public func select(_ option: AVMediaSelectionOption?, in group: AVMediaSelectionGroup) {
-        guard group.assetID == ObjectIdentifier(asset) else {
-            playerLog.warning("select(_:in:): the group is not one of this item's asset")
+        guard group.media == asset.location else {
+            playerLog.warning("select(_:in:): the group is not one of this item's media")
             return
         }
         if let option {

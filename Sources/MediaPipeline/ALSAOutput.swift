@@ -191,6 +191,11 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
         stream?.probe?.isRelaxed = isRelaxed
     }
 
+    /// Ends the sleep before a large write early (`interruptWait`).
+    private let largeWriteWake = WakeSignal()
+
+    public func interruptWait() { largeWriteWake.signal() }
+
     public func waitUntilWritable(frames: Int, timeout: Duration) -> Int {
         countProbeMoves()
         if stream == nil && !takeFreshStream() {
@@ -262,12 +267,12 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
             // still seen promptly), then waits for the device as usual.
             let missing = Double(wanted - Int(available)) / Double(max(1, format.sampleRate))
             let seconds = min(missing, Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
-            var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
-            nanosleep(&request, nil)
+            let interrupted = largeWriteWake.wait(timeout: .nanoseconds(Int64(seconds * 1e9)))
             available = snd_pcm_avail_update(pcm)
             if available >= wanted { return Int(available) }
             if available < 0 { recover(Int32(available)); return 0 }
-            if available >= stream.periodFrames { return Int(available) }
+            // Woken for a new control: back to the render thread with what is free now.
+            if available >= stream.periodFrames || interrupted { return Int(available) }
         }
         let millis = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         let waited = snd_pcm_wait(pcm, max(1, millis))

@@ -64,6 +64,11 @@ public protocol AudioOutput: AnyObject, Sendable {
     /// Blocks until at least `frames` can be written (at least one period, at most the
     /// buffer), or `timeout` passes. Returns the frames writable now.
     func waitUntilWritable(frames: Int, timeout: Duration) -> Int
+    /// Ends a `waitUntilWritable` that is sleeping for a larger write than a period (plain
+    /// play's), so that the render thread takes a new control at once rather than when
+    /// that much has played: a seek is heard tens of milliseconds sooner. Any thread; a
+    /// signal with nobody waiting ends the next such sleep.
+    func interruptWait()
     /// When the next written frame will be presented: a moment and the frames queued ahead
     /// of it then.
     func presentationTimestamp() -> PresentationTimestamp
@@ -80,6 +85,9 @@ public protocol AudioOutput: AnyObject, Sendable {
 }
 
 extension AudioOutput {
+    /// Nothing to interrupt: the output's waits are a period at most.
+    public func interruptWait() {}
+
     public func idle(for duration: Duration) {
         var request = timespec(tv_sec: Int(duration.components.seconds), tv_nsec: Int(duration.components.attoseconds / 1_000_000_000))
         nanosleep(&request, nil)

@@ -187,6 +187,9 @@ public final class AudioRenderer: @unchecked Sendable {
             if value.needsPitchKeeping { prepareKeeper(value.pitch) }
             value.generation += 1
         }
+        // Plain play sleeps until a large write's worth is free: taken now, a seek or a
+        // pause is heard a write sooner.
+        output.interruptWait()
     }
 
     /// Makes the stage for `mode` if there is none yet. Any thread but the render thread.
@@ -562,6 +565,19 @@ public final class AudioRenderer: @unchecked Sendable {
         return filled
     }
 
+    /// Whether a plain start (or restart after a stall) has the sound it asked to wait for
+    /// (`RenderControl.startBufferFrames`, `resumeBufferFrames`): enough of it queued, a
+    /// full ring, or the reader finished (its marker is in the ring). A file output never
+    /// stalls in real time and never waits.
+    private func hasBufferedEnough(afterStall: Bool) -> Bool {
+        let wanted = afterStall ? applied.resumeBufferFrames : applied.startBufferFrames
+        guard wanted > 0, output.isRealtime else { return true }
+        let queued = ring.queuedBlocks
+        if queued * AudioRing.framesPerBlock >= wanted || queued >= ring.blockCount - 1 { return true }
+        if let newest = ring.newestHeader, newest.kind != .samples { return true }
+        return false
+    }
+
     /// Places the first content of a start (or a restart after a stall). Returns the frames
     /// filled, silence included.
     private func start(into out: UnsafeMutablePointer<Float>, frames: Int, channels: Int, host: HostTime) -> Int {
@@ -582,7 +598,9 @@ public final class AudioRenderer: @unchecked Sendable {
             // are and needs no rate.
             if case .follow = applied.mode, output.isRealtime, timing.rateStandardErrorPPM > Self.startingRateError,
                timing.age < Self.startingRateWaitLimit { return 0 }
-        case .idle, .play(_, _, nil):
+        case .play(_, _, nil):
+            guard hasBufferedEnough(afterStall: status.phase == .stalled) else { return 0 }
+        case .idle:
             break
         }
         switch applied.mode {

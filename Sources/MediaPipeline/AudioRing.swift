@@ -104,6 +104,14 @@ public final class AudioRing: @unchecked Sendable {
         read.store(index + 1, ordering: .releasing)
     }
 
+    /// The newest block's header, when any waits: once published it is the consumer's until
+    /// read, so reading it races nothing. Consumer only.
+    public var newestHeader: AudioBlockHeader? {
+        let newest = written.load(ordering: .acquiring) - 1
+        guard newest >= read.load(ordering: .relaxed) else { return nil }
+        return headers[newest % blockCount]
+    }
+
     /// How many blocks are waiting to be read; safe from any thread, approximate.
     public var queuedBlocks: Int {
         max(0, written.load(ordering: .acquiring) - read.load(ordering: .acquiring))

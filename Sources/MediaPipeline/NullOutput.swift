@@ -89,10 +89,14 @@ public final class NullOutput: AudioOutput, @unchecked Sendable {
         if free >= wanted { return Int(free) }
         let missing = Double(wanted - free)
         let wait = min(missing / actualRate, Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
-        var request = timespec(tv_sec: Int(wait), tv_nsec: Int((wait - wait.rounded(.down)) * 1e9))
-        nanosleep(&request, nil)
+        largeWriteWake.wait(timeout: .nanoseconds(Int64(wait * 1e9)))
         return max(0, Int(Int64(bufferFrames) - queued(at: hostClock.now())))
     }
+
+    /// Ends the wait for space early (`interruptWait`), as a device's would be.
+    private let largeWriteWake = WakeSignal()
+
+    public func interruptWait() { largeWriteWake.signal() }
 
     public func presentationTimestamp() -> PresentationTimestamp {
         let now = hostClock.now()

@@ -67,6 +67,14 @@ public struct RenderControl: Sendable, Equatable {
     /// the others keep it, through a `PitchKeeper` that delays the sound by its constant
     /// `latencyFrames` (the render thread places content that much earlier).
     public var pitch: PitchMode = .varispeed
+    /// For plain play (`.play` with no host time), how much decoded sound must wait in the
+    /// ring before a start sounds, in frames: 0 starts at the first block. A player that
+    /// waits to minimize stalls asks for some at the start of a network item, so that it
+    /// does not stall at once.
+    public var startBufferFrames: Int = 0
+    /// As `startBufferFrames`, for a restart after a stall: how much must have come back
+    /// before playing on, rather than stuttering on every packet that trickles in.
+    public var resumeBufferFrames: Int = 0
 
     /// Whether this control plays at a rate other than 1 with its pitch kept, so that the
     /// render thread needs its pitch-keeping stage (made only then: it costs memory and tens

@@ -90,6 +90,79 @@ import MediaClock
         #expect(heardContent(rendering.device).isEmpty)
     }
 
+    /// Writes `blocks` blocks of the ramp from item frame `first` into `ring`.
+    func feed(_ ring: AudioRing, serial: Int, from first: Int64, blocks: Int) {
+        for block in 0..<blocks {
+            guard let samples = ring.nextWritableBlock() else { return }
+            let start = first + Int64(block * AudioRing.framesPerBlock)
+            for index in 0..<AudioRing.framesPerBlock { samples[index] = Float(start + Int64(index) + 1) }
+            ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: start, frameCount: AudioRing.framesPerBlock, kind: .samples))
+        }
+    }
+
+    @Test("a plain start asked to wait for sound stays silent until that much is decoded, then plays from its first frame")
+    func aStartWaitsForItsBuffer() throws {
+        let ring = AudioRing(format: format, capacity: .seconds(2))
+        let wanted = 10 * AudioRing.framesPerBlock
+        let rendering = try rendering(ring) {
+            $0.mode = .play(serial: 1, frame: 0, hostTime: nil)
+            $0.startBufferFrames = wanted
+        }
+        feed(ring, serial: 1, from: 0, blocks: 6)
+        rendering.run(for: .milliseconds(200))
+        #expect(heardContent(rendering.device).isEmpty)
+        #expect(rendering.renderer.currentStatus.phase != .playing)
+        feed(ring, serial: 1, from: 6 * Int64(AudioRing.framesPerBlock), blocks: 4)
+        _ = rendering.run(until: { $0.phase == .playing })
+        rendering.run(for: .milliseconds(50))
+        let content = heardContent(rendering.device)
+        #expect(content.first?.frame == 0)
+        #expect(content.enumerated().allSatisfy { $0.element.frame == Int64($0.offset) })
+    }
+
+    @Test("a start asked to wait plays at once when the item's end is all there is")
+    func aShortItemDoesNotWaitForMore() throws {
+        // Two blocks and the end marker: less than asked for, but nothing more will come.
+        let rendering = try rendering(rampRing(serial: 1, from: 0, blocks: 2)) {
+            $0.mode = .play(serial: 1, frame: 0, hostTime: nil)
+            $0.startBufferFrames = 40 * AudioRing.framesPerBlock
+        }
+        let status = rendering.run(until: { $0.phase == .ended })
+        #expect(status.endFrame == 2 * Int64(AudioRing.framesPerBlock))
+        #expect(heardContent(rendering.device).count == 2 * AudioRing.framesPerBlock)
+    }
+
+    @Test("after a stall, plain play goes on only once the sound asked for is back, and from where it stopped", arguments: [0, 8])
+    func aStalledPlayWaitsForItsResumeBuffer(resumeBlocks: Int) throws {
+        let ring = AudioRing(format: format, capacity: .seconds(2))
+        let rendering = try rendering(ring) {
+            $0.mode = .play(serial: 1, frame: 0, hostTime: nil)
+            $0.resumeBufferFrames = resumeBlocks * AudioRing.framesPerBlock
+        }
+        feed(ring, serial: 1, from: 0, blocks: 4)
+        _ = rendering.run(until: { $0.phase == .playing })
+        // The four blocks run out: a stall.
+        _ = rendering.run(until: { $0.phase == .stalled })
+        let heardBefore = heardContent(rendering.device).count
+        #expect(heardBefore == 4 * AudioRing.framesPerBlock)
+        // Two blocks come back: with nothing asked for they play at once; asked for eight,
+        // they wait.
+        feed(ring, serial: 1, from: 4 * Int64(AudioRing.framesPerBlock), blocks: 2)
+        rendering.run(for: .milliseconds(200))
+        let heardAfterTwo = heardContent(rendering.device).count - heardBefore
+        if resumeBlocks == 0 {
+            #expect(heardAfterTwo == 2 * AudioRing.framesPerBlock)
+        } else {
+            #expect(heardAfterTwo == 0)
+            feed(ring, serial: 1, from: 6 * Int64(AudioRing.framesPerBlock), blocks: 6)
+            rendering.run(for: .milliseconds(300))
+            #expect(heardContent(rendering.device).count - heardBefore == 8 * AudioRing.framesPerBlock)
+        }
+        // Nothing skipped and nothing doubled across the stall.
+        let frames = heardContent(rendering.device).map(\.frame)
+        #expect(frames == Array(0..<Int64(frames.count)))
+    }
+
     @Test func playsToTheEndAndSaysWhenItIsHeard() throws {
         let blocks = 10
         let frames = Int64(blocks * AudioRing.framesPerBlock)
