@@ -42,6 +42,9 @@ public final class AVAssetTrack: Sendable, Hashable {
     public let channelLayoutDescription: String?
     /// The track's language tag, when the container has one.
     public let languageCode: String?
+    /// The track's name in its container ("Commentary"), when it has one (a Chorus addition:
+    /// Apple's is among the track's metadata).
+    public let title: String?
     /// FFmpeg's stream index, for tools that speak ffprobe's terms.
     public let streamIndex: Int
     /// A video track's display rotation in clockwise degrees (a Chorus addition: the angle
@@ -82,6 +85,7 @@ public final class AVAssetTrack: Sendable, Hashable {
         channelCount = info.channels
         channelLayoutDescription = info.channelLayout
         languageCode = info.language
+        title = info.title
         streamIndex = info.streamIndex
         rotationDegrees = info.rotationDegrees
         sampleAspectRatio = info.sampleAspectRatio

@@ -63,6 +63,7 @@ struct ProbeReport: Encodable {
         var displayHeight: Int?
         var bitRate: Int?
         var language: String?
+        var title: String?
         var start: Double?
         var duration: Double?
     }
@@ -100,6 +101,7 @@ struct ProbeReport: Encodable {
                 displayHeight: isVideo && shown.height != 0 ? Int(abs(shown.height)) : nil,
                 bitRate: track.estimatedDataRate > 0 ? Int(track.estimatedDataRate) : nil,
                 language: track.languageCode,
+                title: track.title,
                 start: range.isValid && range.start.isNumeric ? range.start.seconds : nil,
                 duration: range.isValid && range.duration.isNumeric ? range.duration.seconds : nil)
         }
