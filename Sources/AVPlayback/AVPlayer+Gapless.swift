@@ -136,6 +136,7 @@ extension AVPlayer {
     /// and the reader before it stops waiting for it.
     private func abandonSuccessor(token: Int) {
         state.withLockAnnotated { state in
+            state.refusedSuccessor = state.successors.first { $0.token == token }?.item
             state.successors.removeAll { $0.token == token }
             engine.expectSuccessor(false)
         }
@@ -208,6 +209,7 @@ extension AVPlayer {
             state.masterAnchor = MasterAnchor(itemTime: anchor.itemTime - CMTime(value: boundary - state.frameBase, timescale: sampleRate),
                                               masterTime: anchor.masterTime, rateBefore: anchor.rateBefore)
         }
+        state.lastJoin = (next.item, CMTime(value: boundary - state.frameBase, timescale: sampleRate))
         state.frameBase = boundary
         state.item = next.item
         state.soundStream = wantedSoundStream(of: next.item)
@@ -259,6 +261,28 @@ extension AVPlayer {
         case .damaged(let count):
             state.successors[index].damagedPackets = count
         }
+    }
+}
+
+extension AVPlayer {
+    /// Whether `item`, waiting in the queue, will be joined on gaplessly: true once it is
+    /// open to follow, false once it is known it will not (it will follow at the end, as
+    /// after `replaceCurrentItem(with:)`), nil while that is not yet decided. For a group's
+    /// leader, which announces the next item only when every room can join it on.
+    package func followsGaplessly(_ item: AVPlayerItem) -> Bool? {
+        state.withLockAnnotated { state -> Bool? in
+            if let successor = state.successors.first(where: { $0.item === item }) { return successor.opening ? nil : true }
+            if state.refusedSuccessor === item { return false }
+            guard state.itemLoaded, state.item?.status == .readyToPlay else { return nil }
+            // Loaded, and not opened to follow although next: it will not be.
+            return successorsWantedLocked(&state).first === item ? nil : false
+        }
+    }
+
+    /// Where the item before `item` ended, in its own time, when `item` joined it gaplessly
+    /// (the last such join); nil otherwise.
+    package func gaplessJoin(into item: AVPlayerItem) -> CMTime? {
+        state.withLockAnnotated { state in state.lastJoin.flatMap { $0.item === item ? $0.previousEnd : nil } }
     }
 }
 

@@ -1083,6 +1083,11 @@ struct PlayerState {
     var appliesSelectionCriteria = true
     /// What each legible output last delivered, by output.
     var legibleDelivered: [ObjectIdentifier: [SubtitleCue]] = [:]
+    /// The last gapless join: the item that followed, and where the item before it ended,
+    /// in that item's time.
+    var lastJoin: (item: AVPlayerItem, previousEnd: CMTime)?
+    /// The last item that could not be opened to follow gaplessly.
+    weak var refusedSuccessor: AVPlayerItem?
 }
 
 /// Item time `itemTime` is heard at master-clock time `masterTime`. With `rateBefore`, the

@@ -94,7 +94,11 @@ public final class FollowerSession: @unchecked Sendable {
             throw SessionError("\(error)")
         }
         leaderClock = LeaderClock(hostClock: clock.clock)
-        player = try configuration.makePlayer()
+        let queuePlayer = try configuration.makePlayer()
+        // An item ends paused, as the group's State says, unless the leader names the one
+        // that follows it without a gap (`queueNext`).
+        queuePlayer.actionAtItemEnd = .pause
+        player = queuePlayer
         player.masterClock = leaderClock
         player.latencyCompensation = latencyOffset
         self.volume = min(max(volume, 0), 1)
@@ -242,14 +246,24 @@ public final class FollowerSession: @unchecked Sendable {
         guard state.sequence != appliedSequence else { return }
         appliedSequence = state.sequence
         if state.stopped {
+            (player as? AVQueuePlayer)?.removeAllItems()
             player.replaceCurrentItem(with: nil)
             currentURL = nil
             return
         }
-        guard open(state) else {
+        switch open(state) {
+        case .unresolved:
             appliedSequence = nil
             return
+        case .joiningOn:
+            // Queued here too, and heard from the end of the current item without a gap: the
+            // State applies once it is current (a repeat comes every state period).
+            appliedSequence = nil
+            return
+        case .open:
+            break
         }
+        queueNext(state)
         // The leader's choice of sound and subtitles (a new sound is read again from where
         // the group's timeline stands).
         player.currentItem?.chooseStreams(audio: state.audioStream.map(Int.init), subtitles: state.subtitleStream.map(Int.init))
@@ -267,35 +281,76 @@ public final class FollowerSession: @unchecked Sendable {
         }
     }
 
-    /// Opens `state`'s item unless it is open already; false when its URL cannot be
-    /// resolved yet (before the Welcome there is no base, and it is on its way).
-    private func open(_ state: GroupState) -> Bool {
-        let url: URL?
-        if state.itemURL.hasPrefix("/") {
-            url = baseURL.flatMap { URL(string: state.itemURL, relativeTo: $0)?.absoluteURL }
-        } else {
-            url = URL(string: state.itemURL)
-        }
-        guard let url else {
+    /// Where `open` left a State's item.
+    enum Opening { case open, unresolved, joiningOn }
+
+    /// The URL a State's item string names: absolute, or against the Welcome's base; nil
+    /// until it can be resolved (before the Welcome there is no base, and it is on its way).
+    private func resolve(_ itemURL: String) -> URL? {
+        if itemURL.hasPrefix("/") { return baseURL.flatMap { URL(string: itemURL, relativeTo: $0)?.absoluteURL } }
+        return URL(string: itemURL)
+    }
+
+    /// The URL `item` plays.
+    private static func url(of item: AVPlayerItem?) -> URL? { (item?.asset as? AVURLAsset)?.url }
+
+    /// Opens `state`'s item unless it is open already. `.joiningOn` when the State says the
+    /// item follows the one before without a gap, and here it is queued to follow the
+    /// current item and that has not yet been heard;
+    /// `.unresolved` when its URL cannot be resolved yet.
+    private func open(_ state: GroupState) -> Opening {
+        guard let url = resolve(state.itemURL) else {
             if let baseURL { channel.message(.error, "cannot resolve the item \(state.itemURL) against \(baseURL.absoluteString)") }
-            return false
+            return .unresolved
         }
-        if url != currentURL {
-            let item = AVPlayerItem(url: url)
-            // Chosen before it opens, so it opens with the group's sound.
-            item.chooseStreams(audio: state.audioStream.map(Int.init), subtitles: state.subtitleStream.map(Int.init))
-            // Say why an item cannot play (an unreachable leader, a bad output device)
-            // instead of waiting in silence.
-            let channel = self.channel
-            itemWatch = item.observe(\.status) { item, _ in
-                if item.status == .failed {
-                    channel.message(.error, "cannot play \(url.absoluteString): \(item.error.map { "\($0)" } ?? "unknown error")")
-                }
+        let playing = Self.url(of: player.currentItem)
+        if url == playing {
+            // Open already, or joined on from the item before it.
+            if url != currentURL { watch(player.currentItem, url: url) }
+            return .open
+        }
+        if state.joinsPrevious, let queue = player as? AVQueuePlayer, playing != nil, playing == currentURL,
+           Self.url(of: queue.items().dropFirst().first) == url, queue.actionAtItemEnd == .advance {
+            return .joiningOn
+        }
+        let item = AVPlayerItem(url: url)
+        // Chosen before it opens, so it opens with the group's sound.
+        item.chooseStreams(audio: state.audioStream.map(Int.init), subtitles: state.subtitleStream.map(Int.init))
+        (player as? AVQueuePlayer)?.removeAllItems()
+        player.replaceCurrentItem(with: item)
+        watch(item, url: url)
+        return .open
+    }
+
+    /// Says why `item` cannot play (an unreachable leader, a bad output device) instead of
+    /// waiting in silence.
+    private func watch(_ item: AVPlayerItem?, url: URL) {
+        let channel = self.channel
+        itemWatch = item?.observe(\.status) { item, _ in
+            if item.status == .failed {
+                channel.message(.error, "cannot play \(url.absoluteString): \(item.error.map { "\($0)" } ?? "unknown error")")
             }
-            player.replaceCurrentItem(with: item)
-            currentURL = url
         }
-        return true
+        currentURL = url
+    }
+
+    /// Queues the item the leader has open to follow the current one without a gap, so
+    /// that it joins on here at the same sample; none named, nothing is queued and the item
+    /// ends paused.
+    private func queueNext(_ state: GroupState) {
+        guard let queue = player as? AVQueuePlayer, queue.currentItem != nil else { return }
+        let wanted = state.nextItemURL.isEmpty || state.ended ? nil : resolve(state.nextItemURL)
+        let waiting = Array(queue.items().dropFirst())
+        if let wanted {
+            if waiting.count != 1 || Self.url(of: waiting.first) != wanted {
+                for item in waiting { queue.remove(item) }
+                queue.insert(AVPlayerItem(url: wanted), after: nil)
+            }
+            queue.actionAtItemEnd = .advance
+        } else {
+            queue.actionAtItemEnd = .pause
+            for item in waiting { queue.remove(item) }
+        }
     }
 
     /// While the clock is not yet sure enough to play on, opens the announced item (and with

@@ -42,9 +42,10 @@ public struct NodeConfiguration: Sendable {
     }
 
     /// A player for this node, timed on its clock and recording to its capture.
-    func makePlayer() throws(SessionError) -> AVPlayer {
-        let player = AVPlayer(playerItem: nil, output: output, hostClock: clock.cmClock,
-                              hostMapping: clock.mapping, capture: try makeCapture())
+    /// A queue player, so that an item can follow the one before it without a gap.
+    func makePlayer() throws(SessionError) -> AVQueuePlayer {
+        let player = AVQueuePlayer(playerItem: nil, output: output, hostClock: clock.cmClock,
+                                   hostMapping: clock.mapping, capture: try makeCapture())
         player.automaticallyWaitsToMinimizeStalling = false
         return player
     }

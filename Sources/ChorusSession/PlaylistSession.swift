@@ -198,6 +198,33 @@ public final class PlaylistSession: Sendable {
         channel.message(.notice, "\(what): \(next.map(Self.describe) ?? "off")")
     }
 
+    /// How long a group's leader waits to learn whether the next item will follow on
+    /// without a gap, in seconds: more than opening an item over a slow network takes.
+    static let successorDecisionLimit = 10.0
+    /// How often it looks, in microseconds.
+    static let successorDecisionPoll: UInt32 = 20_000
+
+    /// For a group: once the player has `item` open to follow the current one without a
+    /// gap, every room is told to queue it; an item that will not follow on (pictures
+    /// shown, no sound, not opened in time) leaves the queue, and is started at its turn as
+    /// any item is, in every room together.
+    private func offerNext(_ item: AVPlayerItem, url: URL, index: Int, in queue: AVQueuePlayer) {
+        let transport = self.transport
+        let player = self.player
+        Thread {
+            let deadline = Date().addingTimeInterval(Self.successorDecisionLimit)
+            while Date() < deadline {
+                guard queue.items().dropFirst().contains(where: { $0 === item }) else { return }
+                if let follows = player.followsGaplessly(item) {
+                    if follows { transport.nextQueued(url: url, index: index, on: player) } else { queue.remove(item) }
+                    return
+                }
+                usleep(Self.successorDecisionPoll)
+            }
+            if queue.items().dropFirst().contains(where: { $0 === item }) { queue.remove(item) }
+        }.start()
+    }
+
     /// An option as a status message names it: "French (fr)", "Commentary (de)".
     static func describe(_ option: AVMediaSelectionOption) -> String {
         let name = option.displayName(with: Locale(identifier: "en"))
@@ -271,7 +298,7 @@ public final class PlaylistSession: Sendable {
     /// Played locally on a queue player, the next item goes into its queue meanwhile, so it
     /// follows this one without a gap: when its turn comes it is already playing.
     private func play(index: Int, url: URL, from start: CMTime, afterJump: Bool) -> Bool {
-        let queue = transport is LocalTransport ? player as? AVQueuePlayer : nil
+        let queue = player as? AVQueuePlayer
         let (stopped, followed): (Bool, ItemWatch?) = state.withLockAnnotated { state in
             defer { state.queued = nil }
             guard let queued = state.queued, queued.index == index, !afterJump else { return (state.stopRequested, nil) }
@@ -281,8 +308,9 @@ public final class PlaylistSession: Sendable {
         if let followed, let queue, followed.hasFinished || queue.items().contains(where: { $0 === followed.item }) {
             // The item before ended and this one follows in the queue: joined on gaplessly
             // (already current, or even over already when it is short and the output fast),
-            // or made current by the queue's own advance. Nothing to start.
+            // or made current by the queue's own advance. Nothing to start; a group hears of it.
             watch = followed
+            transport.followed(watch.item, index: index, url: url, on: player)
         } else {
             followed?.close()
             watch = ItemWatch(url: url)
@@ -303,6 +331,7 @@ public final class PlaylistSession: Sendable {
             let next = ItemWatch(url: urls[index + 1])
             state.withLockAnnotated { $0.queued = (index + 1, next) }
             queue.insert(next.item, after: nil)
+            if !(transport is LocalTransport) { offerNext(next.item, url: urls[index + 1], index: index + 1, in: queue) }
         }
         watch.done.wait()
         if let failure = watch.failed {

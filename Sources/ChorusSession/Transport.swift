@@ -17,6 +17,11 @@ protocol PlaybackTransport: Sendable {
     func changeRate(to rate: Float, on player: AVPlayer)
     /// The current item's sound or subtitles were chosen anew.
     func selectionChanged(on player: AVPlayer)
+    /// The item after the current one (`url`, at `index`) is open to follow it without a
+    /// gap; nil: none is.
+    func nextQueued(url: URL?, index: Int, on player: AVPlayer)
+    /// `item` (at `index`) has followed the one before it, without a gap.
+    func followed(_ item: AVPlayerItem, index: Int, url: URL, on player: AVPlayer)
     /// Everything has played, or the session was stopped.
     func finish(on player: AVPlayer)
 }
@@ -36,6 +41,8 @@ struct LocalTransport: PlaybackTransport {
         if player.rate != 0 { player.rate = rate }
     }
     func selectionChanged(on player: AVPlayer) {}
+    func nextQueued(url: URL?, index: Int, on player: AVPlayer) {}
+    func followed(_ item: AVPlayerItem, index: Int, url: URL, on player: AVPlayer) {}
     func finish(on player: AVPlayer) {}
 }
 
@@ -53,22 +60,52 @@ final class GroupTransport: PlaybackTransport {
     let node: LeaderNode
     /// The item playing: its index and the path followers fetch it by.
     private let current = Mutex<(index: Int, path: String)>((0, ""))
+    /// The path of the item that follows the current one without a gap; empty when none.
+    private let next = Mutex<String>("")
     /// The anchor last announced, announced again with a new choice of streams.
-    private let lastAnchor = Mutex<(rate: Double, time: CMTime, leader: LeaderTime)?>(nil)
+    private let lastAnchor = Mutex<(rate: Double, time: CMTime, leader: LeaderTime, joined: Bool)?>(nil)
 
     init(node: LeaderNode) { self.node = node }
 
     private func state(index: Int, path: String, duration: CMTime, rate: Double, at itemTime: CMTime, leader: LeaderTime,
-                       streams: (audio: Int?, subtitles: Int?)) -> GroupState {
+                       streams: (audio: Int?, subtitles: Int?), joined: Bool) -> GroupState {
         GroupState(sequence: 0, itemIndex: UInt32(index), itemURL: path, itemDuration: duration, rate: rate,
                    anchorItemTime: itemTime, anchorLeaderTime: leader, ended: false, stopped: false,
-                   audioStream: streams.audio.flatMap { Int32(exactly: $0) }, subtitleStream: streams.subtitles.flatMap { Int32(exactly: $0) })
+                   audioStream: streams.audio.flatMap { Int32(exactly: $0) }, subtitleStream: streams.subtitles.flatMap { Int32(exactly: $0) },
+                   nextItemURL: next.withLockAnnotated { $0 }, joinsPrevious: joined)
     }
 
     func begin(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime, on player: AVPlayer) {
         let path = node.publish(url, index: index)
         current.withLockAnnotated { $0 = (index, path) }
+        next.withLockAnnotated { $0 = "" }
         schedule(rate: Double(player.defaultRate), at: start, lead: Self.startLead, on: player)
+    }
+
+    /// Every room queues the next item to follow on, on the timeline it keeps.
+    func nextQueued(url: URL?, index: Int, on player: AVPlayer) {
+        let path = url.map { node.publish($0, index: index) } ?? ""
+        guard next.withLockAnnotated({ old in defer { old = path }; return old != path }),
+              let anchor = lastAnchor.withLockAnnotated({ $0 }) else { return }
+        announce(rate: anchor.rate, at: anchor.time, leader: anchor.leader, joined: anchor.joined, player: player)
+    }
+
+    /// The next item has followed on without a gap, here and in every room that queued it:
+    /// its time 0 is where the last anchor puts the end of the item before, which is
+    /// announced as its anchor. An item that did not join on (it could not be opened in
+    /// time) is started afresh a change's lead ahead instead.
+    func followed(_ item: AVPlayerItem, index: Int, url: URL, on player: AVPlayer) {
+        let path = node.publish(url, index: index)
+        current.withLockAnnotated { $0 = (index, path) }
+        next.withLockAnnotated { $0 = "" }
+        guard let end = player.gaplessJoin(into: item), let anchor = lastAnchor.withLockAnnotated({ $0 }), anchor.rate > 0 else {
+            schedule(rate: Double(player.defaultRate), at: .zero, lead: Self.changeLead, on: player)
+            return
+        }
+        let seconds = (end - anchor.time).seconds / anchor.rate
+        guard seconds.isFinite else { return }
+        announce(rate: anchor.rate, at: .zero, leader: anchor.leader + .nanoseconds(Int64((seconds * 1e9).rounded())), joined: true,
+                 player: player)
     }
 
     func togglePause(on player: AVPlayer) {
@@ -109,11 +146,12 @@ final class GroupTransport: PlaybackTransport {
     /// announced again with the streams.
     func selectionChanged(on player: AVPlayer) {
         guard let anchor = lastAnchor.withLockAnnotated({ $0 }) else { return }
-        announce(rate: anchor.rate, at: anchor.time, leader: anchor.leader, player: player)
+        announce(rate: anchor.rate, at: anchor.time, leader: anchor.leader, joined: anchor.joined, player: player)
     }
 
     func finish(on player: AVPlayer) {
         lastAnchor.withLockAnnotated { $0 = nil }
+        next.withLockAnnotated { $0 = "" }
         node.announce(.stoppedState)
     }
 
@@ -125,11 +163,13 @@ final class GroupTransport: PlaybackTransport {
         announce(rate: rate, at: time, leader: leaderStart, player: player)
     }
 
-    private func announce(rate: Double, at time: CMTime, leader: LeaderTime, player: AVPlayer) {
+    /// Announces an anchor; `joined` when it is a gapless join's (kept by the re-announcements
+    /// of the same anchor, dropped by any new one).
+    private func announce(rate: Double, at time: CMTime, leader: LeaderTime, joined: Bool = false, player: AVPlayer) {
         let (index, path) = current.withLockAnnotated { $0 }
         let duration = player.currentItem?.asset.loadedDuration ?? .indefinite
-        lastAnchor.withLockAnnotated { $0 = (rate, time, leader) }
+        lastAnchor.withLockAnnotated { $0 = (rate, time, leader, joined) }
         let streams = player.currentItem?.chosenStreams ?? (nil, nil)
-        node.announce(state(index: index, path: path, duration: duration, rate: rate, at: time, leader: leader, streams: streams))
+        node.announce(state(index: index, path: path, duration: duration, rate: rate, at: time, leader: leader, streams: streams, joined: joined))
     }
 }

@@ -33,6 +33,14 @@ public struct GroupState: Sendable, Equatable {
     /// The item's subtitles every screen shows, by stream index; nil for none.
     public var subtitleStream: Int32?
 
+    /// This item followed the one before it without a gap, and the anchor is where that
+    /// one ended: a follower that has it queued joins it on rather than opening it afresh.
+    public var joinsPrevious: Bool
+    /// The item that follows this one without a gap, as `itemURL` names items, once the
+    /// leader has it open to follow; empty when none does. A follower queues it so that it
+    /// joins on at the same sample as the leader's.
+    public var nextItemURL: String
+
     /// The wire's value for "no stream chosen".
     public static let noSelection: Int32 = -1
 
@@ -48,7 +56,9 @@ public struct GroupState: Sendable, Equatable {
         ended: Bool = false,
         stopped: Bool = false,
         audioStream: Int32? = nil,
-        subtitleStream: Int32? = nil
+        subtitleStream: Int32? = nil,
+        nextItemURL: String = "",
+        joinsPrevious: Bool = false
     ) {
         self.sequence = sequence
         self.itemIndex = itemIndex
@@ -61,6 +71,8 @@ public struct GroupState: Sendable, Equatable {
         self.stopped = stopped
         self.audioStream = audioStream
         self.subtitleStream = subtitleStream
+        self.nextItemURL = nextItemURL
+        self.joinsPrevious = joinsPrevious
     }
 
     /// The "nothing is playing" state a leader announces before its first item.

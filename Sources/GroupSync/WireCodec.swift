@@ -10,7 +10,7 @@ public struct WireCodec: Sendable {
     /// The first four bytes of every datagram: "CHRS".
     public static let magic: [UInt8] = Array("CHRS".utf8)
     /// The protocol version this codec speaks: 2, whose State carries the item's chosen
-    /// sound and subtitle streams.
+    /// sound and subtitle streams and the item that follows it without a gap.
     public static let version: UInt8 = 2
     /// Flags bit 0: a 32-byte HMAC-SHA256 tag follows the body.
     public static let taggedFlag: UInt8 = 0x01
@@ -25,6 +25,8 @@ public struct WireCodec: Sendable {
     static let stateEndedFlag: UInt8 = 0x01
     /// State flags bit 1: stopped or no item.
     static let stateStoppedFlag: UInt8 = 0x02
+    /// State flags bit 2: the item follows the previous one without a gap.
+    static let stateJoinsPreviousFlag: UInt8 = 0x04
 
     /// Tags outgoing messages and verifies incoming ones; `nil` for an unkeyed group.
     public let authenticator: MessageAuthenticator?
@@ -146,9 +148,13 @@ public struct WireCodec: Sendable {
             var flags: UInt8 = 0
             if state.ended { flags |= stateEndedFlag }
             if state.stopped { flags |= stateStoppedFlag }
+            if state.joinsPrevious { flags |= stateJoinsPreviousFlag }
             writer.write(flags)
             writer.write(Self.wireStream(state.audioStream))
             writer.write(Self.wireStream(state.subtitleStream))
+            let next = Array(state.nextItemURL.utf8)
+            guard next.count <= maximumURLBytes else { throw .stringTooLong(field: "next item URL", byteCount: next.count) }
+            writer.writeLongString(next)
         case .goodbye:
             break
         }
@@ -200,11 +206,13 @@ public struct WireCodec: Sendable {
             let flags = try reader.read(UInt8.self, field: "state flags")
             let audio = try readStream(from: &reader, field: "audio stream")
             let subtitles = try readStream(from: &reader, field: "subtitle stream")
+            let next = try reader.readString(lengthBytes: 2, field: "next item URL")
             return .state(GroupState(
                 sequence: sequence, itemIndex: index, itemURL: url, itemDuration: duration, rate: rate,
                 anchorItemTime: anchorItem, anchorLeaderTime: LeaderTime(nanoseconds: anchorLeader),
                 ended: flags & stateEndedFlag != 0, stopped: flags & stateStoppedFlag != 0,
-                audioStream: audio, subtitleStream: subtitles
+                audioStream: audio, subtitleStream: subtitles, nextItemURL: next,
+                joinsPrevious: flags & stateJoinsPreviousFlag != 0
             ))
         case .goodbye:
             return .goodbye

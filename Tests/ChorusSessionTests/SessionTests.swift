@@ -247,6 +247,49 @@ import Testing
         #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
     }
 
+    /// Two items that join into one tone, played by a group: the leader joins the second on
+    /// without a gap, and so does its follower, at the same sample; neither starts afresh.
+    @Test func aGroupJoinsItsItemsWithoutAGap() async throws {
+        let items = [try TestMedia.slice(.flac, offset: 0, seconds: 5, rate: 48_000),
+                     try TestMedia.slice(.flac, offset: 5, seconds: 5, rate: 48_000)]
+        func capture(_ name: String) -> String { TestMedia.folder.appendingPathComponent("gapless-\(name).cap").path }
+        let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
+        let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: capture("leader")),
+                                       listen: loopback, httpPort: 0, urls: items, positionInterval: nil)
+        let leaderLog = EventLog(leader.events)
+        let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: 50), capturePath: capture("room"),
+                                                                            clock: .simulated(offset: .milliseconds(2_500), skewPPM: 70)),
+                                           leader: leader.endpoint, name: "room", statisticsInterval: nil)
+        let followerLog = EventLog(follower.events)
+        let sessions = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { _ = await onThread { leader.run() } }
+                group.addTask { await onThread { follower.run() } }
+            }
+        }
+        // Into the second item, in the room too.
+        #expect(await onThread { waitUntil(20) { (follower.player.currentItem?.asset as? AVURLAsset)?.url.lastPathComponent == items[1].lastPathComponent } })
+        try await Task.sleep(for: .seconds(2))
+        follower.send(.stop)
+        leader.send(.stop)
+        await sessions.value
+        #expect(await leaderLog.items() == [0, 1])
+        _ = await followerLog.all()
+        let boundary = 5.0 * 48_000
+        for name in ["leader", "room"] {
+            // One run across the join: begun in the first item, still going in the second.
+            let run = try RenderCaptureLog(path: capture(name)).lastRun
+            let first = try #require(run.first?.position)
+            let last = try #require(run.last?.position)
+            #expect(first < boundary - 48_000 && last > boundary + 48_000, "\(name): one run from \(first) to \(last)")
+        }
+        let reference = try RenderCaptureLog(path: capture("leader"))
+        let offsets = try RenderCaptureLog(path: capture("room")).offsets(against: reference, skip: 48_000 * 2)
+        #expect(offsets.count > 50, "\(offsets.count) comparable positions")
+        let worst = offsets.map(abs).max() ?? 1
+        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
+    }
+
     /// A follower's screen: its pictures are the group's from the first one shown, on a
     /// clock of its own, judged against what the leader's device really played (its capture).
     @Test func aFollowersPicturesAreTheGroupsFromTheFirst() async throws {

@@ -9,7 +9,8 @@ struct WireCodecTests {
         sequence: 42, itemIndex: 3, itemURL: "http://192.0.2.1:8080/items/3/song é.flac",
         itemDuration: CMTime(value: 12_345_678, timescale: 48_000), rate: 1,
         anchorItemTime: CMTime(value: 96_000, timescale: 48_000), anchorLeaderTime: LeaderTime(nanoseconds: -123_456_789),
-        ended: false, stopped: false, audioStream: 2, subtitleStream: 5
+        ended: false, stopped: false, audioStream: 2, subtitleStream: 5, nextItemURL: "/items/4/next é.flac",
+        joinsPrevious: true
     )
 
     static let payloads: [GroupMessage.Payload] = [
@@ -90,17 +91,19 @@ struct WireCodecTests {
         expectError(patched(24, 65), .groupNameTooLong(65))
         expectError(patched(25, 0xFF), .invalidUTF8(field: "group name"))
         expectError(Array(valid.prefix(bodyStart + 4)), .lengthPastEnd(field: "body"))
-        // Body length one short of the fields: the last field (the subtitle stream) is cut.
+        // Body length one short of the fields: the last field (the next item's URL) is cut.
         var short = valid
         short[bodyStart - 1] &-= 1
         short.removeLast()
-        expectError(short, .truncated(field: "subtitle stream"))
-        // A stream index below -1 (none).
+        expectError(short, .lengthPastEnd(field: "next item URL"))
+        // A stream index below -1 (none); the streams lie before the next item's URL.
+        let nextLength = Array(Self.state.nextItemURL.utf8).count + 2
+        let streamsEnd = valid.count - nextLength
         var stream = valid
-        stream.replaceSubrange((stream.count - 8)..<(stream.count - 4), with: [0xFF, 0xFF, 0xFF, 0xFE])
+        stream.replaceSubrange((streamsEnd - 8)..<(streamsEnd - 4), with: [0xFF, 0xFF, 0xFF, 0xFE])
         expectError(stream, .invalidStreamIndex(field: "audio stream"))
         stream = valid
-        stream.replaceSubrange((stream.count - 4)..<stream.count, with: [0x80, 0, 0, 0])
+        stream.replaceSubrange((streamsEnd - 4)..<streamsEnd, with: [0x80, 0, 0, 0])
         expectError(stream, .invalidStreamIndex(field: "subtitle stream"))
         // Body length one past the fields, with the extra byte present.
         var long = valid
