@@ -165,8 +165,19 @@ public class AVAsset: AVKeyValueObservable, @unchecked Sendable {
         return try result.get()
     }
 
-    /// Opens the media once; every caller gets the same result.
-    func requestInfo(_ completion: @escaping Waiter) {
+    /// The load's own opened media, kept when the caller that started the load asked for
+    /// it (a player about to play the asset), so that a network item is fetched and probed
+    /// once rather than twice. Taken at most once.
+    private let spareSource = Mutex<MediaSource?>(nil)
+
+    /// The media the load opened, if it was kept for the caller and not yet taken.
+    func takeSpareSource() -> MediaSource? {
+        spareSource.withLockAnnotated { spare in defer { spare = nil }; return spare }
+    }
+
+    /// Opens the media once; every caller gets the same result. `keepingSource`: when this
+    /// call starts the load, the opened media is kept for `takeSpareSource()`.
+    func requestInfo(keepingSource: Bool = false, _ completion: @escaping Waiter) {
         enum Next { case wait, start, done(Result<MediaInfo, MediaError>) }
         let next: Next = loading.withLockAnnotated { current in
             switch current.state {
@@ -190,7 +201,9 @@ public class AVAsset: AVKeyValueObservable, @unchecked Sendable {
             DispatchQueue.global(qos: .userInitiated).async { [self] in
                 let result: Result<MediaInfo, MediaError>
                 do throws(MediaError) {
-                    result = .success(try MediaSource(url: location).info)
+                    let source = try MediaSource(url: location)
+                    if keepingSource { spareSource.withLockAnnotated { $0 = source } }
+                    result = .success(source.info)
                 } catch {
                     result = .failure(error)
                 }

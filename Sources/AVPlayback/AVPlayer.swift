@@ -424,18 +424,30 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Opens `item` for playback in the background and hands it to the engine when ready.
     private func attach(_ item: AVPlayerItem) {
         item.player = self
-        item.asset.requestInfo { [weak self, weak item] result in
-            guard let self, let item else { return }
+        let asset = item.asset
+        item.asset.requestInfo(keepingSource: true) { [weak self, weak item] result in
+            guard let self, let item else {
+                // Nobody to play it: the media kept open for the player is let go.
+                _ = asset.takeSpareSource()
+                return
+            }
             switch result {
             case .failure(let error):
                 self.eventQueue.async { self.itemFailedToLoad(item, error) }
             case .success(let info):
                 self.applySelectionCriteria(to: item, info: info)
-                // The playback source is a second, independent demuxer: the asset's probe
-                // is shared by every item of the asset.
+                // The playback source is the load's own when this player started the load
+                // (and the sound chosen is the one it opened with): a network item is then
+                // fetched and probed once. Otherwise it is a second, independent demuxer, as
+                // the asset's description is shared by every item of the asset.
+                let wanted = item.chosenAudioStream
                 let source: Result<MediaSource, MediaError>
                 do throws(MediaError) {
-                    source = .success(try MediaSource(url: item.asset.location, audioStream: item.chosenAudioStream))
+                    if let spare = item.asset.takeSpareSource(), wanted == nil || wanted == spare.info.preferredAudioTrack?.streamIndex {
+                        source = .success(spare)
+                    } else {
+                        source = .success(try MediaSource(url: item.asset.location, audioStream: wanted))
+                    }
                 } catch {
                     source = .failure(error)
                 }
