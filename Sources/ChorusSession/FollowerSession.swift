@@ -275,8 +275,8 @@ public final class FollowerSession: @unchecked Sendable {
             let host = leaderClock.hostTime(forClockTime: leaderTime) ?? clock.now()
             // Bounded here, in double precision: a rate from the wire too small or too large
             // for a Float must still play at the nearer bound, not pause or be refused.
-            let rate = state.rate > 0 ? Float(min(max(state.rate, Double(AVPlayer.slowestRate)), Double(AVPlayer.fastestRate)))
-                : Float(state.rate)
+            let magnitude = Float(min(max(abs(state.rate), Double(AVPlayer.slowestRate)), Double(AVPlayer.fastestRate)))
+            let rate = state.rate < 0 ? -magnitude : magnitude
             player.setRate(rate, time: state.anchorItemTime, atHostTime: host.cmTime)
         }
     }

@@ -290,6 +290,49 @@ import Testing
         #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
     }
 
+    /// The leader turns the group round: every room plays backwards from the same sample at
+    /// the same instant, in step, and stands at the item's start when it gets there.
+    @Test func aGroupPlaysBackwardsInStep() async throws {
+        let media = try TestMedia.tone(.flac, seconds: 20, rate: 48_000, channels: 2)
+        func capture(_ name: String) -> String { TestMedia.folder.appendingPathComponent("reverse-\(name).cap").path }
+        let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
+        let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: capture("leader")),
+                                       listen: loopback, httpPort: 0, urls: [media], positionInterval: nil)
+        let leaderLog = EventLog(leader.events)
+        let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: -40), capturePath: capture("room"),
+                                                                            clock: .simulated(offset: .milliseconds(-1_200), skewPPM: -90)),
+                                           leader: leader.endpoint, name: "room", statisticsInterval: nil)
+        let followerLog = EventLog(follower.events)
+        let sessions = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { _ = await onThread { leader.run() } }
+                group.addTask { await onThread { follower.run() } }
+            }
+        }
+        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing && follower.player.currentTime().seconds > 2.5 } })
+        leader.send(.rate(-2))
+        #expect(await onThread { waitUntil(10) { follower.player.rate == -2 } })
+        // Backwards at twice the speed: at the start well within two seconds, standing there.
+        #expect(await onThread { waitUntil(10) { follower.player.rate == 0 && leader.player.rate == 0 } })
+        #expect(follower.player.currentTime() == .zero)
+        #expect(leader.player.currentTime() == .zero)
+        follower.send(.stop)
+        leader.send(.stop)
+        await sessions.value
+        _ = await followerLog.all()
+        // Still the one item: reaching its start does not end it.
+        #expect(await leaderLog.items() == [0])
+        let reference = try RenderCaptureLog(path: capture("leader"))
+        let room = try RenderCaptureLog(path: capture("room"))
+        // The backwards run, in step with the leader's.
+        let backwards = room.lastRun
+        #expect(backwards.contains { abs($0.playbackRate - 2) < 0.01 }, "the last run is the one at twice the speed")
+        let offsets = room.offsets(against: reference.run(at: backwards.last?.host ?? 0), skip: 4_800)
+        #expect(offsets.count > 20, "\(offsets.count) comparable positions")
+        let worst = offsets.map(abs).max() ?? 1
+        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
+    }
+
     /// A follower's screen: its pictures are the group's from the first one shown, on a
     /// clock of its own, judged against what the leader's device really played (its capture).
     @Test func aFollowersPicturesAreTheGroupsFromTheFirst() async throws {
