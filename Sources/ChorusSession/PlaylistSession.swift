@@ -96,8 +96,11 @@ public final class PlaylistSession: Sendable {
         }
 
         /// Whether `item`'s end notification came from playing backwards to its start (or
-        /// its reverse end time) rather than forward to its end: it stands nearer the one.
+        /// its reverse end time) rather than forward to its end: it is still current, and
+        /// stands nearer the one.
         static func endedAtItsStart(_ item: AVPlayerItem) -> Bool {
+            // A queue that moved on from the item ended it going forward.
+            guard item.isCurrentInItsPlayer else { return false }
             let now = item.currentTime()
             guard now.isNumeric else { return false }
             let start = item.reversePlaybackEndTime.isNumeric ? max(item.reversePlaybackEndTime, .zero) : .zero

@@ -110,13 +110,13 @@ import Testing
         let session = PlaylistSession(player: player, urls: [tone], positionInterval: nil)
         let log = EventLog(session.events) { event in
             guard case .item = event else { return }
-            session.send(.rate(-2))
+            session.send(.rate(0))
             session.send(.rate(.nan))
             session.send(.volume(.infinity))
             session.send(.stop)
         }
         #expect(await onThread { session.run() })
-        #expect(await log.messages().filter { $0.contains("rate needs a positive number") }.count == 2)
+        #expect(await log.messages().filter { $0.contains("rate needs a number other than 0") }.count == 2)
         #expect(await log.messages().contains { $0.contains("volume needs a number") })
         #expect(player.defaultRate == 1)
         #expect(player.volume == 1)
