@@ -145,13 +145,22 @@ import MutexAnnotations
     @Test("a player's criteria choose each item's sound and subtitles by language, and an explicit choice wins")
     func criteriaChooseByLanguage() async throws {
         let url = try TestMedia.multilingual()
-        let pcm = try renderToPCM(url, name: "selection-criteria") { player, _ in
-            player.setMediaSelectionCriteria(AVPlayerMediaSelectionCriteria(preferredLanguages: ["de", "fr"], preferredMediaCharacteristics: nil),
-                                             forMediaCharacteristic: .audible)
-            player.setMediaSelectionCriteria(AVPlayerMediaSelectionCriteria(preferredLanguages: ["fr"], preferredMediaCharacteristics: nil),
-                                             forMediaCharacteristic: .legible)
-            #expect(player.mediaSelectionCriteria(forMediaCharacteristic: .legible)?.preferredLanguages == ["fr"])
-        }
+        // The criteria are the player's before it is given the item, as an app sets them up.
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-selection-\(getpid())-criteria.wav")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let criteriaPlayer = AVPlayer(playerItem: nil, output: .wav(path: out.path))
+        criteriaPlayer.setMediaSelectionCriteria(AVPlayerMediaSelectionCriteria(preferredLanguages: ["de", "fr"], preferredMediaCharacteristics: nil),
+                                                 forMediaCharacteristic: .audible)
+        criteriaPlayer.setMediaSelectionCriteria(AVPlayerMediaSelectionCriteria(preferredLanguages: ["fr"], preferredMediaCharacteristics: nil),
+                                                 forMediaCharacteristic: .legible)
+        #expect(criteriaPlayer.mediaSelectionCriteria(forMediaCharacteristic: .legible)?.preferredLanguages == ["fr"])
+        let chosenItem = AVPlayerItem(url: url)
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: chosenItem)
+        criteriaPlayer.replaceCurrentItem(with: chosenItem)
+        criteriaPlayer.play()
+        #expect(waitUntil(60) { ended.value > 0 })
+        criteriaPlayer.close()
+        let pcm = try PCM(wavFile: out)
         #expect(abs(tone(of: pcm, fromSecond: 1, seconds: 3) - 880) < 2)
 
         let item = AVPlayerItem(url: url)
