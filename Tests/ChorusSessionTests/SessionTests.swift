@@ -110,13 +110,13 @@ import Testing
         let session = PlaylistSession(player: player, urls: [tone], positionInterval: nil)
         let log = EventLog(session.events) { event in
             guard case .item = event else { return }
-            session.send(.rate(0))
+            session.send(.rate(-2))
             session.send(.rate(.nan))
             session.send(.volume(.infinity))
             session.send(.stop)
         }
         #expect(await onThread { session.run() })
-        #expect(await log.messages().filter { $0.contains("rate needs a number other than 0") }.count == 2)
+        #expect(await log.messages().filter { $0.contains("rate needs a positive number") }.count == 2)
         #expect(await log.messages().contains { $0.contains("volume needs a number") })
         #expect(player.defaultRate == 1)
         #expect(player.volume == 1)
@@ -286,52 +286,6 @@ import Testing
         let reference = try RenderCaptureLog(path: capture("leader"))
         let offsets = try RenderCaptureLog(path: capture("room")).offsets(against: reference, skip: 48_000 * 2)
         #expect(offsets.count > 50, "\(offsets.count) comparable positions")
-        let worst = offsets.map(abs).max() ?? 1
-        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
-    }
-
-    /// The leader turns the group round: every room plays backwards from the same sample at
-    /// the same instant, in step, and stands at the item's start when it gets there. (At −2
-    /// over HTTP on a machine whose cores are both busy, a follower's backward reading fell
-    /// behind and it never started: see docs/benchmarks.md.)
-    @Test func aGroupPlaysBackwardsInStep() async throws {
-        let media = try TestMedia.tone(.flac, seconds: 20, rate: 48_000, channels: 2)
-        func capture(_ name: String) -> String { TestMedia.folder.appendingPathComponent("reverse-\(name).cap").path }
-        let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
-        let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: capture("leader")),
-                                       listen: loopback, httpPort: 0, urls: [media], positionInterval: nil)
-        let leaderLog = EventLog(leader.events)
-        let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: -40), capturePath: capture("room"),
-                                                                            clock: .simulated(offset: .milliseconds(-1_200), skewPPM: -90)),
-                                           leader: leader.endpoint, name: "room", statisticsInterval: nil)
-        let followerLog = EventLog(follower.events)
-        let sessions = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { _ = await onThread { leader.run() } }
-                group.addTask { await onThread { follower.run() } }
-            }
-        }
-        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing && follower.player.currentTime().seconds > 2.5 } })
-        leader.send(.rate(-1))
-        #expect(await onThread { waitUntil(10) { follower.player.rate == -1 } })
-        // Backwards: at the start within three seconds, standing there.
-        #expect(await onThread { waitUntil(10) { follower.player.rate == 0 && leader.player.rate == 0 } })
-        #expect(follower.player.currentTime() == .zero)
-        #expect(leader.player.currentTime() == .zero)
-        follower.send(.stop)
-        leader.send(.stop)
-        await sessions.value
-        _ = await followerLog.all()
-        // Still the one item: reaching its start does not end it.
-        #expect(await leaderLog.items() == [0])
-        let reference = try RenderCaptureLog(path: capture("leader"))
-        let room = try RenderCaptureLog(path: capture("room"))
-        // The backwards run, in step with the leader's.
-        let backwards = room.lastRun
-        #expect(backwards.allSatisfy { abs($0.playbackRate - 1) < 0.01 } && backwards.first.map { $0.position < 0 } == true,
-                "the last run is the one backwards")
-        let offsets = room.offsets(against: reference.run(at: backwards.last?.host ?? 0), skip: 4_800)
-        #expect(offsets.count > 20, "\(offsets.count) comparable positions")
         let worst = offsets.map(abs).max() ?? 1
         #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
     }
