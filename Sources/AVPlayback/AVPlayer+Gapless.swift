@@ -32,7 +32,7 @@ extension AVPlayer {
 
     private func refreshSuccessorsInOrder() {
         var effects = Effects()
-        let next: (item: AVPlayerItem, token: Int, forwardBuffer: Double)? = state.withLockAnnotated { state in
+        let next: (item: AVPlayerItem, token: Int)? = state.withLockAnnotated { state in
             let wanted = successorsWantedLocked(&state)
             var keep = 0
             while keep < state.successors.count, keep < wanted.count, state.successors[keep].item === wanted[keep] { keep += 1 }
@@ -55,7 +55,7 @@ extension AVPlayer {
             let item = wanted[state.successors.count]
             state.successorTokenCount += 1
             state.successors.append(QueuedSuccessor(item: item, token: state.successorTokenCount))
-            return (item, state.successorTokenCount, item.preferredForwardBufferDuration)
+            return (item, state.successorTokenCount)
         }
         effects.run(on: eventQueue)
         guard let next else { return }
@@ -74,23 +74,14 @@ extension AVPlayer {
             abandonSuccessor(token: next.token)
             return
         }
-        let queue = eventQueue
         let item = next.item
-        let buffer = next.forwardBuffer
         // The item is open and ready for its turn, as a queue player's next item is; said
         // before its sound can begin.
         eventQueue.async { [self] in item.becameReady(info, hostClock: hostClock) }
         let queued: Bool
         do throws(MediaError) {
-            queued = try engine.queueSuccessor(
-                source: source, token: next.token,
-                forwardBuffer: buffer.isFinite && buffer > 0 ? .milliseconds(Int64(min(buffer, 3_600) * 1000)) : .zero,
-                subtitles: item.subtitleCues) { [weak self, weak item] event in
-                    queue.async { [weak self, weak item] in
-                        guard let self, let item else { return }
-                        readerEvent(event, of: item)
-                    }
-                }
+            queued = try engine.queueSuccessor(source: source, token: next.token, forwardBuffer: Self.forwardBuffer(of: item),
+                                               subtitles: item.subtitleCues, onEvent: readerEvents(of: item))
         } catch {
             abandonSuccessor(token: next.token)
             return

@@ -101,17 +101,10 @@ extension AVPlayer {
         }
         effects.run(on: eventQueue)
         guard let reading else { return }
-        let queue = eventQueue
-        let buffer = item.preferredForwardBufferDuration
         do throws(MediaError) {
             try engine.load(source: source, serial: reading.serial, startFrame: reading.startFrame, start: false,
-                            forwardBuffer: buffer.isFinite && buffer > 0 ? .milliseconds(Int64(min(buffer, 3_600) * 1000)) : .zero,
-                            subtitles: item.subtitleCues) { [weak self, weak item] event in
-                queue.async { [weak self, weak item] in
-                    guard let self, let item else { return }
-                    readerEvent(event, of: item)
-                }
-            }
+                            forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues,
+                            onEvent: readerEvents(of: item))
         } catch {
             playerLog.warning("the chosen sound of \(item.asset.location) cannot be read (\(error))")
             eventQueue.async { item.failed(error) }

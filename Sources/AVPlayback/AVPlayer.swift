@@ -510,17 +510,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         }
         guard let reading else { return }
         do throws(MediaError) {
-            let queue = eventQueue
             // Started below, once the item's readiness is queued: its events come after it.
-            let buffer = item.preferredForwardBufferDuration
             try engine.load(source: source, serial: reading.serial, startFrame: reading.startFrame, start: false,
-                            forwardBuffer: buffer.isFinite && buffer > 0 ? .milliseconds(Int64(min(buffer, 3_600) * 1000)) : .zero,
-                            subtitles: item.subtitleCues) { [weak self, weak item] event in
-                queue.async { [weak self, weak item] in
-                    guard let self, let item else { return }
-                    readerEvent(event, of: item)
-                }
-            }
+                            forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues,
+                            onEvent: readerEvents(of: item))
         } catch {
             eventQueue.async { item.failed(error) }
             return
@@ -558,6 +551,25 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         // A sound chosen while the item was being opened is taken up now.
         if wantedSoundStream(of: item) != source.info.preferredAudioTrack?.streamIndex {
             mediaSelectionChanged(of: item, characteristic: .audible)
+        }
+    }
+
+    /// How far ahead of the playhead the engine reads `item`: its preferred forward buffer,
+    /// up to an hour; zero (the engine's defaults) when it has none.
+    static func forwardBuffer(of item: AVPlayerItem) -> Duration {
+        let seconds = item.preferredForwardBufferDuration
+        return seconds.isFinite && seconds > 0 ? .milliseconds(Int64(min(seconds, 3_600) * 1000)) : .zero
+    }
+
+    /// The engine's callback for the events of `item`'s reader: each handled on the event
+    /// queue, and dropped once the player or the item is gone.
+    func readerEvents(of item: AVPlayerItem) -> @Sendable (AudioReaderEvent) -> Void {
+        let queue = eventQueue
+        return { [weak self, weak item] event in
+            queue.async { [weak self, weak item] in
+                guard let self, let item else { return }
+                self.readerEvent(event, of: item)
+            }
         }
     }
 
@@ -1093,8 +1105,6 @@ struct PlayerState {
     /// The player's standing choices per characteristic (`setMediaSelectionCriteria`).
     var selectionCriteria: [AVMediaCharacteristic: AVPlayerMediaSelectionCriteria] = [:]
     var appliesSelectionCriteria = true
-    /// What each legible output last delivered, by output.
-    var legibleDelivered: [ObjectIdentifier: [SubtitleCue]] = [:]
     /// The last gapless join: the item that followed, and where the item before it ended,
     /// in that item's time.
     var lastJoin: (item: AVPlayerItem, previousEnd: CMTime)?

@@ -96,9 +96,6 @@ public final class AVPlayerItemLegibleOutput: AVPlayerItemOutput, @unchecked Sen
                                         nativeSampleBuffers: [], forItemTime: from)
         }
     }
-
-    /// Whether the player's layers should not draw subtitles because of this output.
-    var suppressesRendering: Bool { suppressesPlayerRendering }
 }
 
 extension AVPlayerItem {
@@ -109,5 +106,5 @@ extension AVPlayerItem {
 
     /// Whether the player's layers draw the item's subtitles (no legible output asked them
     /// not to).
-    var layersDrawSubtitles: Bool { !legibleOutputs.contains { $0.suppressesRendering } }
+    var layersDrawSubtitles: Bool { !legibleOutputs.contains { $0.suppressesPlayerRendering } }
 }

@@ -83,11 +83,6 @@ public final class SubtitleCues: Sendable {
         }
     }
 
-    /// Forgets every cue (the item's media changed under it).
-    public func removeAll() {
-        byStream.withLockAnnotated { $0 = [:] }
-    }
-
     /// Where cue `index` ends: its own end, or the next later cue's start, within the limit.
     private static func end(of index: Int, in cues: [SubtitleCue]) -> CMTime {
         let cue = cues[index]

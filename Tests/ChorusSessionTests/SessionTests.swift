@@ -169,17 +169,45 @@ import Testing
         #expect(await followerLogs[0].messages().contains { $0.contains("a follower plays what its leader plays") })
     }
 
-    /// The leader chooses another sound track and subtitles; its follower takes both, on
-    /// the group's timeline, and stays in step with the leader through the change.
-    @Test func aLeadersChoiceOfSoundAndSubtitlesReachesItsFollowers() async throws {
-        let media = try TestMedia.multilingual(seconds: 20)
-        func capture(_ name: String) -> String { TestMedia.folder.appendingPathComponent("selection-\(name).cap").path }
+    /// A leader playing `urls` and one follower ("room") on a simulated clock and a device of
+    /// its own, each a session running on a thread of its own, over real UDP and HTTP on
+    /// loopback; both record captures named after `name`.
+    struct Pair {
+        let leader: LeaderSession
+        let follower: FollowerSession
+        let leaderLog: EventLog
+        let followerLog: EventLog
+        let sessions: Task<Void, Never>
+        let name: String
+
+        func capture(_ role: String) -> String { TestMedia.folder.appendingPathComponent("\(name)-\(role).cap").path }
+
+        /// Stops both and waits for their sessions to end.
+        func stop() async {
+            follower.send(.stop)
+            leader.send(.stop)
+            await sessions.value
+        }
+
+        /// The room's sound against the leader's after `skip` frames: over more than 50
+        /// positions, never a millisecond apart.
+        func expectInStep(skip: Double, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let reference = try RenderCaptureLog(path: capture("leader"))
+            let offsets = try RenderCaptureLog(path: capture("room")).offsets(against: reference, skip: skip)
+            #expect(offsets.count > 50, "\(offsets.count) comparable positions", sourceLocation: sourceLocation)
+            let worst = offsets.map(abs).max() ?? 1
+            #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs", sourceLocation: sourceLocation)
+        }
+    }
+
+    func startPair(_ name: String, urls: [URL], roomDriftPPM: Double, roomOffset: Duration, roomSkewPPM: Int64) throws -> Pair {
+        func capture(_ role: String) -> String { TestMedia.folder.appendingPathComponent("\(name)-\(role).cap").path }
         let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
         let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: capture("leader")),
-                                       listen: loopback, httpPort: 0, urls: [media], positionInterval: nil)
+                                       listen: loopback, httpPort: 0, urls: urls, positionInterval: nil)
         let leaderLog = EventLog(leader.events)
-        let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: 40), capturePath: capture("room"),
-                                                                            clock: .simulated(offset: .milliseconds(1_500), skewPPM: 60)),
+        let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: roomDriftPPM), capturePath: capture("room"),
+                                                                            clock: .simulated(offset: roomOffset, skewPPM: roomSkewPPM)),
                                            leader: leader.endpoint, name: "room", statisticsInterval: nil)
         let followerLog = EventLog(follower.events)
         let sessions = Task {
@@ -188,6 +216,15 @@ import Testing
                 group.addTask { await onThread { follower.run() } }
             }
         }
+        return Pair(leader: leader, follower: follower, leaderLog: leaderLog, followerLog: followerLog, sessions: sessions, name: name)
+    }
+
+    /// The leader chooses another sound track and subtitles; its follower takes both, on
+    /// the group's timeline, and stays in step with the leader through the change.
+    @Test func aLeadersChoiceOfSoundAndSubtitlesReachesItsFollowers() async throws {
+        let pair = try startPair("selection", urls: [try TestMedia.multilingual(seconds: 20)],
+                                 roomDriftPPM: 40, roomOffset: .milliseconds(1_500), roomSkewPPM: 60)
+        let (leader, follower) = (pair.leader, pair.follower)
         #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing } })
         leader.send(.cycleAudio)
         leader.send(.cycleSubtitles)
@@ -196,55 +233,30 @@ import Testing
         #expect(await onThread { waitUntil(10) { follower.player.currentItem?.chosenStreams.subtitles == 3 } })
         #expect(await onThread { waitUntil(10) { follower.player.timeControlStatus == .playing } })
         try await Task.sleep(for: .seconds(3))
-        follower.send(.stop)
-        leader.send(.stop)
-        await sessions.value
-        #expect(await leaderLog.messages().contains("sound: French (fr)"))
-        #expect(await leaderLog.messages().contains("subtitles: English (en)"))
-        _ = await followerLog.all()
+        await pair.stop()
+        #expect(await pair.leaderLog.messages().contains("sound: French (fr)"))
+        #expect(await pair.leaderLog.messages().contains("subtitles: English (en)"))
+        _ = await pair.followerLog.all()
         // Both read the new sound from the timeline they keep: still in step after it.
-        let reference = try RenderCaptureLog(path: capture("leader"))
-        let offsets = try RenderCaptureLog(path: capture("room")).offsets(against: reference, skip: 48_000 * 2)
-        #expect(offsets.count > 50, "\(offsets.count) comparable positions")
-        let worst = offsets.map(abs).max() ?? 1
-        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
+        try pair.expectInStep(skip: 48_000 * 2)
     }
 
     /// A leader playing a local HLS playlist serves its segments too; its follower plays it
     /// from the leader's server, in step.
     @Test func aFollowerPlaysTheLeadersHLSPlaylist() async throws {
         let hls = try TestMedia.hls(seconds: 12)
-        func capture(_ name: String) -> String { TestMedia.folder.appendingPathComponent("hls-\(name).cap").path }
-        let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
-        let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: capture("leader")),
-                                       listen: loopback, httpPort: 0, urls: [hls.folder.appendingPathComponent("index.m3u8")],
-                                       positionInterval: nil)
-        let leaderLog = EventLog(leader.events)
-        let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: -30), capturePath: capture("room"),
-                                                                            clock: .simulated(offset: .milliseconds(-700), skewPPM: -40)),
-                                           leader: leader.endpoint, name: "room", statisticsInterval: nil)
-        let followerLog = EventLog(follower.events)
-        let sessions = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { _ = await onThread { leader.run() } }
-                group.addTask { await onThread { follower.run() } }
-            }
-        }
+        let pair = try startPair("hls", urls: [hls.folder.appendingPathComponent("index.m3u8")],
+                                 roomDriftPPM: -30, roomOffset: .milliseconds(-700), roomSkewPPM: -40)
+        let follower = pair.follower
         #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing } })
         #expect(follower.player.currentItem?.asset is AVURLAsset)
         let played = (follower.player.currentItem?.asset as? AVURLAsset)?.url.absoluteString ?? ""
         #expect(played.hasPrefix("http://") && played.hasSuffix("/index.m3u8"), "\(played)")
         try await Task.sleep(for: .seconds(4))
-        follower.send(.stop)
-        leader.send(.stop)
-        await sessions.value
-        #expect(await followerLog.messages().allSatisfy { !$0.contains("cannot play") })
-        _ = await leaderLog.all()
-        let reference = try RenderCaptureLog(path: capture("leader"))
-        let offsets = try RenderCaptureLog(path: capture("room")).offsets(against: reference, skip: 48_000 * 2)
-        #expect(offsets.count > 50, "\(offsets.count) comparable positions")
-        let worst = offsets.map(abs).max() ?? 1
-        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
+        await pair.stop()
+        #expect(await pair.followerLog.messages().allSatisfy { !$0.contains("cannot play") })
+        _ = await pair.leaderLog.all()
+        try pair.expectInStep(skip: 48_000 * 2)
     }
 
     /// Two items that join into one tone, played by a group: the leader joins the second on
@@ -252,42 +264,23 @@ import Testing
     @Test func aGroupJoinsItsItemsWithoutAGap() async throws {
         let items = [try TestMedia.slice(.flac, offset: 0, seconds: 5, rate: 48_000),
                      try TestMedia.slice(.flac, offset: 5, seconds: 5, rate: 48_000)]
-        func capture(_ name: String) -> String { TestMedia.folder.appendingPathComponent("gapless-\(name).cap").path }
-        let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
-        let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: capture("leader")),
-                                       listen: loopback, httpPort: 0, urls: items, positionInterval: nil)
-        let leaderLog = EventLog(leader.events)
-        let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: 50), capturePath: capture("room"),
-                                                                            clock: .simulated(offset: .milliseconds(2_500), skewPPM: 70)),
-                                           leader: leader.endpoint, name: "room", statisticsInterval: nil)
-        let followerLog = EventLog(follower.events)
-        let sessions = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { _ = await onThread { leader.run() } }
-                group.addTask { await onThread { follower.run() } }
-            }
-        }
+        let pair = try startPair("gapless", urls: items, roomDriftPPM: 50, roomOffset: .milliseconds(2_500), roomSkewPPM: 70)
+        let follower = pair.follower
         // Into the second item, in the room too.
         #expect(await onThread { waitUntil(20) { (follower.player.currentItem?.asset as? AVURLAsset)?.url.lastPathComponent == items[1].lastPathComponent } })
         try await Task.sleep(for: .seconds(2))
-        follower.send(.stop)
-        leader.send(.stop)
-        await sessions.value
-        #expect(await leaderLog.items() == [0, 1])
-        _ = await followerLog.all()
+        await pair.stop()
+        #expect(await pair.leaderLog.items() == [0, 1])
+        _ = await pair.followerLog.all()
         let boundary = 5.0 * 48_000
         for name in ["leader", "room"] {
             // One run across the join: begun in the first item, still going in the second.
-            let run = try RenderCaptureLog(path: capture(name)).lastRun
+            let run = try RenderCaptureLog(path: pair.capture(name)).lastRun
             let first = try #require(run.first?.position)
             let last = try #require(run.last?.position)
             #expect(first < boundary - 48_000 && last > boundary + 48_000, "\(name): one run from \(first) to \(last)")
         }
-        let reference = try RenderCaptureLog(path: capture("leader"))
-        let offsets = try RenderCaptureLog(path: capture("room")).offsets(against: reference, skip: 48_000 * 2)
-        #expect(offsets.count > 50, "\(offsets.count) comparable positions")
-        let worst = offsets.map(abs).max() ?? 1
-        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
+        try pair.expectInStep(skip: 48_000 * 2)
     }
 
     /// A follower's screen: its pictures are the group's from the first one shown, on a
