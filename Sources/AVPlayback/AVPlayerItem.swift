@@ -105,6 +105,10 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
         }
     }
 
+    /// Whether the item is its player's current item (a queue's next one, or one it has
+    /// moved on from, is not).
+    package var isCurrentInItsPlayer: Bool { player?.currentItem === self }
+
     /// Where a new player starts this item (set by seeks made before it plays).
     var startTime: CMTime {
         get { state.withLockAnnotated { $0.startTime } }

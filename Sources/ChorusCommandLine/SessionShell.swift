@@ -106,7 +106,7 @@ final class SessionShell: Sendable {
                     if words.count == 2, let rate = Float(words[1]) {
                         session.send(.rate(rate))
                     } else {
-                        log.warning("rate needs a positive number (1 is normal speed)")
+                        log.warning("rate needs a number (1 is normal speed, -1 backwards)")
                     }
                 case "next": session.send(.next)
                 case "previous": session.send(.previous)

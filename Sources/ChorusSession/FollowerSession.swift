@@ -267,13 +267,13 @@ public final class FollowerSession: @unchecked Sendable {
         // The leader's choice of sound and subtitles (a new sound is read again from where
         // the group's timeline stands).
         player.currentItem?.chooseStreams(audio: state.audioStream.map(Int.init), subtitles: state.subtitleStream.map(Int.init))
-        if state.rate < 0 {
-            // Not played (protocol.md): a backward start over HTTP can fall behind the
-            // group's timeline on a busy machine and never sound.
-            channel.message(.warning, "the leader plays backwards, which a follower does not: holding at \(state.anchorItemTime.seconds) s")
+        if state.rate == 0 || state.ended {
             player.pause()
             player.seek(to: state.anchorItemTime)
-        } else if state.rate == 0 || state.ended {
+        } else if state.rate < 0, let item = player.currentItem, item.status == .readyToPlay, !item.canPlayReverse {
+            // Playing on forwards would take this room away from the group: it waits where
+            // the turn was made, and says why.
+            channel.message(.warning, "the leader plays backwards, which this room's copy of the item cannot (it has no sound, or cannot be sought): holding at \(state.anchorItemTime.seconds) s")
             player.pause()
             player.seek(to: state.anchorItemTime)
         } else {
@@ -281,8 +281,8 @@ public final class FollowerSession: @unchecked Sendable {
             let host = leaderClock.hostTime(forClockTime: leaderTime) ?? clock.now()
             // Bounded here, in double precision: a rate from the wire too small or too large
             // for a Float must still play at the nearer bound, not pause or be refused.
-            let rate = state.rate > 0 ? Float(min(max(state.rate, Double(AVPlayer.slowestRate)), Double(AVPlayer.fastestRate)))
-                : Float(state.rate)
+            let magnitude = Float(min(max(abs(state.rate), Double(AVPlayer.slowestRate)), Double(AVPlayer.fastestRate)))
+            let rate = state.rate < 0 ? -magnitude : magnitude
             player.setRate(rate, time: state.anchorItemTime, atHostTime: host.cmTime)
         }
     }

@@ -73,6 +73,9 @@ public final class PlaylistSession: Sendable {
             let done = self.done
             let failure = self.failure
             let ended = center.addObserver(forName: AVPlayerItem.didPlayToEndTimeNotification, object: item, queue: nil) { _ in
+                // Played backwards to its start, the item stands there, paused: it is not
+                // over, and play goes on forward from there.
+                if Self.endedAtItsStart(item) { return }
                 failure.finished.store(true, ordering: .releasing)
                 done.signal()
             }
@@ -90,6 +93,23 @@ public final class PlaylistSession: Sendable {
                     done.signal()
                 }
             })
+        }
+
+        /// Whether `item`'s end notification came from playing backwards to its start (or
+        /// its reverse end time) rather than forward to its end: it is still current, and
+        /// stands nearer the one.
+        static func endedAtItsStart(_ item: AVPlayerItem) -> Bool {
+            // A queue that moved on from the item ended it going forward.
+            guard item.isCurrentInItsPlayer else { return false }
+            let now = item.currentTime()
+            guard now.isNumeric else { return false }
+            let start = item.reversePlaybackEndTime.isNumeric ? max(item.reversePlaybackEndTime, .zero) : .zero
+            var end = item.duration
+            if item.forwardPlaybackEndTime.isNumeric, item.forwardPlaybackEndTime > .zero {
+                end = end.isNumeric ? min(end, item.forwardPlaybackEndTime) : item.forwardPlaybackEndTime
+            }
+            guard end.isNumeric, end > start else { return false }
+            return (now - start).seconds.magnitude < (end - now).seconds.magnitude
         }
 
         /// Why the item failed, once it has.
@@ -140,10 +160,14 @@ public final class PlaylistSession: Sendable {
             guard interval.isNumeric else { return channel.message(.warning, "seek needs a time") }
             transport.seek(to: player.currentTime() + interval, on: player)
         case .rate(let rate):
-            guard rate.isFinite, rate > 0 else {
-                return channel.message(.warning, "rate needs a positive number (1 is normal speed)")
+            guard rate.isFinite, rate != 0 else {
+                return channel.message(.warning, "rate needs a number other than 0 (1 is normal speed, -1 backwards)")
             }
-            transport.changeRate(to: min(max(rate, AVPlayer.slowestRate), AVPlayer.fastestRate), on: player)
+            if rate < 0, let item = player.currentItem, item.status == .readyToPlay, !item.canPlayReverse {
+                return channel.message(.warning, "this item cannot play backwards (it has no sound, or cannot be sought)")
+            }
+            let magnitude = min(max(abs(rate), AVPlayer.slowestRate), AVPlayer.fastestRate)
+            transport.changeRate(to: rate < 0 ? -magnitude : magnitude, on: player)
         case .next, .previous:
             let elapsed = player.currentTime()
             if command == .previous && elapsed.isNumeric && elapsed > Self.restartThreshold {

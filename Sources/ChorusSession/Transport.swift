@@ -37,6 +37,11 @@ struct LocalTransport: PlaybackTransport {
     }
     func seek(to time: CMTime, on player: AVPlayer) { player.seek(to: time) }
     func changeRate(to rate: Float, on player: AVPlayer) {
+        // Backwards plays at once; a forward speed is also the one play resumes at.
+        if rate < 0 {
+            player.rate = rate
+            return
+        }
         player.defaultRate = rate
         if player.rate != 0 { player.rate = rate }
     }
@@ -132,7 +137,12 @@ final class GroupTransport: PlaybackTransport {
     /// A new speed, made everywhere at leader time now + `changeLead` where the item then
     /// stands, so every room carries on without a break.
     func changeRate(to rate: Float, on player: AVPlayer) {
-        player.defaultRate = rate
+        if rate > 0 { player.defaultRate = rate }
+        // Backwards from a pause starts at once, from where the item stands, in every room.
+        if rate < 0, player.rate == 0 {
+            schedule(rate: Double(rate), at: player.currentTime(), lead: Self.changeLead, on: player)
+            return
+        }
         guard player.rate != 0, player.rate != rate else { return }
         let leaderChange = node.leaderTimeNow + Self.changeLead
         let host = HostTime(nanoseconds: leaderChange.nanoseconds).cmTime

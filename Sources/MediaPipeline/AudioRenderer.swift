@@ -471,10 +471,14 @@ public final class AudioRenderer: @unchecked Sendable {
         let modeChanged = latest.mode != applied.mode
         let previous = applied.mode
         applied = latest
-        // A new timeline for the serial already followed is a clock update: keep playing
-        // and let the control loop move onto it.
+        // A new timeline for the serial already followed is a clock update (or a rate change
+        // continuing it): keep playing and let the control loop move onto it. A run that has
+        // ended (or failed) stays so: its content is all written, and going back to
+        // `.starting` would hide the end from the player, which looks for it on its next tick
+        // and would then never pause at the item's end or start.
         if case .follow(let oldSerial, _) = previous, case .follow(let newSerial, _) = latest.mode,
-           oldSerial == newSerial, !latest.flush, status.phase == .playing || status.phase == .starting {
+           oldSerial == newSerial, !latest.flush,
+           status.phase == .playing || status.phase == .starting || status.phase == .ended || status.phase == .failed {
             status.generation = latest.generation
             return
         }

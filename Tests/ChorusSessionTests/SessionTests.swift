@@ -110,13 +110,13 @@ import Testing
         let session = PlaylistSession(player: player, urls: [tone], positionInterval: nil)
         let log = EventLog(session.events) { event in
             guard case .item = event else { return }
-            session.send(.rate(-2))
+            session.send(.rate(0))
             session.send(.rate(.nan))
             session.send(.volume(.infinity))
             session.send(.stop)
         }
         #expect(await onThread { session.run() })
-        #expect(await log.messages().filter { $0.contains("rate needs a positive number") }.count == 2)
+        #expect(await log.messages().filter { $0.contains("rate needs a number other than 0") }.count == 2)
         #expect(await log.messages().contains { $0.contains("volume needs a number") })
         #expect(player.defaultRate == 1)
         #expect(player.volume == 1)
@@ -281,6 +281,36 @@ import Testing
             #expect(first < boundary - 48_000 && last > boundary + 48_000, "\(name): one run from \(first) to \(last)")
         }
         try pair.expectInStep(skip: 48_000 * 2)
+    }
+
+    /// The leader turns the group round: every room plays backwards from the same sample at
+    /// the same instant, in step, and stands at the item's start when it gets there. (A
+    /// follower once stood silent at the turn: a re-posted timeline put its ended run back to
+    /// starting before the player saw the end; docs/benchmarks.md has the runs.)
+    @Test(arguments: [-1, -2] as [Float]) func aGroupPlaysBackwardsInStep(rate: Float) async throws {
+        let media = try TestMedia.tone(.flac, seconds: 20, rate: 48_000, channels: 2)
+        let pair = try startPair("reverse\(Int(-rate))", urls: [media], roomDriftPPM: -40, roomOffset: .milliseconds(-1_200), roomSkewPPM: -90)
+        let (leader, follower) = (pair.leader, pair.follower)
+        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing && follower.player.currentTime().seconds > 2.5 } })
+        leader.send(.rate(rate))
+        #expect(await onThread { waitUntil(10) { follower.player.rate == rate } })
+        // Backwards: at the start within a few seconds, standing there.
+        #expect(await onThread { waitUntil(15) { follower.player.rate == 0 && leader.player.rate == 0 } })
+        #expect(follower.player.currentTime() == .zero)
+        #expect(leader.player.currentTime() == .zero)
+        await pair.stop()
+        // Still the one item: reaching its start does not end it.
+        #expect(await pair.leaderLog.items() == [0])
+        let reference = try RenderCaptureLog(path: pair.capture("leader"))
+        let room = try RenderCaptureLog(path: pair.capture("room"))
+        // The backwards run, in step with the leader's.
+        let backwards = room.lastRun
+        #expect(backwards.allSatisfy { abs($0.playbackRate - Double(-rate)) < 0.01 } && backwards.first.map { $0.position < 0 } == true,
+                "the last run is the one backwards")
+        let offsets = room.offsets(against: reference.run(at: backwards.last?.host ?? 0), skip: 4_800)
+        #expect(offsets.count > 20, "\(offsets.count) comparable positions")
+        let worst = offsets.map(abs).max() ?? 1
+        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
     }
 
     /// A follower's screen: its pictures are the group's from the first one shown, on a
