@@ -105,7 +105,8 @@ test: deps
 # loaded run under the sanitizer outlasted before the player had its device's timing.
 # Skipped because they are single-threaded simulations, so the sanitizer has nothing to see:
 # the clock estimator's, the soft floor's and the recorded joins' (long ones), and the render
-# loop's on a simulated device (its render thread runs here, in RenderThreadTests). Skipped
+# loop's on a simulated device, plain and through the pitch stage (its render thread runs
+# here, in RenderThreadTests). Skipped
 # because the sanitizer has an allocator of its own that the test's counter cannot stand in
 # for: the render path's allocation count. Skipped because its sections wait as an app
 # would, in real time, which the sanitizer stretches: the guide's code run as a process (the
@@ -124,7 +125,7 @@ TSAN_TESTS := \
 	--skip leaderAndFollowerCoresTalkOverRealSockets --skip followerConvergesThroughALossyRelay \
 	--skip aSupersededSeekCompletesWithFalse --skip RenderAllocationTests --skip aFollowersPicturesAreTheGroupsFromTheFirst \
 	--skip GuideCodeTests --skip aTickingRelayDeliversOnItsTicks \
-	--skip ClockEstimatorTests --skip SoftFloorFitTests --skip RecordedJoinTests
+	--skip ClockEstimatorTests --skip SoftFloorFitTests --skip RecordedJoinTests --skip FollowedPitchTests
 # Every process the tests start (the chorus binary too) writes its reports here rather than
 # to a standard error a test may swallow; any report fails the run, and halt_on_error stops
 # the process that raced at its first.

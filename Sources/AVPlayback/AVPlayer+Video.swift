@@ -86,8 +86,7 @@ extension AVPlayer {
         // the pictures with it, still move (standing still there made the item's last
         // pictures up to 40 ms late).
         let sounding = status.phase == .playing || (status.phase == .ended && engine.isRealtime && now < status.endHost)
-        // Pictures are not decoded backwards: in reverse the picture holds where it stands.
-        if state.itemLoaded, state.rate != 0, !state.reversed, status.serial == state.serial, sounding {
+        if state.itemLoaded, state.rate != 0, status.serial == state.serial, sounding {
             moving = !engine.isRealtime || now >= status.runStartHost
         }
         var itemNanoseconds = time.isNumeric ? time.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value : 0
@@ -96,7 +95,8 @@ extension AVPlayer {
             let position = state.itemPosition(ofRenderPosition: status.position(at: now, sampleRate: format.sampleRate))
             if position.isFinite { itemNanoseconds = Int64(max(-9e18, min(9e18, (position * 1e9 / Double(format.sampleRate)).rounded()))) }
         }
-        let rate = moving && status.anchorRate.isFinite ? status.anchorRate : 0
+        // The render thread's frames run forward either way; backwards, item time runs down.
+        let rate = moving && status.anchorRate.isFinite ? (state.reversed ? -status.anchorRate : status.anchorRate) : 0
         // A start scheduled at a host time (a group's leader's, `setRate(_:time:atHostTime:)`)
         // whose sound is not heard yet, while its device settles: the pictures keep the
         // schedule, held at the start until its moment, rather than the still of a paused

@@ -235,6 +235,11 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                     applyModeLocked(&state, flush: false)
                 }
             }
+            // A group's speed change is due soon after it is announced: its pitch stage is
+            // made now (see the item's set-up), off the player's lock.
+            if newValue != nil, let mode = currentItem?.pitchMode {
+                setupQueue.async { [weak self] in self?.engine.preparePitchKeeping(mode) }
+            }
             observationRegistry.poke()
         }
     }
@@ -490,8 +495,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             format = try engine.prepare(preferred: preferred, fallback: fallback)
             // The pitch stage, if the item keeps its pitch at a speed other than 1, is made
             // here, off the player's lock (Rubber Band's set-up takes tens of milliseconds).
-            let speed = state.withLockAnnotated { $0.rate == 0 ? $0.defaultRate : $0.rate }
-            if track != nil, speed != 1 { engine.preparePitchKeeping(item.pitchMode) }
+            // On a master clock it is made at any speed: a group's speed change is due a
+            // moment after it is announced, and made in time only with the stage ready.
+            let (speed, following) = state.withLockAnnotated { ($0.rate == 0 ? $0.defaultRate : $0.rate, $0.masterClock != nil) }
+            if track != nil, speed != 1 || following { engine.preparePitchKeeping(item.pitchMode) }
             if !wasOpen && engine.isOnFallback {
                 playerLog.warning("output \(outputSpec) cannot be opened: an item without sound is timed on the host clock alone, and the sound of later items will not be heard")
             }
@@ -903,6 +910,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// The current item's pitch algorithm changed: the render thread keeps (or stops keeping)
     /// the pitch from its next period.
     func pitchAlgorithmChanged(of item: AVPlayerItem) {
+        let mode = item.pitchMode
+        if masterClock != nil { setupQueue.async { [weak self] in self?.engine.preparePitchKeeping(mode) } }
         state.withLockAnnotated { state in
             guard state.item === item else { return }
             let pitch = item.pitchMode
@@ -929,7 +938,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         return RenderTimeline(frame: state.renderFrame(ofItemFrame: signedFrames(of: anchor.itemTime, format: format)),
                               host: host - state.latencyCompensation,
                               rate: clockRate * Double(abs(rate ?? state.rate)),
-                              rateBefore: anchor.rateBefore.map { clockRate * Double(abs($0)) })
+                              rateBefore: anchor.rateBefore.map { clockRate * Double(abs($0)) },
+                              speed: Double(abs(rate ?? state.rate)),
+                              speedBefore: anchor.rateBefore.map { Double(abs($0)) })
     }
 
     /// On each tick while following a master clock: moves the render thread onto the

@@ -169,8 +169,10 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     /// the stage's constant latency (at 48 kHz about 170 ms for `.timeDomain`, 300 ms for
     /// `.spectral`), which the player places content ahead of, so every frame keeps its place
     /// on the timeline; going from speed 1 to another speed leaves a gap of that latency once
-    /// per start. Playback kept to a schedule (a group's, `setRate(_:time:atHostTime:)`)
-    /// plays varispeed for now. Changed while playing, it applies at once.
+    /// per start. On a `masterClock` (a group) the gap falls at the scheduled change, the same
+    /// in every room, and the content of the gap is skipped, so the timeline is kept. A plain
+    /// `setRate(_:time:atHostTime:)` start without a master clock plays varispeed. Changed
+    /// while playing, it applies at once.
     public var audioTimePitchAlgorithm: AVAudioTimePitchAlgorithm {
         get { state.withLockAnnotated { $0.audioTimePitchAlgorithm } }
         set {

@@ -164,7 +164,7 @@ public final class AVPlayerItemVideoOutput: AVPlayerItemOutput, @unchecked Senda
         if queue.peek(dueNanoseconds: due) != nil { return true }
         let last = pulled.withLockAnnotated { $0.lastNumber }
         guard let shown = queue.displayed?.info else { return false }
-        return shown.number != last && shown.itemNanoseconds <= due + FrameSchedule.dueToleranceNanoseconds
+        return shown.number != last && queue.isDue(shown, by: due)
     }
 
     /// A copy of the picture due by `itemTime` (the newest one; older ones are skipped),
@@ -175,7 +175,7 @@ public final class AVPlayerItemVideoOutput: AVPlayerItemOutput, @unchecked Senda
         let planes: VideoPlanes?
         switch queue.next(dueNanoseconds: due, showFirstEarly: false) {
         case .show(let picked): planes = picked
-        case .keep: planes = queue.displayed.flatMap { $0.info.itemNanoseconds <= due + FrameSchedule.dueToleranceNanoseconds ? $0 : nil }
+        case .keep: planes = queue.displayed.flatMap { queue.isDue($0.info, by: due) ? $0 : nil }
         }
         guard let planes, let copy = PictureCopy(planes, layout: layout) else { return nil }
         pulled.withLockAnnotated { $0.lastNumber = planes.info.number }

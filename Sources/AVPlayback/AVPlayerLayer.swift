@@ -153,7 +153,7 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         guard let engine = player?.engine, let queue = engine.videoQueue, engine.decodesVideo else { return nil }
         let timeline = engine.videoTimeline.tryRead() ?? refresh.timeline
         refresh.timeline = timeline
-        guard let timeline, timeline.showsPictures, timeline.rate > 0,
+        guard let timeline, timeline.showsPictures, timeline.rate != 0,
               let item = queue.nextQueuedItemNanoseconds(timelineSerial: timeline.serial),
               let due = timeline.hostTime(atItemNanoseconds: item) else { return nil }
         // The timeline is in the player's host time; the display's clock is the real one (they

@@ -27,7 +27,7 @@ struct Play: ParsableCommand {
     @Option(name: .long, help: "Linear volume from 0 to 1.")
     var volume: Float = 1
 
-    @Option(name: .long, help: "Speed, from 1/32 to 8 (the pitch follows it).")
+    @Option(name: .long, help: "Speed, from 1/32 to 8 (the pitch is kept from 1/4 to 4).")
     var rate: Float = 1
 
     @Flag(name: .long, help: "No status line and no keys.")

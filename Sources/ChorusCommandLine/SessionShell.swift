@@ -146,6 +146,8 @@ final class SessionShell: Sendable {
         case .slower: session.send(.rate(PlaylistSession.rate(after: player.defaultRate, faster: false)))
         case .faster: session.send(.rate(PlaylistSession.rate(after: player.defaultRate, faster: true)))
         case .normalSpeed: session.send(.rate(1))
+        // Backwards at normal speed, or forwards again at the speed play resumes at.
+        case .backwards: session.send(.rate(player.rate < 0 ? player.defaultRate : -1))
         case .next: session.send(.next)
         case .previous: session.send(.previous)
         case .cycleAudio: session.send(.cycleAudio)

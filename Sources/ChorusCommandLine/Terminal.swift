@@ -4,7 +4,7 @@ import Synchronization
 
 /// The terminal as `chorus play` uses it: raw key input and a status line on stderr.
 final class Terminal: Sendable {
-    enum Key { case space, left, right, quit, slower, faster, normalSpeed, next, previous, cycleAudio, cycleSubtitles }
+    enum Key { case space, left, right, quit, slower, faster, normalSpeed, backwards, next, previous, cycleAudio, cycleSubtitles }
 
     /// The settings raw mode replaced, while it is on. A session restores them from
     /// whichever thread ends it (a key, a signal, the end of the list), so the change of
@@ -47,6 +47,7 @@ final class Terminal: Sendable {
                 case UInt8(ascii: "]"): onKey(.faster)
                 // Backspace, as the terminal sends it (DEL) or as ^H.
                 case 0x7f, 0x08: onKey(.normalSpeed)
+                case UInt8(ascii: "r"): onKey(.backwards)
                 case UInt8(ascii: "n"), UInt8(ascii: ">"): onKey(.next)
                 case UInt8(ascii: "p"), UInt8(ascii: "<"): onKey(.previous)
                 // As mpv's keys: # the next sound track, j the next subtitles.

@@ -120,6 +120,17 @@ public final class AudioRenderer: @unchecked Sendable {
     /// A file's frames of the stage's lead-in still to leave out (a file takes exactly the
     /// content, and its clock is its own frame count).
     private var keeperSkip = 0
+    /// The host time at which the period being rendered takes the stage in at a followed
+    /// timeline's speed change (the change, or the period's start if it came late).
+    private var engagingAtChange: HostTime?
+    /// A followed run placed again after taking the stage in at a speed change places no
+    /// content before this host time: the change plus the stage's delay, the same instant
+    /// in every room whatever its periods.
+    private var startNotBefore: HostTime?
+    /// The period's frames heard before a followed timeline's speed change, written as they
+    /// are over the stage's lead-in silence (`directCount` of them; `bufferFrames` capacity).
+    private let directFrames: UnsafeMutablePointer<Float>
+    private var directCount = 0
 
     /// A renderer for an opened `output` reading `ring` (whose format must match the output's).
     public init(output: any AudioOutput, ring: AudioRing,
@@ -139,12 +150,15 @@ public final class AudioRenderer: @unchecked Sendable {
         resampler = FractionalResampler(channels: ring.format.channels)
         recent = .allocate(capacity: Self.recentFrames * ring.format.channels)
         recent.initialize(repeating: 0, count: Self.recentFrames * ring.format.channels)
+        directFrames = .allocate(capacity: bufferFrames * ring.format.channels)
+        directFrames.initialize(repeating: 0, count: bufferFrames * ring.format.channels)
         timing = DeviceTimingFilter(sampleRate: ring.format.sampleRate)
     }
 
     deinit {
         buffer.deallocate()
         recent.deallocate()
+        directFrames.deallocate()
     }
 
     /// Frames of content kept for a speed change: every past tap the resampler has.
@@ -289,9 +303,15 @@ public final class AudioRenderer: @unchecked Sendable {
         let deviceFirstHeard = output.isRealtime ? timing.filter(mapped, frames: frames) : reported
         // Content through the pitch-keeping stage is heard its delay later than the period's
         // first frame: it is placed for then.
-        let keeperDelay = pitchKeepingDelay(frames: frames, frameNanoseconds: frameNanoseconds)
+        let keeperDelay = pitchKeepingDelay(frames: frames, frameNanoseconds: frameNanoseconds, heard: deviceFirstHeard)
         let host = deviceFirstHeard + keeperDelay
-        let filled = render(into: buffer, frames: frames, channels: channels, host: host)
+        directCount = 0
+        let filled = if let change = engagingAtChange {
+            renderTakingTheStageIn(at: change, heard: deviceFirstHeard, host: host, frames: frames, channels: channels,
+                                   frameNanoseconds: frameNanoseconds)
+        } else {
+            render(into: buffer, frames: frames, channels: channels, host: host)
+        }
         if let capture, status.phase == .playing || status.phase == .ended || status.phase == .failed {
             let contentDeviceHost = deviceHost + .nanoseconds(Int64((Double(keeperDelay.nanosecondsClamped) / hostMappingSlope).rounded()))
             // The content position of this period's first frame: the anchor projected
@@ -316,13 +336,32 @@ public final class AudioRenderer: @unchecked Sendable {
                                sampleRate: ring.format.sampleRate, serial: applied.mode.serial, rate: status.anchorRate)
             }
         }
+        let split = rateChangeSplit
         rateChangeSplit = nil
         // A device must be fed whole periods (silence pads them); a file takes exactly
         // the frames that would be heard, so a stall or the end adds nothing to it.
         var first = 0
         var count = output.isRealtime ? frames : filled
         if keeperEngaged, let keeper {
-            keeper.process(buffer, frames: count, rate: keeperRate)
+            if directCount > 0 {
+                // Taken in at a followed speed change: the stage's stream starts at the change,
+                // whose frame comes out its delay later, and the frames before it are written
+                // as they are. Every room's stage then starts at the same content, so its
+                // blocks fall on the same content, and so does what it gives.
+                let taken = min(directCount, count)
+                keeper.process(buffer + taken * channels, frames: count - taken, rate: keeperRate)
+                buffer.update(from: directFrames, count: taken * channels)
+            } else if case .follow(_, let timeline) = applied.mode, let split, split.frames > 0, split.frames < count {
+                // A followed speed change inside the period changes the scale at its frame,
+                // not at the period's edge: every room then shifts the same content by the
+                // same scale, whatever its periods (the stage's output does not depend on
+                // how its input was cut).
+                keeper.process(buffer, frames: split.frames, rate: timeline.speedBefore)
+                keeper.process(buffer + split.frames * channels, frames: count - split.frames, rate: timeline.speed)
+                keeperRate = timeline.speed
+            } else {
+                keeper.process(buffer, frames: count, rate: keeperRate)
+            }
             if !output.isRealtime {
                 first = min(keeperSkip, count)
                 keeperSkip -= first
@@ -359,13 +398,26 @@ public final class AudioRenderer: @unchecked Sendable {
     /// instead). A run of plain play starts through it when its rate is not 1 and its pitch
     /// is to be kept, and goes on through it (at scale 1 if the rate comes back to 1) until
     /// the next start: going in or out changes when content is heard by the stage's delay,
-    /// and plain play simply carries on that much later.
-    private func pitchKeepingDelay(frames: Int, frameNanoseconds: Double) -> Duration {
-        // Only plain play takes the stage in (`RenderControl.needsPitchKeeping` says why), so
-        // the control's rate is the speed whose pitch is kept.
+    /// and plain play simply carries on that much later. A followed run is placed on its
+    /// timeline either way (`followedKeeperDecision`).
+    private func pitchKeepingDelay(frames: Int, frameNanoseconds: Double, heard: HostTime) -> Duration {
+        engagingAtChange = nil
+        let wanted = applied.needsPitchKeeping
+        if case .follow(_, let timeline) = applied.mode {
+            followedKeeperDecision(timeline: timeline, wanted: wanted && output.isRealtime, frames: frames,
+                                   frameNanoseconds: frameNanoseconds, heard: heard)
+        } else {
+            plainKeeperDecision(wanted: wanted, frames: frames)
+        }
+        guard keeperEngaged, output.isRealtime, let keeper else { return .zero }
+        return .nanoseconds(Int64((Double(keeper.latencyFrames) * frameNanoseconds).rounded()))
+    }
+
+    /// Plain play (and a plain host-time start, which keeps no pitch): the control's rate is
+    /// the speed whose pitch is kept.
+    private func plainKeeperDecision(wanted: Bool, frames: Int) {
         let rate = applied.rate
         keeperRate = rate
-        let wanted = applied.needsPitchKeeping
         if keeperDecisionPending {
             keeperDecisionPending = false
             keeperEngaged = false
@@ -374,17 +426,95 @@ public final class AudioRenderer: @unchecked Sendable {
             if applied.pitch == .varispeed || keeper?.mode != applied.pitch {
                 keeperEngaged = false
                 if wanted { engageKeeper(rate: rate) }
-            } else if output.isRealtime, status.phase == .idle || status.phase == .ended || status.phase == .failed {
-                keeperIdleFrames += frames
-                if keeperIdleFrames >= (keeper?.latencyFrames ?? 0) + frames { keeperEngaged = false }
             } else {
-                keeperIdleFrames = 0
+                noteKeeperIdle(frames: frames)
             }
         } else if wanted, status.phase == .playing || status.phase == .stalled || status.phase == .starting {
             engageKeeper(rate: rate)
         }
-        guard keeperEngaged, output.isRealtime, let keeper else { return .zero }
-        return .nanoseconds(Int64((Double(keeper.latencyFrames) * frameNanoseconds).rounded()))
+    }
+
+    /// A followed run: the timeline's speeds (without the clock's rate) are kept, and the
+    /// stage is taken in where every room takes it in alike. A run placed afresh (a start, a
+    /// restart after a stall or a resync) goes through it from its first content when its
+    /// speed is not 1. A run playing at 1 takes it in at its timeline's change to another
+    /// speed: what is heard before the change is written as it is, and content is placed
+    /// again from the change plus the stage's delay, so every room is silent over the same
+    /// stretch and hears the same content through the stage after it. Once in, it stays in
+    /// (at scale 1 back at speed 1) until the next start, and the scale changes at the
+    /// change's frame.
+    private func followedKeeperDecision(timeline: RenderTimeline, wanted: Bool, frames: Int,
+                                        frameNanoseconds: Double, heard: HostTime) {
+        if keeperDecisionPending {
+            keeperDecisionPending = false
+            keeperEngaged = false
+        }
+        if keeperEngaged {
+            if applied.pitch == .varispeed || keeper?.mode != applied.pitch || !output.isRealtime {
+                // Left: content is heard the stage's delay earlier, and the loop places it
+                // again.
+                keeperEngaged = false
+                startNotBefore = nil
+            } else {
+                noteKeeperIdle(frames: frames)
+            }
+        }
+        if !keeperEngaged, wanted {
+            switch status.phase {
+            case .starting, .stalled:
+                if timeline.speed(at: heard) != 1 { engageKeeper(rate: timeline.speed(at: heard)) }
+            case .playing:
+                let periodEnd = heard + .nanoseconds(Int64((Double(frames) * frameNanoseconds).rounded()))
+                if timeline.speed != 1, timeline.host < periodEnd, pendingEnd == nil {
+                    engageKeeper(rate: timeline.speed)
+                    if keeperEngaged { engagingAtChange = max(timeline.host, heard) }
+                }
+            case .idle, .ended, .failed:
+                break
+            }
+        }
+        if keeperEngaged, let keeper {
+            // The speed of the content given to the stage this period (placed its delay on).
+            let placed = heard + .nanoseconds(Int64((Double(keeper.latencyFrames) * frameNanoseconds).rounded()))
+            keeperRate = timeline.speed(at: placed)
+        }
+    }
+
+    /// Counts the frames given to the stage once content has stopped, and leaves it when
+    /// they cover its delay (all it held has been heard).
+    private func noteKeeperIdle(frames: Int) {
+        if output.isRealtime, status.phase == .idle || status.phase == .ended || status.phase == .failed {
+            keeperIdleFrames += frames
+            if keeperIdleFrames >= (keeper?.latencyFrames ?? 0) + frames { keeperEngaged = false }
+        } else {
+            keeperIdleFrames = 0
+        }
+    }
+
+    /// The period in which a followed run takes the stage in at its timeline's speed change
+    /// (heard at `change`): the period is rendered as it is, and its frames before the
+    /// change are kept to be written over the stage's lead-in silence; then the run is placed
+    /// again for `host` (the period's start plus the stage's delay), with nothing before the
+    /// change plus that delay. Returns the frames filled.
+    private func renderTakingTheStageIn(at change: HostTime, heard: HostTime, host: HostTime, frames: Int, channels: Int,
+                                        frameNanoseconds: Double) -> Int {
+        let direct = render(into: buffer, frames: frames, channels: channels, host: heard)
+        guard status.phase == .playing, pendingEnd == nil, let keeper else {
+            // The run ended, failed or ran dry meanwhile: it is placed afresh (through the
+            // stage) when it starts again; what was rendered is written as it is.
+            keeperEngaged = false
+            return direct
+        }
+        let before = Double((change - heard).nanosecondsClamped) / frameNanoseconds
+        directCount = min(direct, max(0, Int(before.rounded())))
+        directFrames.update(from: buffer, count: directCount * channels)
+        rateChangeSplit = nil
+        rateChangedAt = nil
+        status.phase = .starting
+        resampler.reset()
+        startNotBefore = change + .nanoseconds(Int64((Double(keeper.latencyFrames) * frameNanoseconds).rounded()))
+        let placed = render(into: buffer, frames: frames, channels: channels, host: host)
+        return max(placed, directCount)
     }
 
     /// Sends the run through the stage for `applied.pitch`, started afresh for `rate`.
@@ -495,6 +625,7 @@ public final class AudioRenderer: @unchecked Sendable {
         }
         guard modeChanged else { return }
         keeperDecisionPending = true
+        startNotBefore = nil
         status.serial = latest.mode.serial
         switch latest.mode {
         case .idle:
@@ -590,6 +721,9 @@ public final class AudioRenderer: @unchecked Sendable {
         let due: Int64
         let scheduled: Bool
         var timeline: RenderTimeline?
+        // Silence before content may be placed at all, and the host time content is placed for.
+        var waitFrames: Int64 = 0
+        var placedHost = host
         switch applied.mode {
         case .play(_, _, .some), .follow:
             // A start kept to a schedule waits (in silence) for the device's settled timing:
@@ -620,9 +754,16 @@ public final class AudioRenderer: @unchecked Sendable {
             due = status.phase == .stalled ? nextFrame : target
             scheduled = false
         case .follow(_, let followed):
+            // Content is due from the later of the period's start and the instant a run
+            // taking the stage in at a speed change may sound again: the frames between are
+            // waited in silence.
+            if let notBefore = startNotBefore, notBefore > host {
+                waitFrames = min(Int64(frames), ring.format.frames(inNanoseconds: (notBefore - host).nanosecondsClamped))
+                placedHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: waitFrames))
+            }
             // Bounded before it becomes an integer: a timeline from outside (a group's State)
             // must not be able to trap the render thread.
-            let dueFrame = followed.due(at: host, sampleRate: ring.format.sampleRate)
+            let dueFrame = followed.due(at: placedHost, sampleRate: ring.format.sampleRate)
             due = dueFrame.isNaN ? 0 : Int64(min(max(dueFrame, -Self.farthestFrame), Self.farthestFrame).rounded())
             scheduled = true
             timeline = followed
@@ -653,9 +794,11 @@ public final class AudioRenderer: @unchecked Sendable {
         status.item = head.header.item
         // Frames of silence heard before `first` is due (0 for an unscheduled start): the
         // item frames still to wait, at the rate they pass.
-        let startRate = timeline.map { Self.boundedRate($0.rate(at: host)) } ?? Self.boundedRate(applied.rate)
-        let lead: Int64 = !scheduled && status.phase == .starting ? 0 : Int64((Double(max(0, first - due)) / startRate).rounded())
+        let startRate = timeline.map { Self.boundedRate($0.rate(at: placedHost)) } ?? Self.boundedRate(applied.rate)
+        let lead: Int64 = !scheduled && status.phase == .starting ? 0
+            : waitFrames + Int64((Double(max(0, first - due)) / startRate).rounded())
         if lead >= Int64(frames) { return 0 }
+        startNotBefore = nil
         let leadFrames = Int(lead)
         out.update(repeating: 0, count: leadFrames * channels)
         status.phase = .playing

@@ -35,6 +35,8 @@ public final class PlaybackEngine: Sendable {
         var readerEvents: (@Sendable (AudioReaderEvent) -> Void)?
         /// The current item's sound played backwards, made at its first reverse run.
         var reverseReader: ReverseAudioReader?
+        /// The current item's pictures played backwards, made at its first reverse run.
+        var reverseVideoReader: ReverseVideoReader?
         var readerError: MediaError?
         /// The current item's pictures, when it has a video track and someone shows them.
         var videoReader: VideoReader?
@@ -253,10 +255,11 @@ public final class PlaybackEngine: Sendable {
 
     /// Stops the current item's pictures, keeping its sound.
     public func unloadVideo() {
-        let (old, demuxer): (VideoReader?, ItemDemuxer?) = parts.withLockAnnotated { parts in
-            defer { parts.videoReader = nil }
-            return (parts.videoReader, parts.demuxer)
+        let (old, demuxer, backwards): (VideoReader?, ItemDemuxer?, ReverseVideoReader?) = parts.withLockAnnotated { parts in
+            defer { parts.videoReader = nil; parts.reverseVideoReader = nil }
+            return (parts.videoReader, parts.demuxer, parts.reverseVideoReader)
         }
+        backwards?.stop()
         old?.stop()
         // The item's demuxer reads on for the sound alone.
         demuxer?.stopReadingPictures()
@@ -299,15 +302,16 @@ public final class PlaybackEngine: Sendable {
 
     /// Stops the current reader; its blocks become stale at the next serial.
     public func unload() {
-        let (demuxer, old, oldVideo, successors, reverse): (ItemDemuxer?, AudioReader?, VideoReader?, [Successor], ReverseAudioReader?) = parts.withLockAnnotated { parts in
+        let (demuxer, old, oldVideo, successors, reverse, reverseVideo): (ItemDemuxer?, AudioReader?, VideoReader?, [Successor], ReverseAudioReader?, ReverseVideoReader?) = parts.withLockAnnotated { parts in
             defer {
                 parts.demuxer = nil; parts.reader = nil; parts.videoReader = nil; parts.videoError = nil; parts.successors = []
-                parts.reverseReader = nil; parts.readerEvents = nil
+                parts.reverseReader = nil; parts.reverseVideoReader = nil; parts.readerEvents = nil
             }
-            return (parts.demuxer, parts.reader, parts.videoReader, parts.successors, parts.reverseReader)
+            return (parts.demuxer, parts.reader, parts.videoReader, parts.successors, parts.reverseReader, parts.reverseVideoReader)
         }
         for successor in successors { Self.stop(successor) }
         reverse?.stop()
+        reverseVideo?.stop()
         // The demuxer first: its read may be waiting on the network, and stopping interrupts it.
         demuxer?.stop()
         old?.stop()
@@ -319,20 +323,27 @@ public final class PlaybackEngine: Sendable {
     /// `successorTokens`); one still waiting stays.
     ///
     /// `reverse`: the item plays backwards from `frame` to `reverseEnd` instead, its frames
-    /// written reversed (`ReverseAudioReader`) while the forward reader waits; the pictures
-    /// stay where they are.
+    /// written reversed (`ReverseAudioReader`) and its pictures queued newest first
+    /// (`ReverseVideoReader`) while the forward readers wait.
     public func seek(toFrame frame: Int64, serial: Int, reverse: Bool = false, reverseEnd: Int64 = 0) {
-        let (demuxer, audio, video, rate, backwards) = parts.withLockAnnotated {
-            ($0.demuxer, $0.reader, $0.videoReader, $0.output?.format.sampleRate, $0.reverseReader)
+        let (demuxer, audio, video, rate, backwards, backwardsVideo) = parts.withLockAnnotated {
+            ($0.demuxer, $0.reader, $0.videoReader, $0.output?.format.sampleRate, $0.reverseReader, $0.reverseVideoReader)
         }
         guard let rate, rate > 0 else { return }
         if reverse {
             audio?.park(serial: serial)
             if let begun = audio?.rearmAfterSeek() { dropSuccessors(from: begun) }
             reverseReader()?.seek(toFrame: frame, serial: serial, endFrame: reverseEnd)
+            if video != nil || backwardsVideo != nil, let queue = videoQueue {
+                queue.flush(toSerial: serial, backwards: true)
+                video?.park(serial: serial)
+                reverseVideoReader()?.seek(toItemNanoseconds: Self.nanoseconds(ofFrame: frame, sampleRate: rate), serial: serial,
+                                           endNanoseconds: Self.nanoseconds(ofFrame: reverseEnd, sampleRate: rate))
+            }
             return
         }
         backwards?.park(serial: serial)
+        backwardsVideo?.park(serial: serial)
         // The readers first: each then drops what its queue holds until the demuxer's marker.
         audio?.seek(toFrame: frame, serial: serial)
         if let begun = audio?.rearmAfterSeek() { dropSuccessors(from: begun) }
@@ -347,6 +358,18 @@ public final class PlaybackEngine: Sendable {
             guard let reader = parts.reader, let ring = parts.renderer?.ring, let events = parts.readerEvents else { return nil }
             let made = ReverseAudioReader(url: reader.source.url, audioStream: reader.source.info.preferredAudioTrack?.streamIndex, ring: ring, item: parts.currentNumber, onEvent: events)
             parts.reverseReader = made
+            return made
+        }
+    }
+
+    /// The current item's reverse pictures' reader, made the first time it is wanted.
+    private func reverseVideoReader() -> ReverseVideoReader? {
+        let handler = onVideoEvent
+        return parts.withLockAnnotated { parts -> ReverseVideoReader? in
+            if let existing = parts.reverseVideoReader { return existing }
+            guard let video = parts.videoReader, let queue = videoQueue else { return nil }
+            let made = ReverseVideoReader(url: video.source.url, queue: queue, item: parts.currentNumber) { event in handler?(event) }
+            parts.reverseVideoReader = made
             return made
         }
     }

@@ -32,16 +32,28 @@ public struct RenderTimeline: Sendable, Equatable {
     public var host: HostTime
     public var rate: Double
     public var rateBefore: Double
+    /// The playback speeds alone, from `host` on and before it: `rate` and `rateBefore`
+    /// without the clock's part. A kept pitch is shifted by the speed, so that every room
+    /// shifts the same content by exactly the same scale whatever its clock does.
+    public var speed: Double
+    public var speedBefore: Double
 
-    public init(frame: Int64, host: HostTime, rate: Double, rateBefore: Double? = nil) {
+    /// A timeline; the speeds default to the rates (a clock running at exactly 1).
+    public init(frame: Int64, host: HostTime, rate: Double, rateBefore: Double? = nil,
+                speed: Double? = nil, speedBefore: Double? = nil) {
         self.frame = frame
         self.host = host
         self.rate = rate
         self.rateBefore = rateBefore ?? rate
+        self.speed = speed ?? rate
+        self.speedBefore = speedBefore ?? rateBefore ?? speed ?? rate
     }
 
     /// The rate in force at host time `time`.
     public func rate(at time: HostTime) -> Double { time < host ? rateBefore : rate }
+
+    /// The playback speed in force at host time `time`.
+    public func speed(at time: HostTime) -> Double { time < host ? speedBefore : speed }
 
     /// The (fractional) item frame due at host time `time`.
     public func due(at time: HostTime, sampleRate: Int) -> Double {
@@ -81,12 +93,19 @@ public struct RenderControl: Sendable, Equatable {
     /// of milliseconds of set-up that a player at speed 1 should not pay).
     public var needsPitchKeeping: Bool {
         guard pitch != .varispeed else { return false }
-        // Only plain play keeps the pitch: content kept to a schedule (a group's, a host-time
-        // start) plays varispeed. Taking the stage in at a group's speed change moved rooms
-        // apart by up to its delay (262 ms in a group command test), so until every room can
-        // take it in at the same content, scheduled content does not.
-        guard case .play(_, _, nil) = mode else { return false }
-        return rate != 1
+        switch mode {
+        case .idle:
+            return false
+        case .play(_, _, nil):
+            return rate != 1
+        case .play(_, _, .some):
+            // A plain host-time start keeps no pitch: it copies frames as they are, and its
+            // rate changes restart it.
+            return false
+        case .follow(_, let timeline):
+            // Before and after a scheduled change: the stage is made before the change is met.
+            return timeline.speed != 1 || timeline.speedBefore != 1
+        }
     }
 }
 

@@ -158,6 +158,20 @@ public final class VideoFrameQueue: Sendable {
         var dropped: Int
         /// Pictures shown.
         var shown: Int
+        /// Whether the wanted serial plays backwards: its pictures come newest first, and
+        /// each is due when the timeline, running down, reaches its end.
+        var backwards = false
+
+        /// Where picture `index` of `ready` falls on the axis its serial runs along: its
+        /// item time going forward, its end negated going backwards, so that either way
+        /// pictures come in ascending order and one is due once the axis reaches it.
+        func axisTime(_ index: Int) -> Int64 {
+            let info = ready[index].info
+            return backwards ? -(info.itemNanoseconds &+ info.durationNanoseconds) : info.itemNanoseconds
+        }
+
+        /// Item time `due` on that axis.
+        func axis(_ due: Int64) -> Int64 { backwards ? -due : due }
     }
 
     let capacity: Int
@@ -231,9 +245,11 @@ public final class VideoFrameQueue: Sendable {
 
     /// From now on only pictures of `serial` count: every queued picture of an older one
     /// is dropped at once (the picture on display stays until a new one replaces it).
-    public func flush(toSerial serial: Int) {
+    /// `backwards`: the serial plays in reverse, its pictures queued newest first.
+    public func flush(toSerial serial: Int, backwards: Bool = false) {
         state.withLockAnnotated { state in
             state.wantedSerial = serial
+            state.backwards = backwards
             var kept = 0
             for index in 0..<state.ready.count {
                 let entry = state.ready[index]
@@ -254,6 +270,7 @@ public final class VideoFrameQueue: Sendable {
     func restart(atSerial serial: Int) {
         state.withLockAnnotated { state in
             state.wantedSerial = serial
+            state.backwards = false
             for entry in state.ready { state.free.append(entry.slot) }
             state.ready.removeAll()
             // The picture on display belongs to the old sequence: any new picture replaces it.
@@ -293,8 +310,8 @@ public final class VideoFrameQueue: Sendable {
             while staleEnd < state.ready.count && state.ready[staleEnd].info.serial < state.wantedSerial { staleEnd += 1 }
             if staleEnd > 0 { release(&state, count: staleEnd, countingDrops: false) }
             let stale = timelineSerial < state.wantedSerial
-            let decision = stale ? .wait : FrameSchedule.choose(count: state.ready.count, time: { state.ready[$0].info.itemNanoseconds },
-                                                                due: dueNanoseconds)
+            let decision = stale ? .wait : FrameSchedule.choose(count: state.ready.count, time: { state.axisTime($0) },
+                                                                due: state.axis(dueNanoseconds))
             let displayedCurrent = state.displayed.map { $0.info.serial == state.wantedSerial } ?? false
             var index: Int
             switch decision {
@@ -342,15 +359,16 @@ public final class VideoFrameQueue: Sendable {
         state.withLockAnnotated { state in state.ready.filter { $0.info.serial >= state.wantedSerial }.map(\.info.itemNanoseconds) }
     }
 
-    /// The item time of the first queued picture of the wanted serial, for a display to wake
-    /// when it comes due; nil when none is queued, when the queue is busy, or when the
-    /// timeline (of serial `timelineSerial`) predates the queue's serial. Real-time safe.
+    /// The item time at which the first queued picture of the wanted serial comes due (its
+    /// own, or going backwards its end), for a display to wake then; nil when none is queued,
+    /// when the queue is busy, or when the timeline (of serial `timelineSerial`) predates the
+    /// queue's serial. Real-time safe.
     public func nextQueuedItemNanoseconds(timelineSerial: Int) -> Int64? {
         let found: Int64?? = state.withLockIfAvailableAnnotated { state -> Int64? in
             guard timelineSerial >= state.wantedSerial else { return nil }
             var index = 0
             while index < state.ready.count {
-                if state.ready[index].info.serial >= state.wantedSerial { return state.ready[index].info.itemNanoseconds }
+                if state.ready[index].info.serial >= state.wantedSerial { return state.axis(state.axisTime(index)) }
                 index += 1
             }
             return nil
@@ -358,11 +376,27 @@ public final class VideoFrameQueue: Sendable {
         return found ?? nil
     }
 
+    /// Whether the wanted serial plays backwards (`flush(toSerial:backwards:)`).
+    public var playsBackwards: Bool { state.withLockAnnotated { $0.backwards } }
+
+    /// Whether picture `info` is due by item time `dueNanoseconds` in the queue's direction.
+    public func isDue(_ info: VideoFrameInfo, by dueNanoseconds: Int64) -> Bool {
+        state.withLockAnnotated { state in
+            state.backwards ? info.itemNanoseconds &+ info.durationNanoseconds >= dueNanoseconds - FrameSchedule.dueToleranceNanoseconds
+                : info.itemNanoseconds <= dueNanoseconds + FrameSchedule.dueToleranceNanoseconds
+        }
+    }
+
     /// The newest queued picture due by `dueNanoseconds` without taking it, or nil.
     public func peek(dueNanoseconds: Int64) -> VideoFrameInfo? {
         state.withLockAnnotated { state in
             let current = state.ready.filter { $0.info.serial >= state.wantedSerial }
-            switch FrameSchedule.choose(count: current.count, time: { current[$0].info.itemNanoseconds }, due: dueNanoseconds) {
+            let backwards = state.backwards
+            let time = { (index: Int) -> Int64 in
+                let info = current[index].info
+                return backwards ? -(info.itemNanoseconds &+ info.durationNanoseconds) : info.itemNanoseconds
+            }
+            switch FrameSchedule.choose(count: current.count, time: time, due: state.axis(dueNanoseconds)) {
             case .wait: return nil
             case .show(let index): return current[index].info
             }

@@ -121,6 +121,15 @@ public final class VideoReader: @unchecked Sendable {
         ownDemuxer?.seek(toItemNanoseconds: itemNanoseconds, serial: serial)
     }
 
+    /// Stops queueing pictures until the next `seek`: a reverse run has the queue under
+    /// `serial` (its own reader fills it). What the demuxer reads meanwhile is dropped, as
+    /// anything before a seek's marker is.
+    public func park(serial: Int) {
+        pendingSeek.withLockAnnotated { $0 = (0, serial) }
+        queue.spaceFreed.signal()
+        packets.consumerSignal.signal()
+    }
+
     /// Stops the thread and waits for it to end (bounded by FFmpeg's interrupt).
     public func stop() {
         stopRequested.store(true, ordering: .releasing)

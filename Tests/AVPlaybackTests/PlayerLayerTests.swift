@@ -13,6 +13,11 @@ import Synchronization
 @Suite struct PlayerLayerTests {
     /// A 60 Hz display's refresh period.
     static let refresh: Duration = .nanoseconds(16_666_667)
+    /// How far the pictures' timeline may stand from the player's own reading of the sound's
+    /// time, in nanoseconds: it is republished on each 10 ms monitor tick from the render
+    /// thread's latest report, and a late tick on a loaded machine re-anchors it by a few
+    /// milliseconds (4 ms seen in a full test run).
+    static let tickReanchoring: Int64 = 8_000_000
 
     @Test("each refresh shows the picture whose time the heard sound has reached")
     func picturesFollowTheSound() throws {
@@ -44,6 +49,71 @@ import Synchronization
             checked += 1
         }
         #expect(waitUntil(5) { layer.isReadyForDisplay })
+    }
+
+    @Test("backwards, each refresh shows the picture the falling timeline stands in, newest first, to the item's start")
+    func picturesPlayBackwards() throws {
+        // 25 pictures a second in one group of pictures (x264's keyframe interval is ten
+        // seconds): read backwards in two passes of the reader's stash.
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        player.play()
+        #expect(waitUntil(10) { player.currentTime().seconds > 2.2 })
+        player.rate = -1
+        #expect(waitUntil(10) { player.timeControlStatus == .playing && player.currentTime().seconds < 2.0 })
+        var numbers: [Int] = []
+        var exact = 0
+        var refreshAt = HostTime.now()
+        while numbers.count < 30 && player.rate != 0 {
+            refreshAt = refreshAt + Self.refresh
+            while HostTime.now() < refreshAt { usleep(1_000) }
+            let before = player.engine.videoTimeline.tryRead()
+            guard let picture = layer.picture(forRefreshAt: refreshAt) else { continue }
+            let after = player.engine.videoTimeline.tryRead()
+            layer.didPresent(number: picture.info.number, at: HostTime.now())
+            let luma = try #require(picture.plane0)
+            let number = TestMedia.identity(luma: luma, stride: picture.stride0, width: 320, height: 240)
+            #expect(number == Int(picture.info.itemNanoseconds / 40_000_000))
+            // The pictures' timeline, running down, stands inside the picture shown at the
+            // refresh: shown as the timeline reaches its end, and not before.
+            // (Exactly when the timeline the layer read is known: unchanged around the refresh.)
+            let timeline = try #require(after)
+            #expect(timeline.rate < 0)
+            let due = timeline.itemNanoseconds(at: refreshAt)
+            if before == after {
+                let into = due - picture.info.itemNanoseconds
+                #expect(into >= 0 && into <= 40_000_000 + FrameSchedule.dueToleranceNanoseconds,
+                        "picture at \(picture.info.itemNanoseconds) ns shown when its timeline is at \(due) ns")
+                exact += 1
+            }
+            // ... and that timeline is the sound's. It is published on the player's monitor
+            // tick: idle, within 60 µs of the player's own reading; in a loaded full test run
+            // it was seen 4 ms off, a tick's re-anchoring (lip sync tolerates 15 ms).
+            let heard = player.itemTime(forHostTime: CMTime(value: refreshAt.nanoseconds, timescale: 1_000_000_000))
+            let heardNanoseconds = heard.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
+            #expect(abs(due - heardNanoseconds) < Self.tickReanchoring, "pictures at \(due) ns, sound at \(heardNanoseconds) ns")
+            numbers.append(number)
+        }
+        #expect(numbers.count == 30)
+        #expect(exact > 15, "\(exact) refreshes whose timeline was known")
+        #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $0 > $1 }, "\(numbers)")
+        // On to the start, where the player stands with the first picture shown.
+        var last = numbers.last
+        var standing: HostTime?
+        while standing.map({ HostTime.now() < $0 + .milliseconds(500) }) ?? (HostTime.now() < refreshAt + .seconds(10)) {
+            refreshAt = HostTime.now() + Self.refresh
+            if let picture = layer.picture(forRefreshAt: refreshAt), let luma = picture.plane0 {
+                layer.didPresent(number: picture.info.number, at: HostTime.now())
+                last = TestMedia.identity(luma: luma, stride: picture.stride0, width: 320, height: 240)
+            }
+            if standing == nil, player.rate == 0 { standing = HostTime.now() }
+            usleep(UInt32(Self.refresh.nanosecondsClamped / 1_000))
+        }
+        #expect(player.rate == 0 && player.currentTime() == .zero)
+        #expect(last == 0)
     }
 
     @Test("the pictures' timeline moves on while the item's end is still in the device's queue")

@@ -78,6 +78,17 @@ struct RenderAllocationTests {
         #expect(counted == 0, "\(counted) allocations in \(Self.countedCycles) passes keeping the pitch at 1.5")
     }
 
+    @Test func followingATimelineWithAKeptPitchAllocatesNothing() throws {
+        // Anchored past the stage's delay (192 ms), with content for 2.4 s at 1.25: a loaded
+        // machine slows the passes, and the timeline runs on in real time meanwhile.
+        let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(250), rate: 1.25)
+        let counted = try allocations(ringSeconds: 3) { control in
+            control.mode = .follow(serial: 1, timeline: timeline)
+            control.pitch = .timeDomain
+        }
+        #expect(counted == 0, "\(counted) allocations in \(Self.countedCycles) passes")
+    }
+
     @Test func followingATimelineWithACaptureAllocatesNothing() throws {
         let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(50), rate: 1)
         let counted = try allocations(capture: true) { control in

@@ -154,6 +154,8 @@ final class SimulatedRendering {
     /// When set, keeps the ring full of a ramp for this serial before every pass, as a
     /// reader that is never late would: the ramp's value is its item frame over a million.
     var feedSerial: Int?
+    /// What the fed content holds at each item frame: the ramp unless a test wants a sound.
+    var feedValue: (Int64) -> Float = { SimulatedRendering.rampValue(Double($0)) }
     private var fedFrame: Int64 = 0
 
     init(device: SimulatedDevice, format: AudioFormat, ring: AudioRing) throws {
@@ -179,7 +181,7 @@ final class SimulatedRendering {
     private func feed() {
         guard let serial = feedSerial else { return }
         while let block = ring.nextWritableBlock() {
-            for index in 0..<AudioRing.framesPerBlock { block[index] = Self.rampValue(Double(fedFrame + Int64(index))) }
+            for index in 0..<AudioRing.framesPerBlock { block[index] = feedValue(fedFrame + Int64(index)) }
             ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: fedFrame, frameCount: AudioRing.framesPerBlock, kind: .samples))
             fedFrame += Int64(AudioRing.framesPerBlock)
         }

@@ -227,6 +227,46 @@ struct VideoReaderTests {
     }
 }
 
+@Suite("Reverse video reader: pictures decoded a group at a time and queued newest first")
+struct ReverseVideoReaderTests {
+    @Test("backwards, every picture from the playhead to the start comes once, newest first, while the falling timeline stands in it")
+    func everyPictureComesBackwards() throws {
+        // 51 pictures in one group of pictures (x264's keyframe interval is ten seconds): more
+        // than the reader's stash holds, so it is read in two passes.
+        let url = try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: false)
+        let queue = try #require(VideoFrameQueue())
+        let events = VideoEvents()
+        let reader = ReverseVideoReader(url: url.path, queue: queue, item: 0, onEvent: events.record)
+        defer { reader.stop() }
+        queue.flush(toSerial: 1, backwards: true)
+        #expect(queue.playsBackwards)
+        reader.seek(toItemNanoseconds: 2_000_000_000, serial: 1, endNanoseconds: 0)
+        let period: Int64 = 40_000_000
+        // Halfway into each picture, from the one showing at the playhead down to the first.
+        var due = 2_000_000_000 + period / 2
+        var shown: [Int] = []
+        let deadline = HostTime.now() + .seconds(20)
+        while due > 0 && HostTime.now() < deadline {
+            switch queue.next(dueNanoseconds: due, showFirstEarly: false) {
+            case .show(let planes):
+                let luma = try #require(planes.plane0)
+                let identity = TestMedia.identity(luma: luma, stride: planes.stride0, width: planes.info.width, height: planes.info.height)
+                #expect(identity == Int(planes.info.itemNanoseconds / period))
+                #expect(planes.info.itemNanoseconds <= due && due < planes.info.itemNanoseconds + planes.info.durationNanoseconds)
+                shown.append(identity)
+                due -= period
+            case .keep:
+                // Not decoded yet: the same refresh again.
+                Thread.sleep(forTimeInterval: 0.002)
+            }
+        }
+        #expect(shown == Array((0...50).reversed()))
+        #expect(events.wait { if case .decodedToEnd(serial: 1) = $0 { true } else { false } } != nil)
+        let (dropped, _) = queue.counts
+        #expect(dropped == 0)
+    }
+}
+
 @Suite("Frame schedule: which picture a refresh shows")
 struct FrameScheduleTests {
     private func choose(_ times: [Int64], due: Int64) -> FrameSchedule.Decision {
