@@ -100,8 +100,10 @@ test: deps
 # libfaketime, which does not run under the sanitizer).
 # The windows run on a private Xvfb here too (their display thread is the one to watch), but
 # for the check that a picture reaches the screen within two refreshes of its sound, and the
-# one that a picture is taken for its exact due time 300 ms after the window opens: times
-# the sanitizer's slowness stretches. So is a scheduled start's lead of one second, which a
+# one that a picture is taken for its exact due time 300 ms after the window opens, and the
+# look at the pictures' timeline in the 70 ms between an item's end being written and heard
+# (a loaded run under the sanitizer found no monitor tick inside it): times the sanitizer's
+# slowness stretches. So is a scheduled start's lead of one second, which a
 # loaded run under the sanitizer outlasted before the player had its device's timing.
 # Skipped because they are single-threaded simulations, so the sanitizer has nothing to see:
 # the clock estimator's, the soft floor's and the recorded joins' (long ones), and the render
@@ -119,6 +121,7 @@ TSAN_TESTS := \
 	--filter MediaClockTests --filter GroupSyncTests --filter MediaServerTests \
 	--filter MediaPipelineTests --filter AVPlaybackTests --filter ChorusCLITests --filter ChorusSessionTests \
 	--filter VideoDisplayTests --skip windowShowsThePicturesInStep --skip aDisplayWithoutRefreshRateShowsAFrameAtItsDueTime \
+	--skip timelineMovesUntilTheEndIsHeard \
 	--skip aRateSetBeforeAScheduledStartKeepsItsInstant \
 	--skip RepeatingTimerTests --skip AudioRendererTests --skip FollowModeTests \
 	--skip ALSAOutputTests --skip GroupCommandTests --skip aLeaderAndFollowersOnSkewedClocksPlayInStep \
