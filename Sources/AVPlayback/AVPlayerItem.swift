@@ -123,6 +123,11 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     /// An item for `asset`.
     public init(asset: AVAsset) {
         self.asset = asset
+        // Subtitles read apart from the item (an HLS rendition) may fail while it plays on.
+        let location = asset.location
+        subtitleCues.onFailure { stream, error in
+            playerLog.warning("subtitles (stream \(stream)) of \(location) stopped: \(error)")
+        }
     }
 
     /// An item for `asset`; `automaticallyLoadedAssetKeys` is accepted for compatibility

@@ -47,6 +47,8 @@ public final class ItemDemuxer: @unchecked Sendable {
     private let subtitleCues: SubtitleCues?
     /// The decoders of the item's text subtitle streams, by stream index.
     private let subtitleDecoders: [Int32: SubtitleDecoder]
+    /// The item's subtitle renditions (an HLS master playlist's), each read on its own.
+    private let renditionReaders: [RenditionSubtitleReader]
     /// Set when a picture packet was dropped: the rest are dropped up to the next keyframe,
     /// which decodes without what came before.
     private var skipsToKeyframe = false
@@ -85,6 +87,11 @@ public final class ItemDemuxer: @unchecked Sendable {
         }
         subtitleCues = subtitles
         subtitleDecoders = decoders
+        renditionReaders = subtitles.map { cues in
+            source.info.tracks.compactMap { track in
+                track.renditionURL.map { RenditionSubtitleReader(url: $0, streamIndex: track.streamIndex, cues: cues) }
+            }
+        } ?? []
         let kept = Set([soundQueue?.streamIndex, pictureQueue?.streamIndex].compactMap { $0 } + decoders.keys)
         for index in 0..<Int(context.pointee.nb_streams) where !kept.contains(Int32(index)) {
             context.pointee.streams[index]?.pointee.discard = AVDISCARD_ALL
@@ -92,10 +99,11 @@ public final class ItemDemuxer: @unchecked Sendable {
     }
 
     /// Whether any stream is read at all (a silent item shown nowhere reads none).
-    var readsAnything: Bool { soundQueue != nil || pictureQueue != nil || !subtitleDecoders.isEmpty }
+    var readsAnything: Bool { soundQueue != nil || pictureQueue != nil || !subtitleDecoders.isEmpty || !renditionReaders.isEmpty }
 
-    /// Starts the demuxer's thread.
+    /// Starts the demuxer's thread (and its subtitle renditions' readers).
     public func start() {
+        for reader in renditionReaders { reader.start() }
         thread.start { [self] in run() }
     }
 
@@ -118,6 +126,7 @@ public final class ItemDemuxer: @unchecked Sendable {
         stopRequested.store(true, ordering: .releasing)
         source.interrupt()
         wake.signal()
+        for reader in renditionReaders { reader.stop() }
         thread.waitForEnd()
     }
 

@@ -16,6 +16,7 @@ public struct TrackInfo: Sendable, Equatable {
             && lhs.sampleAspectRatio?.height == rhs.sampleAspectRatio?.height
             && lhs.pixelFormat == rhs.pixelFormat && lhs.isAttachedPicture == rhs.isAttachedPicture
             && lhs.language == rhs.language && lhs.title == rhs.title && lhs.roles == rhs.roles
+            && lhs.renditionURL == rhs.renditionURL
     }
 
     /// The track's identifier: the container's own ID where it has one (MP4, Matroska),
@@ -59,6 +60,9 @@ public struct TrackInfo: Sendable, Equatable {
     /// What the container says the track is for: its default, a commentary, forced
     /// subtitles, ... (FFmpeg's dispositions).
     public var roles: TrackRoles = []
+    /// Where a track that is not in the input's own streams is read from: an HLS master
+    /// playlist's subtitle rendition (`HLSRenditions`), whose stream index is its own.
+    public var renditionURL: String? = nil
 }
 
 /// The parts a track plays in its item, as the container marks them (FFmpeg's stream

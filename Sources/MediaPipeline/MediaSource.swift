@@ -38,7 +38,15 @@ public final class MediaSource: @unchecked Sendable {
     ///
     /// `audioStream` chooses the sound by FFmpeg stream index (an item's chosen language);
     /// nil, or an index that is not a decodable audio stream, keeps FFmpeg's own choice.
-    public init(url: String, audioStream: Int? = nil) throws(MediaError) {
+    public convenience init(url: String, audioStream: Int? = nil) throws(MediaError) {
+        try self.init(url: url, audioStream: audioStream, allowedSegmentExtensions: nil)
+    }
+
+    /// As `init(url:audioStream:)`; `allowedSegmentExtensions`, for an HLS media playlist,
+    /// replaces the list of segment types FFmpeg's HLS demuxer opens (a subtitle rendition's
+    /// WebVTT segments are not on its default list). An HLS master playlist opened without
+    /// it has its subtitle renditions added to its tracks.
+    init(url: String, audioStream: Int? = nil, allowedSegmentExtensions: String?) throws(MediaError) {
         self.url = url
         let target = try Self.resolve(url)
         // FFmpeg prints to stderr by default; every failure is reported through MediaError.
@@ -61,6 +69,7 @@ public final class MediaSource: @unchecked Sendable {
         // wait) held a read, and the item, silent for that long when a server went away.
         av_dict_set(&options, "reconnect", "1", 0)
         av_dict_set(&options, "reconnect_delay_max", String(Int64(Self.reconnectLimit.components.seconds)), 0)
+        if let allowedSegmentExtensions { av_dict_set(&options, "allowed_extensions", allowedSegmentExtensions, 0) }
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
         let openStatus = avformat_open_input(&opened, target, nil, &options)
         av_dict_free(&options)
@@ -78,6 +87,9 @@ public final class MediaSource: @unchecked Sendable {
             throw .corruptData(url: url, reason: "cannot read stream information (\(FFmpegCall.message(probeStatus)))")
         }
         var described = Self.describe(context, url: url)
+        if allowedSegmentExtensions == nil, described.formatName == "hls", HLSRenditions.isMasterPlaylist(context) {
+            described.tracks += HLSRenditions.subtitleTracks(of: target, interrupt: context.pointee.interrupt_callback)
+        }
         if let audioStream, let chosen = described.tracks.first(where: { $0.streamIndex == audioStream && $0.kind == .audio }),
            Self.decoderExists(for: chosen) {
             described.preferredAudioTrack = chosen

@@ -31,6 +31,8 @@ public final class SubtitleCues: Sendable {
 
     /// By FFmpeg stream index, each sorted by start.
     private let byStream = Mutex<[Int: [SubtitleCue]]>([:])
+    /// Why a stream read on its own (an HLS subtitle rendition) gave up, by stream index.
+    private let failures = Mutex<[Int: MediaError]>([:])
 
     public init() {}
 
@@ -47,6 +49,27 @@ public final class SubtitleCues: Sendable {
             cues.insert(cue, at: index)
             all[stream] = cues
         }
+    }
+
+    /// Told (on the reading thread) when a stream read on its own gives up; the item's
+    /// owner logs it.
+    private let failureHandler = Mutex<(@Sendable (Int, MediaError) -> Void)?>(nil)
+
+    /// Sets what is told when a stream read on its own gives up: its stream index and why.
+    public func onFailure(_ handler: @escaping @Sendable (Int, MediaError) -> Void) {
+        failureHandler.withLockAnnotated { $0 = handler }
+    }
+
+    /// Notes that stream `stream` can be read no further, and why.
+    func noteFailure(_ error: MediaError, stream: Int) {
+        failures.withLockAnnotated { $0[stream] = error }
+        failureHandler.withLockAnnotated { $0 }?(stream, error)
+    }
+
+    /// Why stream `stream` stopped being read before its end, if it did (only a stream read
+    /// on its own, an HLS subtitle rendition, can stop apart from its item).
+    public func failure(stream: Int) -> MediaError? {
+        failures.withLockAnnotated { $0[stream] }
     }
 
     /// Every cue of `stream` read so far, by start.

@@ -3,6 +3,7 @@ import Testing
 import ChorusTestSupport
 @testable import MediaPipeline
 import MutexAnnotations
+import MediaServer
 @testable import AVPlayback
 
 /// Choosing among an item's sound tracks and subtitles: the groups an asset offers, the
@@ -241,6 +242,72 @@ import MutexAnnotations
             #expect(abs(time - cue.end) < 0.001, "\(cue.text) cleared at \(time)")
         }
         #expect(player.currentSubtitleLines().isEmpty)
+    }
+
+    @Test("an HLS master playlist's WebVTT subtitle renditions are legible options, named, with their language and roles")
+    func hlsSubtitleRenditionsAreOptions() async throws {
+        let (master, _) = try TestMedia.hlsWithSubtitles(seconds: 4)
+        let asset = AVURLAsset(url: master)
+        let legible = try #require(try await asset.loadMediaSelectionGroup(for: .legible))
+        #expect(legible.options.map(\.displayName) == ["English", "Français"])
+        #expect(legible.options.map(\.extendedLanguageTag) == ["en", "fr"])
+        #expect(legible.options.allSatisfy { $0.isPlayable })
+        #expect(legible.defaultOption == legible.options.first)
+        #expect(legible.options[1].hasMediaCharacteristic(.containsOnlyForcedSubtitles))
+        // One sound: nothing to choose, so no audible group (as for a playlist without
+        // audio renditions on Apple's players).
+        #expect(try await asset.loadMediaSelectionGroup(for: .audible) == nil)
+        // The renditions are subtitle tracks of the asset, numbered past FFmpeg's streams.
+        let subtitles = try await asset.loadTracks(withMediaType: .subtitle)
+        #expect(subtitles.count == 2)
+    }
+
+    @Test("a chosen HLS subtitle rendition, served over HTTP, shows each line at its time")
+    func hlsSubtitleRenditionLinesArriveOnTime() async throws {
+        let (master, files) = try TestMedia.hlsWithSubtitles(seconds: 4)
+        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
+        defer { server.stop() }
+        for name in files { _ = server.publish(master.deletingLastPathComponent().appendingPathComponent(name), id: "renditions") }
+        let path = server.publish(master, id: "renditions")
+        let item = AVPlayerItem(url: try #require(URL(string: "http://127.0.0.1:\(server.port)\(path)")))
+        let legible = try #require(try await item.asset.loadMediaSelectionGroup(for: .legible))
+        item.select(legible.options[0], in: legible)
+        let output = AVPlayerItemLegibleOutput()
+        let log = LegibleLog()
+        output.setDelegate(log, queue: DispatchQueue(label: "legible"))
+        item.add(output)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        player.play()
+        #expect(waitUntil(20) { ended.value > 0 })
+        let expected = try #require(TestMedia.renditionCues["en"])
+        let shown = log.all.filter { !$0.lines.isEmpty }
+        #expect(shown.map(\.lines) == expected.map { [$0.text] })
+        for (delivery, cue) in zip(shown, expected) {
+            #expect(abs(delivery.time.seconds - cue.start) < 0.001, "\(cue.text) at \(delivery.time.seconds)")
+        }
+    }
+
+    @Test("a subtitle rendition that points nowhere is an option that shows nothing, says why, and the item plays on")
+    func aMissingRenditionShowsNothing() throws {
+        let (master, _) = try TestMedia.hlsWithSubtitles(seconds: 2)
+        let broken = master.deletingLastPathComponent().appendingPathComponent("broken.m3u8")
+        let text = try String(contentsOf: master, encoding: .utf8).replacingOccurrences(of: "URI=\"en.m3u8\"", with: "URI=\"nowhere.m3u8\"")
+        try text.write(to: broken, atomically: true, encoding: .utf8)
+        let item = AVPlayerItem(url: broken)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        #expect(waitUntil(20) { item.status == .readyToPlay })
+        let legible = try #require(item.asset.mediaSelectionGroup(forMediaCharacteristic: .legible))
+        item.select(legible.options[0], in: legible)
+        player.play()
+        #expect(waitUntil(20) { ended.value > 0 })
+        #expect(item.subtitleCues.cues(stream: HLSRenditions.firstStreamIndex).isEmpty)
+        #expect(item.subtitleCues.failure(stream: HLSRenditions.firstStreamIndex) != nil)
+        // The other rendition was read.
+        #expect(item.subtitleCues.cues(stream: HLSRenditions.firstStreamIndex + 1).map(\.text) == ["Bonjour."])
     }
 
     @Test("ASS subtitles arrive as plain text, their styling tags removed and their breaks kept")

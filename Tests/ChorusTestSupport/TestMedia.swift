@@ -82,6 +82,48 @@ public enum TestMedia {
         return (directory, names)
     }
 
+    /// The English and French subtitle renditions of `hlsWithSubtitles`, in item seconds.
+    public static let renditionCues: [String: [(start: Double, end: Double, text: String)]] = [
+        "en": [(1.0, 2.0, "Hello from the rendition."), (3.0, 3.5, "Last line.")],
+        "fr": [(1.0, 2.0, "Bonjour.")],
+    ]
+
+    /// `hls(seconds:)`'s tone as an HLS master playlist, `master.m3u8`, beside its media
+    /// playlist, with two WebVTT subtitle renditions (`renditionCues`): English ("English",
+    /// the default) and French ("Français", forced), each a media playlist of one segment
+    /// whose local time 0 is the tone's first MPEG-TS timestamp. Returns the folder and every
+    /// file a server must publish with the master playlist.
+    public static func hlsWithSubtitles(seconds: Double) throws -> (master: URL, files: [String]) {
+        let tone = try hls(seconds: seconds)
+        let directory = tone.folder
+        let master = directory.appendingPathComponent("master.m3u8")
+        try lock.withLock {
+            if FileManager.default.fileExists(atPath: master.path) { return }
+            for (language, cues) in renditionCues {
+                var vtt = "WEBVTT\nX-TIMESTAMP-MAP=MPEGTS:126000,LOCAL:00:00:00.000\n"
+                func stamp(_ seconds: Double) -> String {
+                    let milliseconds = Int((seconds * 1000).rounded())
+                    return String(format: "00:00:%02d.%03d", milliseconds / 1000, milliseconds % 1000)
+                }
+                for cue in cues { vtt += "\n\(stamp(cue.start)) --> \(stamp(cue.end))\n\(cue.text)\n" }
+                try vtt.write(to: directory.appendingPathComponent("\(language).vtt"), atomically: true, encoding: .utf8)
+                let playlist = "#EXTM3U\n#EXT-X-TARGETDURATION:\(Int(seconds.rounded(.up)))\n#EXT-X-VERSION:3\n#EXT-X-MEDIA-SEQUENCE:0\n"
+                    + "#EXT-X-PLAYLIST-TYPE:VOD\n#EXTINF:\(seconds),\n\(language).vtt\n#EXT-X-ENDLIST\n"
+                try playlist.write(to: directory.appendingPathComponent("\(language).m3u8"), atomically: true, encoding: .utf8)
+            }
+            let text = """
+            #EXTM3U
+            #EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID="subs",NAME="English",DEFAULT=YES,AUTOSELECT=YES,LANGUAGE="en",URI="en.m3u8"
+            #EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID="subs",NAME="Français",DEFAULT=NO,AUTOSELECT=YES,FORCED=YES,LANGUAGE="fr",URI="fr.m3u8"
+            #EXT-X-STREAM-INF:BANDWIDTH=140000,CODECS="mp4a.40.2",SUBTITLES="subs"
+            index.m3u8
+
+            """
+            try text.write(to: master, atomically: true, encoding: .utf8)
+        }
+        return (master, tone.segments + ["index.m3u8", "en.m3u8", "en.vtt", "fr.m3u8", "fr.vtt"])
+    }
+
     /// Part of one continuous tone: `seconds` of it from `offset` seconds in, so that parts
     /// made back to back join into the tone itself (left 440 Hz, right 660 Hz, at `rate`).
     /// For checking that consecutive items are heard without a gap or an overlap.
