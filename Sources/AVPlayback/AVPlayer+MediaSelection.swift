@@ -84,6 +84,8 @@ extension AVPlayer {
         let reading = state.withLockAnnotated { state -> (serial: Int, startFrame: Int64)? in
             guard state.item === item, state.itemLoaded, let format = state.format else { return nil }
             let time = currentTimeLocked(&state)
+            let status = engine.status
+            let playedOn = status.serial == state.serial && status.phase == .playing
             state.serial += 1
             state.resetRunLocked()
             // The engine's load, below, stops them with the old reader.
@@ -94,6 +96,12 @@ extension AVPlayer {
             // goes on from where it is heard now.
             if state.masterAnchor == nil && state.scheduledHost == nil {
                 state.position = time
+                // Playing at speed 1: the new sound follows on from the last frame written
+                // to the device, which plays what it holds meanwhile (`followsOn`).
+                if state.rate == 1, !state.reversed, playedOn {
+                    let written = state.itemPosition(ofRenderPosition: Double(status.writtenEndFrame))
+                    if written.isFinite, written >= 0 { state.position = CMTime(value: Int64(written), timescale: Int32(format.sampleRate)) }
+                }
             }
             let start = state.rate > 0 ? readerStartFrameLocked(&state, format: format) : frames(of: state.position, format: format)
             if state.rate != 0 { setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: .toMinimizeStalls, &effects) }
@@ -119,7 +127,12 @@ extension AVPlayer {
                 let frame = state.rate > 0 ? readerStartFrameLocked(&state, format: format) : frames(of: state.position, format: format)
                 seekReaderLocked(&state, toItemFrame: frame, format: format)
             }
-            applyModeLocked(&state, flush: true)
+            // Not flushed: what the device holds of the old sound is heard out while the new
+            // one's first block comes, and the new one goes on from the frame after it (or,
+            // on a schedule, from where the timeline then stands). Only a player that moved
+            // or turned meanwhile starts afresh.
+            let followsOn = state.serial == reading.serial && state.rate >= 0
+            applyModeLocked(&state, flush: !followsOn)
             if !successorsWantedLocked(&state).isEmpty { engine.expectSuccessor(true) }
             return true
         }

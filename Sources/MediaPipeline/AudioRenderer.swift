@@ -24,6 +24,9 @@ public final class AudioRenderer: @unchecked Sendable {
     /// written within a millisecond of being decoded. Padding the wait with a write of
     /// silence instead put up to 40 ms of it ahead of the content, heard as seek latency.
     static let emptyDeviceWait: Duration = .milliseconds(1)
+    /// Periods a device keeps queued while a start that follows on waits for its first
+    /// block: two, so a period written late still finds one playing.
+    static let followOnReserve = 2
     /// How far the device's timeline may move between periods before the render thread
     /// treats it as broken (an underrun, a device restart). Well above the jitter of a
     /// sound server's latency reports (about a millisecond), well below a 10 ms period.
@@ -261,6 +264,16 @@ public final class AudioRenderer: @unchecked Sendable {
         // A plain start on an empty device waits for its content rather than writing silence
         // that would play ahead of it.
         if deviceEmpty, status.phase == .starting, case .play(_, _, nil) = applied.mode, currentHead() == nil {
+            publish()
+            output.idle(for: Self.emptyDeviceWait)
+            return
+        }
+        // A start that follows on from what the device still holds (a new sound track, read
+        // from the frame after the last one written) waits while the device plays it, rather
+        // than queueing silence behind it: silence goes in only once the device is down to
+        // `followOnReserve` periods, so it never runs dry.
+        if !deviceEmpty, status.phase == .starting, output.isRealtime, currentHead() == nil,
+           output.presentationTimestamp().queuedFrames > Double(Self.followOnReserve * output.periodFrames) {
             publish()
             output.idle(for: Self.emptyDeviceWait)
             return

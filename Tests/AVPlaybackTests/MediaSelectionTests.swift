@@ -143,6 +143,31 @@ import MediaServer
         #expect(item.currentMediaSelection.selectedMediaOption(in: audible) == audible.options[2])
     }
 
+    @Test("a sound chosen while playing follows on from the old one without a gap: the next frame, heard right after the last")
+    func aChoiceWhilePlayingFollowsOnWithoutAGap() async throws {
+        let item = AVPlayerItem(url: try TestMedia.multilingual())
+        let path = TestMedia.folder.appendingPathComponent("switch-\(UUID().uuidString).cap").path
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0), hostClock: .hostTimeClock, hostMapping: { $0 },
+                              capture: try RenderCapture(path: path))
+        defer { player.close() }
+        player.play()
+        #expect(waitUntil(20) { player.currentTime().seconds > 1 })
+        let (audible, _) = try await groups(item.asset)
+        let serial = player.engine.status.serial
+        item.select(audible.options[1], in: audible)
+        #expect(waitUntil(20) { player.engine.status.serial > serial && player.engine.status.phase == .playing })
+        #expect(waitUntil(5) { player.currentTime().seconds > 3 })
+        player.pause()
+        let periods = try RenderCaptureLog(path: path).periods
+        let old = try #require(periods.last { $0.serial == serial })
+        let new = try #require(periods.first { $0.serial > serial })
+        // Heard from the instant the old sound's last period ends, from the frame after it.
+        let oldEnd = old.host + Int64(old.frames) * 1_000_000_000 / Int64(old.sampleRate)
+        #expect(abs(new.host - oldEnd) < 100_000, "the new sound began \(Double(new.host - oldEnd) / 1e6) ms after the old one ended")
+        #expect(abs(new.position - (old.position + Double(old.frames))) <= 1, "from frame \(new.position), the old ended at \(old.position + Double(old.frames))")
+        #expect(player.state.withLockAnnotated { $0.soundStream } == audible.options[1].streamIndex)
+    }
+
     @Test("a player's criteria choose each item's sound and subtitles by language, and an explicit choice wins")
     func criteriaChooseByLanguage() async throws {
         let url = try TestMedia.multilingual()
