@@ -238,7 +238,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             // A group's speed change is due soon after it is announced: its pitch stage is
             // made now (see the item's set-up), off the player's lock.
             if newValue != nil, let mode = currentItem?.pitchMode {
-                setupQueue.async { [weak self] in self?.engine.preparePitchKeeping(mode) }
+                preparePitchKeepingInBackground(mode)
             }
             observationRegistry.poke()
         }
@@ -495,10 +495,16 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             format = try engine.prepare(preferred: preferred, fallback: fallback)
             // The pitch stage, if the item keeps its pitch at a speed other than 1, is made
             // here, off the player's lock (Rubber Band's set-up takes tens of milliseconds).
-            // On a master clock it is made at any speed: a group's speed change is due a
-            // moment after it is announced, and made in time only with the stage ready.
+            // On a master clock it is made at any speed, in the background: a group's speed
+            // change is due a moment after it is announced, and made in time only with the
+            // stage ready, but the item's start must not wait for it (made here, it put a
+            // follower's join 0.4 s later).
             let (speed, following) = state.withLockAnnotated { ($0.rate == 0 ? $0.defaultRate : $0.rate, $0.masterClock != nil) }
-            if track != nil, speed != 1 || following { engine.preparePitchKeeping(item.pitchMode) }
+            if track != nil, speed != 1 {
+                engine.preparePitchKeeping(item.pitchMode)
+            } else if track != nil, following {
+                preparePitchKeepingInBackground(item.pitchMode)
+            }
             if !wasOpen && engine.isOnFallback {
                 playerLog.warning("output \(outputSpec) cannot be opened: an item without sound is timed on the host clock alone, and the sound of later items will not be heard")
             }
@@ -907,11 +913,18 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         engine.seek(toFrame: frame, serial: state.serial, reverse: state.reversed, reverseEnd: reverseEnd)
     }
 
+    /// Makes the pitch stage for `mode` on a utility thread, so that nothing in order with
+    /// item changes (the setup queue) waits for it; the render thread takes it once made.
+    func preparePitchKeepingInBackground(_ mode: PitchMode) {
+        guard mode != .varispeed else { return }
+        DispatchQueue.global(qos: .utility).async { [weak self] in self?.engine.preparePitchKeeping(mode) }
+    }
+
     /// The current item's pitch algorithm changed: the render thread keeps (or stops keeping)
     /// the pitch from its next period.
     func pitchAlgorithmChanged(of item: AVPlayerItem) {
         let mode = item.pitchMode
-        if masterClock != nil { setupQueue.async { [weak self] in self?.engine.preparePitchKeeping(mode) } }
+        if masterClock != nil { preparePitchKeepingInBackground(mode) }
         state.withLockAnnotated { state in
             guard state.item === item else { return }
             let pitch = item.pitchMode
