@@ -360,4 +360,61 @@ import Testing
         let outside = gaps.enumerated().filter { $0.element < -1_000_000 || $0.element > 41_000_000 }.map { "#\($0.offset): \($0.element)" }
         #expect(outside.isEmpty, "pictures off the group's timeline by \(outside.prefix(5)) ns")
     }
+
+    /// A follower's screen while the group plays backwards: each picture shown is the one the
+    /// leader's sound, running down, stands in.
+    @Test func aFollowersPicturesGoBackwardsWithTheGroup() async throws {
+        let media = try TestMedia.identityVideo(seconds: 8, rate: 25, withSound: true)
+        let leaderCapture = TestMedia.folder.appendingPathComponent("session-backwards-leader.cap").path
+        let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
+        let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: leaderCapture),
+                                       listen: loopback, httpPort: 0, urls: [media], positionInterval: nil)
+        let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: -50),
+                                                                            clock: .simulated(offset: .seconds(-2), skewPPM: 80)),
+                                           leader: leader.endpoint, name: "screen")
+        let layer = AVPlayerLayer(player: follower.player)
+        let sessions = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { _ = await onThread { leader.run() } }
+                group.addTask { await onThread { follower.run() } }
+            }
+        }
+        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing && follower.player.currentTime().seconds > 3 } })
+        leader.send(.rate(-1))
+        #expect(await onThread { waitUntil(10) { follower.player.rate == -1 } })
+        // Refreshes every 10 ms until the group stands at the start: each picture shown.
+        var all: [(refresh: HostTime, item: Int64, serial: Int)] = []
+        let deadline = HostTime.now() + .seconds(15)
+        while HostTime.now() < deadline, follower.player.rate != 0 {
+            let refresh = HostTime.now() + .milliseconds(2)
+            if let picture = layer.picture(forRefreshAt: refresh), follower.player.rate < 0 {
+                all.append((refresh, picture.info.itemNanoseconds, picture.info.serial))
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        follower.send(.stop)
+        leader.send(.stop)
+        await sessions.value
+        // The backward run's pictures (a forward one queued before the turn may still come).
+        let backwardSerial = all.last?.serial
+        let shown = all.filter { $0.serial == backwardSerial }
+        #expect(shown.count > 40, "\(shown.count) pictures shown backwards")
+        #expect(zip(shown, shown.dropFirst()).allSatisfy { $0.item > $1.item }, "pictures shown newest first")
+        // Where the leader's sound was at each refresh, from its capture: its backward run
+        // counts the ring's frames up, item frame f written as -(f + 1).
+        let periods = try RenderCaptureLog(path: leaderCapture).periods
+        func leaderItem(at host: HostTime) -> Int64? {
+            guard let after = periods.firstIndex(where: { $0.host > host.nanoseconds }), after > 0 else { return nil }
+            let a = periods[after - 1], b = periods[after]
+            guard a.serial == b.serial, b.host > a.host, a.position < 0 else { return nil }
+            let position = a.position + (b.position - a.position) * Double(host.nanoseconds - a.host) / Double(b.host - a.host)
+            return Int64(-position * 1e9 / Double(a.sampleRate))
+        }
+        // Each is the picture the leader's sound stands in: shown once the sound has come
+        // down to its end, until it passes its start (within a refresh's rounding).
+        let into = shown.compactMap { entry in leaderItem(at: entry.refresh).map { $0 - entry.item } }
+        #expect(into.count > 40)
+        let outside = into.enumerated().filter { $0.element < -1_000_000 || $0.element > 41_000_000 }.map { "#\($0.offset): \($0.element)" }
+        #expect(outside.isEmpty, "pictures off the group's backward timeline by \(outside.prefix(5)) ns")
+    }
 }
