@@ -165,9 +165,11 @@ public final class VideoFrameQueue: Sendable {
         /// Where picture `index` of `ready` falls on the axis its serial runs along: its
         /// item time going forward, its end negated going backwards, so that either way
         /// pictures come in ascending order and one is due once the axis reaches it.
-        func axisTime(_ index: Int) -> Int64 {
-            let info = ready[index].info
-            return backwards ? -(info.itemNanoseconds &+ info.durationNanoseconds) : info.itemNanoseconds
+        func axisTime(_ index: Int) -> Int64 { axisTime(of: ready[index].info) }
+
+        /// Where picture `info` falls on that axis.
+        func axisTime(of info: VideoFrameInfo) -> Int64 {
+            backwards ? -(info.itemNanoseconds &+ info.durationNanoseconds) : info.itemNanoseconds
         }
 
         /// Item time `due` on that axis.
@@ -382,8 +384,7 @@ public final class VideoFrameQueue: Sendable {
     /// Whether picture `info` is due by item time `dueNanoseconds` in the queue's direction.
     public func isDue(_ info: VideoFrameInfo, by dueNanoseconds: Int64) -> Bool {
         state.withLockAnnotated { state in
-            state.backwards ? info.itemNanoseconds &+ info.durationNanoseconds >= dueNanoseconds - FrameSchedule.dueToleranceNanoseconds
-                : info.itemNanoseconds <= dueNanoseconds + FrameSchedule.dueToleranceNanoseconds
+            state.axisTime(of: info) <= state.axis(dueNanoseconds) + FrameSchedule.dueToleranceNanoseconds
         }
     }
 
@@ -391,12 +392,8 @@ public final class VideoFrameQueue: Sendable {
     public func peek(dueNanoseconds: Int64) -> VideoFrameInfo? {
         state.withLockAnnotated { state in
             let current = state.ready.filter { $0.info.serial >= state.wantedSerial }
-            let backwards = state.backwards
-            let time = { (index: Int) -> Int64 in
-                let info = current[index].info
-                return backwards ? -(info.itemNanoseconds &+ info.durationNanoseconds) : info.itemNanoseconds
-            }
-            switch FrameSchedule.choose(count: current.count, time: time, due: state.axis(dueNanoseconds)) {
+            switch FrameSchedule.choose(count: current.count, time: { state.axisTime(of: current[$0].info) },
+                                        due: state.axis(dueNanoseconds)) {
             case .wait: return nil
             case .show(let index): return current[index].info
             }

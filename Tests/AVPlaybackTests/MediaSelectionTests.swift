@@ -240,20 +240,27 @@ import MediaServer
         var all: [(time: CMTime, lines: [String])] { lock.withLock { deliveries } }
     }
 
-    @Test("a legible output hears each subtitle line of the chosen track at its time, and an empty list when it ends")
-    func legibleOutputDeliversTheChosenLines() async throws {
-        let item = AVPlayerItem(url: try TestMedia.multilingual())
-        let (_, legible) = try await groups(item.asset)
-        item.select(legible.options[0], in: legible)
+    /// Plays `item` to its end with a legible output added, and returns what the output was
+    /// told, with the player (closed by the caller).
+    func playToTheEnd(_ item: AVPlayerItem) -> (log: LegibleLog, player: AVPlayer) {
         let output = AVPlayerItemLegibleOutput()
         let log = LegibleLog()
         output.setDelegate(log, queue: DispatchQueue(label: "legible"))
         item.add(output)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
-        defer { player.close() }
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         player.play()
         #expect(waitUntil(20) { ended.value > 0 })
+        return (log, player)
+    }
+
+    @Test("a legible output hears each subtitle line of the chosen track at its time, and an empty list when it ends")
+    func legibleOutputDeliversTheChosenLines() async throws {
+        let item = AVPlayerItem(url: try TestMedia.multilingual())
+        let (_, legible) = try await groups(item.asset)
+        item.select(legible.options[0], in: legible)
+        let (log, player) = playToTheEnd(item)
+        defer { player.close() }
         let shown = log.all.filter { !$0.lines.isEmpty }
         #expect(shown.map(\.lines) == TestMedia.englishCues.map { [$0.text] })
         for (delivery, cue) in zip(shown, TestMedia.englishCues) {
@@ -297,15 +304,8 @@ import MediaServer
         let item = AVPlayerItem(url: try #require(URL(string: "http://127.0.0.1:\(server.port)\(path)")))
         let legible = try #require(try await item.asset.loadMediaSelectionGroup(for: .legible))
         item.select(legible.options[0], in: legible)
-        let output = AVPlayerItemLegibleOutput()
-        let log = LegibleLog()
-        output.setDelegate(log, queue: DispatchQueue(label: "legible"))
-        item.add(output)
-        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        let (log, player) = playToTheEnd(item)
         defer { player.close() }
-        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
-        player.play()
-        #expect(waitUntil(20) { ended.value > 0 })
         let expected = try #require(TestMedia.renditionCues["en"])
         let shown = log.all.filter { !$0.lines.isEmpty }
         #expect(shown.map(\.lines) == expected.map { [$0.text] })

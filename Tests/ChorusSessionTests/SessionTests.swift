@@ -313,6 +313,17 @@ import Testing
         #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
     }
 
+    /// Where a captured run's sound stood at host time `host`, in item nanoseconds,
+    /// interpolated between the periods around it (nil across serials). A backward run
+    /// counts the ring's frames up, item frame f written as -(f + 1).
+    static func itemNanoseconds(in periods: [RenderCaptureLog.Period], at host: HostTime, backwards: Bool) -> Int64? {
+        guard let after = periods.firstIndex(where: { $0.host > host.nanoseconds }), after > 0 else { return nil }
+        let a = periods[after - 1], b = periods[after]
+        guard a.serial == b.serial, b.host > a.host, !backwards || a.position < 0 else { return nil }
+        let position = a.position + (b.position - a.position) * Double(host.nanoseconds - a.host) / Double(b.host - a.host)
+        return Int64((backwards ? -position : position) * 1e9 / Double(a.sampleRate))
+    }
+
     /// A follower's screen: its pictures are the group's from the first one shown, on a
     /// clock of its own, judged against what the leader's device really played (its capture).
     @Test func aFollowersPicturesAreTheGroupsFromTheFirst() async throws {
@@ -346,14 +357,7 @@ import Testing
         #expect(shown.count > 50, "\(shown.count) pictures shown")
         // Where the leader's sound was at each refresh, from its capture (real host times).
         let periods = try RenderCaptureLog(path: leaderCapture).periods
-        func leaderItem(at host: HostTime) -> Int64? {
-            guard let after = periods.firstIndex(where: { $0.host > host.nanoseconds }), after > 0 else { return nil }
-            let a = periods[after - 1], b = periods[after]
-            guard a.serial == b.serial, b.host > a.host else { return nil }
-            let position = a.position + (b.position - a.position) * Double(host.nanoseconds - a.host) / Double(b.host - a.host)
-            return Int64(position * 1e9 / Double(a.sampleRate))
-        }
-        let gaps = shown.compactMap { entry in leaderItem(at: entry.refresh).map { $0 - entry.item } }
+        let gaps = shown.compactMap { entry in Self.itemNanoseconds(in: periods, at: entry.refresh, backwards: false).map { $0 - entry.item } }
         #expect(gaps.count > 50)
         // Each is the picture due where the leader's sound is: at most one picture period
         // (40 ms) behind it, never ahead, from the very first.
@@ -400,19 +404,11 @@ import Testing
         let shown = all.filter { $0.serial == backwardSerial }
         #expect(shown.count > 40, "\(shown.count) pictures shown backwards")
         #expect(zip(shown, shown.dropFirst()).allSatisfy { $0.item > $1.item }, "pictures shown newest first")
-        // Where the leader's sound was at each refresh, from its capture: its backward run
-        // counts the ring's frames up, item frame f written as -(f + 1).
+        // Where the leader's sound was at each refresh, from its capture.
         let periods = try RenderCaptureLog(path: leaderCapture).periods
-        func leaderItem(at host: HostTime) -> Int64? {
-            guard let after = periods.firstIndex(where: { $0.host > host.nanoseconds }), after > 0 else { return nil }
-            let a = periods[after - 1], b = periods[after]
-            guard a.serial == b.serial, b.host > a.host, a.position < 0 else { return nil }
-            let position = a.position + (b.position - a.position) * Double(host.nanoseconds - a.host) / Double(b.host - a.host)
-            return Int64(-position * 1e9 / Double(a.sampleRate))
-        }
         // Each is the picture the leader's sound stands in: shown once the sound has come
         // down to its end, until it passes its start (within a refresh's rounding).
-        let into = shown.compactMap { entry in leaderItem(at: entry.refresh).map { $0 - entry.item } }
+        let into = shown.compactMap { entry in Self.itemNanoseconds(in: periods, at: entry.refresh, backwards: true).map { $0 - entry.item } }
         #expect(into.count > 40)
         let outside = into.enumerated().filter { $0.element < -1_000_000 || $0.element > 41_000_000 }.map { "#\($0.offset): \($0.element)" }
         #expect(outside.isEmpty, "pictures off the group's backward timeline by \(outside.prefix(5)) ns")
