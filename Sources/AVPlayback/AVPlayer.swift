@@ -305,11 +305,16 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// `automaticallyWaitsToMinimizeStalling` is true: the call does nothing and a warning
     /// is logged (swift-log, `chorus.avplayback`).
     ///
-    /// Playing on a `masterClock`, a call whose item time is where the current timeline
-    /// already puts that host time (within `continuousChangeTolerance`), or is invalid, with
-    /// a host time, changes only the rate from that instant on: nothing is flushed or
-    /// re-read, and the sound carries on without a break. This is how every room of a group
-    /// changes speed together.
+    /// Without a `masterClock`, a start at a host time is kept on the host clock as if it
+    /// were the master clock: the device's drift is corrected to it, and the item keeps its
+    /// pitch (`audioTimePitchAlgorithm`) at any rate, then and after. A seek, a pause or a
+    /// plain `play()` ends that schedule.
+    ///
+    /// Playing on a `masterClock` or on such a schedule, a call whose item time is where the
+    /// current timeline already puts that host time (within `continuousChangeTolerance`), or
+    /// is invalid, with a host time, changes only the rate from that instant on: nothing is
+    /// flushed or re-read, and the sound carries on without a break. This is how every room
+    /// of a group changes speed together.
     public func setRate(_ rate: Float, time itemTime: CMTime, atHostTime hostClockTime: CMTime) {
         if automaticallyWaitsToMinimizeStalling {
             playerLog.warning("AVPlayer.setRate(_:time:atHostTime:) ignored: set automaticallyWaitsToMinimizeStalling to false first")
@@ -748,6 +753,13 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 state.resetRunLocked()
                 state.endHandledSerial = nil
                 state.scheduledHost = hostTime
+                // A host-time start is placed on the host clock's timeline (a file's output
+                // has no clock to keep, and copies frames as they are). Its speed changes are
+                // then made 20 ms ahead, and made in time only with the pitch stage ready.
+                if hostTime != nil, state.masterClock == nil, engine.isRealtime {
+                    state.scheduledClock = hostClock
+                    if let mode = state.item?.pitchMode { effects.after.append { [weak self] in self?.preparePitchKeepingInBackground(mode) } }
+                }
                 // On a master clock the start is pinned in the master clock's time now, with
                 // the estimate the caller converted by: the clock's later estimates move the
                 // host time, not the instant the caller meant.
@@ -924,7 +936,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// the pitch from its next period.
     func pitchAlgorithmChanged(of item: AVPlayerItem) {
         let mode = item.pitchMode
-        if masterClock != nil { preparePitchKeepingInBackground(mode) }
+        if state.withLockAnnotated({ $0.masterClock != nil || $0.scheduledClock != nil }) { preparePitchKeepingInBackground(mode) }
         state.withLockAnnotated { state in
             guard state.item === item else { return }
             let pitch = item.pitchMode
@@ -1075,11 +1087,12 @@ struct PlayerState {
     var pausedAtEnd = false
     /// The player's host clock while the current item has no sound (set once it is loaded).
     var silentItemClock: CMClock?
-    /// The clock the item's timeline is anchored on: the master clock the player was given,
+    /// The clock the item's timeline is anchored on: the master clock the player was given;
     /// or, for an item without sound, the timebase's own master clock (the host clock), so
     /// that its pictures, its current time and its end all run on that clock alone rather
-    /// than on a sound device's. Nil: the output's clock times the item.
-    var timelineClock: CMClock? { masterClock ?? silentItemClock }
+    /// than on a sound device's; or the host clock for a scheduled start. Nil: the output's
+    /// clock times the item.
+    var timelineClock: CMClock? { masterClock ?? silentItemClock ?? scheduledClock }
     /// Where a start on the master clock is anchored, in the master clock's time.
     var masterAnchor: MasterAnchor?
     var latencyCompensation: Duration = .zero
@@ -1092,8 +1105,16 @@ struct PlayerState {
     var heardFloor: (serial: Int, frame: Int64)?
     /// Where playback stands when the render thread is not playing this serial.
     var position = CMTime.zero
-    /// A start scheduled with `setRate(_:time:atHostTime:)`.
-    var scheduledHost: HostTime?
+    /// A start scheduled with `setRate(_:time:atHostTime:)`. A seek, a pause or a plain
+    /// play ends the schedule, and with it the host clock's timeline.
+    var scheduledHost: HostTime? {
+        didSet { if scheduledHost == nil { scheduledClock = nil } }
+    }
+    /// The player's host clock, while a start scheduled at a host time without a master
+    /// clock is played: its timeline is then anchored on the host clock, as a master clock's
+    /// is, so that later rate changes carry on from it without a break and every speed keeps
+    /// the item's pitch (a plain scheduled start could only restart, varispeed).
+    var scheduledClock: CMClock?
     var pendingSeek: PendingSeek?
     var pendingPrerolls: [@Sendable (Bool) -> Void] = []
     /// The newest serial for which the reader has data.

@@ -176,8 +176,9 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     /// on the timeline; going from speed 1 to another speed leaves a gap of that latency once
     /// per start. On a `masterClock` (a group) the gap falls at the scheduled change, the same
     /// in every room, and the content of the gap is skipped, so the timeline is kept. A plain
-    /// `setRate(_:time:atHostTime:)` start without a master clock plays varispeed. Changed
-    /// while playing, it applies at once.
+    /// `setRate(_:time:atHostTime:)` start without a master clock is placed on the host
+    /// clock's timeline and keeps the pitch in the same way. Changed while playing, it
+    /// applies at once.
     public var audioTimePitchAlgorithm: AVAudioTimePitchAlgorithm {
         get { state.withLockAnnotated { $0.audioTimePitchAlgorithm } }
         set {

@@ -99,8 +99,8 @@ public struct RenderControl: Sendable, Equatable {
         case .play(_, _, nil):
             return rate != 1
         case .play(_, _, .some):
-            // A plain host-time start keeps no pitch: it copies frames as they are, and its
-            // rate changes restart it.
+            // A host-time start into a file keeps no pitch: it copies frames as they are (the
+            // player follows the host clock's timeline for a start on a real device).
             return false
         case .follow(_, let timeline):
             // Before and after a scheduled change: the stage is made before the change is met.

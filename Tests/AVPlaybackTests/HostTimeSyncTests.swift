@@ -25,6 +25,12 @@ import MediaPipeline
     /// What the player asked of the render thread last.
     func posted(_ player: AVPlayer) -> RenderMode? { player.engine.currentControl?.mode }
 
+    /// The host clock's timeline a scheduled start posts, at speed 1: item frame `frame`
+    /// heard at exactly `host`, under the player's current serial.
+    func scheduled(_ player: AVPlayer, frame: Int64, at host: HostTime) -> RenderMode {
+        .follow(serial: serial(of: player), timeline: RenderTimeline(frame: frame, host: host, rate: 1, rateBefore: 1))
+    }
+
     // These tests check what the player asks of its render thread, exactly, and what then
     // happens, with no bound on real time. How exactly the render loop keeps a schedule is
     // checked by AudioRendererTests and FollowModeTests (on a simulated device, against when
@@ -41,9 +47,9 @@ import MediaPipeline
         player.setRate(1, time: itemTime, atHostTime: hostTime.cmTime)
         #expect(player.timeControlStatus == .waitingToPlayAtSpecifiedRate)
         #expect(player.reasonForWaitingToPlay == .waitingForScheduledStart)
-        // Item frame 24 000 at exactly that host time.
+        // Item frame 24 000 at exactly that host time, on the host clock's timeline.
         let serial = serial(of: player)
-        #expect(posted(player) == .play(serial: serial, frame: 24_000, hostTime: hostTime))
+        #expect(posted(player) == scheduled(player, frame: 24_000, at: hostTime))
         #expect(waitUntil { player.timeControlStatus == .playing })
         // Playing means heard, and nothing is heard before the schedule. The run began with
         // the scheduled frame, or (on a machine too slow to make the schedule) with the one
@@ -84,7 +90,7 @@ import MediaPipeline
         let hostTime = HostTime.now() - .milliseconds(500)
         player.setRate(1, time: .zero, atHostTime: hostTime.cmTime)
         let serial = serial(of: player)
-        #expect(posted(player) == .play(serial: serial, frame: 0, hostTime: hostTime))
+        #expect(posted(player) == scheduled(player, frame: 0, at: hostTime))
         #expect(waitUntil { player.timeControlStatus == .playing })
         // What was due before playback could begin is skipped: the first frame heard is at
         // least half a second in.
@@ -116,7 +122,7 @@ import MediaPipeline
         #expect(readFrom >= dueLessMargin(at: before) && readFrom <= dueLessMargin(at: after),
                 "\(readFrom) outside \(dueLessMargin(at: before))...\(dueLessMargin(at: after))")
         #expect(readFrom >= 30 * 48_000 - format.frames(inNanoseconds: margin))
-        #expect(posted(player) == .play(serial: serial(of: player), frame: 0, hostTime: hostTime))
+        #expect(posted(player) == scheduled(player, frame: 0, at: hostTime))
         #expect(waitUntil { player.timeControlStatus == .playing })
         #expect(player.engine.status.runStartFrame >= 30 * 48_000)
         #expect(player.currentTime().seconds >= 30)
@@ -196,9 +202,9 @@ let clockRoundTripNanoseconds: Int64 = 1
     static let scheduleLead: Duration = .seconds(1)
 
     /// A ready player of a WAV tone on the null device, for `setRate(_:time:atHostTime:)`.
-    func scheduledPlayer(seconds: Double, driftPPM: Double = 0) throws -> AVPlayer {
+    func scheduledPlayer(seconds: Double, driftPPM: Double = 0, output: OutputSpec? = nil) throws -> AVPlayer {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: seconds, rate: 48_000))
-        let player = AVPlayer(playerItem: item, output: .null(driftPPM: driftPPM))
+        let player = AVPlayer(playerItem: item, output: output ?? .null(driftPPM: driftPPM))
         player.automaticallyWaitsToMinimizeStalling = false
         #expect(waitUntil { item.status == .readyToPlay })
         return player
@@ -269,6 +275,58 @@ let clockRoundTripNanoseconds: Int64 = 1
         #expect(HostTime.now() >= startHost - .nanoseconds(HostTimeSyncTests.oneFrame))
         #expect(waitUntil { player.engine.status.anchorRate == 2 })
         #expect(player.engine.status.runStartFrame >= 24_000)
+    }
+
+    /// Without a master clock, a host-time start is kept on the host clock's timeline: at a
+    /// speed other than 1 the render thread plays it through its pitch stage (how, and that
+    /// every frame keeps its place, is FollowedPitchTests'), and later speeds carry on from
+    /// it without a break. A seek ends the schedule.
+    @Test(arguments: [AVAudioTimePitchAlgorithm.timeDomain, .varispeed])
+    func aScheduledStartWithoutAMasterClockKeepsThePitchThroughItsSpeeds(algorithm: AVAudioTimePitchAlgorithm) throws {
+        let player = try scheduledPlayer(seconds: 12)
+        defer { player.close() }
+        player.currentItem?.audioTimePitchAlgorithm = algorithm
+        let startHost = HostTime.now() + Self.scheduleLead
+        player.setRate(2, time: CMTime(value: 1, timescale: 2), atHostTime: startHost.cmTime)
+        let (serial, timeline) = try #require(followed(player))
+        #expect(timeline.frame == 24_000 && timeline.host == startHost)
+        #expect(timeline.rate == 2 && timeline.speed == 2)
+        let control = try #require(player.engine.currentControl)
+        #expect(control.needsPitchKeeping == (algorithm != .varispeed))
+        #expect(waitUntil { player.timeControlStatus == .playing && player.currentTime().seconds >= 1 })
+        #expect(HostTime.now() >= startHost - .nanoseconds(HostTimeSyncTests.oneFrame))
+        #expect(player.engine.status.anchorRate == 2)
+
+        // Back to 1, scheduled on the same timeline: the same serial, nothing flushed, the
+        // stage kept through the change.
+        player.rate = 1
+        let changed = try #require(player.engine.currentControl)
+        #expect(!changed.flush)
+        let (changedSerial, after) = try #require(followed(player))
+        #expect(changedSerial == serial)
+        #expect(after.rate == 1 && after.rateBefore == 2 && after.speedBefore == 2)
+        #expect(changed.needsPitchKeeping == (algorithm != .varispeed))
+        #expect(waitUntil { player.engine.status.anchorRate == 1 })
+        #expect(player.engine.status.serial == serial)
+
+        // A seek ends the schedule: plain play from the new place.
+        player.seek(to: CMTime(value: 4, timescale: 1))
+        guard case .play(_, _, nil)? = player.engine.currentControl?.mode else {
+            Issue.record("after a seek the player posted \(String(describing: player.engine.currentControl?.mode))")
+            return
+        }
+        #expect(player.state.withLockAnnotated { $0.timelineClock == nil })
+    }
+
+    /// Into a file there is no clock to keep: a scheduled start copies frames as they are.
+    @Test func aScheduledStartIntoAFileIsPlain() throws {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-scheduled-\(getpid()).wav")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let player = try scheduledPlayer(seconds: 2, output: .wav(path: out.path))
+        defer { player.close() }
+        let startHost = HostTime.now() + Self.scheduleLead
+        player.setRate(1, time: .zero, atHostTime: startHost.cmTime)
+        #expect(player.engine.currentControl?.mode == .play(serial: player.state.withLockAnnotated { $0.serial }, frame: 0, hostTime: startHost))
     }
 
     @Test func aScheduledRateChangeOnAMasterClockKeepsTheTimeline() throws {
