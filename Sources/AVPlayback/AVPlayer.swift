@@ -893,6 +893,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             $0.pitch = pitch
             $0.startBufferFrames = startBuffer
             $0.resumeBufferFrames = resumeBuffer
+            // Only a group keeps its rooms' starts back until their devices' rates are known.
+            $0.waitsForDeviceRate = state.masterClock != nil
         }
     }
 

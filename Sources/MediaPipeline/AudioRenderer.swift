@@ -746,8 +746,9 @@ public final class AudioRenderer: @unchecked Sendable {
             // Following a timeline also waits for the device's rate to be known (a sound
             // server's reports take a second or so to pin it): it is fed forward into the
             // resampling from the first frame. A plain scheduled start copies frames as they
-            // are and needs no rate.
-            if case .follow = applied.mode, output.isRealtime, timing.rateStandardErrorPPM > Self.startingRateError,
+            // are and needs no rate; a lone player's start need not wait (`waitsForDeviceRate`).
+            if case .follow = applied.mode, applied.waitsForDeviceRate, output.isRealtime,
+               timing.rateStandardErrorPPM > Self.startingRateError,
                timing.age < Self.startingRateWaitLimit { return 0 }
         case .play(_, _, nil):
             guard hasBufferedEnough(afterStall: status.phase == .stalled) else { return 0 }

@@ -87,6 +87,14 @@ public struct RenderControl: Sendable, Equatable {
     /// As `startBufferFrames`, for a restart after a stall: how much must have come back
     /// before playing on, rather than stuttering on every packet that trickles in.
     public var resumeBufferFrames: Int = 0
+    /// Whether a followed timeline's start waits in silence, content that falls due
+    /// meanwhile skipped, until the device's rate is known (`AudioRenderer.startingRateError`,
+    /// up to 3 s). A group's rooms wait: the rate is fed forward from the first frame, and
+    /// a room that learned it through the servo instead rang by ±100 µs for seconds against
+    /// the others. A lone player's start scheduled on the host clock does not: it has no
+    /// other room to agree with, and through PulseAudio, 300 ms after its device opened,
+    /// waiting skipped the first 50 to 100 ms of 2 starts in 60.
+    public var waitsForDeviceRate: Bool = true
 
     /// Whether this control plays at a rate other than 1 with its pitch kept, so that the
     /// render thread needs its pitch-keeping stage (made only then: it costs memory and tens

@@ -401,6 +401,32 @@ import MediaClock
         #expect(rendering.renderer.currentStatus.hardResyncs == 0)
     }
 
+    /// A timeline due as soon as the device opens, before a few periods' reports have pinned
+    /// its rate: a group's room waits for the rate, skipping what falls due meanwhile; a lone
+    /// player's start on the host clock (`waitsForDeviceRate` false) sounds on its instant.
+    @Test(arguments: [true, false])
+    func aStartDueAtOnceWaitsForTheDevicesRateOnlyInAGroup(waits: Bool) throws {
+        let device = SimulatedDevice()
+        let timeline = RenderTimeline(frame: 0, host: device.now + .milliseconds(1), rate: 1)
+        let rendering = try SimulatedRendering(device: device, format: format, feeding: 1, from: 0)
+        rendering.renderer.update {
+            $0.mode = .follow(serial: 1, timeline: timeline)
+            $0.waitsForDeviceRate = waits
+        }
+        rendering.run(for: .milliseconds(500))
+        let first = try #require(device.heardFrames.first { $0.value > 0 })
+        let late = (first.host - timeline.host).nanosecondsClamped
+        if waits {
+            #expect(late > 5_000_000, "content began \(late) ns after the instant, before the rate was known")
+        } else {
+            #expect(abs(late) <= AudioRendererTests.oneFrame, "content began \(late) ns off the instant")
+        }
+        // Either way, what is heard is where the timeline puts it.
+        let errors = heardErrors(device, against: timeline, after: first.host)
+        #expect(errors.count > 20)
+        #expect((errors.map(abs).max() ?? 1) < 30e-6, "worst \((errors.map(abs).max() ?? 1) * 1e6) µs")
+    }
+
     @Test func aFollowedTimelineAtRateTwoStartsOnItsInstant() throws {
         // A start ahead at rate 2 from item frame 24 000 (as a player on a master clock asks
         // when its rate was set before the start, its reader starting there): silence until
