@@ -28,7 +28,7 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // (No pkg-config for libpulse: its flags carry -pthread, which SwiftPM refuses.)
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
-        // Rubber Band, for rates that keep their pitch (see PitchKeeper).
+        // Rubber Band, for rates that keep their pitch with `.spectral` (see PitchKeeper).
         .systemLibrary(name: "CRubberBand", pkgConfig: "rubberband", providers: [.apt(["librubberband-dev"])]),
         // The clock_gettime system call itself, bypassing the C library (see KernelClock), and
         // the kernel's per-datagram transmit stamps (see UDPSocket).

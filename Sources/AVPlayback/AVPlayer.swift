@@ -499,7 +499,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             let wasOpen = engine.format != nil
             format = try engine.prepare(preferred: preferred, fallback: fallback)
             // The pitch stage, if the item keeps its pitch at a speed other than 1, is made
-            // here, off the player's lock (Rubber Band's set-up takes tens of milliseconds).
+            // here, off the player's lock (the spectral engine's set-up, Rubber Band's, takes tens of
+            // milliseconds).
             // On a master clock it is made at any speed, in the background: a group's speed
             // change is due a moment after it is announced, and made in time only with the
             // stage ready, but the item's start must not wait for it (made here, it put a

@@ -165,14 +165,15 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
         set { state.withLockAnnotated { $0.preferredForwardBufferDuration = newValue } }
     }
     /// How pitch behaves at rates other than 1; `.timeDomain` by default.
-    /// - `.timeDomain` keeps the pitch with Rubber Band's faster engine (speech, most music);
-    /// - `.spectral` keeps it with Rubber Band's finer engine (music; several times the CPU);
+    /// - `.timeDomain` keeps the pitch by overlapping grains of the waveform (speech, most
+    ///   music; cheap);
+    /// - `.spectral` keeps it with Rubber Band's finer engine, a phase vocoder (music, chords
+    ///   held exactly; many times the CPU);
     /// - `.varispeed` lets it follow the rate, as a turntable's does.
     ///
     /// The pitch is kept from 1/4 to 4 times the speed (`PitchKeeper.slowestKeptRate`,
     /// `fastestKeptRate`); beyond, it moves by what is beyond. Keeping it delays the sound by
-    /// the stage's constant latency (at 48 kHz about 170 ms for `.timeDomain`, 300 ms for
-    /// `.spectral`), which the player places content ahead of, so every frame keeps its place
+    /// the stage's constant latency (65 ms for `.timeDomain`, 256 ms for `.spectral`), which the player places content ahead of, so every frame keeps its place
     /// on the timeline; going from speed 1 to another speed leaves a gap of that latency once
     /// per start. On a `masterClock` (a group) the gap falls at the scheduled change, the same
     /// in every room, and the content of the gap is skipped, so the timeline is kept. A plain

@@ -3,10 +3,11 @@
 public enum PitchMode: Sendable, Equatable, Hashable {
     /// The pitch follows the rate, as a tape's does: the resampler alone, bit-exact at 1.
     case varispeed
-    /// The pitch is kept by Rubber Band's faster engine: cheap (about 7 % of a core at
-    /// 48 kHz stereo), clean on speech and most music.
+    /// The pitch is kept by overlapping grains of the waveform (`OverlapAddShifter`): cheap,
+    /// a 65 ms delay, exact on speech and single tones; a chord's partials can drift by a
+    /// fraction of a percent at slow speeds.
     case timeDomain
-    /// The pitch is kept by Rubber Band's finer engine: the better sound on music, at three
-    /// to six times the cost.
+    /// The pitch is kept by Rubber Band's finer engine, a phase vocoder: the better sound on
+    /// music, at many times the cost and a 256 ms delay.
     case spectral
 }

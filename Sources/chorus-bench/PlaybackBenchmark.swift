@@ -4,7 +4,7 @@ import MediaPipeline
 
 /// `chorus-bench playback FILE`: the CPU time and peak memory of `chorus play` next to
 /// `ffplay` and `mpv` playing the same file to the end through ALSA's default device; with
-/// `--rate R`, each at that speed with its pitch kept (chorus: Rubber Band's faster engine;
+/// `--rate R`, each at that speed with its pitch kept (chorus: its time-domain engine;
 /// ffplay: FFmpeg's `atempo`; mpv: its default `scaletempo2`).
 ///
 /// Both are run to completion one after the other (not at once, so neither steals the

@@ -73,10 +73,11 @@ import MediaPipeline
             item.audioTimePitchAlgorithm = algorithm
             player.defaultRate = Float(rate)
         }
-        // Each burst's centre, at (start + half its length) / rate. A phase vocoder moves a
-        // burst's energy within its analysis window (the faster engine's is 2,048 frames,
-        // 46 ms here; measured, up to 35 ms at rate 0.5), so within one window: the stage's
-        // own delay (over 200 ms), left uncompensated or counted twice, would be far outside.
+        // Each burst's centre, at (start + half its length) / rate. The time-domain engine
+        // moves a grain by up to its search radius (15 ms), a phase vocoder a burst's energy
+        // within its analysis window (2,048 frames, 46 ms here), so within 2,048 frames: the
+        // stage's own delay (65 ms, 2,866 frames here, or more), left uncompensated or
+        // counted twice, would be outside it.
         for burst in 0..<6 {
             let due = (Double(burst) * 0.5 + 0.05) / rate * 44_100
             let span = Int(0.2 / rate * 44_100)

@@ -79,7 +79,7 @@ struct RenderAllocationTests {
     }
 
     @Test func followingATimelineWithAKeptPitchAllocatesNothing() throws {
-        // Anchored past the stage's delay (192 ms), with content for 2.4 s at 1.25: a loaded
+        // Anchored past the stage's delay (65 ms), with content for 2.4 s at 1.25: a loaded
         // machine slows the passes, and the timeline runs on in real time meanwhile.
         let timeline = RenderTimeline(frame: 0, host: HostTime.now() + .milliseconds(250), rate: 1.25)
         let counted = try allocations(ringSeconds: 3) { control in
