@@ -31,6 +31,15 @@ extension AVPlayer {
     }
 
     private func refreshSuccessorsInOrder() {
+        // An item that will follow at the end rather than join on (its pictures are shown)
+        // is opened now all the same, and kept open for its turn: started on a timeline at
+        // the end of the item before, it sounds that much sooner (a file's probe is tens of
+        // milliseconds, a network item's more), and less of its start is skipped.
+        let upcoming = state.withLockAnnotated { state -> AVPlayerItem? in
+            guard state.actionAtItemEnd == .advance, state.itemLoaded, successorsWantedLocked(&state).isEmpty else { return nil }
+            return itemsQueuedAfterCurrent().first
+        }
+        upcoming?.asset.requestInfo(keepingSource: true) { _ in }
         var effects = Effects()
         let next: (item: AVPlayerItem, token: Int)? = state.withLockAnnotated { state in
             let wanted = successorsWantedLocked(&state)
@@ -61,8 +70,11 @@ extension AVPlayer {
         guard let next else { return }
         // What cannot follow gaplessly follows at the end, as on a plain player: the reader
         // before it stops waiting for it.
-        guard let info = Self.loadInfoWaiting(next.item.asset), info.preferredAudioTrack != nil,
-              !(engine.decodesVideo && info.preferredVideoTrack != nil) else {
+        guard let info = Self.loadInfoWaiting(next.item.asset) else {
+            abandonSuccessor(token: next.token, openFailed: true)
+            return
+        }
+        guard info.preferredAudioTrack != nil, !(engine.decodesVideo && info.preferredVideoTrack != nil) else {
             abandonSuccessor(token: next.token)
             return
         }
@@ -71,7 +83,7 @@ extension AVPlayer {
         do throws(MediaError) {
             source = try MediaSource(url: next.item.asset.location, audioStream: next.item.chosenAudioStream)
         } catch {
-            abandonSuccessor(token: next.token)
+            abandonSuccessor(token: next.token, openFailed: true)
             return
         }
         let item = next.item
@@ -83,7 +95,7 @@ extension AVPlayer {
             queued = try engine.queueSuccessor(source: source, token: next.token, forwardBuffer: Self.forwardBuffer(of: item),
                                                subtitles: item.subtitleCues, onEvent: readerEvents(of: item))
         } catch {
-            abandonSuccessor(token: next.token)
+            abandonSuccessor(token: next.token, openFailed: true)
             return
         }
         guard queued else {
@@ -123,11 +135,14 @@ extension AVPlayer {
         if tokens.isEmpty { state.pendingBoundary = nil }
     }
 
-    /// A successor could not be opened: it follows at the end instead, as on a plain player,
-    /// and the reader before it stops waiting for it.
-    private func abandonSuccessor(token: Int) {
+    /// A successor will not follow gaplessly (it has pictures to show or no sound, or, when
+    /// `openFailed`, it could not be opened): it follows at the end instead, as on a plain
+    /// player, and the reader before it stops waiting for it.
+    private func abandonSuccessor(token: Int, openFailed: Bool = false) {
         state.withLockAnnotated { state in
-            state.refusedSuccessor = state.successors.first { $0.token == token }?.item
+            let item = state.successors.first { $0.token == token }?.item
+            state.refusedSuccessor = item
+            if openFailed { state.unopenedSuccessor = item }
             state.successors.removeAll { $0.token == token }
             engine.expectSuccessor(false)
         }
@@ -267,6 +282,21 @@ extension AVPlayer {
             guard state.itemLoaded, state.item?.status == .readyToPlay else { return nil }
             // Loaded, and not opened to follow although next: it will not be.
             return successorsWantedLocked(&state).first === item ? nil : false
+        }
+    }
+
+    /// Whether `item` was to follow the current one gaplessly but could not be opened.
+    package func couldNotOpenToFollow(_ item: AVPlayerItem) -> Bool {
+        state.withLockAnnotated { $0.unopenedSuccessor === item }
+    }
+
+    /// The master clock's time at which `item`'s start is anchored, when the queue advanced
+    /// to it (or is advancing to it) at the end of the item before on a master clock's
+    /// timeline, without joining it gaplessly; nil otherwise.
+    package func advanceStart(of item: AVPlayerItem) -> CMTime? {
+        state.withLockAnnotated { state in
+            guard state.masterClock != nil, let advance = state.lastAdvance, advance.item === item else { return nil }
+            return advance.masterTime
         }
     }
 

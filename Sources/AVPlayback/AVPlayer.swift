@@ -412,6 +412,12 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             state.position = item?.startTime ?? .zero
             state.endHandledSerial = nil
             state.readySerial = -1
+            // A timeline carries on into the item the queue advanced to, from where the item
+            // before it ended; any other item starts on it when it is ready (the old item's
+            // anchor would place it as if it had started with that one).
+            state.scheduledHost = nil
+            state.masterAnchor = state.advanceAnchor.map { MasterAnchor(itemTime: state.position, masterTime: $0.masterTime) }
+            state.advanceAnchor = nil
             if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
             state.pendingSeek = nil
             let oldItem = old
@@ -843,6 +849,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     func pauseLocked(_ state: inout PlayerState, _ effects: inout Effects) {
         let oldRate = state.rate
+        state.advanceAnchor = nil
         if let format = state.format, let frame = renderedFrameLocked(&state, format: format) {
             state.position = CMTime(value: frame, timescale: Int32(format.sampleRate))
         }
@@ -1098,6 +1105,12 @@ struct PlayerState {
     var timelineClock: CMClock? { masterClock ?? silentItemClock ?? scheduledClock }
     /// Where a start on the master clock is anchored, in the master clock's time.
     var masterAnchor: MasterAnchor?
+    /// Where the item that ended lies on the timeline's end: the anchor the queue's next item
+    /// starts on (set at the end, taken by the replacement that advances the queue).
+    var advanceAnchor: MasterAnchor?
+    /// The item the queue advanced to (or is advancing to) at the last end on a timeline, and
+    /// the timeline clock's time its start is anchored at.
+    var lastAdvance: (item: AVPlayerItem?, masterTime: CMTime)?
     var latencyCompensation: Duration = .zero
     /// The seek serial: bumped by every seek, pause and item change.
     var serial = 0
@@ -1158,6 +1171,8 @@ struct PlayerState {
     var lastJoin: (item: AVPlayerItem, previousEnd: CMTime)?
     /// The last item that could not be opened to follow gaplessly.
     weak var refusedSuccessor: AVPlayerItem?
+    /// The last of them that could not be opened at all.
+    weak var unopenedSuccessor: AVPlayerItem?
 }
 
 /// Item time `itemTime` is heard at master-clock time `masterTime`. With `rateBefore`, the

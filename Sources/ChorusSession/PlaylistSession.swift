@@ -228,10 +228,13 @@ public final class PlaylistSession: Sendable {
     /// How often it looks, in microseconds.
     static let successorDecisionPoll: UInt32 = 20_000
 
-    /// For a group: once the player has `item` open to follow the current one without a
-    /// gap, every room is told to queue it; an item that will not follow on (pictures
-    /// shown, no sound, not opened in time) leaves the queue, and is started at its turn as
-    /// any item is, in every room together.
+    /// For a group: once the player knows whether `item` follows the current one without a
+    /// gap, every room is told to queue it. One that joins on does so at the same sample in
+    /// every room; one that does not (its pictures are shown, it has no sound) is started by
+    /// each room's queue where the group's timeline puts the end of the item before, so
+    /// every room starts it at the same instant. One that could not be opened, or not in
+    /// time, leaves the queue, and is started at its turn as any item is, in every room
+    /// together.
     private func offerNext(_ item: AVPlayerItem, url: URL, index: Int, in queue: AVQueuePlayer) {
         let transport = self.transport
         let player = self.player
@@ -239,8 +242,8 @@ public final class PlaylistSession: Sendable {
             let deadline = Date().addingTimeInterval(Self.successorDecisionLimit)
             while Date() < deadline {
                 guard queue.items().dropFirst().contains(where: { $0 === item }) else { return }
-                if let follows = player.followsGaplessly(item) {
-                    if follows { transport.nextQueued(url: url, index: index, on: player) } else { queue.remove(item) }
+                if player.followsGaplessly(item) != nil {
+                    if player.couldNotOpenToFollow(item) { queue.remove(item) } else { transport.nextQueued(url: url, index: index, on: player) }
                     return
                 }
                 usleep(Self.successorDecisionPoll)

@@ -95,14 +95,23 @@ final class GroupTransport: PlaybackTransport {
         announce(rate: anchor.rate, at: anchor.time, leader: anchor.leader, joined: anchor.joined, player: player)
     }
 
-    /// The next item has followed on without a gap, here and in every room that queued it:
-    /// its time 0 is where the last anchor puts the end of the item before, which is
-    /// announced as its anchor. An item that did not join on (it could not be opened in
-    /// time) is started afresh a change's lead ahead instead.
+    /// The next item has followed on, here and in every room that queued it: its time 0 is
+    /// where the last anchor puts the end of the item before, which is announced as its
+    /// anchor. Joined on without a gap, or (an item whose pictures are shown) started afresh
+    /// by the queue's advance at that instant, in every room alike. An item that did neither
+    /// is started afresh a change's lead ahead instead.
     func followed(_ item: AVPlayerItem, index: Int, url: URL, on player: AVPlayer) {
         let path = node.publish(url, index: index)
         current.withLockAnnotated { $0 = (index, path) }
         next.withLockAnnotated { $0 = "" }
+        if player.gaplessJoin(into: item) == nil, let start = player.advanceStart(of: item),
+           let anchor = lastAnchor.withLockAnnotated({ $0 }), anchor.rate > 0 {
+            // The leader's master clock is its host clock, whose time is the leader's time.
+            let nanoseconds = start.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
+            announce(rate: anchor.rate, at: .zero,
+                     leader: LeaderTime(nanoseconds: nanoseconds), joined: true, player: player)
+            return
+        }
         guard let end = player.gaplessJoin(into: item), let anchor = lastAnchor.withLockAnnotated({ $0 }), anchor.rate > 0 else {
             schedule(rate: Double(player.defaultRate), at: .zero, lead: Self.changeLead, on: player)
             return

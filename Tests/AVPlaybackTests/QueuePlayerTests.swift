@@ -118,6 +118,30 @@ private final class EndCounter: @unchecked Sendable {
         #expect(waitUntil(10) { player.currentItem === c && player.timeControlStatus == .playing })
     }
 
+    /// Items without sound are timed on the host clock. The queue's next one starts where
+    /// the one before ended on it, from its own start: it was once placed by the item
+    /// before's anchor, as if it had started with that one, and skipped its first pictures.
+    @Test("items without sound follow each other on the host clock, each from its start")
+    func itemsWithoutSoundFollowOnTheHostClock() throws {
+        let a = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 1, rate: 25, withSound: false))
+        let b = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 1.5, rate: 25, withSound: false))
+        let player = AVQueuePlayer(items: [a, b], output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.play()
+        #expect(waitUntil(10) { player.state.withLockAnnotated { $0.itemLoaded && $0.masterAnchor != nil } })
+        let first = try #require(player.state.withLockAnnotated { $0.masterAnchor })
+        #expect(waitUntil(10) { player.currentItem === b && player.state.withLockAnnotated { $0.itemLoaded } })
+        let second = try #require(player.state.withLockAnnotated { $0.masterAnchor })
+        // Its start is the first item's end on the host clock, to the nanosecond.
+        #expect(second.itemTime == .zero)
+        let end = first.masterTime + (a.duration - first.itemTime)
+        #expect(a.duration.isNumeric && abs((second.masterTime - end).seconds) < 1e-6,
+                "started \((second.masterTime - end).seconds) s from the first item's end")
+        // And it plays from its start: early on, its time is still near zero.
+        #expect(player.currentTime().seconds < 0.9)
+        #expect(waitUntil(10) { player.currentItem == nil })
+    }
+
     @Test("an item's forward end time ends it there")
     func forwardPlaybackEndTimeEndsTheItem() throws {
         let item = try tone(2)
