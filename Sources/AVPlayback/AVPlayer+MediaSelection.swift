@@ -110,9 +110,10 @@ extension AVPlayer {
         effects.run(on: eventQueue)
         guard let reading else { return }
         do throws(MediaError) {
-            try engine.load(source: source, serial: reading.serial, startFrame: reading.startFrame, start: false,
-                            forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues,
-                            onEvent: readerEvents(of: item))
+            // The pictures, if shown, read on: only the sound is read anew.
+            try engine.reloadSound(source: source, serial: reading.serial, startFrame: reading.startFrame,
+                                   forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues,
+                                   onEvent: readerEvents(of: item))
         } catch {
             playerLog.warning("the chosen sound of \(item.asset.location) cannot be read (\(error))")
             eventQueue.async { item.failed(error) }

@@ -17,7 +17,8 @@ internal import CFFmpeg
 /// pre-roll before its target, the keyframe before that); each queue then gets a flush
 /// marker with the seek's serial, and each decoder discards up to its own target.
 ///
-/// Contract: `start()` once; `seek`, `stopReadingPictures` and `stop` from any thread.
+/// Contract: `start()` once; `seek`, `stopReadingPictures`, `stopReadingSound` and `stop`
+/// from any thread.
 // @unchecked: the vars below belong to the demuxer's thread once `start()` has begun it
 // (`init` sets them before); other threads reach it through Mutexes, atomics and the wake
 // signal.
@@ -39,10 +40,12 @@ public final class ItemDemuxer: @unchecked Sendable {
     private let stopRequested = Atomic<Bool>(false)
     private let pendingSeek = Mutex<(itemNanoseconds: Int64, serial: Int)?>(nil)
     private let picturesStopRequested = Atomic<Bool>(false)
+    private let soundStopRequested = Atomic<Bool>(false)
     private let thread = ReaderThread(name: "chorus.demuxer")
 
     private var atEnd = false
     private var readsPictures: Bool
+    private var readsSound: Bool
     /// Where decoded subtitle lines go, when the item's are wanted.
     private let subtitleCues: SubtitleCues?
     /// The decoders of the item's text subtitle streams, by stream index.
@@ -77,6 +80,7 @@ public final class ItemDemuxer: @unchecked Sendable {
         soundQueue = sound ? queue(for: source.info.preferredAudioTrack, limits: limits.sound, wake: wake) : nil
         pictureQueue = pictures ? queue(for: source.info.preferredVideoTrack, limits: limits.pictures, wake: wake) : nil
         readsPictures = pictureQueue != nil
+        readsSound = soundQueue != nil
         var decoders: [Int32: SubtitleDecoder] = [:]
         if subtitles != nil {
             for track in source.info.tracks where track.kind == .subtitle && track.streamIndex < Int(context.pointee.nb_streams) {
@@ -121,6 +125,14 @@ public final class ItemDemuxer: @unchecked Sendable {
         wake.signal()
     }
 
+    /// Stops reading the sound (a new sound track is read on a demuxer of its own); the
+    /// pictures and subtitles read on. The sound's queue is emptied and fed no more.
+    public func stopReadingSound() {
+        soundStopRequested.store(true, ordering: .releasing)
+        soundQueue?.clear()
+        wake.signal()
+    }
+
     /// Stops the thread and waits for it to end (bounded by FFmpeg's interrupt).
     public func stop() {
         stopRequested.store(true, ordering: .releasing)
@@ -133,7 +145,7 @@ public final class ItemDemuxer: @unchecked Sendable {
     private var stopping: Bool { stopRequested.load(ordering: .acquiring) }
 
     /// The queues being fed.
-    private var feeding: [PacketQueue] { [soundQueue, readsPictures ? pictureQueue : nil].compactMap { $0 } }
+    private var feeding: [PacketQueue] { [readsSound ? soundQueue : nil, readsPictures ? pictureQueue : nil].compactMap { $0 } }
 
     // MARK: - The demuxer's thread
 
@@ -149,6 +161,11 @@ public final class ItemDemuxer: @unchecked Sendable {
                 readsPictures = false
                 if let index = pictureQueue?.streamIndex { source.formatContext.pointee.streams[Int(index)]?.pointee.discard = AVDISCARD_ALL }
                 pictureQueue?.clear()
+            }
+            if readsSound && soundStopRequested.load(ordering: .acquiring) {
+                readsSound = false
+                if let index = soundQueue?.streamIndex { source.formatContext.pointee.streams[Int(index)]?.pointee.discard = AVDISCARD_ALL }
+                soundQueue?.clear()
             }
             if let seek = pendingSeek.withLockAnnotated({ value -> (itemNanoseconds: Int64, serial: Int)? in defer { value = nil }; return value }) {
                 perform(seek: seek)
@@ -169,7 +186,7 @@ public final class ItemDemuxer: @unchecked Sendable {
                 if stopping { break }
                 consecutiveErrors += 1
                 if status == FFmpegCall.invalidData && consecutiveErrors < Self.maximumConsecutiveReadErrors {
-                    (soundQueue ?? queues.first)?.push(.damaged)
+                    ((readsSound ? soundQueue : nil) ?? queues.first)?.push(.damaged)
                     continue
                 }
                 atEnd = true
@@ -191,7 +208,7 @@ public final class ItemDemuxer: @unchecked Sendable {
             return
         }
         if let queue = soundQueue, queue.streamIndex == index {
-            if let owned = OwnedPacket(movingFrom: packet) { queue.push(.packet(owned)) }
+            if readsSound, let owned = OwnedPacket(movingFrom: packet) { queue.push(.packet(owned)) }
             return
         }
         guard readsPictures, let queue = pictureQueue, queue.streamIndex == index else { return }
@@ -203,7 +220,7 @@ public final class ItemDemuxer: @unchecked Sendable {
             skipsToKeyframe = false
             queue.push(.skipped(count: skippedPictures))
             skippedPictures = 0
-        } else if queue.isFull, let sound = soundQueue, !sound.isFull {
+        } else if queue.isFull, readsSound, let sound = soundQueue, !sound.isFull {
             // The pictures are behind and the sound wants data: the pictures give way.
             skipsToKeyframe = true
             skippedPictures = 1

@@ -40,6 +40,8 @@ public final class PlaybackEngine: Sendable {
         var readerError: MediaError?
         /// The current item's pictures, when it has a video track and someone shows them.
         var videoReader: VideoReader?
+        /// Whether the pictures' reader is fed by `demuxer` (else by a demuxer of its own).
+        var videoSharesDemuxer = false
         var videoError: MediaError?
         /// The items to be heard after the current one without a gap, in order: each one's
         /// reader is attached to the one before it and waits for its end.
@@ -200,6 +202,7 @@ public final class PlaybackEngine: Sendable {
             parts.reader = newReader
             parts.readerEvents = events
             parts.videoReader = pictures
+            parts.videoSharesDemuxer = pictures != nil
         }
         if start {
             if demuxer.readsAnything { demuxer.start() }
@@ -237,12 +240,67 @@ public final class PlaybackEngine: Sendable {
                 if case .failed(_, let error) = event { self?.parts.withLockAnnotated { $0.videoError = error } }
                 onEvent?(event)
             }
-            parts.withLockAnnotated { $0.videoReader = reader }
+            parts.withLockAnnotated { parts in
+                parts.videoReader = reader
+                parts.videoSharesDemuxer = false
+            }
             reader.start()
         } catch {
             parts.withLockAnnotated { $0.videoError = error }
             onEvent?(.failed(serial: serial, error: error))
         }
+    }
+
+    /// Reads the current item's sound anew from `source` (the item opened for another of its
+    /// sound tracks), from item frame `startFrame` under `serial`, and leaves its pictures'
+    /// reader reading: the pictures carry on under `serial`, where loading the item afresh
+    /// would restart them from a keyframe (a moment's still, seconds of one with long groups
+    /// of pictures). The item's demuxer, if it fed both, goes on for the pictures (and the
+    /// subtitles) alone, and a new one reads the sound. With no pictures being read, this is
+    /// `load`. Nothing new starts before `startReader()`.
+    public func reloadSound(source: MediaSource, serial: Int, startFrame: Int64, forwardBuffer: Duration = .zero,
+                            subtitles: SubtitleCues? = nil,
+                            onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
+        let (video, shared, ring, item) = parts.withLockAnnotated { ($0.videoReader, $0.videoSharesDemuxer, $0.renderer?.ring, $0.currentNumber) }
+        guard let video, let ring else {
+            try load(source: source, serial: serial, startFrame: startFrame, start: false, forwardBuffer: forwardBuffer,
+                     subtitles: subtitles, onEvent: onEvent)
+            return
+        }
+        source.resetInterrupt()
+        // The subtitles stay with a demuxer that reads on for the pictures.
+        let demuxer = ItemDemuxer(source: source, sound: true, pictures: false, forwardBuffer: forwardBuffer,
+                                  subtitles: shared ? nil : subtitles)
+        let events: @Sendable (AudioReaderEvent) -> Void = { [weak self] event in
+            if case .failed(_, _, let error) = event { self?.parts.withLockAnnotated { $0.readerError = error } }
+            onEvent(event)
+        }
+        let newReader = try AudioReader(demuxer: demuxer, ring: ring, serial: serial, startFrame: startFrame, item: item, onEvent: events)
+        if startFrame > 0 {
+            demuxer.seek(toItemNanoseconds: demuxerTarget(demuxer, frame: startFrame, sampleRate: ring.format.sampleRate), serial: serial)
+        }
+        let (oldDemuxer, oldReader, oldReverse, successors) = parts.withLockAnnotated { parts -> (ItemDemuxer?, AudioReader?, ReverseAudioReader?, [Successor]) in
+            defer {
+                parts.demuxer = demuxer
+                parts.reader = newReader
+                parts.readerEvents = events
+                parts.readerError = nil
+                parts.reverseReader = nil
+                parts.successors = []
+                parts.videoSharesDemuxer = false
+            }
+            return (parts.demuxer, parts.reader, parts.reverseReader, parts.successors)
+        }
+        for successor in successors { Self.stop(successor) }
+        if shared, let oldDemuxer {
+            oldDemuxer.stopReadingSound()
+            video.keepReading(on: oldDemuxer, serial: serial)
+        } else {
+            video.keepReading(on: nil, serial: serial)
+            oldDemuxer?.stop()
+        }
+        oldReverse?.stop()
+        oldReader?.stop()
     }
 
     /// Starts the pictures of the item already loaded (a display came after it), at item

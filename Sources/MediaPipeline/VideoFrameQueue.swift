@@ -158,6 +158,8 @@ public final class VideoFrameQueue: Sendable {
         var dropped: Int
         /// Pictures shown.
         var shown: Int
+        /// A serial whose pictures count as a newer one's (`carryOn`).
+        var carried: (old: Int, new: Int)?
         /// Whether the wanted serial plays backwards: its pictures come newest first, and
         /// each is due when the timeline, running down, reaches its end.
         var backwards = false
@@ -231,6 +233,8 @@ public final class VideoFrameQueue: Sendable {
     /// Queues a filled slot's picture after those already queued.
     func commit(slot: Int, info: VideoFrameInfo) {
         state.withLockAnnotated { state in
+            var info = info
+            if let carried = state.carried, info.serial == carried.old { info.serial = carried.new }
             if info.serial != state.wantedSerial, info.serial < state.wantedSerial {
                 state.free.append(slot)
             } else {
@@ -265,6 +269,21 @@ public final class VideoFrameQueue: Sendable {
             state.ready.removeLast(state.ready.count - kept)
         }
         spaceFreed.signal()
+    }
+
+    /// The pictures of `old` carry on as pictures of `serial` (a new sound track read under a
+    /// new serial while the pictures' reader goes on): those queued, the one on display and
+    /// any still to come are counted as `serial`'s, and nothing is dropped.
+    public func carryOn(from old: Int, as serial: Int) {
+        state.withLockAnnotated { state in
+            guard serial > state.wantedSerial else { return }
+            state.wantedSerial = serial
+            state.carried = (old, serial)
+            for index in 0..<state.ready.count where state.ready[index].info.serial == old {
+                state.ready[index].info.serial = serial
+            }
+            if state.displayed?.info.serial == old { state.displayed?.info.serial = serial }
+        }
     }
 
     /// Drops every queued picture, whatever its serial, and wants `serial` from now on: a

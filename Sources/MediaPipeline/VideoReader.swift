@@ -41,6 +41,11 @@ public final class VideoReader: @unchecked Sendable {
     private let packets: PacketQueue
     /// The demuxer this reader started and stops itself; nil when it shares the item's.
     private let ownDemuxer: ItemDemuxer?
+    /// The item's demuxer once it was handed over (`keepReading(on:serial:)`): started
+    /// already, stopped and sought by this reader from then on.
+    private let handedDemuxer = Mutex<ItemDemuxer?>(nil)
+    /// A serial to carry on under, without a seek (`keepReading(on:serial:)`).
+    private let pendingSerial = Mutex<Int?>(nil)
     /// Where the pictures go.
     public let queue: VideoFrameQueue
     /// The video track read.
@@ -51,7 +56,11 @@ public final class VideoReader: @unchecked Sendable {
     private let stopRequested = Atomic<Bool>(false)
     private let thread = ReaderThread(name: "chorus.video.reader")
 
-    private var serial: Int
+    private var serial: Int {
+        didSet { currentSerialHint.store(serial, ordering: .releasing) }
+    }
+    /// `serial`, for other threads.
+    private let currentSerialHint: Atomic<Int>
     /// The item's number, carried by every picture.
     private let item: Int
     /// Pictures due before this item time are decoded and dropped (a seek's target), except
@@ -99,6 +108,7 @@ public final class VideoReader: @unchecked Sendable {
         self.queue = queue
         self.track = track
         self.onEvent = onEvent
+        currentSerialHint = Atomic(serial)
         self.serial = serial
         decoder = try VideoDecoder(source: source, track: track)
         queue.restart(atSerial: serial)
@@ -119,6 +129,18 @@ public final class VideoReader: @unchecked Sendable {
         queue.spaceFreed.signal()
         packets.consumerSignal.signal()
         ownDemuxer?.seek(toItemNanoseconds: itemNanoseconds, serial: serial)
+        handedDemuxer.withLockAnnotated { $0 }?.seek(toItemNanoseconds: itemNanoseconds, serial: serial)
+    }
+
+    /// Goes on reading where it is under `serial` and, given `demuxer` (the item's, which it
+    /// shared until now), on that demuxer alone, which it now stops and seeks itself: the
+    /// item's sound is read anew on a demuxer of its own, and the pictures carry on without
+    /// a restart from a keyframe. Pictures already queued count as `serial`'s.
+    public func keepReading(on demuxer: ItemDemuxer?, serial: Int) {
+        if let demuxer { handedDemuxer.withLockAnnotated { $0 = demuxer } }
+        pendingSerial.withLockAnnotated { $0 = serial }
+        queue.carryOn(from: self.currentSerialHint.load(ordering: .acquiring), as: serial)
+        packets.consumerSignal.signal()
     }
 
     /// Stops queueing pictures until the next `seek`: a reverse run has the queue under
@@ -137,6 +159,7 @@ public final class VideoReader: @unchecked Sendable {
         packets.consumerSignal.signal()
         thread.waitForEnd()
         ownDemuxer?.stop()
+        handedDemuxer.withLockAnnotated { $0 }?.stop()
     }
 
     private var stopping: Bool { stopRequested.load(ordering: .acquiring) }
@@ -148,6 +171,10 @@ public final class VideoReader: @unchecked Sendable {
         while !stopping {
             if let seek = pendingSeek.withLockAnnotated({ value -> (itemNanoseconds: Int64, serial: Int)? in defer { value = nil }; return value }) {
                 perform(seek: seek)
+            }
+            // (A seek made since, under a newer serial, has the last word.)
+            if let carried = pendingSerial.withLockAnnotated({ value -> Int? in defer { value = nil }; return value }), carried > serial {
+                serial = carried
             }
             if atEnd {
                 packets.consumerSignal.wait(timeout: Self.idlePoll)

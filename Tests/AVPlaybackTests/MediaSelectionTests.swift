@@ -168,6 +168,48 @@ import MediaServer
         #expect(player.state.withLockAnnotated { $0.soundStream } == audible.options[1].streamIndex)
     }
 
+    /// The pictures shown while `seconds` pass, one refresh every 10 ms (on this thread, as a
+    /// display's own thread refreshes, not on the tasks' shared pool, which a loaded run
+    /// starved to a refresh every quarter second).
+    func picturesShown(by layer: AVPlayerLayer, for seconds: Double) -> [VideoFrameInfo] {
+        var shown: [VideoFrameInfo] = []
+        let end = HostTime.now() + .nanoseconds(Int64(seconds * 1e9))
+        while HostTime.now() < end {
+            if let picture = layer.picture(forRefreshAt: HostTime.now() + .milliseconds(2)) { shown.append(picture.info) }
+            usleep(10_000)
+        }
+        return shown
+    }
+
+    /// A new sound track is read from where the item stands while its pictures are shown:
+    /// the pictures' reader reads on, rather than being made afresh and decoding again from
+    /// the keyframe before, which held the picture still meanwhile (for up to a group of
+    /// pictures' decoding).
+    @Test("a choice of sound while pictures are shown leaves the pictures going")
+    func aChoiceWhilePicturesAreShownKeepsThePictures() async throws {
+        let item = AVPlayerItem(url: try TestMedia.multilingual(seconds: 20, video: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        player.play()
+        // Refreshed from the start, as a display is (pictures nobody takes hold the reader up).
+        _ = picturesShown(by: layer, for: 1.5)
+        let before = try #require(picturesShown(by: layer, for: 0.5).last)
+        let (audible, _) = try await groups(item.asset)
+        let serial = player.engine.status.serial
+        item.select(audible.options[1], in: audible)
+        var after: [VideoFrameInfo] = []
+        for _ in 0..<100 where after.count < 10 {
+            after += picturesShown(by: layer, for: 0.1).filter { $0.serial > before.serial }
+        }
+        let first = try #require(after.first)
+        // The same reader's pictures, numbered on from before, and none from behind.
+        #expect(first.number > before.number, "picture \(first.number) after the choice, \(before.number) before")
+        #expect(first.itemNanoseconds >= before.itemNanoseconds)
+        #expect(after.count >= 10)
+        #expect(player.state.withLockAnnotated { $0.soundStream } == audible.options[1].streamIndex)
+    }
+
     @Test("a player's criteria choose each item's sound and subtitles by language, and an explicit choice wins")
     func criteriaChooseByLanguage() async throws {
         let url = try TestMedia.multilingual()

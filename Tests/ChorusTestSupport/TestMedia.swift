@@ -190,7 +190,7 @@ public enum TestMedia {
             picture + tones.flatMap { ["-f", "lavfi", "-i", $0] }
                 + ["-i", englishFile.path, "-i", frenchFile.path]
                 + (0..<inputs).flatMap { ["-map", "\($0)"] }
-                + (video ? ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"] : [])
+                + (video ? ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-g", "25"] : [])
                 + ["-c:a", "flac", "-ac", "2", "-c:s:0", "srt", "-c:s:1", "ass",
                    "-metadata:s:a:0", "language=eng", "-metadata:s:a:0", "title=English",
                    "-metadata:s:a:1", "language=fre",
