@@ -31,10 +31,10 @@ extension AVPlayer {
     }
 
     private func refreshSuccessorsInOrder() {
-        // An item that will follow at the end rather than join on (its pictures are shown)
-        // is opened now all the same, and kept open for its turn: started on a timeline at
-        // the end of the item before, it sounds that much sooner (a file's probe is tens of
-        // milliseconds, a network item's more), and less of its start is skipped.
+        // An item that will follow at the end rather than join on (the current item has no
+        // sound) is opened now all the same, and kept open for its turn: started on a
+        // timeline at the end of the item before, it starts that much sooner (a file's probe
+        // is tens of milliseconds, a network item's more).
         let upcoming = state.withLockAnnotated { state -> AVPlayerItem? in
             guard state.actionAtItemEnd == .advance, state.itemLoaded, successorsWantedLocked(&state).isEmpty else { return nil }
             return itemsQueuedAfterCurrent().first
@@ -74,7 +74,7 @@ extension AVPlayer {
             abandonSuccessor(token: next.token, openFailed: true)
             return
         }
-        guard info.preferredAudioTrack != nil, !(engine.decodesVideo && info.preferredVideoTrack != nil) else {
+        guard info.preferredAudioTrack != nil else {
             abandonSuccessor(token: next.token)
             return
         }
@@ -115,11 +115,12 @@ extension AVPlayer {
     }
 
     /// The items that should follow the current one without a gap: none unless the current
-    /// item is loaded, has sound, and its pictures (if shown) need no reader of their own.
+    /// item is loaded and has sound. An item whose pictures are shown joins on too: its sound
+    /// at the sample, its pictures from a reader of their own made when it becomes current
+    /// (they come a moment late, while the sound is gapless in every room).
     func successorsWantedLocked(_ state: inout PlayerState) -> [AVPlayerItem] {
         guard state.actionAtItemEnd == .advance, state.rate >= 0, !state.reversed, state.itemLoaded, state.format != nil, state.silentItemClock == nil,
               let item = state.item, item.status != .failed else { return [] }
-        if engine.decodesVideo, item.showsPictures, engine.hasVideo { return [] }
         // An item that ends before its decoded end (a forward end time) ends on the monitor's
         // tick, and the one after it follows from there.
         if item.forwardPlaybackEndTime.isNumeric, item.forwardPlaybackEndTime > .zero { return [] }
@@ -135,7 +136,7 @@ extension AVPlayer {
         if tokens.isEmpty { state.pendingBoundary = nil }
     }
 
-    /// A successor will not follow gaplessly (it has pictures to show or no sound, or, when
+    /// A successor will not follow gaplessly (it has no sound, or, when
     /// `openFailed`, it could not be opened): it follows at the end instead, as on a plain
     /// player, and the reader before it stops waiting for it.
     private func abandonSuccessor(token: Int, openFailed: Bool = false) {

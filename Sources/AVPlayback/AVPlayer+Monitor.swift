@@ -141,10 +141,10 @@ extension AVPlayer {
     }
 
     /// How long after an item's end on a master clock the queue's next item starts, when it
-    /// does not join on at the sample (its pictures are shown): the time a room takes to open
-    /// and sound it. Started at the end itself, every room skipped the first 100 to 130 ms
-    /// of a local H.264 item with AAC sound (a debug build on a 2-core machine); a start's
-    /// usual lead (0.8 s) is for items announced from nothing, over a network.
+    /// does not join on at the sample (the item that ended had no sound): the time a room
+    /// takes to open it. Started at the end itself, every room skipped the first 100 to
+    /// 130 ms of a local H.264 item (a debug build on a 2-core machine); a start's usual lead
+    /// (0.8 s) is for items announced from nothing, over a network.
     public static let advanceLead: Duration = .milliseconds(150)
 
     /// The furthest an item's end may lie from its anchor for the next item to start there

@@ -230,7 +230,7 @@ public final class PlaylistSession: Sendable {
 
     /// For a group: once the player knows whether `item` follows the current one without a
     /// gap, every room is told to queue it. One that joins on does so at the same sample in
-    /// every room; one that does not (its pictures are shown, it has no sound) is started by
+    /// every room; one that does not (the item before has no sound) is started by
     /// each room's queue where the group's timeline puts the end of the item before, so
     /// every room starts it at the same instant. One that could not be opened, or not in
     /// time, leaves the queue, and is started at its turn as any item is, in every room

@@ -97,9 +97,9 @@ final class GroupTransport: PlaybackTransport {
 
     /// The next item has followed on, here and in every room that queued it: its time 0 is
     /// where the last anchor puts the end of the item before, which is announced as its
-    /// anchor. Joined on without a gap, or (an item whose pictures are shown) started afresh
-    /// by the queue's advance at that instant, in every room alike. An item that did neither
-    /// is started afresh a change's lead ahead instead.
+    /// anchor. Joined on without a gap, or (after an item without sound) started afresh by
+    /// the queue's advance `AVPlayer.advanceLead` after that instant, in every room alike.
+    /// An item that did neither is started afresh a change's lead ahead instead.
     func followed(_ item: AVPlayerItem, index: Int, url: URL, on player: AVPlayer) {
         let path = node.publish(url, index: index)
         current.withLockAnnotated { $0 = (index, path) }
