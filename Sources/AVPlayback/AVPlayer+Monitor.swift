@@ -188,8 +188,7 @@ extension AVPlayer {
             // On a timeline (a master clock's, or an item without sound on the host clock)
             // the next item starts where this one's end lies on it: every room of a group
             // works that out alike, so they start the next item at the same instant.
-            state.advanceAnchor = endAnchorLocked(&state, endFrame: endFrame)
-            state.lastAdvance = state.advanceAnchor.map { (itemsQueuedAfterCurrent().first, $0.masterTime) }
+            state.lastAdvance = endAnchorLocked(&state, endFrame: endFrame).map { (itemsQueuedAfterCurrent().first, $0.masterTime) }
             effects.after.append { [weak self] in self?.advanceAfterItemEnd() }
         case .none:
             break

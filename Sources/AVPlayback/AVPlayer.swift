@@ -416,8 +416,12 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             // before it ended; any other item starts on it when it is ready (the old item's
             // anchor would place it as if it had started with that one).
             state.scheduledHost = nil
-            state.masterAnchor = state.advanceAnchor.map { MasterAnchor(itemTime: state.position, masterTime: $0.masterTime) }
-            state.advanceAnchor = nil
+            if let item, let advance = state.lastAdvance, advance.item === item {
+                state.masterAnchor = MasterAnchor(itemTime: state.position, masterTime: advance.masterTime)
+            } else {
+                state.masterAnchor = nil
+                state.lastAdvance = nil
+            }
             if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
             state.pendingSeek = nil
             let oldItem = old
@@ -849,7 +853,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     func pauseLocked(_ state: inout PlayerState, _ effects: inout Effects) {
         let oldRate = state.rate
-        state.advanceAnchor = nil
+        state.lastAdvance = nil
         if let format = state.format, let frame = renderedFrameLocked(&state, format: format) {
             state.position = CMTime(value: frame, timescale: Int32(format.sampleRate))
         }
@@ -1105,11 +1109,9 @@ struct PlayerState {
     var timelineClock: CMClock? { masterClock ?? silentItemClock ?? scheduledClock }
     /// Where a start on the master clock is anchored, in the master clock's time.
     var masterAnchor: MasterAnchor?
-    /// Where the item that ended lies on the timeline's end: the anchor the queue's next item
-    /// starts on (set at the end, taken by the replacement that advances the queue).
-    var advanceAnchor: MasterAnchor?
-    /// The item the queue advanced to (or is advancing to) at the last end on a timeline, and
-    /// the timeline clock's time its start is anchored at.
+    /// The item the queue advances to at the last end on a timeline, and the timeline
+    /// clock's time its start is anchored at (where the item before ended on it): taken by
+    /// the replacement that advances the queue, dropped by a pause or any other replacement.
     var lastAdvance: (item: AVPlayerItem?, masterTime: CMTime)?
     var latencyCompensation: Duration = .zero
     /// The seek serial: bumped by every seek, pause and item change.

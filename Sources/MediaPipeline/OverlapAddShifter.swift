@@ -70,7 +70,6 @@ final class OverlapAddShifter: @unchecked Sendable {
     private let peakOffsets: UnsafeMutablePointer<Double>
     private let peakHeights: UnsafeMutablePointer<Double>
     private let stride: Int
-    private let comparisonLength: Int
     /// Where the scale changed, by input frame, oldest first, in a ring.
     private let changeFrames: UnsafeMutablePointer<Int64>
     private let changeScales: UnsafeMutablePointer<Double>
@@ -82,9 +81,8 @@ final class OverlapAddShifter: @unchecked Sendable {
     private var handedBack: Int64 = 0
     private var grains: Int64 = 0
     private var scale = 1.0
-    /// The previous grain's centre and scale (nil after a reset: the first grain stays put).
+    /// The previous grain's centre (nil after a reset: the first grain stays put).
     private var previousCentre: (whole: Int64, fraction: Double)?
-    private var previousScale = 1.0
 
     init(sampleRate: Int, channels: Int, maximumFrames: Int) {
         self.channels = max(1, channels)
@@ -93,7 +91,6 @@ final class OverlapAddShifter: @unchecked Sendable {
         hop = Int((rate * Self.hopMilliseconds / 1_000).rounded())
         searchRadius = Int((rate * Self.searchMilliseconds / 1_000).rounded())
         stride = max(1, Int((Double(Self.coarseStep) * rate / 48_000).rounded()))
-        comparisonLength = hop
         // Grain k, made when output frame kH is due, reads up to its centre's latest place
         // plus half a grain at the largest scale, and the interpolation's two frames after.
         latencyFrames = hop + searchRadius + Int((Double(hop) * Self.largestScale).rounded(.up)) + 3
@@ -153,7 +150,6 @@ final class OverlapAddShifter: @unchecked Sendable {
         grains = 0
         scale = newScale
         previousCentre = nil
-        previousScale = newScale
         changeStart = 0
         changeCount = 1
         changeFrames[0] = 0
@@ -238,7 +234,6 @@ final class OverlapAddShifter: @unchecked Sendable {
             centreFraction = exact - whole
         }
         previousCentre = (centreWhole, centreFraction)
-        previousScale = grainScale
         let historyMask = Int64(historyCapacity - 1)
         let outputMask = Int64(outputCapacity - 1)
         let start = k * Int64(hop)
@@ -268,7 +263,7 @@ final class OverlapAddShifter: @unchecked Sendable {
     /// previous grain's centre, compared with the input a half grain before each candidate
     /// centre, over the frames a half grain reads at `scale`.
     private func bestOffset(nominal: Int64, previous: Int64, scale: Double) -> Double {
-        let span = max(Self.comparisonPoints, Int((Double(comparisonLength) * scale).rounded()))
+        let span = max(Self.comparisonPoints, Int((Double(hop) * scale).rounded()))
         let step = max(1, span / Self.comparisonPoints)
         let lead = Int64((Double(hop) * scale).rounded())
         // The coarse pass: every `stride`th offset's score, and the best of them.

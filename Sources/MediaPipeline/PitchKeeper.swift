@@ -41,7 +41,7 @@ public final class PitchKeeper: @unchecked Sendable {
         self.mode = mode
         switch mode {
         case .spectral:
-            guard let stage = RubberBandStage(mode: .spectral, sampleRate: sampleRate, channels: channels, maximumFrames: maximumFrames) else { return nil }
+            guard let stage = RubberBandStage(sampleRate: sampleRate, channels: channels, maximumFrames: maximumFrames) else { return nil }
             engine = .rubberBand(stage)
             self.channels = stage.channels
             self.maximumFrames = stage.maximumFrames

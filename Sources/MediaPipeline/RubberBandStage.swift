@@ -12,11 +12,11 @@ internal import CRubberBand
 // @unchecked: every var and buffer belongs to the one thread using it; the renderer hands
 // the instance to its render thread through a Mutex and never uses it elsewhere.
 final class RubberBandStage: @unchecked Sendable {
-    /// Frames Rubber Band may hold back beyond its stated delay while it gathers a block, in
-    /// units of its delay at scale 1: measured over scales 0.25 to 4 and periods of 480 and
-    /// 1,920 frames, at most 4.2 of them for the faster engine (at scale 0.25) and 1.05 for
-    /// the finer one; each is given the next whole unit and one more.
-    static func burstMargin(for mode: PitchMode) -> Int { mode == .spectral ? 2 : 5 }
+    /// Frames Rubber Band's finer engine may hold back beyond its stated delay while it
+    /// gathers a block, in units of its delay at scale 1: measured over scales 0.25 to 4 and
+    /// periods of 480 and 1,920 frames, at most 1.05 of them; given the next whole unit and
+    /// one more.
+    static let burstMargin = 2
     /// The scales the stage is run at once when made, so that Rubber Band sizes its buffers
     /// for the extremes then, off the render thread (the first use of the smallest scale
     /// otherwise allocates inside `process`).
@@ -26,7 +26,6 @@ final class RubberBandStage: @unchecked Sendable {
     /// 8th lag finds the peak's slope, and the fine pass its top, at a ninth of the work.
     static let calibrationStride = 8
 
-    let mode: PitchMode
     let channels: Int
     /// The most frames `process` takes in one call.
     let maximumFrames: Int
@@ -60,15 +59,13 @@ final class RubberBandStage: @unchecked Sendable {
     private var unstatedDelay = 0.0
 
     /// A stage for `channels` of audio at `sampleRate`, taking up to `maximumFrames` a call.
-    /// `mode` picks the engine; `.varispeed` is taken as `.timeDomain` (it needs no stage).
     /// Nil when Rubber Band cannot be set up (memory ran out).
-    init?(mode: PitchMode, sampleRate: Int, channels: Int, maximumFrames: Int) {
-        self.mode = mode
+    init?(sampleRate: Int, channels: Int, maximumFrames: Int) {
         self.channels = max(1, channels)
         self.maximumFrames = max(1, maximumFrames)
-        var options = Int32(RubberBandOptionProcessRealTime.rawValue) | Int32(RubberBandOptionThreadingNever.rawValue)
+        let options = Int32(RubberBandOptionProcessRealTime.rawValue) | Int32(RubberBandOptionThreadingNever.rawValue)
             | Int32(RubberBandOptionPitchHighConsistency.rawValue) | Int32(RubberBandOptionChannelsTogether.rawValue)
-        if mode == .spectral { options |= Int32(RubberBandOptionEngineFiner.rawValue) }
+            | Int32(RubberBandOptionEngineFiner.rawValue)
         guard let stretcher = rubberband_new(UInt32(max(8_000, sampleRate)), UInt32(self.channels), options, 1, 1) else { return nil }
         self.stretcher = stretcher
         // Rubber Band writes its warnings to standard error itself (one comes from the
@@ -79,7 +76,7 @@ final class RubberBandStage: @unchecked Sendable {
         startPad = Int(rubberband_get_preferred_start_pad(stretcher))
         delay = unitDelay
         let largestDelay = Int((Double(unitDelay) * PitchKeeper.fastestKeptRate).rounded(.up))
-        latencyFrames = largestDelay + Self.burstMargin(for: mode) * unitDelay
+        latencyFrames = largestDelay + Self.burstMargin * unitDelay
         queueCapacity = 2 * latencyFrames + 4 * max(self.maximumFrames, startPad)
         let inputFrames = max(self.maximumFrames, startPad)
         input = .allocate(capacity: inputFrames * self.channels)

@@ -271,12 +271,14 @@ public final class VideoFrameQueue: Sendable {
         spaceFreed.signal()
     }
 
-    /// The pictures of `old` carry on as pictures of `serial` (a new sound track read under a
-    /// new serial while the pictures' reader goes on): those queued, the one on display and
-    /// any still to come are counted as `serial`'s, and nothing is dropped.
-    public func carryOn(from old: Int, as serial: Int) {
+    /// The pictures of the serial wanted until now carry on as pictures of `serial` (a new
+    /// sound track read under a new serial while the pictures' reader goes on): those
+    /// queued, the one on display and any still to come are counted as `serial`'s, and
+    /// nothing is dropped.
+    public func carryOn(as serial: Int) {
         state.withLockAnnotated { state in
             guard serial > state.wantedSerial else { return }
+            let old = state.wantedSerial
             state.wantedSerial = serial
             state.carried = (old, serial)
             for index in 0..<state.ready.count where state.ready[index].info.serial == old {

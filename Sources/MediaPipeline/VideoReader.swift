@@ -56,11 +56,7 @@ public final class VideoReader: @unchecked Sendable {
     private let stopRequested = Atomic<Bool>(false)
     private let thread = ReaderThread(name: "chorus.video.reader")
 
-    private var serial: Int {
-        didSet { currentSerialHint.store(serial, ordering: .releasing) }
-    }
-    /// `serial`, for other threads.
-    private let currentSerialHint: Atomic<Int>
+    private var serial: Int
     /// The item's number, carried by every picture.
     private let item: Int
     /// Pictures due before this item time are decoded and dropped (a seek's target), except
@@ -108,7 +104,6 @@ public final class VideoReader: @unchecked Sendable {
         self.queue = queue
         self.track = track
         self.onEvent = onEvent
-        currentSerialHint = Atomic(serial)
         self.serial = serial
         decoder = try VideoDecoder(source: source, track: track)
         queue.restart(atSerial: serial)
@@ -139,7 +134,7 @@ public final class VideoReader: @unchecked Sendable {
     public func keepReading(on demuxer: ItemDemuxer?, serial: Int) {
         if let demuxer { handedDemuxer.withLockAnnotated { $0 = demuxer } }
         pendingSerial.withLockAnnotated { $0 = serial }
-        queue.carryOn(from: self.currentSerialHint.load(ordering: .acquiring), as: serial)
+        queue.carryOn(as: serial)
         packets.consumerSignal.signal()
     }
 

@@ -86,19 +86,6 @@ import MediaPipeline
         }
     }
 
-    /// The median frequency of a mono float recording's loud part, from `skip` samples after
-    /// its first loud one, over `count` samples: the median distance between zero crossings
-    /// is half a cycle (a median, so a click from a loaded machine does not decide it).
-    static func medianFrequency(of samples: [Float], skip: Int, count: Int, sampleRate: Double) -> Double? {
-        guard let first = samples.firstIndex(where: { abs($0) > 0.05 }), first + skip + count <= samples.count else { return nil }
-        let window = samples[(first + skip)..<(first + skip + count)]
-        var crossings: [Int] = []
-        for index in window.indices.dropFirst() where (window[index - 1] < 0) != (window[index] < 0) { crossings.append(index) }
-        let halfPeriods = zip(crossings, crossings.dropFirst()).map { $1 - $0 }.sorted()
-        guard !halfPeriods.isEmpty else { return nil }
-        return sampleRate / (2 * Double(halfPeriods[halfPeriods.count / 2]))
-    }
-
     /// Through ALSA into PulseAudio, recorded from the null sink's monitor outside the
     /// player: a start scheduled at a host time at 2×, without a master clock, sounds the
     /// item's 440 Hz tone at 440 Hz (varispeed would put it at 880).
@@ -107,12 +94,7 @@ import MediaPipeline
         let source = try TestMedia.tone(.wav, seconds: 8, rate: 48_000, channels: 1)
         let recording = TestMedia.folder.appendingPathComponent("pitch-scheduled-\(getpid()).raw")
         defer { try? FileManager.default.removeItem(at: recording) }
-        let recorder = Process()
-        recorder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        recorder.arguments = ["parec", "-d", "chorus_null.monitor", "--raw", "--format=float32le", "--rate=48000",
-                              "--channels=1", "--latency-msec=20", recording.path]
-        try recorder.run()
-        defer { Run.stop(recorder) }
+        let recorder = try MonitorRecording(file: recording)
         let item = AVPlayerItem(url: source)
         let player = AVPlayer(playerItem: item, output: .alsa(device: "default"))
         defer { player.close() }
@@ -121,11 +103,11 @@ import MediaPipeline
         player.setRate(2, time: .zero, atHostTime: (HostTime.now() + .milliseconds(500)).cmTime)
         #expect(waitUntil(20) { player.currentTime().seconds > 3.5 })
         player.pause()
-        Run.stop(recorder)
-        let data = try Data(contentsOf: recording)
-        let samples = data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        let samples = try recorder.stop()
         // Half a second past the first sound, clear of the stage's fade-in; half a second long.
-        let frequency = try #require(Self.medianFrequency(of: samples, skip: 24_000, count: 24_000, sampleRate: 48_000))
+        let first = try #require(MonitorRecording.firstLoud(in: samples))
+        try #require(first + 48_000 <= samples.count)
+        let frequency = try #require(MonitorRecording.medianFrequency(of: samples[(first + 24_000)..<(first + 48_000)], sampleRate: 48_000))
         #expect(abs(frequency - 440) < 10, "heard at \(frequency) Hz")
     }
 

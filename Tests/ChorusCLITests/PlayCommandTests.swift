@@ -83,35 +83,22 @@ import ChorusTestSupport
         // Record the null sink's monitor while playing a 660 Hz tone through ALSA's default
         // device; the recording must carry that tone.
         let source = try TestMedia.tone(.wav, seconds: 1.5, rate: 48_000, channels: 1)
-        let recording = TestMedia.folder.appendingPathComponent("cli-recorded.raw")
-        let recorder = Process()
-        recorder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        recorder.arguments = ["parec", "-d", "chorus_null.monitor", "--raw", "--format=float32le", "--rate=48000",
-                              "--channels=1", "--latency-msec=20", recording.path]
-        try recorder.run()
-        defer { Run.stop(recorder) }
+        let recorder = try MonitorRecording(file: TestMedia.folder.appendingPathComponent("cli-recorded.raw"))
         usleep(300_000)
         let result = try chorus(["play", "--output", "alsa:default", "--quiet", source.path])
         usleep(300_000)
-        Run.stop(recorder)
+        let samples = try recorder.stop()
         #expect(result.status == 0, "\(result.standardError)")
-        let data = try Data(contentsOf: recording)
-        let samples = data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
         let loud = samples.filter { abs($0) > 0.05 }
         // At least a second of the 1.5 s tone arrived (the sink mixes to s16, so not bit-exact).
         #expect(loud.count > 30_000)
-        // Its pitch: the median distance between zero crossings of the loud part is half a
-        // cycle. (A median, so that a gap or a click from a loaded machine's scheduling does
-        // not decide the figure.)
-        guard let first = samples.firstIndex(where: { abs($0) > 0.05 }) else { return }
-        let window = Array(samples[first..<min(samples.count, first + 48_000)])
-        var crossings: [Int] = []
-        for index in 1..<window.count where (window[index - 1] < 0) != (window[index] < 0) {
-            crossings.append(index)
+        // Its pitch over the first second of the loud part.
+        guard let first = MonitorRecording.firstLoud(in: samples) else { return }
+        guard let frequency = MonitorRecording.medianFrequency(of: samples[first..<min(samples.count, first + 48_000)],
+                                                               sampleRate: 48_000) else {
+            Issue.record("no zero crossings")
+            return
         }
-        let halfPeriods = zip(crossings, crossings.dropFirst()).map { $1 - $0 }.sorted()
-        guard !halfPeriods.isEmpty else { Issue.record("no zero crossings"); return }
-        let frequency = 48_000 / (2 * Double(halfPeriods[halfPeriods.count / 2]))
         #expect(abs(frequency - 440) < 10)
     }
 }

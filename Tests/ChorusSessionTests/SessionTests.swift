@@ -189,6 +189,18 @@ import Testing
             await sessions.value
         }
 
+        /// Leader and room each played one run across a join at item frame `boundary` (of
+        /// the first item): begun in the first item, still going a second into the second.
+        func expectOneRun(across boundary: Double, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            for name in ["leader", "room"] {
+                let run = try RenderCaptureLog(path: capture(name)).lastRun
+                let first = try #require(run.first?.position, sourceLocation: sourceLocation)
+                let last = try #require(run.last?.position, sourceLocation: sourceLocation)
+                #expect(first < boundary - 48_000 && last > boundary + 48_000, "\(name): one run from \(first) to \(last)",
+                        sourceLocation: sourceLocation)
+            }
+        }
+
         /// The room's sound against the leader's after `skip` frames: over more than 50
         /// positions, never a millisecond apart.
         func expectInStep(skip: Double, sourceLocation: SourceLocation = #_sourceLocation) throws {
@@ -272,14 +284,7 @@ import Testing
         await pair.stop()
         #expect(await pair.leaderLog.items() == [0, 1])
         _ = await pair.followerLog.all()
-        let boundary = 5.0 * 48_000
-        for name in ["leader", "room"] {
-            // One run across the join: begun in the first item, still going in the second.
-            let run = try RenderCaptureLog(path: pair.capture(name)).lastRun
-            let first = try #require(run.first?.position)
-            let last = try #require(run.last?.position)
-            #expect(first < boundary - 48_000 && last > boundary + 48_000, "\(name): one run from \(first) to \(last)")
-        }
+        try pair.expectOneRun(across: 5.0 * 48_000)
         try pair.expectInStep(skip: 48_000 * 2)
     }
 
@@ -310,14 +315,7 @@ import Testing
         _ = layers
         #expect(await pair.leaderLog.items() == [0, 1])
         _ = await pair.followerLog.all()
-        let boundary = 4.0 * 48_000
-        for name in ["leader", "room"] {
-            // One run across the join: begun in the first item, still going in the second.
-            let run = try RenderCaptureLog(path: pair.capture(name)).lastRun
-            let first = try #require(run.first?.position)
-            let last = try #require(run.last?.position)
-            #expect(first < boundary - 48_000 && last > boundary + 48_000, "\(name): one run from \(first) to \(last)")
-        }
+        try pair.expectOneRun(across: 4.0 * 48_000)
         try pair.expectInStep(skip: 48_000 * 2)
         // The second item's pictures on the room's screen, from early in it.
         let second = shown.filter { $0.item > (shown.first?.item ?? 0) }
