@@ -104,7 +104,8 @@ test: deps
 # look at the pictures' timeline in the 70 ms between an item's end being written and heard
 # (a loaded run under the sanitizer found no monitor tick inside it): times the sanitizer's
 # slowness stretches. So is a scheduled start's lead of one second, which a
-# loaded run under the sanitizer outlasted before the player had its device's timing.
+# loaded run under the sanitizer outlasted before the player had its device's timing (in
+# both tests that schedule one and then change its rate).
 # Skipped because they are single-threaded simulations, so the sanitizer has nothing to see:
 # the clock estimator's, the soft floor's and the recorded joins' (long ones), and the render
 # loop's on a simulated device, plain and through the pitch stage (its render thread runs
@@ -122,7 +123,7 @@ TSAN_TESTS := \
 	--filter MediaPipelineTests --filter AVPlaybackTests --filter ChorusCLITests --filter ChorusSessionTests \
 	--filter VideoDisplayTests --skip windowShowsThePicturesInStep --skip aDisplayWithoutRefreshRateShowsAFrameAtItsDueTime \
 	--skip timelineMovesUntilTheEndIsHeard \
-	--skip aRateSetBeforeAScheduledStartKeepsItsInstant \
+	--skip aRateSetBeforeAScheduledStartKeepsItsInstant --skip aScheduledStartWithoutAMasterClockKeepsThePitchThroughItsSpeeds \
 	--skip RepeatingTimerTests --skip AudioRendererTests --skip FollowModeTests \
 	--skip ALSAOutputTests --skip GroupCommandTests --skip aLeaderAndFollowersOnSkewedClocksPlayInStep \
 	--skip leaderAndFollowerCoresTalkOverRealSockets --skip followerConvergesThroughALossyRelay \
