@@ -123,17 +123,10 @@ public final class AudioRenderer: @unchecked Sendable {
     /// A file's frames of the stage's lead-in still to leave out (a file takes exactly the
     /// content, and its clock is its own frame count).
     private var keeperSkip = 0
-    /// The host time at which the period being rendered takes the stage in at a followed
-    /// timeline's speed change (the change, or the period's start if it came late).
-    private var engagingAtChange: HostTime?
-    /// A followed run placed again after taking the stage in at a speed change places no
-    /// content before this host time: the change plus the stage's delay, the same instant
-    /// in every room whatever its periods.
-    private var startNotBefore: HostTime?
-    /// The period's frames heard before a followed timeline's speed change, written as they
-    /// are over the stage's lead-in silence (`directCount` of them; `bufferFrames` capacity).
-    private let directFrames: UnsafeMutablePointer<Float>
-    private var directCount = 0
+    /// The period being rendered takes the stage in while content plays (a followed
+    /// timeline's speed change, or plain play's rate change): `takeIn` gives the stage its
+    /// delay's worth of content at once, so nothing goes silent and nothing is skipped.
+    private var takingTheStageIn = false
 
     /// A renderer for an opened `output` reading `ring` (whose format must match the output's).
     public init(output: any AudioOutput, ring: AudioRing,
@@ -153,15 +146,12 @@ public final class AudioRenderer: @unchecked Sendable {
         resampler = FractionalResampler(channels: ring.format.channels)
         recent = .allocate(capacity: Self.recentFrames * ring.format.channels)
         recent.initialize(repeating: 0, count: Self.recentFrames * ring.format.channels)
-        directFrames = .allocate(capacity: bufferFrames * ring.format.channels)
-        directFrames.initialize(repeating: 0, count: bufferFrames * ring.format.channels)
         timing = DeviceTimingFilter(sampleRate: ring.format.sampleRate)
     }
 
     deinit {
         buffer.deallocate()
         recent.deallocate()
-        directFrames.deallocate()
     }
 
     /// Frames of content kept for a speed change: every past tap the resampler has.
@@ -318,10 +308,9 @@ public final class AudioRenderer: @unchecked Sendable {
         // first frame: it is placed for then.
         let keeperDelay = pitchKeepingDelay(frames: frames, frameNanoseconds: frameNanoseconds, heard: deviceFirstHeard)
         let host = deviceFirstHeard + keeperDelay
-        directCount = 0
-        let filled = if let change = engagingAtChange {
-            renderTakingTheStageIn(at: change, heard: deviceFirstHeard, host: host, frames: frames, channels: channels,
-                                   frameNanoseconds: frameNanoseconds)
+        let tookIn = takingTheStageIn
+        let filled = if tookIn {
+            renderTakingTheStageIn(heard: deviceFirstHeard, frames: frames, channels: channels)
         } else {
             render(into: buffer, frames: frames, channels: channels, host: host)
         }
@@ -355,16 +344,8 @@ public final class AudioRenderer: @unchecked Sendable {
         // the frames that would be heard, so a stall or the end adds nothing to it.
         var first = 0
         var count = output.isRealtime ? frames : filled
-        if keeperEngaged, let keeper {
-            if directCount > 0 {
-                // Taken in at a followed speed change: the stage's stream starts at the change,
-                // whose frame comes out its delay later, and the frames before it are written
-                // as they are. Every room's stage then starts at the same content, so its
-                // blocks fall on the same content, and so does what it gives.
-                let taken = min(directCount, count)
-                keeper.process(buffer + taken * channels, frames: count - taken, rate: keeperRate)
-                buffer.update(from: directFrames, count: taken * channels)
-            } else if case .follow(_, let timeline) = applied.mode, let split, split.frames > 0, split.frames < count {
+        if keeperEngaged, !tookIn, let keeper {
+            if case .follow(_, let timeline) = applied.mode, let split, split.frames > 0, split.frames < count {
                 // A followed speed change inside the period changes the scale at its frame,
                 // not at the period's edge: every room then shifts the same content by the
                 // same scale, whatever its periods (the stage's output does not depend on
@@ -408,13 +389,11 @@ public final class AudioRenderer: @unchecked Sendable {
 
     /// Decides whether this period goes through the pitch-keeping stage, and returns the
     /// delay that adds (zero for a file, whose output is trimmed of the stage's lead-in
-    /// instead). A run of plain play starts through it when its rate is not 1 and its pitch
-    /// is to be kept, and goes on through it (at scale 1 if the rate comes back to 1) until
-    /// the next start: going in or out changes when content is heard by the stage's delay,
-    /// and plain play simply carries on that much later. A followed run is placed on its
-    /// timeline either way (`followedKeeperDecision`).
+    /// instead). A run starts through it when its speed is not 1 and its pitch is to be
+    /// kept; a run playing at 1 takes it in when its speed changes (`takeIn`: no gap, nothing
+    /// skipped). Once in, it stays in (at scale 1 back at speed 1) until the next start.
     private func pitchKeepingDelay(frames: Int, frameNanoseconds: Double, heard: HostTime) -> Duration {
-        engagingAtChange = nil
+        takingTheStageIn = false
         let wanted = applied.needsPitchKeeping
         if case .follow(_, let timeline) = applied.mode {
             followedKeeperDecision(timeline: timeline, wanted: wanted && output.isRealtime, frames: frames,
@@ -438,24 +417,22 @@ public final class AudioRenderer: @unchecked Sendable {
         } else if keeperEngaged {
             if applied.pitch == .varispeed || keeper?.mode != applied.pitch {
                 keeperEngaged = false
-                if wanted { engageKeeper(rate: rate) }
+                if wanted { engageKeeper(rate: rate, whilePlaying: status.phase == .playing) }
             } else {
                 noteKeeperIdle(frames: frames)
             }
         } else if wanted, status.phase == .playing || status.phase == .stalled || status.phase == .starting {
-            engageKeeper(rate: rate)
+            engageKeeper(rate: rate, whilePlaying: status.phase == .playing)
         }
     }
 
-    /// A followed run: the timeline's speeds (without the clock's rate) are kept, and the
-    /// stage is taken in where every room takes it in alike. A run placed afresh (a start, a
-    /// restart after a stall or a resync) goes through it from its first content when its
-    /// speed is not 1. A run playing at 1 takes it in at its timeline's change to another
-    /// speed: what is heard before the change is written as it is, and content is placed
-    /// again from the change plus the stage's delay, so every room is silent over the same
-    /// stretch and hears the same content through the stage after it. Once in, it stays in
-    /// (at scale 1 back at speed 1) until the next start, and the scale changes at the
-    /// change's frame.
+    /// A followed run: the timeline's speeds (without the clock's rate) are kept. A run placed
+    /// afresh (a start, a restart after a stall or a resync) goes through the stage from its
+    /// first content when its speed is not 1. A run playing at 1 takes it in in the period of
+    /// its timeline's change to another speed, with the stage's stream starting at the
+    /// change's frame: every room's stage then starts at the same content, so its grains fall
+    /// on the same content, and so does what it gives, whatever the rooms' periods. Once in,
+    /// the scale changes at each change's frame.
     private func followedKeeperDecision(timeline: RenderTimeline, wanted: Bool, frames: Int,
                                         frameNanoseconds: Double, heard: HostTime) {
         if keeperDecisionPending {
@@ -467,7 +444,6 @@ public final class AudioRenderer: @unchecked Sendable {
                 // Left: content is heard the stage's delay earlier, and the loop places it
                 // again.
                 keeperEngaged = false
-                startNotBefore = nil
             } else {
                 noteKeeperIdle(frames: frames)
             }
@@ -479,8 +455,7 @@ public final class AudioRenderer: @unchecked Sendable {
             case .playing:
                 let periodEnd = heard + .nanoseconds(Int64((Double(frames) * frameNanoseconds).rounded()))
                 if timeline.speed != 1, timeline.host < periodEnd, pendingEnd == nil {
-                    engageKeeper(rate: timeline.speed)
-                    if keeperEngaged { engagingAtChange = max(timeline.host, heard) }
+                    engageKeeper(rate: timeline.speed, whilePlaying: true)
                 }
             case .idle, .ended, .failed:
                 break
@@ -504,34 +479,42 @@ public final class AudioRenderer: @unchecked Sendable {
         }
     }
 
-    /// The period in which a followed run takes the stage in at its timeline's speed change
-    /// (heard at `change`): the period is rendered as it is, and its frames before the
-    /// change are kept to be written over the stage's lead-in silence; then the run is placed
-    /// again for `host` (the period's start plus the stage's delay), with nothing before the
-    /// change plus that delay. Returns the frames filled.
-    private func renderTakingTheStageIn(at change: HostTime, heard: HostTime, host: HostTime, frames: Int, channels: Int,
-                                        frameNanoseconds: Double) -> Int {
-        let direct = render(into: buffer, frames: frames, channels: channels, host: heard)
+    /// The period in which a playing run takes the stage in (`heard` is when its first frame
+    /// is heard). A followed speed change keeps the frames before its frame as they are, and
+    /// the stage's stream starts at that frame; plain play's whole period goes through the
+    /// stage. `PitchKeeper.takeIn` then has the content after the period rendered for the
+    /// stage's delay, each piece for when it would be heard. Returns the frames filled.
+    private func renderTakingTheStageIn(heard: HostTime, frames: Int, channels: Int) -> Int {
+        var direct = 0
+        if case .follow(_, let timeline) = applied.mode {
+            // The frames wholly before the change, as `followContent` splits a period.
+            let untilChange = Double((timeline.host - heard).nanosecondsClamped)
+            direct = min(frames, max(0, Int((untilChange / nominalFrameNanoseconds).rounded(.down))))
+        }
+        let directFilled = direct > 0 ? render(into: buffer, frames: direct, channels: channels, host: heard) : 0
+        let streamHost = heard + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(direct)))
         guard status.phase == .playing, pendingEnd == nil, let keeper else {
             // The run ended, failed or ran dry meanwhile: it is placed afresh (through the
-            // stage) when it starts again; what was rendered is written as it is.
+            // stage) when it starts again; what was rendered is heard as it is.
             keeperEngaged = false
-            return direct
+            guard direct < frames else { return directFilled }
+            let rest = render(into: buffer + direct * channels, frames: frames - direct, channels: channels, host: streamHost)
+            return rest > 0 ? direct + rest : directFilled
         }
-        let before = Double((change - heard).nanosecondsClamped) / frameNanoseconds
-        directCount = min(direct, max(0, Int(before.rounded())))
-        directFrames.update(from: buffer, count: directCount * channels)
+        if direct < frames {
+            _ = render(into: buffer + direct * channels, frames: frames - direct, channels: channels, host: streamHost)
+        }
         rateChangeSplit = nil
-        rateChangedAt = nil
-        status.phase = .starting
-        resampler.reset()
-        startNotBefore = change + .nanoseconds(Int64((Double(keeper.latencyFrames) * frameNanoseconds).rounded()))
-        let placed = render(into: buffer, frames: frames, channels: channels, host: host)
-        return max(placed, directCount)
+        keeper.takeIn(buffer, frames: frames, direct: direct, rate: keeperRate) { destination, offset, count in
+            let host = heard + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(offset)))
+            _ = render(into: destination, frames: count, channels: channels, host: host)
+        }
+        return frames
     }
 
-    /// Sends the run through the stage for `applied.pitch`, started afresh for `rate`.
-    private func engageKeeper(rate: Double) {
+    /// Sends the run through the stage for `applied.pitch`, started afresh for `rate`; a run
+    /// `whilePlaying` takes it in this period without a gap (`renderTakingTheStageIn`).
+    private func engageKeeper(rate: Double, whilePlaying: Bool = false) {
         let mode = applied.pitch
         if keeper?.mode != mode {
             // Made before the control was posted; a contended lock is tried again next period.
@@ -543,6 +526,7 @@ public final class AudioRenderer: @unchecked Sendable {
         keeperEngaged = true
         keeperIdleFrames = 0
         keeperSkip = output.isRealtime ? 0 : keeper.latencyFrames
+        takingTheStageIn = whilePlaying && output.isRealtime && bufferFrames <= keeper.maximumFrames
     }
 
     /// A file's item ended with content still inside the stage: the stage is given silence
@@ -638,7 +622,6 @@ public final class AudioRenderer: @unchecked Sendable {
         }
         guard modeChanged else { return }
         keeperDecisionPending = true
-        startNotBefore = nil
         status.serial = latest.mode.serial
         switch latest.mode {
         case .idle:
@@ -734,9 +717,6 @@ public final class AudioRenderer: @unchecked Sendable {
         let due: Int64
         let scheduled: Bool
         var timeline: RenderTimeline?
-        // Silence before content may be placed at all, and the host time content is placed for.
-        var waitFrames: Int64 = 0
-        var placedHost = host
         switch applied.mode {
         case .play(_, _, .some), .follow:
             // A start kept to a schedule waits (in silence) for the device's settled timing:
@@ -768,16 +748,9 @@ public final class AudioRenderer: @unchecked Sendable {
             due = status.phase == .stalled ? nextFrame : target
             scheduled = false
         case .follow(_, let followed):
-            // Content is due from the later of the period's start and the instant a run
-            // taking the stage in at a speed change may sound again: the frames between are
-            // waited in silence.
-            if let notBefore = startNotBefore, notBefore > host {
-                waitFrames = min(Int64(frames), ring.format.frames(inNanoseconds: (notBefore - host).nanosecondsClamped))
-                placedHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: waitFrames))
-            }
             // Bounded before it becomes an integer: a timeline from outside (a group's State)
             // must not be able to trap the render thread.
-            let dueFrame = followed.due(at: placedHost, sampleRate: ring.format.sampleRate)
+            let dueFrame = followed.due(at: host, sampleRate: ring.format.sampleRate)
             due = dueFrame.isNaN ? 0 : Int64(min(max(dueFrame, -Self.farthestFrame), Self.farthestFrame).rounded())
             scheduled = true
             timeline = followed
@@ -808,11 +781,10 @@ public final class AudioRenderer: @unchecked Sendable {
         status.item = head.header.item
         // Frames of silence heard before `first` is due (0 for an unscheduled start): the
         // item frames still to wait, at the rate they pass.
-        let startRate = timeline.map { Self.boundedRate($0.rate(at: placedHost)) } ?? Self.boundedRate(applied.rate)
+        let startRate = timeline.map { Self.boundedRate($0.rate(at: host)) } ?? Self.boundedRate(applied.rate)
         let lead: Int64 = !scheduled && status.phase == .starting ? 0
-            : waitFrames + Int64((Double(max(0, first - due)) / startRate).rounded())
+            : Int64((Double(max(0, first - due)) / startRate).rounded())
         if lead >= Int64(frames) { return 0 }
-        startNotBefore = nil
         let leadFrames = Int(lead)
         out.update(repeating: 0, count: leadFrames * channels)
         status.phase = .playing
@@ -979,25 +951,31 @@ public final class AudioRenderer: @unchecked Sendable {
         // differs from after): the frames before the change are read at the old rate.
         let periodNanoseconds = Double(ring.format.nanoseconds(ofFrames: Int64(frames - from)))
         let untilChange = Double((timeline.host - host).nanosecondsClamped)
-        var playbackRate = timeline.rate(at: host)
+        let playbackRate = timeline.rate(at: host)
         if timeline.rateBefore != timeline.rate, untilChange > 0, untilChange < periodNanoseconds {
-            // The change falls on the frame nearest it. Within half a frame of the period's
-            // start or end, the whole period is read at the rate in force from or until
-            // then: a frame forced to the other rate would move the item by as much as a
-            // frame times the change of rate (31 µs from 2 to 0.5), for the loop to pull in.
-            let before = Int((untilChange / nominalFrameNanoseconds).rounded())
-            guard before > 0 else {
-                return resampledContent(into: out, from: from, frames: frames, channels: channels, host: host,
-                                        ratio: Self.boundedRate(timeline.rate * gear), anchorRate: timeline.rate)
-            }
-            if before < frames - from {
+            // The frames before the change are read at the old rate, the frame it falls in at
+            // both rates in proportion, and the rest at the new rate: from the next frame on
+            // the item is exactly where the timeline puts it, so the loop has nothing to pull
+            // in (a frame read wholly at either rate moved it by up to a frame times the
+            // change of rate, 31 µs from 2 to 0.5, in a direction set by where each room's
+            // periods fell, and rooms keeping the pitch then gave their stages content a
+            // frame apart for the following second).
+            let exact = untilChange / nominalFrameNanoseconds
+            let before = min(Int(exact.rounded(.down)), frames - from - 1)
+            let inFrame = min(max(exact - Double(before), 0), 1)
+            let blended = Self.boundedRate((timeline.rateBefore * inFrame + timeline.rate * (1 - inFrame)) * gear)
+            var anchor = (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate)
+            if before > 0 {
                 let filled = resampledContent(into: out, from: from, frames: from + before, channels: channels, host: host,
                                               ratio: Self.boundedRate(timeline.rateBefore * gear), anchorRate: timeline.rateBefore)
                 guard status.phase == .playing else { return filled }
-                let anchor = (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate)
-                let changeHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(before)))
-                let rest = resampledContent(into: out, from: from + before, frames: frames, channels: channels, host: changeHost,
-                                            ratio: Self.boundedRate(timeline.rate * gear), anchorRate: timeline.rate)
+                anchor = (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate)
+            }
+            let changeHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(before)))
+            let rest = resampledContent(into: out, from: from + before, frames: frames, channels: channels, host: changeHost,
+                                        ratio: Self.boundedRate(timeline.rate * gear), anchorRate: timeline.rate,
+                                        firstFrameRatio: blended)
+            if before > 0 {
                 rateChangeSplit = (from + before, status.anchorPosition, status.anchorRate)
                 // The period's report is anchored at its first frame; the next one says the
                 // new rate took effect at the change.
@@ -1005,9 +983,8 @@ public final class AudioRenderer: @unchecked Sendable {
                     (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate) = anchor
                     rateChangedAt = changeHost
                 }
-                return rest
             }
-            playbackRate = timeline.rateBefore
+            return rest
         }
         return resampledContent(into: out, from: from, frames: frames, channels: channels, host: host,
                                 ratio: Self.boundedRate(playbackRate * gear), anchorRate: playbackRate)
@@ -1041,14 +1018,21 @@ public final class AudioRenderer: @unchecked Sendable {
     /// Reads content through the resampler into `out[from..<frames]`, `ratio` item frames
     /// per frame written, with `host` when `out[from]` is heard; `anchorRate` is what the
     /// report gives as the item's rate against the host. Handles the stream's end and the
-    /// ring running dry. Returns the frames filled.
+    /// ring running dry. `firstFrameRatio`, if given, is the first frame's alone (a rate
+    /// change inside it). Returns the frames filled.
     private func resampledContent(into out: UnsafeMutablePointer<Float>, from: Int, frames: Int, channels: Int,
-                                  host: HostTime, ratio: Double, anchorRate: Double) -> Int {
+                                  host: HostTime, ratio: Double, anchorRate: Double, firstFrameRatio: Double? = nil) -> Int {
         let volume = applied.volume
         let count = frames - from
         let destination = out + from * channels
         pullMisses = 0
-        let first = resampler.render(into: destination, count: count, ratio: ratio) { pullFrame(into: $0) }
+        let first: Double
+        if let firstFrameRatio, count > 0 {
+            first = resampler.render(into: destination, count: 1, ratio: firstFrameRatio) { pullFrame(into: $0) }
+            resampler.render(into: destination + channels, count: count - 1, ratio: ratio) { pullFrame(into: $0) }
+        } else {
+            first = resampler.render(into: destination, count: count, ratio: ratio) { pullFrame(into: $0) }
+        }
         if volume != 1 {
             for index in 0..<(count * channels) { destination[index] *= volume }
         }

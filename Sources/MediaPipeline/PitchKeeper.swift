@@ -33,6 +33,8 @@ public final class PitchKeeper: @unchecked Sendable {
     /// The constant delay from a frame given to the same frame coming out.
     public let latencyFrames: Int
     private let engine: Engine
+    /// Room for a period and the delay's frames after it, for `takeIn`.
+    private let workspace: UnsafeMutablePointer<Float>
 
     /// A stage for `channels` of audio at `sampleRate`, taking up to `maximumFrames` a call.
     /// `mode` picks the engine; `.varispeed` is taken as `.timeDomain` (it needs no stage).
@@ -53,6 +55,13 @@ public final class PitchKeeper: @unchecked Sendable {
             self.maximumFrames = shifter.maximumFrames
             latencyFrames = shifter.latencyFrames
         }
+        let capacity = (maximumFrames + latencyFrames) * channels
+        workspace = .allocate(capacity: capacity)
+        workspace.initialize(repeating: 0, count: capacity)
+    }
+
+    deinit {
+        workspace.deallocate()
     }
 
     /// Times `process` found its queue short and gave silence (never, when `latencyFrames`
@@ -77,6 +86,44 @@ public final class PitchKeeper: @unchecked Sendable {
         case .overlapAdd(let shifter): shifter.reset(scale: Self.scale(forRate: rate))
         case .rubberBand(let stage): stage.reset(rate: rate)
         }
+    }
+
+    /// Takes the stage in partway through a stream with no gap and nothing skipped: the stage
+    /// is started afresh (`reset`) and given, at once, its delay's worth of the content after
+    /// the period, so that what it gives for the period is already the content.
+    ///
+    /// `buffer` holds the period as rendered (`frames` frames, at most `maximumFrames`). Its
+    /// first `direct` frames stay as they are; the stage's stream starts with the rest.
+    /// `more(destination, offset, count)` must render the content that follows, `count`
+    /// frames starting `offset` frames after the period's first (pieces of at most
+    /// `maximumFrames`, `latencyFrames` in all), as it would be heard had the stage not
+    /// delayed it. On return `buffer` holds the period as it is to be heard: the direct
+    /// frames, then the stage's output, which is the same content pitch-shifted for `rate`.
+    /// The stage then stands as if it had been in all along, and later periods go through
+    /// `process` placed its delay ahead.
+    public func takeIn(_ buffer: UnsafeMutablePointer<Float>, frames: Int, direct: Int, rate: Double,
+                       more: (_ destination: UnsafeMutablePointer<Float>, _ offset: Int, _ count: Int) -> Void) {
+        let frames = min(max(frames, 0), maximumFrames)
+        let direct = min(max(direct, 0), frames)
+        workspace.update(from: buffer, count: frames * channels)
+        var rendered = frames
+        while rendered < frames + latencyFrames {
+            let count = min(maximumFrames, frames + latencyFrames - rendered)
+            more(workspace + rendered * channels, rendered, count)
+            rendered += count
+        }
+        // The stage's stream: the period after its direct frames, then the content after the
+        // period. Its first `latencyFrames` out are the lead-in, and what follows them is the
+        // period's content.
+        reset(rate: rate)
+        var given = direct
+        while given < rendered {
+            let count = min(maximumFrames, rendered - given)
+            process(workspace + given * channels, frames: count, rate: rate)
+            given += count
+        }
+        (buffer + direct * channels).update(from: workspace + (direct + latencyFrames) * channels,
+                                           count: (frames - direct) * channels)
     }
 
     /// Replaces `buffer`'s first `frames` interleaved frames (at most `maximumFrames`) with
