@@ -18,6 +18,7 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: "Record every rendered period's presentation time to this file (for measurements).")
     var capture: String?
 
+    @OptionGroup var pitch: PitchOption
 
     /// The output, parsed.
     func outputSpec() throws -> OutputSpec {
@@ -51,6 +52,6 @@ struct NodeOptions: ParsableArguments {
     /// Everything a session of this node needs from these options.
     func configuration() throws -> NodeConfiguration {
         NodeConfiguration(group: group, authenticator: try authenticator(), output: try outputSpec(),
-                          capturePath: capture, clock: nodeClock())
+                          capturePath: capture, clock: nodeClock(), pitchAlgorithm: pitch.pitch.algorithm)
     }
 }

@@ -30,6 +30,8 @@ struct Play: ParsableCommand {
     @Option(name: .long, help: "Speed, from 1/32 to 8 (the pitch is kept from 1/4 to 4).")
     var rate: Float = 1
 
+    @OptionGroup var pitch: PitchOption
+
     @Flag(name: .long, help: "No status line and no keys.")
     var quiet = false
 
@@ -64,7 +66,8 @@ struct Play: ParsableCommand {
         player.volume = volume
         selection.apply(to: player)
         let session = PlaylistSession(player: player, urls: urls.map(makeURL),
-                                      start: start.map { CMTime(seconds: $0, preferredTimescale: 1_000_000) })
+                                      start: start.map { CMTime(seconds: $0, preferredTimescale: 1_000_000) },
+                                      pitchAlgorithm: pitch.pitch.algorithm)
         let screen = Screen(session: session, options: videoOptions, defaultMode: .auto, title: "Chorus")
         try screen.start()
         let shell = SessionShell(session: session, interactive: !quiet && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0, screen: screen)

@@ -31,6 +31,8 @@ public final class FollowerSession: @unchecked Sendable {
     public var events: AsyncStream<SessionEvent> { channel.stream }
 
     let clock: NodeClock
+    /// How the items this room plays sound at speeds other than 1.
+    private let pitchAlgorithm: AVAudioTimePitchAlgorithm
     let leaderClock: LeaderClock
     private let channel = EventChannel()
     private let socket: UDPSocket
@@ -72,6 +74,7 @@ public final class FollowerSession: @unchecked Sendable {
     public init(configuration: NodeConfiguration, leader: UDPEndpoint, name: String, latencyOffset: Duration = .zero,
                 volume: Float = 1, statisticsInterval: Duration? = nil, clockLogPath: String? = nil) throws(SessionError) {
         clock = configuration.clock
+        pitchAlgorithm = configuration.pitchAlgorithm
         do {
             clockLog = try clockLogPath.map { try ClockLog(path: $0) }
         } catch {
@@ -320,6 +323,7 @@ public final class FollowerSession: @unchecked Sendable {
             return .joiningOn
         }
         let item = AVPlayerItem(url: url)
+        item.audioTimePitchAlgorithm = pitchAlgorithm
         // Chosen before it opens, so it opens with the group's sound.
         item.chooseStreams(audio: state.audioStream.map(Int.init), subtitles: state.subtitleStream.map(Int.init))
         (player as? AVQueuePlayer)?.removeAllItems()
@@ -350,7 +354,9 @@ public final class FollowerSession: @unchecked Sendable {
         if let wanted {
             if waiting.count != 1 || Self.url(of: waiting.first) != wanted {
                 for item in waiting { queue.remove(item) }
-                queue.insert(AVPlayerItem(url: wanted), after: nil)
+                let next = AVPlayerItem(url: wanted)
+                next.audioTimePitchAlgorithm = pitchAlgorithm
+                queue.insert(next, after: nil)
             }
             queue.actionAtItemEnd = .advance
         } else {

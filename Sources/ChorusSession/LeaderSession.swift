@@ -38,7 +38,7 @@ public final class LeaderSession: Sendable {
         node = try LeaderNode(configuration: configuration, listen: listen, httpPort: httpPort,
                               reportMembership: reportMembership) { level, text in channel.message(level, text) }
         playlist = PlaylistSession(player: player, urls: urls, start: nil, positionInterval: positionInterval,
-                                   transport: GroupTransport(node: node), channel: channel)
+                                   pitchAlgorithm: configuration.pitchAlgorithm, transport: GroupTransport(node: node), channel: channel)
     }
 
     /// Carries out `command` for the whole group. Any thread; returns at once.

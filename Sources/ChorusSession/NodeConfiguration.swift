@@ -22,17 +22,21 @@ public struct NodeConfiguration: Sendable {
     public var capturePath: String?
     /// The node's host clock.
     public var clock: NodeClock
+    /// How the items the node plays sound at speeds other than 1 (each item's
+    /// `audioTimePitchAlgorithm`). Each room's own choice: rooms that choose alike sound alike.
+    public var pitchAlgorithm: AVAudioTimePitchAlgorithm
 
     /// The output a node plays on unless told otherwise: the machine's default sound device.
     public static let defaultOutput = OutputSpec.alsa(device: "default")
 
     public init(group: String = "chorus", authenticator: MessageAuthenticator? = nil, output: OutputSpec = NodeConfiguration.defaultOutput,
-                capturePath: String? = nil, clock: NodeClock = NodeClock()) {
+                capturePath: String? = nil, clock: NodeClock = NodeClock(), pitchAlgorithm: AVAudioTimePitchAlgorithm = .timeDomain) {
         self.group = group
         self.authenticator = authenticator
         self.output = output
         self.capturePath = capturePath
         self.clock = clock
+        self.pitchAlgorithm = pitchAlgorithm
     }
 
     /// The capture, when asked for.

@@ -27,6 +27,7 @@ public final class PlaylistSession: Sendable {
     private let urls: [URL]
     private let start: CMTime?
     private let positionInterval: CMTime?
+    private let pitchAlgorithm: AVAudioTimePitchAlgorithm
     private let channel: EventChannel
     /// The periodic time observer's callbacks (position events) arrive here, in order.
     private let callbacks = DispatchQueue(label: "chorus.session")
@@ -65,8 +66,9 @@ public final class PlaylistSession: Sendable {
         /// Wraps a notification observer's token, which is not Sendable, for the lock.
         struct ObserverToken: @unchecked Sendable { let token: any NSObjectProtocol }
 
-        init(url: URL) {
+        init(url: URL, pitchAlgorithm: AVAudioTimePitchAlgorithm) {
             let item = AVPlayerItem(url: url)
+            item.audioTimePitchAlgorithm = pitchAlgorithm
             self.item = item
             let name = url.isFileURL ? url.path : url.absoluteString
             let center = NotificationCenter.default
@@ -127,20 +129,23 @@ public final class PlaylistSession: Sendable {
     }
 
     /// A session that plays `urls` in turn on `player` (from `start` into the first),
-    /// sending a position event every `positionInterval` (nil: none).
+    /// sending a position event every `positionInterval` (nil: none). Every item sounds at
+    /// speeds other than 1 as `pitchAlgorithm` says.
     public convenience init(player: AVPlayer, urls: [URL], start: CMTime? = nil,
-                            positionInterval: CMTime? = PlaylistSession.defaultPositionInterval) {
-        self.init(player: player, urls: urls, start: start, positionInterval: positionInterval, transport: LocalTransport(),
-                  channel: EventChannel())
+                            positionInterval: CMTime? = PlaylistSession.defaultPositionInterval,
+                            pitchAlgorithm: AVAudioTimePitchAlgorithm = .timeDomain) {
+        self.init(player: player, urls: urls, start: start, positionInterval: positionInterval, pitchAlgorithm: pitchAlgorithm,
+                  transport: LocalTransport(), channel: EventChannel())
     }
 
-    init(player: AVPlayer, urls: [URL], start: CMTime?, positionInterval: CMTime?, transport: any PlaybackTransport,
-         channel: EventChannel) {
+    init(player: AVPlayer, urls: [URL], start: CMTime?, positionInterval: CMTime?, pitchAlgorithm: AVAudioTimePitchAlgorithm,
+         transport: any PlaybackTransport, channel: EventChannel) {
         self.player = player
         self.channel = channel
         self.urls = urls
         self.start = start
         self.positionInterval = positionInterval
+        self.pitchAlgorithm = pitchAlgorithm
         self.transport = transport
     }
 
@@ -340,7 +345,7 @@ public final class PlaylistSession: Sendable {
             transport.followed(watch.item, index: index, url: url, on: player)
         } else {
             followed?.close()
-            watch = ItemWatch(url: url)
+            watch = ItemWatch(url: url, pitchAlgorithm: pitchAlgorithm)
             if stopped {
                 watch.close()
                 return true
@@ -355,7 +360,7 @@ public final class PlaylistSession: Sendable {
         if state.withLockAnnotated({ $0.stopRequested }) { return true }
         channel.yield(.item(index: index, count: urls.count, url: url))
         if let queue, index + 1 < urls.count {
-            let next = ItemWatch(url: urls[index + 1])
+            let next = ItemWatch(url: urls[index + 1], pitchAlgorithm: pitchAlgorithm)
             state.withLockAnnotated { $0.queued = (index + 1, next) }
             queue.insert(next.item, after: nil)
             if !(transport is LocalTransport) { offerNext(next.item, url: urls[index + 1], index: index + 1, in: queue) }

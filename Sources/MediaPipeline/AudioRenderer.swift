@@ -127,6 +127,10 @@ public final class AudioRenderer: @unchecked Sendable {
     /// timeline's speed change, or plain play's rate change): `takeIn` gives the stage its
     /// delay's worth of content at once, so nothing goes silent and nothing is skipped.
     private var takingTheStageIn = false
+    /// What the period that took the stage in wrote, for the capture: the frames heard as
+    /// they were and the item position and rate they start at, then those of the stage's
+    /// stream, which runs on for the stage's delay past the period.
+    private var tookInParts: (direct: Int, directPosition: Double, directRate: Double, streamPosition: Double, streamRate: Double)?
 
     /// A renderer for an opened `output` reading `ring` (whose format must match the output's).
     public init(output: any AudioOutput, ring: AudioRing,
@@ -322,7 +326,20 @@ public final class AudioRenderer: @unchecked Sendable {
                 * status.anchorRate
             let smoothing = deviceFirstHeard.nanoseconds &- reported.nanoseconds
             let captured = output.isRealtime ? frames : filled
-            if let split = rateChangeSplit, split.frames < captured {
+            if tookIn, let parts = tookInParts, let keeper {
+                // The frames before the stage's stream are heard as they were written; the
+                // stream from them on, through the content rendered for the stage's delay,
+                // which the next period's row (its delay on) carries on from.
+                if parts.direct > 0 {
+                    capture.record(hostNanoseconds: deviceHost.nanoseconds, smoothedNanoseconds: deviceHost.nanoseconds &+ smoothing,
+                                   position: parts.directPosition, frames: parts.direct,
+                                   sampleRate: ring.format.sampleRate, serial: applied.mode.serial, rate: parts.directRate)
+                }
+                let stream = deviceHost + .nanoseconds(Int64((Double(parts.direct) * frameNanoseconds / hostMappingSlope).rounded()))
+                capture.record(hostNanoseconds: stream.nanoseconds, smoothedNanoseconds: stream.nanoseconds &+ smoothing,
+                               position: parts.streamPosition, frames: frames - parts.direct + keeper.latencyFrames,
+                               sampleRate: ring.format.sampleRate, serial: applied.mode.serial, rate: parts.streamRate)
+            } else if let split = rateChangeSplit, split.frames < captured {
                 // A period that changed speed partway is recorded as its two parts, so a
                 // reader interpolating between rows never reads across two speeds.
                 let second = contentDeviceHost + .nanoseconds(Int64((Double(split.frames) * frameNanoseconds / hostMappingSlope).rounded()))
@@ -492,7 +509,9 @@ public final class AudioRenderer: @unchecked Sendable {
             direct = min(frames, max(0, Int((untilChange / nominalFrameNanoseconds).rounded(.down))))
         }
         let directFilled = direct > 0 ? render(into: buffer, frames: direct, channels: channels, host: heard) : 0
+        let (directPosition, directRate) = (status.anchorPosition, status.anchorRate)
         let streamHost = heard + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(direct)))
+        tookInParts = nil
         guard status.phase == .playing, pendingEnd == nil, let keeper else {
             // The run ended, failed or ran dry meanwhile: it is placed afresh (through the
             // stage) when it starts again; what was rendered is heard as it is.
@@ -504,6 +523,7 @@ public final class AudioRenderer: @unchecked Sendable {
         if direct < frames {
             _ = render(into: buffer + direct * channels, frames: frames - direct, channels: channels, host: streamHost)
         }
+        tookInParts = (direct, directPosition, directRate, status.anchorPosition, status.anchorRate)
         rateChangeSplit = nil
         keeper.takeIn(buffer, frames: frames, direct: direct, rate: keeperRate) { destination, offset, count in
             let host = heard + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(offset)))

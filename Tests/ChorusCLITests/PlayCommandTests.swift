@@ -42,6 +42,30 @@ import ChorusTestSupport
         #expect(try chorus(["play", "--rate", "-1", source.path]).status != 0)
     }
 
+    @Test("--pitch chooses how another speed sounds: the tone keeps its 440 Hz or, varispeed, doubles",
+          arguments: [("time-domain", 440.0), ("spectral", 440.0), ("varispeed", 880.0)])
+    func thePitchOptionChoosesHowASpeedSounds(choice: String, hertz: Double) throws {
+        let source = try TestMedia.tone(.flac, seconds: 1, rate: 48_000, channels: 1)
+        let out = TestMedia.folder.appendingPathComponent("cli-pitch-\(choice).wav")
+        let result = try chorus(["play", "--output", "wav:\(out.path)", "--rate", "2", "--pitch", choice, source.path])
+        #expect(result.status == 0, "\(result.standardError)")
+        let rendered = try PCM(wavFile: out)
+        #expect(rendered.frameCount == 24_000)
+        // Zero crossings over the middle, clear of each end's edges.
+        let middle = rendered.samples[4_000..<20_000]
+        var crossings = 0
+        for index in middle.indices.dropFirst() where (middle[index - 1] < 0) != (middle[index] < 0) { crossings += 1 }
+        let measured = Double(crossings) / 2 / (Double(middle.count) / 48_000)
+        #expect(abs(measured - hertz) < 10, "\(choice): \(measured) Hz")
+    }
+
+    @Test func anUnknownPitchChoiceIsRefused() throws {
+        let source = try TestMedia.tone(.flac, seconds: 1, rate: 48_000, channels: 1)
+        let result = try chorus(["play", "--output", "null", "--pitch", "chipmunk", source.path])
+        #expect(result.status != 0)
+        #expect(result.standardError.contains("time-domain"), "\(result.standardError)")
+    }
+
     @Test func theLogLevelChoosesWhichMessagesAreShown() throws {
         // A failed item is an error: shown at the default level and at `error`, not above.
         let good = try TestMedia.tone(.wav, seconds: 0.2)

@@ -43,6 +43,29 @@ import Testing
         }
     }
 
+    /// Sessions' blocking `run`s, each started at once on a thread of its own; `wait()`
+    /// waits for them all. Started as tasks, they waited for one of the concurrency pool's
+    /// threads, which other tests running synchronously beside this suite can hold for many
+    /// seconds (a group once started 19 s late, and a test waiting 20 s for it to play failed).
+    struct Running: Sendable {
+        let done = DispatchGroup()
+
+        init(_ bodies: [@Sendable () -> Void]) {
+            for body in bodies {
+                done.enter()
+                let done = self.done
+                Thread { body(); done.leave() }.start()
+            }
+        }
+
+        func wait() async {
+            let done = self.done
+            await withCheckedContinuation { continuation in
+                Thread { done.wait(); continuation.resume() }.start()
+            }
+        }
+    }
+
     /// Runs a blocking `body` on a thread of its own and waits for it without holding one of
     /// the concurrency pool's.
     func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
@@ -137,18 +160,13 @@ import Testing
                                 leader: leader.endpoint, name: node.name, statisticsInterval: .milliseconds(500))
         }
         let followerLogs = followers.map { EventLog($0.events) }
-        let sessions = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { _ = await onThread { leader.run() } }
-                for follower in followers { group.addTask { await onThread { follower.run() } } }
-            }
-        }
+        let sessions = Running([{ _ = leader.run() }] + followers.map { follower in { follower.run() } })
         // A follower takes commands that are the leader's as warnings, not as its own.
         followers[0].send(.pause)
         try await Task.sleep(for: .seconds(7))
         for follower in followers { follower.send(.stop) }
         leader.send(.stop)
-        await sessions.value
+        await sessions.wait()
         #expect(await leaderLog.finished() == true)
 
         let reference = try RenderCaptureLog(path: capture("leader"))
@@ -177,7 +195,7 @@ import Testing
         let follower: FollowerSession
         let leaderLog: EventLog
         let followerLog: EventLog
-        let sessions: Task<Void, Never>
+        let sessions: Running
         let name: String
 
         func capture(_ role: String) -> String { TestMedia.folder.appendingPathComponent("\(name)-\(role).cap").path }
@@ -186,7 +204,7 @@ import Testing
         func stop() async {
             follower.send(.stop)
             leader.send(.stop)
-            await sessions.value
+            await sessions.wait()
         }
 
         /// Leader and room each played one run across a join at item frame `boundary` (of
@@ -212,22 +230,19 @@ import Testing
         }
     }
 
-    func startPair(_ name: String, urls: [URL], roomDriftPPM: Double, roomOffset: Duration, roomSkewPPM: Int64) throws -> Pair {
+    func startPair(_ name: String, urls: [URL], roomDriftPPM: Double, roomOffset: Duration, roomSkewPPM: Int64,
+                   roomPitch: AVAudioTimePitchAlgorithm = .timeDomain) throws -> Pair {
         func capture(_ role: String) -> String { TestMedia.folder.appendingPathComponent("\(name)-\(role).cap").path }
         let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
         let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: capture("leader")),
                                        listen: loopback, httpPort: 0, urls: urls, positionInterval: nil)
         let leaderLog = EventLog(leader.events)
         let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: roomDriftPPM), capturePath: capture("room"),
-                                                                            clock: .simulated(offset: roomOffset, skewPPM: roomSkewPPM)),
+                                                                            clock: .simulated(offset: roomOffset, skewPPM: roomSkewPPM),
+                                                                            pitchAlgorithm: roomPitch),
                                            leader: leader.endpoint, name: "room", statisticsInterval: nil)
         let followerLog = EventLog(follower.events)
-        let sessions = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { _ = await onThread { leader.run() } }
-                group.addTask { await onThread { follower.run() } }
-            }
-        }
+        let sessions = Running([{ _ = leader.run() }, { follower.run() }])
         return Pair(leader: leader, follower: follower, leaderLog: leaderLog, followerLog: followerLog, sessions: sessions, name: name)
     }
 
@@ -323,6 +338,26 @@ import Testing
         #expect((second.first?.itemNanoseconds ?? .max) < 500_000_000, "its first picture shown is due at \(second.first?.itemNanoseconds ?? -1) ns")
     }
 
+    /// Each room keeps the pitch its own way (`--pitch`): a room through the spectral engine,
+    /// whose delay is four times the leader's time-domain one, changes speed with the leader
+    /// and stays in step with it.
+    @Test func roomsKeepingThePitchTheirOwnWayChangeSpeedInStep() async throws {
+        let media = try TestMedia.tone(.flac, seconds: 20, rate: 48_000, channels: 2)
+        let pair = try startPair("pitchways", urls: [media], roomDriftPPM: 30, roomOffset: .milliseconds(900), roomSkewPPM: 40,
+                                 roomPitch: .spectral)
+        let (leader, follower) = (pair.leader, pair.follower)
+        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing && follower.player.currentTime().seconds > 2 } },
+                "room \(follower.player.timeControlStatus) at \(follower.player.currentTime().seconds) s; leader \(leader.player.timeControlStatus) at \(leader.player.currentTime().seconds) s")
+
+        #expect(leader.player.currentItem?.audioTimePitchAlgorithm == .timeDomain)
+        #expect(follower.player.currentItem?.audioTimePitchAlgorithm == .spectral)
+        leader.send(.rate(1.5))
+        #expect(await onThread { waitUntil(10) { follower.player.rate == 1.5 } })
+        try await Task.sleep(for: .seconds(3))
+        await pair.stop()
+        try pair.expectInStep(skip: 48_000 * 2)
+    }
+
     /// The leader turns the group round: every room plays backwards from the same sample at
     /// the same instant, in step, and stands at the item's start when it gets there. (A
     /// follower once stood silent at the turn: a re-posted timeline put its ended run back to
@@ -376,12 +411,7 @@ import Testing
                                                                             clock: .simulated(offset: .seconds(3), skewPPM: 120)),
                                            leader: leader.endpoint, name: "screen")
         let layer = AVPlayerLayer(player: follower.player)
-        let sessions = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { _ = await onThread { leader.run() } }
-                group.addTask { await onThread { follower.run() } }
-            }
-        }
+        let sessions = Running([{ _ = leader.run() }, { follower.run() }])
         // Refreshes every 10 ms from the start until 3 s after the first picture (the join
         // takes longer on a loaded machine): each picture shown, with the refresh's instant.
         var shown: [(refresh: HostTime, item: Int64)] = []
@@ -393,7 +423,7 @@ import Testing
         }
         follower.send(.stop)
         leader.send(.stop)
-        await sessions.value
+        await sessions.wait()
         #expect(shown.count > 50, "\(shown.count) pictures shown")
         // Where the leader's sound was at each refresh, from its capture (real host times).
         let periods = try RenderCaptureLog(path: leaderCapture).periods
@@ -417,12 +447,7 @@ import Testing
                                                                             clock: .simulated(offset: .seconds(-2), skewPPM: 80)),
                                            leader: leader.endpoint, name: "screen")
         let layer = AVPlayerLayer(player: follower.player)
-        let sessions = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { _ = await onThread { leader.run() } }
-                group.addTask { await onThread { follower.run() } }
-            }
-        }
+        let sessions = Running([{ _ = leader.run() }, { follower.run() }])
         #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing && follower.player.currentTime().seconds > 3 } })
         leader.send(.rate(-1))
         #expect(await onThread { waitUntil(10) { follower.player.rate == -1 } })
@@ -438,7 +463,7 @@ import Testing
         }
         follower.send(.stop)
         leader.send(.stop)
-        await sessions.value
+        await sessions.wait()
         // The backward run's pictures (a forward one queued before the turn may still come).
         let backwardSerial = all.last?.serial
         let shown = all.filter { $0.serial == backwardSerial }
