@@ -984,23 +984,23 @@ public final class AudioRenderer: @unchecked Sendable {
             let before = min(Int(exact.rounded(.down)), frames - from - 1)
             let inFrame = min(max(exact - Double(before), 0), 1)
             let blended = Self.boundedRate((timeline.rateBefore * inFrame + timeline.rate * (1 - inFrame)) * gear)
-            var anchor = (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate)
+            var anchorBefore: (frame: Int64, position: Double, host: HostTime, rate: Double)?
             if before > 0 {
                 let filled = resampledContent(into: out, from: from, frames: from + before, channels: channels, host: host,
                                               ratio: Self.boundedRate(timeline.rateBefore * gear), anchorRate: timeline.rateBefore)
                 guard status.phase == .playing else { return filled }
-                anchor = (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate)
+                anchorBefore = (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate)
             }
             let changeHost = host + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(before)))
             let rest = resampledContent(into: out, from: from + before, frames: frames, channels: channels, host: changeHost,
                                         ratio: Self.boundedRate(timeline.rate * gear), anchorRate: timeline.rate,
                                         firstFrameRatio: blended)
-            if before > 0 {
+            if let anchorBefore {
                 rateChangeSplit = (from + before, status.anchorPosition, status.anchorRate)
                 // The period's report is anchored at its first frame; the next one says the
                 // new rate took effect at the change.
                 if status.phase == .playing {
-                    (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate) = anchor
+                    (status.anchorFrame, status.anchorPosition, status.anchorHost, status.anchorRate) = anchorBefore
                     rateChangedAt = changeHost
                 }
             }
