@@ -423,6 +423,7 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     }
 
     private func selectionChanged(_ characteristic: AVMediaCharacteristic) {
+        if characteristic == .legible { subtitleCues.ask(for: shownSubtitleStream) }
         observationRegistry.notify(\AVPlayerItem.currentMediaSelection, old: nil as AVMediaSelection?, new: currentMediaSelection)
         NotificationCenter.default.post(name: Self.mediaSelectionDidChangeNotification, object: self)
         player?.mediaSelectionChanged(of: self, characteristic: characteristic)
@@ -445,6 +446,8 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
             }
             return (current.status, current.duration)
         }
+        // The subtitles shown by default (the track the item marks so) are known now.
+        subtitleCues.ask(for: shownSubtitleStream)
         observationRegistry.notify(\AVPlayerItem.duration, old: oldDuration, new: info.duration)
         observationRegistry.notify(\AVPlayerItem.tracks, old: [AVPlayerItemTrack](), new: tracks)
         observationRegistry.notify(\AVPlayerItem.status, old: oldStatus, new: Status.readyToPlay)

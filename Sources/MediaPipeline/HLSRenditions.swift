@@ -125,8 +125,10 @@ enum HLSRenditions {
 }
 
 /// Reads one HLS subtitle rendition (a media playlist of WebVTT segments) from its start,
-/// into an item's `SubtitleCues` under the rendition's stream index, on a thread of its own;
-/// a live rendition is followed as FFmpeg refreshes its playlist, until stopped.
+/// into an item's `SubtitleCues` under the rendition's stream index, on a thread of its own,
+/// once the item asks for it (`SubtitleCues.ask(for:)`): a master playlist may offer a dozen
+/// languages, and only those chosen are fetched. A live rendition is followed as FFmpeg
+/// refreshes its playlist, until stopped.
 ///
 /// Cue times are taken as item times: segmenters write WebVTT whose local time 0 is the
 /// presentation's start (the `X-TIMESTAMP-MAP` that ties it to the first MPEG-TS timestamp,
@@ -137,6 +139,10 @@ final class RenditionSubtitleReader: Sendable {
     static let allowedExtensions = "vtt,webvtt"
     /// How long to wait before reading again when the input has nothing yet, in µs.
     static let retryMicroseconds: UInt32 = 20_000
+    /// How often a rendition not asked for looks again, in µs: a choice starts its reading
+    /// within this (its first lines then come as soon as its playlist and first segment are
+    /// fetched), and a thread that sleeps between looks costs nothing.
+    static let askPollMicroseconds: UInt32 = 50_000
 
     let url: String
     let streamIndex: Int
@@ -165,6 +171,8 @@ final class RenditionSubtitleReader: Sendable {
     private var stopping: Bool { stopRequested.load(ordering: .acquiring) }
 
     private func run() {
+        while !stopping && !cues.isAsked(streamIndex) { usleep(Self.askPollMicroseconds) }
+        if stopping { return }
         let source: MediaSource
         do throws(MediaError) {
             source = try MediaSource(url: url, allowedSegmentExtensions: Self.allowedExtensions)

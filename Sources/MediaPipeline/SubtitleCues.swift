@@ -33,6 +33,11 @@ public final class SubtitleCues: Sendable {
     private let byStream = Mutex<[Int: [SubtitleCue]]>([:])
     /// Why a stream read on its own (an HLS subtitle rendition) gave up, by stream index.
     private let failures = Mutex<[Int: MediaError]>([:])
+    /// The streams asked for (chosen to be shown, now or before). A stream read on its own
+    /// (an HLS subtitle rendition: a playlist and its segments over the network) is read
+    /// only once asked for, and then on to its end, so that a track chosen again shows what
+    /// was read of it.
+    private let asked = Mutex<Set<Int>>([])
 
     public init() {}
 
@@ -70,6 +75,18 @@ public final class SubtitleCues: Sendable {
     /// on its own, an HLS subtitle rendition, can stop apart from its item).
     public func failure(stream: Int) -> MediaError? {
         failures.withLockAnnotated { $0[stream] }
+    }
+
+    /// Asks for `stream`'s cues (nil: none): the owner calls it whenever the track to show
+    /// may have changed.
+    public func ask(for stream: Int?) {
+        guard let stream else { return }
+        asked.withLockAnnotated { _ = $0.insert(stream) }
+    }
+
+    /// Whether `stream` has been asked for.
+    func isAsked(_ stream: Int) -> Bool {
+        asked.withLockAnnotated { $0.contains(stream) }
     }
 
     /// Every cue of `stream` read so far, by start.

@@ -373,8 +373,29 @@ import MediaServer
         #expect(waitUntil(20) { ended.value > 0 })
         #expect(item.subtitleCues.cues(stream: HLSRenditions.firstStreamIndex).isEmpty)
         #expect(item.subtitleCues.failure(stream: HLSRenditions.firstStreamIndex) != nil)
-        // The other rendition was read.
-        #expect(item.subtitleCues.cues(stream: HLSRenditions.firstStreamIndex + 1).map(\.text) == ["Bonjour."])
+        // The other rendition, chosen now, is read and shows.
+        item.select(legible.options[1], in: legible)
+        #expect(waitUntil(10) { item.subtitleCues.cues(stream: HLSRenditions.firstStreamIndex + 1).map(\.text) == ["Bonjour."] })
+    }
+
+    @Test("only the chosen HLS subtitle renditions are fetched: another is read once it is chosen")
+    func onlyChosenRenditionsAreRead() throws {
+        let (master, _) = try TestMedia.hlsWithSubtitles(seconds: 2)
+        let item = AVPlayerItem(url: master)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        #expect(waitUntil(20) { item.status == .readyToPlay })
+        player.play()
+        #expect(waitUntil(20) { ended.value > 0 })
+        // English is the default and was read; French, not chosen, was never fetched. (Read
+        // whatever was chosen, as before, both were: one request stream per language.)
+        let english = HLSRenditions.firstStreamIndex, french = HLSRenditions.firstStreamIndex + 1
+        #expect(item.subtitleCues.cues(stream: english).count == TestMedia.renditionCues["en"]?.count)
+        #expect(item.subtitleCues.cues(stream: french).isEmpty)
+        let legible = try #require(item.asset.mediaSelectionGroup(forMediaCharacteristic: .legible))
+        item.select(legible.options[1], in: legible)
+        #expect(waitUntil(10) { item.subtitleCues.cues(stream: french).map(\.text) == ["Bonjour."] })
     }
 
     @Test("ASS subtitles arrive as plain text, their styling tags removed and their breaks kept")

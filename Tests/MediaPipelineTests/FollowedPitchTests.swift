@@ -26,13 +26,13 @@ import MediaClock
     /// How far apart rooms may hear a burst through the stage. Each engine decides from what
     /// it is given, and rooms give it the same content a fraction of a frame apart (their
     /// resamplers' phases). The time-domain engine takes the nearest of equally good
-    /// continuations, so such rooms choose alike (measured 3 µs apart; taking the best alone,
+    /// continuations, so such rooms choose alike (measured 7 µs apart; taking the best alone,
     /// they chose continuations a period apart, up to 21 ms); Rubber Band's finer engine
-    /// moves bursts by a few ms alike in every room (measured 83 µs apart).
+    /// moves bursts by a few ms alike in every room (measured up to 200 µs apart).
     static let roomSpread = 0.5e-3
     /// How far from its place on the timeline a burst may be heard: the time-domain engine's
-    /// search radius (15 ms; measured 5.2 ms), or the spectral engine's analysis window
-    /// (2,048 frames, 43 ms; measured 3.8 ms).
+    /// search radius (15 ms; measured 4.8 ms), or the spectral engine's analysis window
+    /// (2,048 frames, 43 ms; measured 3.9 ms).
     static func offTimeline(_ pitch: PitchMode) -> Double { pitch == .spectral ? 2_048.0 / Double(sampleRate) : 15e-3 }
 
     /// A room: a device whose periods start `phase` after the first room's, following
