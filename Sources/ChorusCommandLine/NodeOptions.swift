@@ -52,6 +52,6 @@ struct NodeOptions: ParsableArguments {
     /// Everything a session of this node needs from these options.
     func configuration() throws -> NodeConfiguration {
         NodeConfiguration(group: group, authenticator: try authenticator(), output: try outputSpec(),
-                          capturePath: capture, clock: nodeClock(), pitchAlgorithm: pitch.pitch.algorithm)
+                          capturePath: capture, clock: nodeClock(), pitchAlgorithm: pitch.algorithm)
     }
 }

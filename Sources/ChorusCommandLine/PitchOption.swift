@@ -6,6 +6,9 @@ struct PitchOption: ParsableArguments {
     @Option(name: .long, help: "At speeds other than 1: time-domain (keeps the pitch, light, 65 ms of delay; the default), spectral (keeps the pitch, for music, about a fifth of a core, 0.26 s) or varispeed (the pitch follows the speed).")
     var pitch: Choice = .timeDomain
 
+    /// The items' `audioTimePitchAlgorithm`.
+    var algorithm: AVAudioTimePitchAlgorithm { pitch.algorithm }
+
     enum Choice: String, ExpressibleByArgument, CaseIterable {
         case timeDomain = "time-domain"
         case spectral

@@ -67,7 +67,7 @@ struct Play: ParsableCommand {
         selection.apply(to: player)
         let session = PlaylistSession(player: player, urls: urls.map(makeURL),
                                       start: start.map { CMTime(seconds: $0, preferredTimescale: 1_000_000) },
-                                      pitchAlgorithm: pitch.pitch.algorithm)
+                                      pitchAlgorithm: pitch.algorithm)
         let screen = Screen(session: session, options: videoOptions, defaultMode: .auto, title: "Chorus")
         try screen.start()
         let shell = SessionShell(session: session, interactive: !quiet && isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0, screen: screen)

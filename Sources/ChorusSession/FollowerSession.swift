@@ -322,14 +322,20 @@ public final class FollowerSession: @unchecked Sendable {
            Self.url(of: queue.items().dropFirst().first) == url, queue.actionAtItemEnd == .advance {
             return .joiningOn
         }
-        let item = AVPlayerItem(url: url)
-        item.audioTimePitchAlgorithm = pitchAlgorithm
+        let item = makeItem(url)
         // Chosen before it opens, so it opens with the group's sound.
         item.chooseStreams(audio: state.audioStream.map(Int.init), subtitles: state.subtitleStream.map(Int.init))
         (player as? AVQueuePlayer)?.removeAllItems()
         player.replaceCurrentItem(with: item)
         watch(item, url: url)
         return .open
+    }
+
+    /// An item of `url` as this room plays it (its pitch kept as the room chose).
+    private func makeItem(_ url: URL) -> AVPlayerItem {
+        let item = AVPlayerItem(url: url)
+        item.audioTimePitchAlgorithm = pitchAlgorithm
+        return item
     }
 
     /// Says why `item` cannot play (an unreachable leader, a bad output device) instead of
@@ -354,9 +360,7 @@ public final class FollowerSession: @unchecked Sendable {
         if let wanted {
             if waiting.count != 1 || Self.url(of: waiting.first) != wanted {
                 for item in waiting { queue.remove(item) }
-                let next = AVPlayerItem(url: wanted)
-                next.audioTimePitchAlgorithm = pitchAlgorithm
-                queue.insert(next, after: nil)
+                queue.insert(makeItem(wanted), after: nil)
             }
             queue.actionAtItemEnd = .advance
         } else {
