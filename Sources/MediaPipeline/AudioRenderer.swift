@@ -505,8 +505,7 @@ public final class AudioRenderer: @unchecked Sendable {
         var direct = 0
         if case .follow(_, let timeline) = applied.mode {
             // The frames wholly before the change, as `followContent` splits a period.
-            let untilChange = Double((timeline.host - heard).nanosecondsClamped)
-            direct = min(frames, max(0, Int((untilChange / nominalFrameNanoseconds).rounded(.down))))
+            direct = min(frames, max(0, Int(framesUntil(timeline.host, from: heard).rounded(.down))))
         }
         let directFilled = direct > 0 ? render(into: buffer, frames: direct, channels: channels, host: heard) : 0
         let (directPosition, directRate) = (status.anchorPosition, status.anchorRate)
@@ -542,11 +541,12 @@ public final class AudioRenderer: @unchecked Sendable {
             keeper = found
         }
         guard let keeper else { return }
-        keeper.reset(rate: rate)
+        takingTheStageIn = whilePlaying && output.isRealtime && bufferFrames <= keeper.maximumFrames
+        // Taking it in starts it afresh itself (`PitchKeeper.takeIn`).
+        if !takingTheStageIn { keeper.reset(rate: rate) }
         keeperEngaged = true
         keeperIdleFrames = 0
         keeperSkip = output.isRealtime ? 0 : keeper.latencyFrames
-        takingTheStageIn = whilePlaying && output.isRealtime && bufferFrames <= keeper.maximumFrames
     }
 
     /// A file's item ended with content still inside the stage: the stage is given silence
@@ -980,7 +980,7 @@ public final class AudioRenderer: @unchecked Sendable {
             // change of rate, 31 µs from 2 to 0.5, in a direction set by where each room's
             // periods fell, and rooms keeping the pitch then gave their stages content a
             // frame apart for the following second).
-            let exact = untilChange / nominalFrameNanoseconds
+            let exact = framesUntil(timeline.host, from: host)
             let before = min(Int(exact.rounded(.down)), frames - from - 1)
             let inFrame = min(max(exact - Double(before), 0), 1)
             let blended = Self.boundedRate((timeline.rateBefore * inFrame + timeline.rate * (1 - inFrame)) * gear)
@@ -1008,6 +1008,12 @@ public final class AudioRenderer: @unchecked Sendable {
         }
         return resampledContent(into: out, from: from, frames: frames, channels: channels, host: host,
                                 ratio: Self.boundedRate(playbackRate * gear), anchorRate: playbackRate)
+    }
+
+    /// Frames (nominal, fractional) from `host` until `change`: where in a period a followed
+    /// rate change falls.
+    private func framesUntil(_ change: HostTime, from host: HostTime) -> Double {
+        Double((change - host).nanosecondsClamped) / nominalFrameNanoseconds
     }
 
     /// Sets the report's rate; a new one is noted as in force from `since` (when the first
