@@ -115,9 +115,8 @@ extension AVPlayer {
     }
 
     /// The items that should follow the current one without a gap: none unless the current
-    /// item is loaded and has sound. An item whose pictures are shown joins on too: its sound
-    /// at the sample, its pictures from a reader of their own made when it becomes current
-    /// (they come a moment late, while the sound is gapless in every room).
+    /// item is loaded and has sound. An item whose pictures are shown joins on too, sound and
+    /// pictures at the sample (`PlaybackEngine.queueSuccessor`, `VideoItems`).
     func successorsWantedLocked(_ state: inout PlayerState) -> [AVPlayerItem] {
         guard state.actionAtItemEnd == .advance, state.rate >= 0, !state.reversed, state.itemLoaded, state.format != nil, state.silentItemClock == nil,
               let item = state.item, item.status != .failed else { return [] }

@@ -53,6 +53,7 @@ extension AVPlayer {
     /// the sound is heard, standing still otherwise (paused, starting, stalled, ended).
     func publishVideoTimelineLocked(_ state: inout PlayerState, status: RenderStatus, now: HostTime, time: CMTime) {
         guard engine.decodesVideo else { return }
+        let items = videoItemsLocked(&state)
         // A group member: the group's timeline itself, which its sound is held to within
         // microseconds, so its pictures are where the group's are from the first one on
         // (through its start, a join mid-item, and a hard resync of its sound alike).
@@ -72,11 +73,11 @@ extension AVPlayer {
             if anchor.rateBefore == nil && now < anchorHeard {
                 // A start ahead: the picture holds at the anchor until it is heard.
                 published = VideoTimeline(serial: state.serial, anchorHost: anchorHeard, anchorItemNanoseconds: nanoseconds(Double(timeline.frame)),
-                                          rate: timeline.rate, holdsBeforeAnchor: true)
+                                          rate: timeline.rate, holdsBeforeAnchor: true, items: items)
             } else {
                 let heardFrame = timeline.due(at: now - shift, sampleRate: format.sampleRate)
                 published = VideoTimeline(serial: state.serial, anchorHost: now, anchorItemNanoseconds: nanoseconds(heardFrame),
-                                          rate: timeline.rate(at: now - shift))
+                                          rate: timeline.rate(at: now - shift), items: items)
             }
             engine.videoTimeline.publish(published)
             return
@@ -104,13 +105,26 @@ extension AVPlayer {
         if !moving, state.itemLoaded, state.rate != 0, let scheduled = state.scheduledHost {
             let start = state.position.isNumeric ? state.position.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value : 0
             engine.videoTimeline.publish(VideoTimeline(serial: state.serial, anchorHost: scheduled, anchorItemNanoseconds: start,
-                                                       rate: Double(state.rate), holdsBeforeAnchor: true))
+                                                       rate: Double(state.rate), holdsBeforeAnchor: true, items: items))
             return
         }
         // A group member's item opened ahead of its start shows nothing until it starts; a
         // player of its own shows the still of where it stands, as Apple's layers do.
         let shows = state.masterClock == nil || state.positioned
         engine.videoTimeline.publish(VideoTimeline(serial: state.serial, anchorHost: now,
-                                                   anchorItemNanoseconds: itemNanoseconds, rate: rate, showsPictures: shows))
+                                                   anchorItemNanoseconds: itemNanoseconds, rate: rate, showsPictures: shows, items: items))
+    }
+
+    /// The items the pictures' timeline names: the current one, and, once its sound's end is
+    /// known with an item joined on after it, that item and where it starts, so the
+    /// timeline runs through the join (`VideoItems`).
+    private func videoItemsLocked(_ state: inout PlayerState) -> VideoItems {
+        let numbers = engine.itemNumbers
+        guard !state.reversed, let boundary = state.pendingBoundary, let next = numbers.next, !state.successors.isEmpty,
+              let format = state.format, format.sampleRate > 0 else { return VideoItems(current: numbers.current) }
+        let start = CMTime(value: boundary - state.frameBase, timescale: Int32(format.sampleRate))
+            .convertScale(1_000_000_000, method: .roundHalfAwayFromZero)
+        guard start.isNumeric else { return VideoItems(current: numbers.current) }
+        return VideoItems(current: numbers.current, next: next, nextStartNanoseconds: start.value)
     }
 }

@@ -159,23 +159,29 @@ public final class AVPlayerItemVideoOutput: AVPlayerItemOutput, @unchecked Senda
 
     /// Whether a picture other than the one last copied is due by `itemTime`.
     public func hasNewPixelBuffer(forItemTime itemTime: CMTime) -> Bool {
-        guard let queue = item?.player?.engine.videoQueue, itemTime.isNumeric else { return false }
+        guard let engine = item?.player?.engine, let queue = engine.videoQueue, itemTime.isNumeric else { return false }
         let due = itemTime.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
-        if queue.peek(dueNanoseconds: due) != nil { return true }
+        let items = Self.items(of: engine)
+        if queue.peek(dueNanoseconds: due, items: items) != nil { return true }
         let last = pulled.withLockAnnotated { $0.lastNumber }
         guard let shown = queue.displayed?.info else { return false }
-        return shown.number != last && queue.isDue(shown, by: due)
+        return shown.number != last && queue.isDue(shown, by: due, items: items)
     }
+
+    /// The current item's pictures alone: item times asked for are its own, so the pictures
+    /// of an item queued to follow it, due from its own zero, are not due by them.
+    private static func items(of engine: PlaybackEngine) -> VideoItems { VideoItems(current: engine.itemNumbers.current) }
 
     /// A copy of the picture due by `itemTime` (the newest one; older ones are skipped),
     /// with its own item time in `itemTimeForDisplay`; nil when there is none.
     public func copyPixelBuffer(forItemTime itemTime: CMTime, itemTimeForDisplay: UnsafeMutablePointer<CMTime>?) -> CVPixelBuffer? {
-        guard let queue = item?.player?.engine.videoQueue, itemTime.isNumeric else { return nil }
+        guard let engine = item?.player?.engine, let queue = engine.videoQueue, itemTime.isNumeric else { return nil }
         let due = itemTime.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
+        let items = Self.items(of: engine)
         let planes: VideoPlanes?
-        switch queue.next(dueNanoseconds: due, showFirstEarly: false) {
+        switch queue.next(dueNanoseconds: due, showFirstEarly: false, items: items) {
         case .show(let picked): planes = picked
-        case .keep: planes = queue.displayed.flatMap { queue.isDue($0.info, by: due) ? $0 : nil }
+        case .keep: planes = queue.displayed.flatMap { queue.isDue($0.info, by: due, items: items) ? $0 : nil }
         }
         guard let planes, let copy = PictureCopy(planes, layout: layout) else { return nil }
         pulled.withLockAnnotated { $0.lastNumber = planes.info.number }
@@ -208,7 +214,8 @@ public final class AVPlayerItemVideoOutput: AVPlayerItemOutput, @unchecked Senda
                 guard let self, let player = self.item?.player else { return }
                 let now = player.currentTime()
                 let nowNanoseconds = now.isNumeric ? now.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value : 0
-                if let next = player.engine.videoQueue?.queuedItemNanoseconds.first, next <= nowNanoseconds + limit {
+                if let next = player.engine.videoQueue?.queuedItemNanoseconds(item: player.engine.itemNumbers.current).first,
+                   next <= nowNanoseconds + limit {
                     target.async { delegate.outputMediaDataWillChange(self) }
                     return
                 }

@@ -135,7 +135,7 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         guard let timeline, timeline.showsPictures else { return nil }
         let lead = Duration.nanoseconds(Int64(Double(refreshInterval.nanosecondsClamped) * Self.refreshLeadFraction))
         let due = timeline.itemNanoseconds(at: engine.playerHostTime(ofReal: refreshAt) + lead)
-        switch queue.next(dueNanoseconds: due, showFirstEarly: timeline.rate == 0, timelineSerial: timeline.serial) {
+        switch queue.next(dueNanoseconds: due, showFirstEarly: timeline.rate == 0, timelineSerial: timeline.serial, items: timeline.items) {
         case .keep: return nil
         case .show(let planes):
             refresh.pending = (planes.info, timeline)
@@ -154,7 +154,7 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         let timeline = engine.videoTimeline.tryRead() ?? refresh.timeline
         refresh.timeline = timeline
         guard let timeline, timeline.showsPictures, timeline.rate != 0,
-              let item = queue.nextQueuedItemNanoseconds(timelineSerial: timeline.serial),
+              let item = queue.nextQueuedItemNanoseconds(timelineSerial: timeline.serial, items: timeline.items),
               let due = timeline.hostTime(atItemNanoseconds: item) else { return nil }
         // The timeline is in the player's host time; the display's clock is the real one (they
         // differ only where a node simulates another machine's clock). The mapping is nearly a
@@ -181,7 +181,7 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         if let (info, timeline) = refresh.pending, info.number == number {
             refresh.pending = nil
             if let engine = refresh.player?.engine {
-                if let due = timeline.hostTime(atItemNanoseconds: info.itemNanoseconds) {
+                if let onTimeline = timeline.items.timelineNanoseconds(of: info), let due = timeline.hostTime(atItemNanoseconds: onTimeline) {
                     let error = (engine.playerHostTime(ofReal: presentedAt) - due).nanosecondsClamped
                     lastPresentationError.store(error, ordering: .relaxed)
                 }

@@ -267,6 +267,9 @@ public final class AudioReader: @unchecked Sendable {
     /// Whether this reader, a successor, has been started by the one before it.
     public var hasBegun: Bool { beginning.withLockAnnotated { $0 != nil } }
 
+    /// The serial this reader, a successor, carries the ring on under, once it has begun.
+    public var begunSerial: Int? { beginning.withLockAnnotated { $0?.serial } }
+
     /// The reader before this one reached its end: go on from there, under `serial`, with
     /// item frames offset by `offset`.
     private func begin(serial: Int, offset: Int64) {

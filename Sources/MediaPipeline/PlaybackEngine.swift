@@ -46,6 +46,8 @@ public final class PlaybackEngine: Sendable {
         /// The items to be heard after the current one without a gap, in order: each one's
         /// reader is attached to the one before it and waits for its end.
         var successors: [Successor] = []
+        /// Why a successor shows no pictures, by its number, until it becomes current.
+        var successorVideoErrors: [Int: MediaError] = [:]
         /// Set by `shutdown`: an output opened after it is closed at once.
         var isShutDown = false
         /// Whether the output is the fallback `prepare` was given, `spec`'s having failed.
@@ -54,10 +56,12 @@ public final class PlaybackEngine: Sendable {
     private let parts = Mutex(Parts())
 
     /// A queued item's sound: its demuxer (reading ahead already) and its reader, waiting
-    /// for the item before it to end.
+    /// for the item before it to end; and, while pictures are shown, its pictures' reader,
+    /// waiting for the pictures before them.
     struct Successor {
         let demuxer: ItemDemuxer
         let reader: AudioReader
+        var pictures: VideoReader?
         /// The engine's number for the item (carried by its blocks).
         let number: Int
         /// The caller's name for it.
@@ -287,6 +291,7 @@ public final class PlaybackEngine: Sendable {
                 parts.readerError = nil
                 parts.reverseReader = nil
                 parts.successors = []
+                parts.successorVideoErrors = [:]
                 parts.videoSharesDemuxer = false
             }
             return (parts.demuxer, parts.reader, parts.reverseReader, parts.successors)
@@ -311,16 +316,25 @@ public final class PlaybackEngine: Sendable {
         loadVideo(url: reader.source.url, serial: serial, startFrame: startFrame, sampleRate: rate, item: item, onEvent: onVideoEvent)
     }
 
-    /// Stops the current item's pictures, keeping its sound.
+    /// Stops the current item's pictures, and those of the items queued to follow it,
+    /// keeping their sound.
     public func unloadVideo() {
-        let (old, demuxer, backwards): (VideoReader?, ItemDemuxer?, ReverseVideoReader?) = parts.withLockAnnotated { parts in
-            defer { parts.videoReader = nil; parts.reverseVideoReader = nil }
-            return (parts.videoReader, parts.demuxer, parts.reverseVideoReader)
+        let (old, demuxer, backwards, following): (VideoReader?, ItemDemuxer?, ReverseVideoReader?, [Successor]) = parts.withLockAnnotated { parts in
+            defer {
+                parts.videoReader = nil
+                parts.reverseVideoReader = nil
+                for index in parts.successors.indices { parts.successors[index].pictures = nil }
+            }
+            return (parts.videoReader, parts.demuxer, parts.reverseVideoReader, parts.successors)
         }
         backwards?.stop()
         old?.stop()
-        // The item's demuxer reads on for the sound alone.
+        // The demuxers read on for the sound alone.
         demuxer?.stopReadingPictures()
+        for successor in following where successor.pictures != nil {
+            successor.pictures?.stop()
+            successor.demuxer.stopReadingPictures()
+        }
     }
 
     /// The player's host time of a real CLOCK_MONOTONIC instant (they differ only where the
@@ -362,7 +376,7 @@ public final class PlaybackEngine: Sendable {
     public func unload() {
         let (demuxer, old, oldVideo, successors, reverse, reverseVideo): (ItemDemuxer?, AudioReader?, VideoReader?, [Successor], ReverseAudioReader?, ReverseVideoReader?) = parts.withLockAnnotated { parts in
             defer {
-                parts.demuxer = nil; parts.reader = nil; parts.videoReader = nil; parts.videoError = nil; parts.successors = []
+                parts.demuxer = nil; parts.reader = nil; parts.videoReader = nil; parts.videoError = nil; parts.successors = []; parts.successorVideoErrors = [:]
                 parts.reverseReader = nil; parts.reverseVideoReader = nil; parts.readerEvents = nil
             }
             return (parts.demuxer, parts.reader, parts.videoReader, parts.successors, parts.reverseReader, parts.reverseVideoReader)
@@ -447,8 +461,10 @@ public final class PlaybackEngine: Sendable {
     /// Opens `source` to be heard right after the last item queued (the current one, or the
     /// last successor), with no gap: its demuxer starts reading ahead at once, and its reader
     /// starts at the end of the one before it, carrying the ring on under the same serial
-    /// (`AudioReaderEvent.continued`). Blocks while the decoder opens. False when it came
-    /// too late: the item before it had already ended the stream.
+    /// (`AudioReaderEvent.continued`). While pictures are decoded, its pictures' reader
+    /// likewise queues them after the pictures of the item before (`picturesTurn`). Blocks
+    /// while the decoders open. False when it came too late: the item before it had already
+    /// ended the stream.
     ///
     /// `token` names the item for `successorTokens`; `forwardBuffer` is as for `load`.
     public func queueSuccessor(source: MediaSource, token: Int, forwardBuffer: Duration = .zero, subtitles: SubtitleCues? = nil,
@@ -460,18 +476,70 @@ public final class PlaybackEngine: Sendable {
             parts.itemCount += 1
             return parts.itemCount
         }
-        let demuxer = ItemDemuxer(source: source, sound: true, pictures: false, forwardBuffer: forwardBuffer, subtitles: subtitles)
+        let wantsPictures = videoWanted.load(ordering: .acquiring) && source.info.preferredVideoTrack != nil && videoQueue != nil
+        let demuxer = ItemDemuxer(source: source, sound: true, pictures: wantsPictures, forwardBuffer: forwardBuffer, subtitles: subtitles)
         let reader = try AudioReader(successorOf: demuxer, ring: ring, item: number, onEvent: onEvent)
-        let successor = Successor(demuxer: demuxer, reader: reader, number: number, token: token, events: onEvent)
+        var successor = Successor(demuxer: demuxer, reader: reader, number: number, token: token, events: onEvent)
+        if wantsPictures, let queue = videoQueue {
+            successor.pictures = makeSuccessorPictures(demuxer: demuxer, queue: queue, number: number)
+        }
         let attached = parts.withLockAnnotated { parts -> Bool in
             guard let before = parts.successors.last?.reader ?? parts.reader, before.attach(successor: reader) else { return false }
             parts.successors.append(successor)
             return true
         }
-        guard attached else { return false }
+        guard attached else {
+            successor.pictures?.stop()
+            return false
+        }
         demuxer.start()
         reader.start()
+        successor.pictures?.start()
         return true
+    }
+
+    /// The pictures' reader of successor `number`, fed by its `demuxer`; nil (the pictures
+    /// then come when it becomes current) when its decoder cannot be opened.
+    private func makeSuccessorPictures(demuxer: ItemDemuxer, queue: VideoFrameQueue, number: Int) -> VideoReader? {
+        let handler = onVideoEvent
+        do throws(MediaError) {
+            return try VideoReader(successorOf: demuxer, queue: queue, item: number,
+                                   turn: { [weak self] in self?.picturesTurn(ofItem: number) }) { [weak self] event in
+                if case .failed(_, let error) = event { self?.noteVideoFailure(error, ofItem: number) }
+                handler?(event)
+            }
+        } catch {
+            demuxer.stopReadingPictures()
+            noteVideoFailure(error, ofItem: number)
+            handler?(.failed(serial: 0, error: error))
+            return nil
+        }
+    }
+
+    /// Keeps why item `number`'s pictures failed: at once for the current item, at its
+    /// promotion for a successor.
+    private func noteVideoFailure(_ error: MediaError, ofItem number: Int) {
+        parts.withLockAnnotated { parts in
+            if parts.currentNumber == number { parts.videoError = error } else { parts.successorVideoErrors[number] = error }
+        }
+    }
+
+    /// The serial under which successor `number`'s pictures may be queued, or nil while they
+    /// must wait: its sound must have begun (the serial is the run's its sound carries on),
+    /// and the pictures of the item before it must all be queued. An item before it whose
+    /// pictures no reader queues (none shown when it was loaded, or its track failed) but
+    /// which has them holds them back until this item is current. Once current, its turn
+    /// has come: what the item before still queues is left over and dropped by the queue.
+    private func picturesTurn(ofItem number: Int) -> Int? {
+        parts.withLockAnnotated { parts -> Int? in
+            if parts.currentNumber == number { return parts.reader?.begunSerial }
+            guard let index = parts.successors.firstIndex(where: { $0.number == number }),
+                  let serial = parts.successors[index].reader.begunSerial else { return nil }
+            let before = index == 0 ? parts.videoReader : parts.successors[index - 1].pictures
+            if let before { return before.hasFinished ? serial : nil }
+            let beforeSource = index == 0 ? parts.reader?.source : parts.successors[index - 1].demuxer.source
+            return beforeSource?.info.preferredVideoTrack == nil ? serial : nil
+        }
     }
 
     /// Whether another item is being opened to follow the last one queued (the current one,
@@ -479,6 +547,12 @@ public final class PlaybackEngine: Sendable {
     /// end the stream (see `AudioReader.expectSuccessor`). Withdraw it when none will come.
     public func expectSuccessor(_ expected: Bool) {
         parts.withLockAnnotated { $0.successors.last?.reader ?? $0.reader }?.expectSuccessor(expected)
+    }
+
+    /// The engine's numbers (`VideoFrameInfo.item`) of the item being heard and of the first
+    /// one queued to follow it, for a timeline of the pictures (`VideoItems`).
+    public var itemNumbers: (current: Int, next: Int?) {
+        parts.withLockAnnotated { ($0.currentNumber, $0.successors.first?.number) }
     }
 
     /// The tokens of the items queued to follow the current one, in order.
@@ -510,7 +584,7 @@ public final class PlaybackEngine: Sendable {
     /// before it is stopped in the background. Returns its token, or nil when there is none.
     @discardableResult
     public func promoteSuccessor() -> Int? {
-        let promoted = parts.withLockAnnotated { parts -> (Successor, ItemDemuxer?, AudioReader?, VideoReader?, ReverseAudioReader?)? in
+        let promoted = parts.withLockAnnotated { parts -> (Successor, ItemDemuxer?, AudioReader?, VideoReader?, ReverseAudioReader?, ReverseVideoReader?)? in
             guard !parts.successors.isEmpty else { return nil }
             let next = parts.successors.removeFirst()
             defer {
@@ -518,19 +592,22 @@ public final class PlaybackEngine: Sendable {
                 parts.reader = next.reader
                 parts.readerEvents = next.events
                 parts.reverseReader = nil
-                parts.videoReader = nil
-                parts.videoError = nil
+                parts.reverseVideoReader = nil
+                parts.videoReader = next.pictures
+                parts.videoSharesDemuxer = next.pictures != nil
+                parts.videoError = parts.successorVideoErrors.removeValue(forKey: next.number)
                 parts.readerError = nil
                 parts.currentNumber = next.number
             }
-            return (next, parts.demuxer, parts.reader, parts.videoReader, parts.reverseReader)
+            return (next, parts.demuxer, parts.reader, parts.videoReader, parts.reverseReader, parts.reverseVideoReader)
         }
-        guard let (next, demuxer, reader, video, reverse) = promoted else { return nil }
+        guard let (next, demuxer, reader, video, reverse, reverseVideo) = promoted else { return nil }
         retireQueue.async {
             demuxer?.stop()
             reader?.stop()
             video?.stop()
             reverse?.stop()
+            reverseVideo?.stop()
         }
         return next.token
     }
@@ -541,6 +618,7 @@ public final class PlaybackEngine: Sendable {
     }
 
     private static func stop(_ successor: Successor) {
+        successor.pictures?.stop()
         successor.demuxer.stop()
         successor.reader.stop()
     }

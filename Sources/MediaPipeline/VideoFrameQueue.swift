@@ -164,14 +164,20 @@ public final class VideoFrameQueue: Sendable {
         /// each is due when the timeline, running down, reaches its end.
         var backwards = false
 
-        /// Where picture `index` of `ready` falls on the axis its serial runs along: its
-        /// item time going forward, its end negated going backwards, so that either way
-        /// pictures come in ascending order and one is due once the axis reaches it.
-        func axisTime(_ index: Int) -> Int64 { axisTime(of: ready[index].info) }
+        /// Where picture `info` falls on the axis the wanted serial runs along, timed by a
+        /// timeline of `items`: going forward, when it is due on that timeline (the next
+        /// item's pictures after the join, `VideoItems.timelineNanoseconds(of:)`); going
+        /// backwards, its end negated. Either way pictures come in ascending order and one is
+        /// due once the axis reaches it. `Int64.max` (never due) for an item not yet joined on.
+        func axisTime(of info: VideoFrameInfo, _ items: VideoItems) -> Int64 {
+            if backwards { return -(info.itemNanoseconds &+ info.durationNanoseconds) }
+            return items.timelineNanoseconds(of: info) ?? .max
+        }
 
-        /// Where picture `info` falls on that axis.
-        func axisTime(of info: VideoFrameInfo) -> Int64 {
-            backwards ? -(info.itemNanoseconds &+ info.durationNanoseconds) : info.itemNanoseconds
+        /// Whether picture `info` is left over: of an older serial, or of an item before the
+        /// one `items` names.
+        func isStale(_ info: VideoFrameInfo, _ items: VideoItems) -> Bool {
+            info.serial < wantedSerial || items.isPast(info)
         }
 
         /// Item time `due` on that axis.
@@ -326,20 +332,23 @@ public final class VideoFrameQueue: Sendable {
     /// timeline older than the queue's serial (a seek the player has made but not yet
     /// published) says nothing of the new pictures: then only the first is shown, early,
     /// and none is passed over.
-    public func next(dueNanoseconds: Int64, showFirstEarly: Bool, timelineSerial: Int = .max) -> Pick {
+    ///
+    /// `items`: whose time `dueNanoseconds` is, and the item joined on after it (the
+    /// timeline's `VideoItems`): pictures of items before it are dropped unshown, and the
+    /// next item's come due after the join.
+    public func next(dueNanoseconds: Int64, showFirstEarly: Bool, timelineSerial: Int = .max, items: VideoItems = .any) -> Pick {
         let picked: Entry?? = state.withLockIfAvailableAnnotated { state -> Entry? in
-            // Stale pictures of older serials go first.
-            var staleEnd = 0
-            while staleEnd < state.ready.count && state.ready[staleEnd].info.serial < state.wantedSerial { staleEnd += 1 }
-            if staleEnd > 0 { release(&state, count: staleEnd, countingDrops: false) }
+            // Stale pictures go first: older serials', and items' already left.
+            dropStale(&state, items)
             let stale = timelineSerial < state.wantedSerial
-            let decision = stale ? .wait : FrameSchedule.choose(count: state.ready.count, time: { state.axisTime($0) },
+            let decision = stale ? .wait : FrameSchedule.choose(count: state.ready.count, time: { state.axisTime(of: state.ready[$0].info, items) },
                                                                 due: state.axis(dueNanoseconds))
             let displayedCurrent = state.displayed.map { $0.info.serial == state.wantedSerial } ?? false
             var index: Int
             switch decision {
             case .wait:
-                guard showFirstEarly || stale, !displayedCurrent, !state.ready.isEmpty else { return nil }
+                guard showFirstEarly || stale, !displayedCurrent, !state.ready.isEmpty,
+                      state.axisTime(of: state.ready[0].info, items) != .max else { return nil }
                 index = 0
             case .show(let chosen):
                 index = chosen
@@ -356,6 +365,23 @@ public final class VideoFrameQueue: Sendable {
         guard let entry = picked ?? nil else { return .keep }
         spaceFreed.signal()
         return .show(planes(of: entry))
+    }
+
+    /// Frees every queued picture that is stale (`State.isStale`) unshown, keeping the order
+    /// of the rest: a reader of an item left may still have queued one behind the next
+    /// item's first pictures.
+    private func dropStale(_ state: inout State, _ items: VideoItems) {
+        var kept = 0
+        for index in 0..<state.ready.count {
+            let entry = state.ready[index]
+            if state.isStale(entry.info, items) {
+                state.free.append(entry.slot)
+            } else {
+                state.ready[kept] = entry
+                kept += 1
+            }
+        }
+        state.ready.removeLast(state.ready.count - kept)
     }
 
     /// Frees the first `count` queued pictures unshown.
@@ -377,21 +403,30 @@ public final class VideoFrameQueue: Sendable {
         state.withLockAnnotated { ($0.dropped, $0.shown) }
     }
 
-    /// Item times of the pictures queued and not yet shown (for tests and the output API).
-    public var queuedItemNanoseconds: [Int64] {
-        state.withLockAnnotated { state in state.ready.filter { $0.info.serial >= state.wantedSerial }.map(\.info.itemNanoseconds) }
+    /// Item times of the pictures of item `item` (0: of any item) queued and not yet shown
+    /// (for tests and the output API).
+    public func queuedItemNanoseconds(item: Int = 0) -> [Int64] {
+        let items = VideoItems(current: item)
+        return state.withLockAnnotated { state in
+            state.ready.filter { !state.isStale($0.info, items) && items.timelineNanoseconds(of: $0.info) != nil }.map(\.info.itemNanoseconds)
+        }
     }
 
     /// The item time at which the first queued picture of the wanted serial comes due (its
-    /// own, or going backwards its end), for a display to wake then; nil when none is queued,
-    /// when the queue is busy, or when the timeline (of serial `timelineSerial`) predates the
-    /// queue's serial. Real-time safe.
-    public func nextQueuedItemNanoseconds(timelineSerial: Int) -> Int64? {
+    /// own, or going backwards its end; the next item's on a timeline of `items`, after the
+    /// join), for a display to wake then; nil when none is queued, when the queue is busy,
+    /// or when the timeline (of serial `timelineSerial`) predates the queue's serial.
+    /// Real-time safe.
+    public func nextQueuedItemNanoseconds(timelineSerial: Int, items: VideoItems = .any) -> Int64? {
         let found: Int64?? = state.withLockIfAvailableAnnotated { state -> Int64? in
             guard timelineSerial >= state.wantedSerial else { return nil }
             var index = 0
             while index < state.ready.count {
-                if state.ready[index].info.serial >= state.wantedSerial { return state.axis(state.axisTime(index)) }
+                let info = state.ready[index].info
+                if !state.isStale(info, items) {
+                    let axis = state.axisTime(of: info, items)
+                    return axis == .max ? nil : state.axis(axis)
+                }
                 index += 1
             }
             return nil
@@ -402,18 +437,21 @@ public final class VideoFrameQueue: Sendable {
     /// Whether the wanted serial plays backwards (`flush(toSerial:backwards:)`).
     public var playsBackwards: Bool { state.withLockAnnotated { $0.backwards } }
 
-    /// Whether picture `info` is due by item time `dueNanoseconds` in the queue's direction.
-    public func isDue(_ info: VideoFrameInfo, by dueNanoseconds: Int64) -> Bool {
+    /// Whether picture `info` is due by item time `dueNanoseconds` in the queue's direction,
+    /// on a timeline of `items`.
+    public func isDue(_ info: VideoFrameInfo, by dueNanoseconds: Int64, items: VideoItems = .any) -> Bool {
         state.withLockAnnotated { state in
-            state.axisTime(of: info) <= state.axis(dueNanoseconds) + FrameSchedule.dueToleranceNanoseconds
+            let axis = state.axisTime(of: info, items)
+            return axis != .max && axis <= state.axis(dueNanoseconds) + FrameSchedule.dueToleranceNanoseconds
         }
     }
 
-    /// The newest queued picture due by `dueNanoseconds` without taking it, or nil.
-    public func peek(dueNanoseconds: Int64) -> VideoFrameInfo? {
+    /// The newest queued picture due by `dueNanoseconds` on a timeline of `items` without
+    /// taking it, or nil.
+    public func peek(dueNanoseconds: Int64, items: VideoItems = .any) -> VideoFrameInfo? {
         state.withLockAnnotated { state in
-            let current = state.ready.filter { $0.info.serial >= state.wantedSerial }
-            switch FrameSchedule.choose(count: current.count, time: { state.axisTime(of: current[$0].info) },
+            let current = state.ready.filter { !state.isStale($0.info, items) }
+            switch FrameSchedule.choose(count: current.count, time: { state.axisTime(of: current[$0].info, items) },
                                         due: state.axis(dueNanoseconds)) {
             case .wait: return nil
             case .show(let index): return current[index].info

@@ -53,6 +53,15 @@ public final class VideoReader: @unchecked Sendable {
     private let decoder: VideoDecoder
     private let onEvent: @Sendable (VideoReaderEvent) -> Void
     private let pendingSeek = Mutex<(itemNanoseconds: Int64, serial: Int)?>(nil)
+    /// Seeks asked for, counted after each is posted, and how many had been asked for when
+    /// the reader last queued its final picture: it has finished when the two agree (a seek
+    /// asked for since makes that end stale). What the next item's pictures' reader waits for.
+    private let progress = Mutex<(seeks: Int, finishedAt: Int?)>((0, nil))
+    /// The seeks counted when the reader performed its latest one (the reader thread's).
+    private var seeksPerformed = 0
+    /// A successor's wait (`init(successorOf:...)`): the serial its pictures may be queued
+    /// under once the pictures before them all are, nil until then. Nil for any other reader.
+    private var awaitsTurn: (@Sendable () -> Int?)?
     private let stopRequested = Atomic<Bool>(false)
     private let thread = ReaderThread(name: "chorus.video.reader")
 
@@ -90,8 +99,22 @@ public final class VideoReader: @unchecked Sendable {
         if startNanoseconds > 0 { demuxer.seek(toItemNanoseconds: startNanoseconds, serial: serial) }
     }
 
+    /// A successor: the reader of the pictures of the item to be heard right after another's
+    /// without a gap, from its start, fed from `demuxer`'s pictures' queue into the same
+    /// `queue`. It opens its decoder and decodes its first picture at once, but queues it only
+    /// when `turn` gives the serial to queue under (the item's sound has begun, and the item
+    /// before it has queued its last picture), so the queue holds one item's pictures after
+    /// the other's, in order, and the first picture is there when the join comes.
+    public convenience init(successorOf demuxer: ItemDemuxer, queue: VideoFrameQueue, item: Int,
+                            turn: @escaping @Sendable () -> Int?,
+                            onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) throws(MediaError) {
+        try self.init(demuxer: demuxer, owned: false, queue: queue, serial: 0, startNanoseconds: 0, item: item,
+                      restartsQueue: false, onEvent: onEvent)
+        awaitsTurn = turn
+    }
+
     private init(demuxer: ItemDemuxer, owned: Bool, queue: VideoFrameQueue, serial: Int, startNanoseconds: Int64, item: Int,
-                 onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) throws(MediaError) {
+                 restartsQueue: Bool = true, onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) throws(MediaError) {
         let source = demuxer.source
         self.item = item
         guard let track = source.info.preferredVideoTrack else { throw .noPlayableTrack(url: source.url) }
@@ -106,7 +129,7 @@ public final class VideoReader: @unchecked Sendable {
         self.onEvent = onEvent
         self.serial = serial
         decoder = try VideoDecoder(source: source, track: track)
-        queue.restart(atSerial: serial)
+        if restartsQueue { queue.restart(atSerial: serial) }
         if startNanoseconds > 0 { pendingSeek.withLockAnnotated { $0 = (startNanoseconds, serial) } }
     }
 
@@ -120,6 +143,7 @@ public final class VideoReader: @unchecked Sendable {
     /// the queue drops older ones at once.
     public func seek(toItemNanoseconds itemNanoseconds: Int64, serial: Int) {
         pendingSeek.withLockAnnotated { $0 = (itemNanoseconds, serial) }
+        countSeek()
         queue.flush(toSerial: serial)
         queue.spaceFreed.signal()
         packets.consumerSignal.signal()
@@ -143,8 +167,26 @@ public final class VideoReader: @unchecked Sendable {
     /// anything before a seek's marker is.
     public func park(serial: Int) {
         pendingSeek.withLockAnnotated { $0 = (0, serial) }
+        countSeek()
         queue.spaceFreed.signal()
         packets.consumerSignal.signal()
+    }
+
+    /// Whether the reader has queued its last picture under the latest seek (decoded to its
+    /// end, or failed for good), or stopped: nothing more of it will be queued.
+    public var hasFinished: Bool {
+        stopping || progress.withLockAnnotated { $0.finishedAt == $0.seeks }
+    }
+
+    /// Counts a seek, after it is posted: an end reached before the reader performs it is stale.
+    private func countSeek() {
+        progress.withLockAnnotated { $0.seeks += 1 }
+    }
+
+    /// On the reader's thread: nothing more will be queued until the next seek.
+    private func noteFinished() {
+        let performed = seeksPerformed
+        progress.withLockAnnotated { if $0.seeks == performed { $0.finishedAt = performed } }
     }
 
     /// Stops the thread and waits for it to end (bounded by FFmpeg's interrupt).
@@ -194,10 +236,12 @@ public final class VideoReader: @unchecked Sendable {
                 receiveAll()
                 if pendingSeekIsEmpty && !stopping {
                     atEnd = true
+                    noteFinished()
                     onEvent(.decodedToEnd(serial: serial))
                 }
             case .failure(let error):
                 atEnd = true
+                noteFinished()
                 onEvent(.failed(serial: serial, error: error))
             case .damaged:
                 reportDamage()
@@ -218,6 +262,10 @@ public final class VideoReader: @unchecked Sendable {
     }
 
     private func perform(seek: (itemNanoseconds: Int64, serial: Int)) {
+        // Read after the seek was taken: a seek posted since is counted later, or is pending.
+        seeksPerformed = progress.withLockAnnotated { $0.seeks }
+        // A sought successor is the current item's reader: its turn has come.
+        awaitsTurn = nil
         serial = seek.serial
         discardBefore = seek.itemNanoseconds
         announcedReady = false
@@ -285,10 +333,20 @@ public final class VideoReader: @unchecked Sendable {
         }
     }
 
-    /// Waits for a free slot; nil when a seek or stop arrived meanwhile.
+    /// Waits for a free slot (and, for a successor, its turn); nil when a seek or stop
+    /// arrived meanwhile.
     private func waitForSlot() -> (slot: Int, frame: UnsafeMutablePointer<AVFrame>)? {
         while true {
             if stopping || !pendingSeekIsEmpty { return nil }
+            if let turn = awaitsTurn {
+                if let serial = turn() {
+                    self.serial = serial
+                    awaitsTurn = nil
+                } else {
+                    queue.spaceFreed.wait(timeout: Self.idlePoll)
+                    continue
+                }
+            }
             if let slot = queue.takeFreeSlot() { return slot }
             queue.spaceFreed.wait(timeout: Self.idlePoll)
         }

@@ -25,15 +25,18 @@ public struct VideoTimeline: Sendable, Equatable {
     /// Whether item time stands still at the anchor until the anchor's host time: a start
     /// scheduled ahead (rather than a timeline already moving, extrapolated back).
     public var holdsBeforeAnchor: Bool
+    /// Whose time it is, and the item joined on after it.
+    public var items: VideoItems
 
     public init(serial: Int, anchorHost: HostTime, anchorItemNanoseconds: Int64, rate: Double, showsPictures: Bool = true,
-                holdsBeforeAnchor: Bool = false) {
+                holdsBeforeAnchor: Bool = false, items: VideoItems = .any) {
         self.serial = serial
         self.anchorHost = anchorHost
         self.anchorItemNanoseconds = anchorItemNanoseconds
         self.rate = rate
         self.showsPictures = showsPictures
         self.holdsBeforeAnchor = holdsBeforeAnchor
+        self.items = items
     }
 
     /// The item time, in nanoseconds, the timeline reaches at host time `host`.
@@ -49,6 +52,47 @@ public struct VideoTimeline: Sendable, Equatable {
         guard rate != 0, rate.isFinite else { return nil }
         let offset = Double(itemNanoseconds &- anchorItemNanoseconds) / rate
         return anchorHost + .nanoseconds(Int64(max(-9e18, min(9e18, offset.rounded()))))
+    }
+}
+
+/// Which item's time a timeline gives, and the item heard right after it without a gap
+/// (by the engine's numbers, `VideoFrameInfo.item`): the timeline runs on through the join in
+/// the first item's time, so the next item's pictures, queued behind the first's, come due
+/// at the instant its sound is heard, not when the player next looks.
+public struct VideoItems: Sendable, Equatable {
+    /// The item whose time the timeline gives; 0: any (every picture counts as its).
+    public var current: Int
+    /// The item joined on after it, once known.
+    public var next: Int?
+    /// Where the next item's time zero falls, in the current item's time (nanoseconds): the
+    /// end of the current item's sound.
+    public var nextStartNanoseconds: Int64
+
+    public init(current: Int, next: Int? = nil, nextStartNanoseconds: Int64 = 0) {
+        self.current = current
+        self.next = next
+        self.nextStartNanoseconds = nextStartNanoseconds
+    }
+
+    /// A timeline that names no item: pictures of every item count as the current one's.
+    public static let any = VideoItems(current: 0)
+
+    /// Whether picture `info` belongs to an item before the current one (left over from it).
+    public func isPast(_ info: VideoFrameInfo) -> Bool { current != 0 && info.item < current }
+
+    /// When picture `info` is due on the timeline, in the current item's time (nanoseconds):
+    /// its own time for the current item's, shifted by the join for the next item's; nil for
+    /// another item's (one not yet joined on, or one left over).
+    ///
+    /// A current picture due at or past the join (pictures that outlast the sound) counts as
+    /// due just before it, so the next item's first picture passes over it.
+    public func timelineNanoseconds(of info: VideoFrameInfo) -> Int64? {
+        if current == 0 || info.item == current {
+            guard next != nil, info.itemNanoseconds >= nextStartNanoseconds else { return info.itemNanoseconds }
+            return nextStartNanoseconds &- 1
+        }
+        guard let next, info.item == next else { return nil }
+        return nextStartNanoseconds &+ info.itemNanoseconds
     }
 }
 

@@ -312,19 +312,27 @@ import Testing
         let pair = try startPair("videoqueue", urls: items, roomDriftPPM: -50, roomOffset: .milliseconds(1_800), roomSkewPPM: 80)
         let layers = [AVPlayerLayer(player: pair.leader.player), AVPlayerLayer(player: pair.follower.player)]
         let follower = pair.follower
-        // The room's screen, refreshed every 10 ms until 1.5 s into the second item.
-        let shown = await onThread { () -> [(item: Int, itemNanoseconds: Int64)] in
-            var shown: [(item: Int, itemNanoseconds: Int64)] = []
+        // The room's screen, refreshed every 3 ms until 1.5 s into the second item, and where
+        // the second item joined on the first.
+        let (shown, firstEnd) = await onThread { () -> ([ShownPicture], CMTime?) in
+            var shown: [ShownPicture] = []
+            var firstEnd: CMTime?
             let deadline = HostTime.now() + .seconds(30)
             while HostTime.now() < deadline {
-                if let picture = layers[1].picture(forRefreshAt: HostTime.now() + .milliseconds(2)) {
-                    shown.append((picture.info.item, picture.info.itemNanoseconds))
+                let at = HostTime.now() + .milliseconds(2)
+                if let picture = layers[1].picture(forRefreshAt: at) {
+                    shown.append(ShownPicture(host: at.nanoseconds, item: picture.info.item, itemNanoseconds: picture.info.itemNanoseconds))
+                } else if let last = shown.last {
+                    shown.append(ShownPicture(host: at.nanoseconds, item: last.item, itemNanoseconds: last.itemNanoseconds))
                 }
-                if (follower.player.currentItem?.asset as? AVURLAsset)?.url.lastPathComponent == items[1].lastPathComponent,
-                   follower.player.currentTime().seconds > 1.5 { break }
-                usleep(10_000)
+                if let current = follower.player.currentItem,
+                   (current.asset as? AVURLAsset)?.url.lastPathComponent == items[1].lastPathComponent {
+                    firstEnd = firstEnd ?? follower.player.gaplessJoin(into: current)
+                    if follower.player.currentTime().seconds > 1.5 { break }
+                }
+                usleep(3_000)
             }
-            return shown
+            return (shown, firstEnd)
         }
         await pair.stop()
         _ = layers
@@ -332,10 +340,14 @@ import Testing
         _ = await pair.followerLog.all()
         try pair.expectOneRun(across: 4.0 * 48_000)
         try pair.expectInStep(skip: 48_000 * 2)
-        // The second item's pictures on the room's screen, from early in it.
-        let second = shown.filter { $0.item > (shown.first?.item ?? 0) }
-        #expect(second.count > 20, "\(second.count) pictures of the second item shown")
-        #expect((second.first?.itemNanoseconds ?? .max) < 500_000_000, "its first picture shown is due at \(second.first?.itemNanoseconds ?? -1) ns")
+        // The room's screen against when the room heard the join.
+        let joinedAt = try #require(firstEnd, "the room's second item joined on gaplessly")
+        let run = try RenderCaptureLog(path: pair.capture("room")).lastRun
+        let sampleRate = try #require(run.first?.sampleRate)
+        let joinHost = try #require(RenderCaptureLog.host(of: joinedAt.seconds * Double(sampleRate), in: run), "the join heard")
+        let (checked, problems) = PicturesAtAJoin.problems(shown, joinHost: joinHost, frameNanoseconds: 40_000_000)
+        #expect(problems.isEmpty, "\(problems.count) refreshes wrong, first: \(Array(problems.prefix(3)))")
+        #expect(checked > 50, "\(checked) refreshes checked in the half second after the join")
     }
 
     /// Each room keeps the pitch its own way (`--pitch`): a room through the spectral engine,

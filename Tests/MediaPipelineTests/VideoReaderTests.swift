@@ -44,8 +44,8 @@ private func showAll(_ queue: VideoFrameQueue, events: VideoEvents, from start: 
             default: return false
             }
         }
-        let caughtUp = queue.queuedItemNanoseconds.last.map { $0 > due } ?? false
-        if !caughtUp && !ended && queue.queuedItemNanoseconds.count < queue.capacity {
+        let caughtUp = queue.queuedItemNanoseconds().last.map { $0 > due } ?? false
+        if !caughtUp && !ended && queue.queuedItemNanoseconds().count < queue.capacity {
             Thread.sleep(forTimeInterval: 0.002)
             continue
         }
@@ -59,7 +59,7 @@ private func showAll(_ queue: VideoFrameQueue, events: VideoEvents, from start: 
             // Kept with a picture due: the queue's lock was busy (the reader was queueing),
             // which a display meets as one refresh more on the old picture. Here the refresh
             // is tried again, so what is shown depends on the schedule alone.
-            if let first = queue.queuedItemNanoseconds.first, first <= due + FrameSchedule.dueToleranceNanoseconds { continue }
+            if let first = queue.queuedItemNanoseconds().first, first <= due + FrameSchedule.dueToleranceNanoseconds { continue }
         }
         due += step
     }
