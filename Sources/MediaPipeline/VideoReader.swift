@@ -53,9 +53,10 @@ public final class VideoReader: @unchecked Sendable {
     private let decoder: VideoDecoder
     private let onEvent: @Sendable (VideoReaderEvent) -> Void
     private let pendingSeek = Mutex<(itemNanoseconds: Int64, serial: Int)?>(nil)
-    /// Seeks asked for, counted after each is posted, and how many had been asked for when
-    /// the reader last queued its final picture: it has finished when the two agree (a seek
-    /// asked for since makes that end stale). What the next item's pictures' reader waits for.
+    /// Seeks asked for, each counted before it is posted, and how many had been asked for
+    /// when the reader last queued its final picture: it has finished when the two agree (a
+    /// seek asked for since makes that end stale). What the next item's pictures' reader
+    /// waits for.
     private let progress = Mutex<(seeks: Int, finishedAt: Int?)>((0, nil))
     /// The seeks counted when the reader performed its latest one (the reader thread's).
     private var seeksPerformed = 0
@@ -142,8 +143,8 @@ public final class VideoReader: @unchecked Sendable {
     /// Moves reading to `itemNanoseconds`; pictures decoded after this carry `serial`, and
     /// the queue drops older ones at once.
     public func seek(toItemNanoseconds itemNanoseconds: Int64, serial: Int) {
-        pendingSeek.withLockAnnotated { $0 = (itemNanoseconds, serial) }
         countSeek()
+        pendingSeek.withLockAnnotated { $0 = (itemNanoseconds, serial) }
         queue.flush(toSerial: serial)
         queue.spaceFreed.signal()
         packets.consumerSignal.signal()
@@ -166,8 +167,8 @@ public final class VideoReader: @unchecked Sendable {
     /// `serial` (its own reader fills it). What the demuxer reads meanwhile is dropped, as
     /// anything before a seek's marker is.
     public func park(serial: Int) {
-        pendingSeek.withLockAnnotated { $0 = (0, serial) }
         countSeek()
+        pendingSeek.withLockAnnotated { $0 = (0, serial) }
         queue.spaceFreed.signal()
         packets.consumerSignal.signal()
     }
@@ -178,7 +179,8 @@ public final class VideoReader: @unchecked Sendable {
         stopping || progress.withLockAnnotated { $0.finishedAt == $0.seeks }
     }
 
-    /// Counts a seek, after it is posted: an end reached before the reader performs it is stale.
+    /// Counts a seek, before it is posted: an end the reader reaches before performing it is
+    /// stale, and performing it reads a count that includes it.
     private func countSeek() {
         progress.withLockAnnotated { $0.seeks += 1 }
     }
@@ -262,7 +264,8 @@ public final class VideoReader: @unchecked Sendable {
     }
 
     private func perform(seek: (itemNanoseconds: Int64, serial: Int)) {
-        // Read after the seek was taken: a seek posted since is counted later, or is pending.
+        // Read after the seek was taken, so the count includes it; a seek counted since is
+        // pending and performed next, and makes any end reached before then stale.
         seeksPerformed = progress.withLockAnnotated { $0.seeks }
         // A sought successor is the current item's reader: its turn has come.
         awaitsTurn = nil

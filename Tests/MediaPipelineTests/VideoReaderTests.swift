@@ -227,6 +227,75 @@ struct VideoReaderTests {
     }
 }
 
+@Suite("Video reader: a successor's pictures queued after the item before's")
+struct SuccessorVideoReaderTests {
+    @Test("a reader has finished once it queued its last picture, and not again until it has after a seek")
+    func finishingIsPerSeek() throws {
+        let (reader, _, events) = try startedReader(try TestMedia.identityVideo(seconds: 1, rate: 25))
+        defer { reader.stop() }
+        // Shown nowhere, the queue fills and the reader waits: not finished.
+        #expect(!reader.hasFinished)
+        let queue = reader.queue
+        var due: Int64 = 0
+        while events.all.allSatisfy({ if case .decodedToEnd = $0 { return false }; return true }) && due < 2_000_000_000 {
+            _ = queue.next(dueNanoseconds: due, showFirstEarly: false)
+            due += 40_000_000
+            Thread.sleep(forTimeInterval: 0.002)
+        }
+        #expect(events.wait { if case .decodedToEnd = $0 { return true }; return false } != nil)
+        #expect(reader.hasFinished)
+        reader.seek(toItemNanoseconds: 400_000_000, serial: 2)
+        #expect(!reader.hasFinished, "a seek makes the end before it stale at once")
+        due = 400_000_000
+        while events.all.filter({ if case .decodedToEnd = $0 { return true }; return false }).count < 2 && due < 3_000_000_000 {
+            _ = queue.next(dueNanoseconds: due, showFirstEarly: false)
+            due += 40_000_000
+            Thread.sleep(forTimeInterval: 0.002)
+        }
+        #expect(events.wait { if case .decodedToEnd(serial: 2) = $0 { return true }; return false } != nil)
+        #expect(reader.hasFinished)
+    }
+
+    @Test("the next item's pictures come after the item before's last, in order, on a timeline that crosses the join")
+    func theNextItemsPicturesFollowInOrder() throws {
+        let url = try TestMedia.identityVideo(seconds: 1, rate: 25)
+        let queue = try #require(VideoFrameQueue())
+        let events = VideoEvents()
+        let first = try VideoReader(source: try MediaSource(url: url.path), queue: queue, serial: 1, item: 1, onEvent: events.record)
+        let demuxer = ItemDemuxer(source: try MediaSource(url: url.path), sound: false, pictures: true)
+        let second = try VideoReader(successorOf: demuxer, queue: queue, item: 2, turn: { [first] in first.hasFinished ? 1 : nil },
+                                     onEvent: events.record)
+        demuxer.start()
+        second.start()
+        first.start()
+        defer {
+            second.stop()
+            demuxer.stop()
+            first.stop()
+        }
+        let items = VideoItems(current: 1, next: 2, nextStartNanoseconds: 1_000_000_000)
+        var shown: [(item: Int, identity: Int)] = []
+        var due: Int64 = 0
+        let deadline = HostTime.now() + .seconds(20)
+        while due < 2_000_000_000 && HostTime.now() < deadline {
+            // Let the readers catch up, so what is shown depends on the schedule alone.
+            guard queue.nextQueuedItemNanoseconds(timelineSerial: 1, items: items).map({ $0 <= due }) ?? false
+                    || events.all.filter({ if case .decodedToEnd = $0 { return true }; return false }).count == 2 else {
+                Thread.sleep(forTimeInterval: 0.002)
+                continue
+            }
+            if case .show(let planes) = queue.next(dueNanoseconds: due, showFirstEarly: false, items: items), let luma = planes.plane0 {
+                shown.append((planes.info.item, TestMedia.identity(luma: luma, stride: planes.stride0, width: planes.info.width,
+                                                                   height: planes.info.height)))
+            }
+            due += 40_000_000
+        }
+        #expect(shown.map(\.item) == Array(repeating: 1, count: 25) + Array(repeating: 2, count: 25))
+        #expect(shown.map(\.identity) == Array(0..<25) + Array(0..<25))
+        #expect(queue.counts.dropped == 0)
+    }
+}
+
 @Suite("Reverse video reader: pictures decoded a group at a time and queued newest first")
 struct ReverseVideoReaderTests {
     @Test("backwards, every picture from the playhead to the start comes once, newest first, while the falling timeline stands in it")
