@@ -18,6 +18,13 @@ extension AVPlayer {
         }
     }
 
+    /// Seeks to the moment `date` in a stream with dates; media here carries none, so false.
+    public func seek(to date: Date) async -> Bool {
+        await withCheckedContinuation { continuation in
+            seek(to: date) { continuation.resume(returning: $0) }
+        }
+    }
+
     /// Loads data at the current time so that `play` starts without delay; true once it is
     /// there, false when the player is not paused and ready or the preroll was cancelled.
     public func preroll(atRate rate: Float) async -> Bool {

@@ -39,39 +39,72 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     let videoConsumers = Mutex(0)
     private var monitor: RepeatingTimer?
 
+    // Every initializer Apple's player has is designated here too, so that a subclass
+    // inherits them all (and calls `super.init()` from its own), as it does on Apple's
+    // platforms; each makes the same parts (`AVPlayer.Parts`).
+
     /// A player with no item.
-    public convenience init() {
-        self.init(playerItem: nil)
+    public init() {
+        let parts = Parts(output: .defaultOutput)
+        (outputSpec, hostClock, engine) = (parts.output, parts.hostClock, parts.engine)
+        state = Mutex(PlayerState(status: .unknown))
+        begin(with: nil)
     }
 
     /// A player for the media at `url`.
-    public convenience init(url: URL) {
-        self.init(playerItem: AVPlayerItem(url: url))
+    public init(url: URL) {
+        let parts = Parts(output: .defaultOutput)
+        (outputSpec, hostClock, engine) = (parts.output, parts.hostClock, parts.engine)
+        state = Mutex(PlayerState(status: .unknown))
+        begin(with: AVPlayerItem(url: url))
     }
 
     /// A player for `item`, on the default output (ALSA's default device).
-    public convenience init(playerItem item: AVPlayerItem?) {
-        self.init(playerItem: item, output: .alsa(device: "default"))
+    public init(playerItem item: AVPlayerItem?) {
+        let parts = Parts(output: .defaultOutput)
+        (outputSpec, hostClock, engine) = (parts.output, parts.hostClock, parts.engine)
+        state = Mutex(PlayerState(status: .unknown))
+        begin(with: item)
     }
 
     /// A player for `item` that renders to `output` (`alsa:DEVICE`, `null[:drift=PPM]`,
     /// `wav:PATH`). The output opens with the first item.
-    public convenience init(playerItem item: AVPlayerItem?, output: OutputSpec) {
-        self.init(playerItem: item, output: output, hostClock: .hostTimeClock, hostMapping: { $0 }, capture: nil)
+    public init(playerItem item: AVPlayerItem?, output: OutputSpec) {
+        let parts = Parts(output: output)
+        (outputSpec, hostClock, engine) = (parts.output, parts.hostClock, parts.engine)
+        state = Mutex(PlayerState(status: .unknown))
+        begin(with: item)
     }
 
     /// A player working in `hostClock`, where `hostMapping` turns the real CLOCK_MONOTONIC
     /// times the device reports into that clock's: the seam through which a group node on
     /// one machine plays as if on another's clock. With `capture`, every period's
     /// presentation time is recorded to that file (see `RenderCapture`). For the package's
-    /// sessions, tests and benchmarks; not part of Apple's API.
-    package init(playerItem item: AVPlayerItem?, output: OutputSpec, hostClock: CMClock,
-                 hostMapping: @escaping @Sendable (HostTime) -> HostTime, capture: RenderCapture?) {
-        outputSpec = output
-        self.hostClock = hostClock
-        engine = PlaybackEngine(spec: output, hostMapping: hostMapping, capture: capture)
-        // Unknown until the output has opened for a first item (or failed to).
-        state = Mutex(PlayerState(status: .unknown))
+    /// sessions, tests and benchmarks; not part of Apple's API. (A convenience initializer,
+    /// which subclasses inherit: it hands the seams to the designated one, `PlayerSeams`.)
+    package convenience init(playerItem item: AVPlayerItem?, output: OutputSpec, hostClock: CMClock,
+                             hostMapping: @escaping @Sendable (HostTime) -> HostTime, capture: RenderCapture?) {
+        PlayerSeams.hand(PlayerSeams(hostClock: hostClock, hostMapping: hostMapping, capture: capture))
+        self.init(playerItem: item, output: output)
+    }
+
+    /// What every initializer makes: the output's spec, the host clock and the engine, with
+    /// any seams a package initializer handed over on this thread.
+    private struct Parts {
+        let output: OutputSpec
+        let hostClock: CMClock
+        let engine: PlaybackEngine
+
+        init(output: OutputSpec) {
+            let seams = PlayerSeams.take()
+            self.output = output
+            hostClock = seams.hostClock
+            engine = PlaybackEngine(spec: output, hostMapping: seams.hostMapping, capture: seams.capture)
+        }
+    }
+
+    /// The rest of making a player: its video warnings, its monitor, and its first item.
+    private func begin(with item: AVPlayerItem?) {
         // A picture track that cannot be shown costs the pictures, never the sound: said
         // once per reader, on the reader's thread.
         engine.onVideoEvent = { event in
@@ -97,15 +130,15 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// Whether the player can play: `.unknown` until its output has opened for a first item,
     /// then `.readyToPlay`, or `.failed` when the output could not be opened. Observable.
-    public var status: Status { state.withLockAnnotated { $0.status } }
+    open var status: Status { state.withLockAnnotated { $0.status } }
     /// Why the player failed.
-    public var error: (any Error)? { state.withLockAnnotated { $0.error } }
+    open var error: (any Error)? { state.withLockAnnotated { $0.error } }
     /// The item being played.
-    public var currentItem: AVPlayerItem? { state.withLockAnnotated { $0.item } }
+    open var currentItem: AVPlayerItem? { state.withLockAnnotated { $0.item } }
     /// What the player is doing now.
-    public var timeControlStatus: TimeControlStatus { state.withLockAnnotated { $0.timeControlStatus } }
+    open var timeControlStatus: TimeControlStatus { state.withLockAnnotated { $0.timeControlStatus } }
     /// Why the player waits, while `timeControlStatus` is `.waitingToPlayAtSpecifiedRate`.
-    public var reasonForWaitingToPlay: WaitingReason? { state.withLockAnnotated { $0.waitingReason } }
+    open var reasonForWaitingToPlay: WaitingReason? { state.withLockAnnotated { $0.waitingReason } }
     /// The render thread's latest report: timeline error, corrections, resyncs, stalls.
     /// (A Chorus addition, for statistics.)
     public var renderStatus: RenderStatus { engine.status }
@@ -122,7 +155,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// down to its start or `reversePlaybackEndTime`, where it pauses. A non-finite rate, or
     /// a negative one for an item that cannot play backwards, is refused with a warning
     /// (logged through swift-log as `chorus.avplayback`) and changes nothing.
-    public var rate: Float {
+    open var rate: Float {
         get { state.withLockAnnotated { $0.rate } }
         set {
             if newValue == 0 { pause(); return }
@@ -159,13 +192,13 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// The rate `play()` uses.
-    public var defaultRate: Float {
+    open var defaultRate: Float {
         get { state.withLockAnnotated { $0.defaultRate } }
         set { state.withLockAnnotated { $0.defaultRate = newValue }; observationRegistry.poke() }
     }
 
     /// What happens when the item ends; `.pause` by default (`.advance` for queue players).
-    public var actionAtItemEnd: ActionAtItemEnd {
+    open var actionAtItemEnd: ActionAtItemEnd {
         get { state.withLockAnnotated { $0.actionAtItemEnd } }
         set {
             state.withLockAnnotated { $0.actionAtItemEnd = newValue }
@@ -183,7 +216,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// the item's end is; until then `timeControlStatus` is `.waitingToPlayAtSpecifiedRate`
     /// with `.toMinimizeStalls`. False: playback sounds with the first data there is, and
     /// after a stall goes on with the first that comes back.
-    public var automaticallyWaitsToMinimizeStalling: Bool {
+    open var automaticallyWaitsToMinimizeStalling: Bool {
         get { state.withLockAnnotated { $0.waitsToMinimizeStalling } }
         set {
             let buffers = state.withLockAnnotated { state in
@@ -200,7 +233,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// Linear volume, 0...1.
-    public var volume: Float {
+    open var volume: Float {
         get { state.withLockAnnotated { $0.volume } }
         set {
             state.withLockAnnotated { state in state.volume = min(1, max(0, newValue.isFinite ? newValue : 1)) }
@@ -210,7 +243,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// Whether sound is muted.
-    public var isMuted: Bool {
+    open var isMuted: Bool {
         get { state.withLockAnnotated { $0.isMuted } }
         set {
             state.withLockAnnotated { $0.isMuted = newValue }
@@ -225,7 +258,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// the host are corrected by resampling within a few hundred ppm, and a clock that
     /// moves far is followed by a skip. A group follower sets the clock it slaves to its
     /// leader; a leader sets the host clock, so its own device follows the same path.
-    public var masterClock: CMClock? {
+    open var masterClock: CMClock? {
         get { state.withLockAnnotated { $0.masterClock } }
         set {
             state.withLockAnnotated { state in
@@ -253,34 +286,49 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// Apple's newer name for `masterClock`.
-    public var sourceClock: CMClock? {
+    open var sourceClock: CMClock? {
         get { masterClock }
         set { masterClock = newValue }
     }
 
     /// Whether playback may move to another machine. (External playback comes with casting.)
-    public var allowsExternalPlayback: Bool {
+    open var allowsExternalPlayback: Bool {
         get { state.withLockAnnotated { $0.allowsExternalPlayback } }
         set { state.withLockAnnotated { $0.allowsExternalPlayback = newValue }; observationRegistry.poke() }
     }
     /// Whether playback is happening on another machine now.
-    public var isExternalPlaybackActive: Bool { false }
+    open var isExternalPlaybackActive: Bool { false }
     /// Whether to play externally while an external screen is active.
-    public var usesExternalPlaybackWhileExternalScreenIsActive: Bool {
+    open var usesExternalPlaybackWhileExternalScreenIsActive: Bool {
         get { state.withLockAnnotated { $0.usesExternalPlaybackWhileExternalScreenIsActive } }
         set { state.withLockAnnotated { $0.usesExternalPlaybackWhileExternalScreenIsActive = newValue }; observationRegistry.poke() }
     }
+    /// How pictures played externally fill the other machine's screen (`.resizeAspect`
+    /// unless set).
+    open var externalPlaybackVideoGravity: AVLayerVideoGravity {
+        get { state.withLockAnnotated { $0.externalPlaybackVideoGravity } }
+        set { state.withLockAnnotated { $0.externalPlaybackVideoGravity = newValue }; observationRegistry.poke() }
+    }
+    /// Whether closed captions are shown (Apple deprecated it for media selection, which
+    /// chooses the subtitles here too); kept as set.
+    open var isClosedCaptionDisplayEnabled: Bool {
+        get { state.withLockAnnotated { $0.isClosedCaptionDisplayEnabled } }
+        set { state.withLockAnnotated { $0.isClosedCaptionDisplayEnabled = newValue }; observationRegistry.poke() }
+    }
+    /// Whether pictures are hidden because an external screen lacks the content's protection:
+    /// never, since no protected content plays.
+    open var outputObscuredDueToInsufficientExternalProtection: Bool { false }
 
     // MARK: - Playing
 
     /// Plays at `defaultRate`.
-    public func play() {
+    open func play() {
         let rate = defaultRate
         start(rate: rate == 0 ? 1 : rateForCurrentItem(rate) ?? 1, at: nil, hostTime: nil, seekFirst: false)
     }
 
     /// Pauses; the same as setting `rate` to 0.
-    public func pause() {
+    open func pause() {
         var effects = Effects()
         state.withLockAnnotated { state in
             state.positioned = true
@@ -290,7 +338,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// Plays at `rate` at once, without waiting for buffering.
-    public func playImmediately(atRate rate: Float) {
+    open func playImmediately(atRate rate: Float) {
         if rate == 0 { pause(); return }
         guard let rate = rateForCurrentItem(rate) else { return }
         start(rate: rate, at: nil, hostTime: nil, seekFirst: false)
@@ -315,7 +363,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// is invalid, with a host time, changes only the rate from that instant on: nothing is
     /// flushed or re-read, and the sound carries on without a break. This is how every room
     /// of a group changes speed together.
-    public func setRate(_ rate: Float, time itemTime: CMTime, atHostTime hostClockTime: CMTime) {
+    open func setRate(_ rate: Float, time itemTime: CMTime, atHostTime hostClockTime: CMTime) {
         if automaticallyWaitsToMinimizeStalling {
             playerLog.warning("AVPlayer.setRate(_:time:atHostTime:) ignored: set automaticallyWaitsToMinimizeStalling to false first")
             return
@@ -342,7 +390,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// playing on a `masterClock`, exact to the timeline, including a rate change scheduled
     /// before it; otherwise the current time projected at the current rate. Invalid when no
     /// item is loaded.
-    public func itemTime(forHostTime hostTime: CMTime) -> CMTime {
+    open func itemTime(forHostTime hostTime: CMTime) -> CMTime {
         state.withLockAnnotated { state in
             guard let host = HostTime(hostTime) else { return .invalid }
             if let frame = timelineFrameLocked(&state, at: host), let format = state.format {
@@ -393,7 +441,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     // MARK: - Items
 
     /// Replaces the current item; nil leaves the player empty.
-    public func replaceCurrentItem(with item: AVPlayerItem?) {
+    open func replaceCurrentItem(with item: AVPlayerItem?) {
         var effects = Effects()
         let old: AVPlayerItem? = state.withLockAnnotated { state in
             let old = state.item
@@ -625,7 +673,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     // MARK: - Time
 
     /// The current time of the current item: the item time the device presents now.
-    public func currentTime() -> CMTime {
+    open func currentTime() -> CMTime {
         state.withLockAnnotated { state in currentTimeLocked(&state) }
     }
 
@@ -1144,6 +1192,8 @@ struct PlayerState {
     var lastObservedTime = CMTime.invalid
     var allowsExternalPlayback = true
     var usesExternalPlaybackWhileExternalScreenIsActive = false
+    var externalPlaybackVideoGravity = AVLayerVideoGravity.resizeAspect
+    var isClosedCaptionDisplayEnabled = false
     /// Items opened to be heard right after the current one without a gap, in order, as the
     /// engine holds them.
     var successors: [QueuedSuccessor] = []
@@ -1204,4 +1254,35 @@ struct Effects {
         let all = changes + completions + notifications + after
         queue.async { for work in all { work() } }
     }
+}
+
+/// What a package-made player is built with in place of the defaults (a simulated host
+/// clock, the mapping of device times onto it, a capture): handed by
+/// `AVPlayer.init(playerItem:output:hostClock:hostMapping:capture:)` to the designated
+/// initializer it calls, on the same thread, so that no designated initializer takes test
+/// seams and subclasses still inherit every initializer.
+struct PlayerSeams: Sendable {
+    var hostClock: CMClock = .hostTimeClock
+    var hostMapping: @Sendable (HostTime) -> HostTime = { $0 }
+    var capture: RenderCapture?
+
+    /// Seams handed over and not yet taken, by the thread that handed them.
+    private static let pending = Mutex<[UInt: PlayerSeams]>([:])
+
+    private static var thread: UInt { UInt(pthread_self()) }
+
+    /// Hands `seams` to the next player made on this thread.
+    static func hand(_ seams: PlayerSeams) {
+        pending.withLockAnnotated { $0[thread] = seams }
+    }
+
+    /// The seams handed to the player being made on this thread, or the defaults.
+    static func take() -> PlayerSeams {
+        pending.withLockAnnotated { $0.removeValue(forKey: thread) } ?? PlayerSeams()
+    }
+}
+
+extension OutputSpec {
+    /// Where a player made without an output plays: ALSA's default device.
+    static var defaultOutput: OutputSpec { .alsa(device: "default") }
 }

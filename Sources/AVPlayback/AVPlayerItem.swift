@@ -269,10 +269,11 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
         return startTime
     }
 
-    /// The spans of media already loaded and ready to play.
-    public var loadedTimeRanges: [CMTimeRange] {
-        if let player, player.currentItem === self { return player.loadedTimeRanges() }
-        return []
+    /// The spans of media already loaded and ready to play, each an `NSValue(timeRange:)`
+    /// (read with `timeRangeValue`), as Apple's.
+    public var loadedTimeRanges: [NSValue] {
+        guard let player, player.currentItem === self else { return [] }
+        return player.loadedTimeRanges().map(NSValue.init(timeRange:))
     }
 
     /// Whether no decoded sound waits ahead of the playhead (playback would stall now).
@@ -302,11 +303,12 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     /// two seconds, more than a network read's usual hiccup.
     public static let likelyToKeepUpBuffer = CMTime(value: 1, timescale: 1)
 
-    /// The spans a seek can reach: the whole item when the input can seek.
-    public var seekableTimeRanges: [CMTimeRange] {
+    /// The spans a seek can reach, each an `NSValue(timeRange:)`: the whole item when the
+    /// input can seek.
+    public var seekableTimeRanges: [NSValue] {
         state.withLockAnnotated { current in
             guard let mediaInfo = current.mediaInfo, mediaInfo.isSeekable, current.duration.isNumeric else { return [] }
-            return [CMTimeRange(start: .zero, duration: current.duration)]
+            return [NSValue(timeRange: CMTimeRange(start: .zero, duration: current.duration))]
         }
     }
 

@@ -7,6 +7,13 @@ import Synchronization
 public typealias OSType = UInt32
 /// CoreFoundation's seconds, as `CACurrentMediaTime()` returns them.
 public typealias CFTimeInterval = Double
+
+/// The host clock now, in seconds (CLOCK_MONOTONIC, the clock host times are on), as Core
+/// Animation's `CACurrentMediaTime()`: what `itemTime(forHostTime:)` takes.
+public func CACurrentMediaTime() -> CFTimeInterval {
+    Double(HostTime.now().nanoseconds) / 1e9
+}
+
 /// CoreVideo's status code; `kCVReturnSuccess` is 0.
 public typealias CVReturn = Int32
 /// The status of a call that succeeded.

@@ -10,7 +10,7 @@ import Synchronization
 /// end, `forwardPlaybackEndTime`).
 // @unchecked: the mutable state sits behind `state` (a Mutex), the observer tokens behind
 // `observerLock`; the player and items are thread-safe classes.
-public final class AVPlayerLooper: @unchecked Sendable {
+public final class AVPlayerLooper: AVKeyValueObservable, @unchecked Sendable {
     /// Whether the looper is looping.
     public enum Status: Int, Sendable {
         case unknown, ready, failed, cancelled
@@ -39,6 +39,8 @@ public final class AVPlayerLooper: @unchecked Sendable {
 
     /// The copies of the template item the looper plays.
     public let loopingPlayerItems: [AVPlayerItem]
+    /// Where `status`, `error` and `loopCount` report their changes, for `observe(_:options:changeHandler:)`.
+    public let observationRegistry = ObservationRegistry()
 
     /// Loops `templateItem` (or its `timeRange`, when valid) on `player`. The template
     /// itself is not played: copies of its asset are.
@@ -61,6 +63,7 @@ public final class AVPlayerLooper: @unchecked Sendable {
         }
         observerLock.withLock { observers = tokens }
         state.withLock { $0.status = .ready }
+        observationRegistry.poke()
     }
 
     deinit { disableLooping() }
@@ -77,6 +80,7 @@ public final class AVPlayerLooper: @unchecked Sendable {
         state.withLock { state in
             if state.status == .ready || state.status == .unknown { state.status = .cancelled }
         }
+        observationRegistry.poke()
         let tokens = observerLock.withLock { defer { observers = [] }; return observers }
         for token in tokens { NotificationCenter.default.removeObserver(token) }
         for item in loopingPlayerItems where item !== player.currentItem { player.remove(item) }
@@ -97,6 +101,7 @@ public final class AVPlayerLooper: @unchecked Sendable {
             return true
         }
         guard looping else { return }
+        observationRegistry.poke()
         // The queue moves on from the copy right after announcing its end: it goes back once
         // it is no longer the current item.
         requeueing.async { [weak self] in
@@ -114,5 +119,6 @@ public final class AVPlayerLooper: @unchecked Sendable {
             state.status = .failed
             state.error = error
         }
+        observationRegistry.poke()
     }
 }

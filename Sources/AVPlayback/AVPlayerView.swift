@@ -25,6 +25,11 @@ public final class AVPlayerView: Sendable {
 
     /// The layer the view hosts.
     public let playerLayer: AVPlayerLayer
+    /// The player whose pictures the view shows, as AVKit's view has it: its layer's.
+    public var player: AVPlayer? {
+        get { playerLayer.player }
+        set { playerLayer.player = newValue }
+    }
     private let window: VideoWindow
     private let source: LayerSource
     private let housekeeping: Mutex<RepeatingTimer?>

@@ -15,8 +15,9 @@ import Synchronization
 /// heard joined, sample to sample, with the encoders' delay and padding trimmed where the
 /// container says so (an MP3's LAME header, an MP4's edit list, Opus's pre-skip). The current
 /// item changes, and the end notification of the one before is posted, as the join is heard.
-/// An item whose pictures are being shown, one without sound, and one that cannot be opened
-/// in time follow as `replaceCurrentItem(with:)` does: once the current one's end is heard.
+/// An item's pictures join with its sound. An item without sound, and one that cannot be
+/// opened in time, follow as `replaceCurrentItem(with:)` does: once the current one's end is
+/// heard.
 /// A change to the queue after the next item's sound was decoded re-reads the current item
 /// from where it stands (a short break), since what was decoded cannot be taken back.
 // @unchecked: the waiting items sit behind `waiting` (a Mutex); changes to the queue are made
@@ -27,34 +28,71 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
     private let waiting = Mutex<[AVPlayerItem]>([])
     private let changes = NSRecursiveLock()
 
-    /// A queue player working in `hostClock` (see `AVPlayer`'s); it advances at each item's
-    /// end.
-    package override init(playerItem item: AVPlayerItem?, output: OutputSpec, hostClock: CMClock,
-                          hostMapping: @escaping @Sendable (HostTime) -> HostTime, capture: RenderCapture?) {
-        super.init(playerItem: item, output: output, hostClock: hostClock, hostMapping: hostMapping, capture: capture)
-        item?.queue = self
-        actionAtItemEnd = .advance
-    }
+    // Apple's queue player inherits its player's initializers; here each is overridden
+    // (designated, so a subclass inherits them all in turn) to make the item given the
+    // queue's own and to advance at each item's end.
 
     /// A queue of `items` on the default output; the first becomes the current item. An item
     /// given twice, or already in another queue or player, is left out.
-    public convenience init(items: [AVPlayerItem]) {
-        self.init(items: items, output: .alsa(device: "default"))
+    public init(items: [AVPlayerItem]) {
+        let accepted = Self.acceptable(items)
+        super.init(playerItem: accepted.first, output: .defaultOutput)
+        becomeQueue(of: accepted)
     }
 
     /// A queue of `items` that renders to `output` (a Chorus addition, as on `AVPlayer`).
-    public convenience init(items: [AVPlayerItem], output: OutputSpec) {
+    public init(items: [AVPlayerItem], output: OutputSpec) {
+        let accepted = Self.acceptable(items)
+        super.init(playerItem: accepted.first, output: output)
+        becomeQueue(of: accepted)
+    }
+
+    /// An empty queue.
+    public override init() {
+        super.init()
+        becomeQueue(of: [])
+    }
+
+    /// A queue of the media at `url`.
+    public override init(url: URL) {
+        let item = AVPlayerItem(url: url)
+        super.init(playerItem: item)
+        becomeQueue(of: [item])
+    }
+
+    /// A queue of `item` alone (none for nil).
+    public override init(playerItem item: AVPlayerItem?) {
+        let accepted = Self.acceptable(item.map { [$0] } ?? [])
+        super.init(playerItem: accepted.first)
+        becomeQueue(of: accepted)
+    }
+
+    /// A queue of `item` alone that renders to `output`.
+    public override init(playerItem item: AVPlayerItem?, output: OutputSpec) {
+        let accepted = Self.acceptable(item.map { [$0] } ?? [])
+        super.init(playerItem: accepted.first, output: output)
+        becomeQueue(of: accepted)
+    }
+
+    /// `items` without repeats and without those in another queue or player.
+    private static func acceptable(_ items: [AVPlayerItem]) -> [AVPlayerItem] {
         var accepted: [AVPlayerItem] = []
         for item in items where !accepted.contains(where: { $0 === item }) && item.player == nil && item.queue == nil {
             accepted.append(item)
         }
-        self.init(playerItem: accepted.first, output: output)
-        for item in accepted.dropFirst() { item.queue = self }
-        waiting.withLock { $0 = Array(accepted.dropFirst()) }
+        return accepted
+    }
+
+    /// Makes `items` (the first already current) this queue's, and the queue advance at each
+    /// item's end.
+    private func becomeQueue(of items: [AVPlayerItem]) {
+        for item in items { item.queue = self }
+        waiting.withLock { $0 = Array(items.dropFirst()) }
+        actionAtItemEnd = .advance
     }
 
     /// Replaces the current item, keeping the items waiting after it.
-    public override func replaceCurrentItem(with item: AVPlayerItem?) {
+    open override func replaceCurrentItem(with item: AVPlayerItem?) {
         changes.withLock {
             let old = currentItem
             item?.queue = self
@@ -64,7 +102,7 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
     }
 
     /// The current item followed by the items waiting their turn.
-    public func items() -> [AVPlayerItem] {
+    open func items() -> [AVPlayerItem] {
         changes.withLock {
             (currentItem.map { [$0] } ?? []) + waiting.withLock { $0 }
         }
@@ -72,7 +110,7 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
 
     /// Ends the current item and plays the next, at the player's rate. With no next item the
     /// player is left without a current item.
-    public func advanceToNextItem() {
+    open func advanceToNextItem() {
         changes.withLock {
             let next: AVPlayerItem? = waiting.withLock { $0.isEmpty ? nil : $0.removeFirst() }
             replaceCurrentItem(with: next)
@@ -82,7 +120,7 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
     /// Whether `item` may go into the queue after `afterItem` (nil: at the end): not when it
     /// is already queued here or in another player, nor when `afterItem` is not in this
     /// queue.
-    public func canInsert(_ item: AVPlayerItem, after afterItem: AVPlayerItem?) -> Bool {
+    open func canInsert(_ item: AVPlayerItem, after afterItem: AVPlayerItem?) -> Bool {
         changes.withLock {
             let queued = items()
             if queued.contains(where: { $0 === item }) { return false }
@@ -94,7 +132,7 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
 
     /// Puts `item` into the queue after `afterItem` (nil: at the end), when `canInsert` allows.
     /// Into an empty queue, it becomes the current item.
-    public func insert(_ item: AVPlayerItem, after afterItem: AVPlayerItem?) {
+    open func insert(_ item: AVPlayerItem, after afterItem: AVPlayerItem?) {
         changes.withLock {
             guard canInsert(item, after: afterItem) else { return }
             guard currentItem != nil else {
@@ -117,7 +155,7 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
     }
 
     /// Takes `item` out of the queue; the current item's removal advances the queue.
-    public func remove(_ item: AVPlayerItem) {
+    open func remove(_ item: AVPlayerItem) {
         changes.withLock {
             if item === currentItem {
                 advanceToNextItem()
@@ -136,7 +174,7 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
     }
 
     /// Empties the queue: no current item, nothing waiting.
-    public func removeAllItems() {
+    open func removeAllItems() {
         changes.withLock {
             let dropped = waiting.withLock { waiting in defer { waiting.removeAll() }; return waiting }
             for item in dropped { item.queue = nil }

@@ -1,4 +1,8 @@
 @_exported import MediaClock
+// What `import AVFoundation` brings with it on Apple's platforms, so a file that imported
+// only that compiles with only this module's name changed.
+@_exported import Foundation
+@_exported import Dispatch
 import MediaPipeline
 
 /// Why an asset or item could not be loaded or played: a typed value whose description

@@ -339,8 +339,8 @@ import MediaServer
             let url = try GuideConformanceTests.publish(try TestMedia.hls(seconds: 4), on: server)
             let (player, item) = GuideConformanceTests.player(url)
             defer { player.close() }
-            let loaded = Collected<[CMTimeRange]>()
-            let seekable = Collected<[CMTimeRange]>()
+            let loaded = Collected<[NSValue]>()
+            let seekable = Collected<[NSValue]>()
             let observations = [
                 item.observe(\.loadedTimeRanges, options: [.new]) { _, change in if let ranges = change.newValue { loaded.append(ranges) } },
                 item.observe(\.seekableTimeRanges, options: [.new]) { _, change in if let ranges = change.newValue { seekable.append(ranges) } },
@@ -348,7 +348,7 @@ import MediaServer
             defer { observations.forEach { $0.invalidate() } }
             player.play()
             #expect(waitUntil(20) { !loaded.all.isEmpty && !seekable.all.isEmpty })
-            #expect(waitUntil(20) { (loaded.all.last?.last?.end.seconds ?? 0) > 3.5 }, "loaded \(loaded.all.last ?? [])")
+            #expect(waitUntil(20) { (loaded.all.last?.last?.timeRangeValue.end.seconds ?? 0) > 3.5 }, "loaded \(loaded.all.last ?? [])")
         }
 
         @Test("a player's currentItem is observed as the item made for a stream appears")

@@ -60,7 +60,7 @@ import MediaPipeline
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 3, rate: 48_000))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        let ranges = Collected<[CMTimeRange]>()
+        let ranges = Collected<[NSValue]>()
         let watch = item.observe(\.loadedTimeRanges, options: [.new]) { _, change in
             if let value = change.newValue { ranges.append(value) }
         }
@@ -131,7 +131,7 @@ extension BufferingTests {
             var reach = 0.0
             var since = Date()
             _ = waitUntil(10) {
-                let now = item.loadedTimeRanges.first.map { ($0.start + $0.duration).seconds } ?? 0
+                let now = item.loadedTimeRanges.first.map { ($0.timeRangeValue.start + $0.timeRangeValue.duration).seconds } ?? 0
                 if now != reach { reach = now; since = Date() }
                 return now > 0 && Date().timeIntervalSince(since) > 0.1
             }
