@@ -83,4 +83,34 @@ import Synchronization
         defer { player.close() }
         #expect(player == player)
     }
+
+    @Test("the smaller pieces Apple's code reaches for: the external screen's gravity, captions, the host clock in seconds, a date seek")
+    func smallerPieces() async throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(player.externalPlaybackVideoGravity == .resizeAspect)
+        let gravities = Collected<AVLayerVideoGravity>()
+        let observation = player.observe(\.externalPlaybackVideoGravity, options: [.new]) { _, change in change.newValue.map(gravities.append) }
+        defer { observation.invalidate() }
+        player.externalPlaybackVideoGravity = .resizeAspectFill
+        #expect(player.externalPlaybackVideoGravity == .resizeAspectFill)
+        #expect(gravities.all == [.resizeAspectFill])
+        #expect(!player.isClosedCaptionDisplayEnabled)
+        player.isClosedCaptionDisplayEnabled = true
+        #expect(player.isClosedCaptionDisplayEnabled)
+        #expect(!player.outputObscuredDueToInsufficientExternalProtection)
+        // CACurrentMediaTime() is the clock host times are on: an item's time for "now" is its
+        // current time.
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        let output = AVPlayerItemVideoOutput(pixelBufferAttributes: nil)
+        item.add(output)
+        let now = output.itemTime(forHostTime: CACurrentMediaTime())
+        #expect(abs(now.seconds - player.currentTime().seconds) < 0.01)
+        let before = CACurrentMediaTime()
+        #expect(CACurrentMediaTime() >= before)
+        // Media here carries no dates.
+        let sought = await player.seek(to: Date())
+        #expect(!sought)
+    }
 }

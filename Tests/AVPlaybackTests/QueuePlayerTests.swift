@@ -164,6 +164,11 @@ private final class EndCounter: @unchecked Sendable {
         let player = AVQueuePlayer(items: [], output: .null(driftPPM: 0))
         defer { player.close() }
         let looper = AVPlayerLooper(player: player, templateItem: template)
+        let counts = Collected<Int>()
+        let statuses = Collected<AVPlayerLooper.Status>()
+        let observations = [looper.observe(\.loopCount, options: [.new]) { _, change in change.newValue.map(counts.append) },
+                            looper.observe(\.status, options: [.new]) { _, change in change.newValue.map(statuses.append) }]
+        defer { observations.forEach { $0.invalidate() } }
         #expect(looper.status == .ready)
         #expect(looper.loopingPlayerItems.count == AVPlayerLooper.copies)
         #expect(!looper.loopingPlayerItems.contains { $0 === template })
@@ -182,6 +187,9 @@ private final class EndCounter: @unchecked Sendable {
         looper.disableLooping()
         #expect(looper.status == .cancelled)
         #expect(waitUntil(10) { player.currentItem == nil })
+        // Observed as they changed: each loop counted once, in order, and the cancellation.
+        #expect(Array(counts.all.prefix(5)) == [1, 2, 3, 4, 5], "loop counts seen: \(counts.all)")
+        #expect(statuses.all == [.cancelled])
     }
 
     @Test("a looper with a time range plays that part of the item")
