@@ -88,6 +88,11 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         self.init(playerItem: item, output: output)
     }
 
+    /// Posted, with the player as its object, when the first picture of a run of the
+    /// current item (from its start, a seek, a join) is decoded and queued, on the reader's
+    /// thread: what makes a layer ready for display.
+    static let pictureQueuedNotification = Notification.Name("ChorusPlayerPictureQueued")
+
     /// What every initializer makes: the output's spec, the host clock and the engine, with
     /// any seams a package initializer handed over on this thread.
     private struct Parts {
@@ -107,8 +112,12 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     private func begin(with item: AVPlayerItem?) {
         // A picture track that cannot be shown costs the pictures, never the sound: said
         // once per reader, on the reader's thread.
-        engine.onVideoEvent = { event in
+        engine.onVideoEvent = { [weak self] event in
             switch event {
+            case .ready:
+                // A first picture is decoded and queued: the player's layers are ready for
+                // display (`AVPlayerLayer.isReadyForDisplay`), shown anywhere yet or not.
+                if let self { NotificationCenter.default.post(name: AVPlayer.pictureQueuedNotification, object: self) }
             case .failed(_, let error):
                 playerLog.warning("no picture: \(error); the sound plays on")
             case .damaged(let count) where count == 1:

@@ -57,7 +57,35 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         self.player = player
     }
 
-    deinit { state.withLockAnnotated { $0.player }?.removeVideoConsumer() }
+    deinit {
+        watchPictures(of: nil)
+        state.withLockAnnotated { $0.player }?.removeVideoConsumer()
+    }
+
+    /// The observer of the player's first pictures (`AVPlayer.pictureQueuedNotification`).
+    private let pictureWatch = Mutex<NotificationToken?>(nil)
+
+    /// A notification observer's token (an `NSObjectProtocol`, which is not `Sendable`; it is
+    /// only handed to `NotificationCenter` to remove the observer).
+    private struct NotificationToken: @unchecked Sendable {
+        let token: any NSObjectProtocol
+    }
+
+    /// Becomes ready for display as soon as `player` has a first picture decoded, as Apple's
+    /// layer does, whether or not a view shows it yet; and at once if it has one already
+    /// (another layer made it decode).
+    private func watchPictures(of player: AVPlayer?) {
+        let token = player.map { player in
+            NotificationToken(token: NotificationCenter.default.addObserver(forName: AVPlayer.pictureQueuedNotification, object: player,
+                                                                             queue: nil) { [weak self] _ in self?.markReady() })
+        }
+        let old = pictureWatch.withLockAnnotated { watch in defer { watch = token }; return watch }
+        if let old { NotificationCenter.default.removeObserver(old.token) }
+        if let queue = player?.engine.videoQueue, player?.engine.hasVideo == true,
+           queue.displayed != nil || !queue.queuedItemNanoseconds().isEmpty {
+            markReady()
+        }
+    }
 
     /// The player whose pictures the layer shows.
     public var player: AVPlayer? {
@@ -69,6 +97,7 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
             }
             guard old !== newValue else { return }
             readyFlag.store(false, ordering: .relaxed)
+            watchPictures(of: newValue)
             old?.removeVideoConsumer()
             newValue?.addVideoConsumer()
             target.publish(newValue)
@@ -91,8 +120,8 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         set { state.withLockAnnotated { $0.bounds = newValue } }
     }
 
-    /// Whether a first picture of the current item is on display: observable, for an app to
-    /// reveal its video area only once there is something in it.
+    /// Whether a first picture of the current item is decoded and ready to show: observable,
+    /// for an app to reveal its video area only once there is something to put in it.
     public var isReadyForDisplay: Bool { state.withLockAnnotated { $0.isReadyForDisplay } }
 
     /// Where the picture lies in the layer's bounds under the current gravity (zero until

@@ -51,6 +51,32 @@ import Synchronization
         #expect(waitUntil(5) { layer.isReadyForDisplay })
     }
 
+    @Test("a layer is ready for display once its player's first picture is decoded, shown anywhere or not, and observers hear it; a layer on sound alone never is")
+    func readyForDisplayWithoutAView() throws {
+        let video = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: video, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        let seen = Collected<Bool>()
+        let observation = layer.observe(\.isReadyForDisplay, options: [.new]) { _, change in change.newValue.map(seen.append) }
+        defer { observation.invalidate() }
+        // Nothing refreshes the layer: no view hosts it.
+        #expect(waitUntil(10) { layer.isReadyForDisplay })
+        #expect(waitUntil(5) { seen.all == [true] })
+        // A second layer on the same player, whose picture is already decoded, is ready at once.
+        let second = AVPlayerLayer(player: player)
+        #expect(waitUntil(5) { second.isReadyForDisplay })
+
+        let sound = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
+        let listener = AVPlayer(playerItem: sound, output: .null(driftPPM: 0))
+        defer { listener.close() }
+        let soundLayer = AVPlayerLayer(player: listener)
+        #expect(waitUntil(10) { sound.status == .readyToPlay })
+        listener.play()
+        #expect(waitUntil(10) { listener.currentTime().seconds > 0.3 })
+        #expect(!soundLayer.isReadyForDisplay)
+    }
+
     @Test("backwards, each refresh shows the picture the falling timeline stands in, newest first, to the item's start")
     func picturesPlayBackwards() throws {
         // 25 pictures a second in one group of pictures (x264's keyframe interval is ten
