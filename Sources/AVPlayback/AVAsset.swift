@@ -65,8 +65,7 @@ public class AVAsset: AVKeyValueObservable, @unchecked Sendable {
         case .loading: return .loading
         case .loaded: return Self.knownKeys.contains(key) ? .loaded : .failed
         case .failed(let error):
-            outError?.pointee = NSError(domain: "Chorus.AVPlayback", code: 1,
-                                        userInfo: [NSLocalizedDescriptionKey: error.description])
+            outError?.pointee = error.nsError
             return .failed
         case .cancelled: return .cancelled
         }
@@ -230,10 +229,17 @@ public final class AVURLAsset: AVAsset, @unchecked Sendable {
     /// The asset's URL.
     public let url: URL
 
-    /// Creates an asset for `url`. Nothing is read until a property is loaded.
-    /// `options` is accepted for source compatibility; no option changes behaviour yet.
-    public init(url: URL, options: [String: any Sendable]? = nil) {
+    /// Creates an asset for `url`. Nothing is read until a property is loaded. `options` is
+    /// accepted as Apple's is; none changes anything here (durations and times are always
+    /// precise: `AVURLAssetPreferPreciseDurationAndTimingKey` is in effect).
+    public init(url: URL, options: [String: Any]? = nil) {
         self.url = url
         super.init(location: url.isFileURL ? url.path : url.absoluteString)
     }
 }
+
+/// `AVURLAsset` option: ask for precise durations and times (always so here).
+public let AVURLAssetPreferPreciseDurationAndTimingKey = "AVURLAssetPreferPreciseDurationAndTimingKey"
+/// `AVURLAsset` option: whether the asset may be loaded over a cellular network (there is
+/// no such distinction here).
+public let AVURLAssetAllowsCellularAccessKey = "AVURLAssetAllowsCellularAccessKey"

@@ -163,7 +163,7 @@ extension AVPlayer {
             effects.notifications.append {
                 item.failed(reported)
                 NotificationCenter.default.post(name: AVPlayerItem.failedToPlayToEndTimeNotification, object: item,
-                                                userInfo: [AVPlayerItemFailedToPlayToEndTimeErrorKey: reported])
+                                                userInfo: [AVPlayerItemFailedToPlayToEndTimeErrorKey: reported.nsError])
             }
             pauseLocked(&state, &effects)
             return

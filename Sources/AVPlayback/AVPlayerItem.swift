@@ -37,7 +37,8 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     /// end is reached.
     public static let didPlayToEndTimeNotification = Notification.Name("AVPlayerItemDidPlayToEndTimeNotification")
     /// Posted (object: the item) when playback stopped before the end; the error is in
-    /// `userInfo[AVPlayerItemFailedToPlayToEndTimeErrorKey]`.
+    /// `userInfo[AVPlayerItemFailedToPlayToEndTimeErrorKey]`, an `NSError` (the typed
+    /// `AVPlaybackError` under its `NSUnderlyingErrorKey`).
     public static let failedToPlayToEndTimeNotification = Notification.Name("AVPlayerItemFailedToPlayToEndTimeNotification")
     /// Posted (object: the item) when data ran out during playback.
     public static let playbackStalledNotification = Notification.Name("AVPlayerItemPlaybackStalledNotification")

@@ -139,8 +139,7 @@ extension AVPlayerItemOutputPullDelegate {
 /// (`kCVPixelBufferPixelFormatTypeKey`: I420, NV12 or BGRA; I420 when it says nothing).
 public final class AVPlayerItemVideoOutput: AVPlayerItemOutput, @unchecked Sendable {
     // @unchecked restates its superclass's; its own state is in `pulled`, a Mutex.
-    /// The attributes asked for at creation.
-    public let pixelBufferAttributes: [String: any Sendable]?
+    /// The layout the pictures are copied into, as the attributes asked.
     let layout: PictureLayout
     private struct Pulled {
         var lastNumber: Int64?
@@ -149,9 +148,9 @@ public final class AVPlayerItemVideoOutput: AVPlayerItemOutput, @unchecked Senda
     }
     private let pulled = Mutex(Pulled())
 
-    /// An output delivering pictures with `pixelBufferAttributes` (nil: I420).
-    public init(pixelBufferAttributes: [String: any Sendable]?) {
-        self.pixelBufferAttributes = pixelBufferAttributes
+    /// An output delivering pictures with `pixelBufferAttributes` (nil: I420). Only the
+    /// pixel format is read; the other attributes are accepted and ignored.
+    public init(pixelBufferAttributes: [String: Any]?) {
         var wanted: [OSType] = []
         if let single = pixelBufferAttributes?[kCVPixelBufferPixelFormatTypeKey] as? OSType { wanted = [single] }
         if let several = pixelBufferAttributes?[kCVPixelBufferPixelFormatTypeKey] as? [OSType] { wanted = several }
@@ -162,6 +161,11 @@ public final class AVPlayerItemVideoOutput: AVPlayerItemOutput, @unchecked Senda
         default: layout = .yuv420p
         }
         super.init()
+    }
+
+    /// An output delivering pictures as `outputSettings` asks (its pixel format; nil: I420).
+    public convenience init(outputSettings: [String: Any]?) {
+        self.init(pixelBufferAttributes: outputSettings)
     }
 
     /// Whether a picture other than the one last copied is due by `itemTime`.

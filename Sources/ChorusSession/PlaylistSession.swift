@@ -82,8 +82,8 @@ public final class PlaylistSession: Sendable {
                 done.signal()
             }
             let failedEarly = center.addObserver(forName: AVPlayerItem.failedToPlayToEndTimeNotification, object: item, queue: nil) { note in
-                let error = note.userInfo?[AVPlayerItemFailedToPlayToEndTimeErrorKey]
-                failure.reason.withLockAnnotated { $0 = error.map { "\($0)" } ?? "\(name): playback failed" }
+                let error = note.userInfo?[AVPlayerItemFailedToPlayToEndTimeErrorKey] as? NSError
+                failure.reason.withLockAnnotated { $0 = error?.localizedDescription ?? "\(name): playback failed" }
                 failure.finished.store(true, ordering: .releasing)
                 done.signal()
             }

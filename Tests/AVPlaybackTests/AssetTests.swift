@@ -40,6 +40,8 @@ import ChorusTestSupport
         var error: NSError?
         #expect(asset.statusOfValue(forKey: "duration", error: &error) == .failed)
         #expect(error?.localizedDescription.contains("/missing/file.wav") == true)
+        #expect(error?.domain == AVFoundationErrorDomain)
+        #expect(error?.userInfo[NSUnderlyingErrorKey] as? AVPlaybackError == .fileNotFound(url: "/missing/file.wav"))
     }
 
     @Test func videoTracksDescribeThemselves() async throws {

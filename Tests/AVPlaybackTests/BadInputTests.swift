@@ -57,8 +57,11 @@ import ChorusTestSupport
         player.play()
         #expect(waitUntil(20) { ended.value + failed.value > 0 || item.status == .failed })
         if failed.value > 0 {
-            let error = failed.userInfo?[AVPlayerItemFailedToPlayToEndTimeErrorKey]
-            #expect("\(error.map { "\($0)" } ?? "")".contains(url.path))
+            // An NSError, as Apple's, read as apps read it; the typed error beneath it.
+            let error = failed.userInfo?[AVPlayerItemFailedToPlayToEndTimeErrorKey] as? NSError
+            #expect(error?.domain == AVFoundationErrorDomain)
+            #expect(error?.localizedDescription.contains(url.path) == true, "\(String(describing: error))")
+            #expect(error?.userInfo[NSUnderlyingErrorKey] is AVPlaybackError)
         }
     }
 
