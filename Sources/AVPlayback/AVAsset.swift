@@ -9,7 +9,7 @@ import MediaPipeline
 /// thread-safe. `AVURLAsset` is the concrete class.
 // @unchecked only because the class is open to subclassing, as Apple's is (a non-final class
 // cannot be checked): its own state is in `loading`, a Mutex, and every other field is a let.
-public class AVAsset: AVKeyValueObservable, @unchecked Sendable {
+open class AVAsset: AVKeyValueObservable, @unchecked Sendable {
     enum LoadState {
         case notLoaded
         case loading
@@ -224,8 +224,9 @@ public class AVAsset: AVKeyValueObservable, @unchecked Sendable {
 
 /// An asset read from a URL: a local file (a path or file:// URL) or a network stream
 /// (http, https, HLS).
-// @unchecked restates its superclass's: it adds only a let.
-public final class AVURLAsset: AVAsset, @unchecked Sendable {
+// @unchecked restates its superclass's: it adds only a let. Open, as Apple's: an app's
+// subclass (an asset that carries its own metadata, say) plays like any other.
+open class AVURLAsset: AVAsset, @unchecked Sendable {
     /// The asset's URL.
     public let url: URL
 

@@ -22,7 +22,10 @@ public struct AVAudioTimePitchAlgorithm: RawRepresentable, Hashable, Sendable {
 ///
 /// Loading begins when the item is given to a player. Properties are thread-safe to read;
 /// changes (and their observations) happen on the owning player's event queue.
-public final class AVPlayerItem: AVKeyValueObservable, Sendable {
+// @unchecked only because the class is open to subclassing, as Apple's is (a non-final class
+// cannot be checked): its state is in `state`, a Mutex, and every other field is a let or
+// itself thread-safe.
+open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// Whether the item can be played.
     public enum Status: Int, Sendable {
         /// Not yet loaded.
@@ -134,6 +137,11 @@ public final class AVPlayerItem: AVKeyValueObservable, Sendable {
     /// An item for `asset`; `automaticallyLoadedAssetKeys` is accepted for compatibility
     /// (all keys load together here).
     public convenience init(asset: AVAsset, automaticallyLoadedAssetKeys: [AVPartialAsyncProperty<AVAsset>]) {
+        self.init(asset: asset)
+    }
+
+    /// The older form, with the keys named ("duration", "tracks", ...): accepted likewise.
+    public convenience init(asset: AVAsset, automaticallyLoadedAssetKeys: [String]?) {
         self.init(asset: asset)
     }
 

@@ -34,7 +34,34 @@ final class CountingPlayer: AVQueuePlayer, @unchecked Sendable {
     }
 }
 
+/// An item and an asset that carry an app's own data, as apps subclass them.
+final class TaggedItem: AVPlayerItem, @unchecked Sendable {
+    let tag: String
+
+    init(asset: AVAsset, tag: String) {
+        self.tag = tag
+        super.init(asset: asset)
+    }
+}
+
+final class NamedAsset: AVURLAsset, @unchecked Sendable {
+    var name: String { url.lastPathComponent }
+}
+
 @Suite struct SubclassingTests {
+    @Test("an item and an asset subclassed for an app's own data play to their end like any other")
+    func subclassedItemsAndAssetsPlay() throws {
+        let url = try TestMedia.tone(.wav, seconds: 0.5, rate: 48_000)
+        let item = TaggedItem(asset: NamedAsset(url: url), tag: "kitchen")
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        player.play()
+        #expect(waitUntil(10) { ended.value == 1 })
+        #expect((player.currentItem as? TaggedItem)?.tag == "kitchen")
+        #expect((item.asset as? NamedAsset)?.name == url.lastPathComponent)
+    }
+
     @Test("a player subclass overrides the transport and the queue, and the player still plays")
     func aSubclassOverridesTheTransport() throws {
         let items = [AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000)),
