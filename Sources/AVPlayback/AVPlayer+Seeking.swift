@@ -36,6 +36,8 @@ extension AVPlayer {
         state.withLockAnnotated { state in
             var target = max(time, .zero)
             if let duration = state.item?.duration, duration.isNumeric { target = min(target, duration) }
+            // A live stream reaches only what its playlist still lists.
+            if let range = state.item?.liveSeekableRange { target = min(max(target, range.start), range.end) }
             if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
             state.serial += 1
             state.resetRunLocked()

@@ -494,6 +494,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         let serial = state.withLockAnnotated { $0.serial }
         engine.render { $0.mode = .idle(serial: serial); $0.flush = true }
         old?.player = nil
+        old?.stopFollowingLive()
         effects.run(on: eventQueue)
         if let item { attach(item) }
     }
@@ -589,6 +590,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             }
             return
         }
+        // A live stream's playlist is followed from now on, for its seekable range and to
+        // open it again where a seek asks.
+        item.followLive(info, origin: source.info.startTime)
         let reading = state.withLockAnnotated { state -> (serial: Int, startFrame: Int64)? in
             guard state.item === item else { return nil }
             state.format = format
@@ -993,7 +997,37 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         if state.reversed, let end = state.item?.reversePlaybackEndTime, end.isNumeric, end > .zero {
             reverseEnd = min(frames(of: end, format: format), frame)
         }
+        if let item = state.item, let live = item.live {
+            reopenLiveLocked(&state, item: item, live: live, atItemFrame: frame, format: format)
+            return
+        }
         engine.seek(toFrame: frame, serial: state.serial, reverse: state.reversed, reverseEnd: reverseEnd)
+    }
+
+    /// A live HLS stream cannot be sought within (FFmpeg's demuxer refuses a playlist that
+    /// moves): the item is opened again at the segment that holds item frame `frame` (by its
+    /// playlist as last read), keeping its item time, and read from `frame` under the
+    /// current serial. Done in order on the setup queue; superseded by a later seek or item.
+    private func reopenLiveLocked(_ state: inout PlayerState, item: AVPlayerItem, live: (window: HLSLiveWindow, origin: CMTime),
+                                  atItemFrame frame: Int64, format: AudioFormat) {
+        let serial = state.serial
+        let seconds = Double(frame) / Double(format.sampleRate)
+        // Before the playlist was read: where the demuxer starts a live stream by itself.
+        let index = live.window.current.map { $0.segment(holding: seconds).index } ?? -HLSLiveWindow.defaultStartFromEnd
+        let url = item.asset.location
+        let soundStream = state.soundStream
+        setupQueue.async { [weak self] in
+            guard let self, self.state.withLockAnnotated({ $0.serial == serial && $0.item === item }) else { return }
+            do throws(MediaError) {
+                let source = try MediaSource(url: url, audioStream: soundStream, liveStartIndex: index, timeOrigin: live.origin)
+                guard self.state.withLockAnnotated({ $0.serial == serial && $0.item === item }) else { return }
+                try engine.load(source: source, serial: serial, startFrame: frame, start: false, forwardBuffer: Self.forwardBuffer(of: item),
+                                subtitles: item.subtitleCues, onEvent: readerEvents(of: item))
+                engine.startReader()
+            } catch {
+                eventQueue.async { item.failed(error) }
+            }
+        }
     }
 
     /// Makes the pitch stage for `mode` on a utility thread, so that nothing in order with

@@ -101,6 +101,17 @@ enum HLSRenditions {
     /// The text at `target` when it is small enough for a master playlist and says it is one
     /// (variants listed); nil otherwise.
     private static func readPlaylist(_ target: String, interrupt: AVIOInterruptCB) -> String? {
+        readText(target, interrupt: interrupt).flatMap { $0.contains("#EXT-X-STREAM-INF") ? $0 : nil }
+    }
+
+    /// The text at `target` when it is small enough for a playlist (a live media playlist
+    /// read again as it moves); nil otherwise.
+    static func readMediaPlaylist(_ target: String, interrupt: AVIOInterruptCB) -> String? {
+        readText(target, interrupt: interrupt)
+    }
+
+    /// The text at `target`, read whole, when it is no larger than `largestPlaylist`.
+    private static func readText(_ target: String, interrupt: AVIOInterruptCB) -> String? {
         var callback = interrupt
         var context: UnsafeMutablePointer<AVIOContext>?
         var options: OpaquePointer?
@@ -119,8 +130,7 @@ enum HLSRenditions {
             filled += Int(read)
         }
         guard filled < largestPlaylist else { return nil }
-        let text = String(decoding: bytes[0..<filled], as: UTF8.self)
-        return text.contains("#EXT-X-STREAM-INF") ? text : nil
+        return String(decoding: bytes[0..<filled], as: UTF8.self)
     }
 }
 

@@ -110,4 +110,6 @@ public struct MediaInfo: Sendable, Equatable {
     /// Whether there is something this player can render: sound, or pictures (an item
     /// without sound plays silence for its length, so that it keeps a timeline).
     public var isPlayable: Bool { preferredAudioTrack != nil || preferredVideoTrack != nil }
+    /// Whether this is a live HLS playlist: one that moves on, without an end or a duration.
+    public var isLiveHLS: Bool { formatName == "hls" && !duration.isNumeric }
 }

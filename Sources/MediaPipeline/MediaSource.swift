@@ -46,7 +46,17 @@ public final class MediaSource: @unchecked Sendable {
     /// replaces the list of segment types FFmpeg's HLS demuxer opens (a subtitle rendition's
     /// WebVTT segments are not on its default list). An HLS master playlist opened without
     /// it has its subtitle renditions added to its tracks.
-    init(url: String, audioStream: Int? = nil, allowedSegmentExtensions: String?) throws(MediaError) {
+    /// Opens a live HLS stream at segment `liveStartIndex` of its playlist as it stands now
+    /// (FFmpeg's `live_start_index`), with item time counted from stream time `timeOrigin`
+    /// (the start of the stream as the item first opened it): a live item opened again for a
+    /// seek keeps its item time, since a live stream's timestamps run on across segments.
+    public convenience init(url: String, audioStream: Int? = nil, liveStartIndex: Int, timeOrigin: CMTime) throws(MediaError) {
+        try self.init(url: url, audioStream: audioStream, allowedSegmentExtensions: nil, liveStartIndex: liveStartIndex,
+                      timeOrigin: timeOrigin)
+    }
+
+    init(url: String, audioStream: Int? = nil, allowedSegmentExtensions: String?, liveStartIndex: Int? = nil,
+         timeOrigin: CMTime? = nil) throws(MediaError) {
         self.url = url
         let target = try Self.resolve(url)
         // FFmpeg prints to stderr by default; every failure is reported through MediaError.
@@ -70,6 +80,7 @@ public final class MediaSource: @unchecked Sendable {
         av_dict_set(&options, "reconnect", "1", 0)
         av_dict_set(&options, "reconnect_delay_max", String(Int64(Self.reconnectLimit.components.seconds)), 0)
         if let allowedSegmentExtensions { av_dict_set(&options, "allowed_extensions", allowedSegmentExtensions, 0) }
+        if let liveStartIndex { av_dict_set(&options, "live_start_index", String(liveStartIndex), 0) }
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
         let openStatus = avformat_open_input(&opened, target, nil, &options)
         av_dict_free(&options)
@@ -87,6 +98,7 @@ public final class MediaSource: @unchecked Sendable {
             throw .corruptData(url: url, reason: "cannot read stream information (\(FFmpegCall.message(probeStatus)))")
         }
         var described = Self.describe(context, url: url)
+        if let timeOrigin, timeOrigin.isNumeric { described.startTime = timeOrigin }
         if allowedSegmentExtensions == nil, described.formatName == "hls", HLSRenditions.isMasterPlaylist(context) {
             described.tracks += HLSRenditions.subtitleTracks(of: target, interrupt: context.pointee.interrupt_callback)
         }

@@ -87,6 +87,70 @@ import MediaServer
         #expect(item.status == .readyToPlay)
     }
 
+    @Test("a live HLS playlist's seekable range moves on with it, and a seek inside it lands on the exact sample, an earlier segment opened again")
+    func liveHLSSeeksWithinItsWindow() throws {
+        let hls = try TestMedia.hls(seconds: 30)
+        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
+        defer { server.stop() }
+        // A live window of five segments, moved on by one a second.
+        let live = hls.folder.appendingPathComponent("live-window.m3u8")
+        let window = 5
+        @Sendable func writeWindow(from first: Int) throws {
+            var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
+            for name in hls.segments[first..<min(first + window, hls.segments.count)] { text += "#EXTINF:1.0,\n\(name)\n" }
+            try text.write(to: live, atomically: true, encoding: .utf8)
+        }
+        try writeWindow(from: 0)
+        let url = try publish(hls, on: server, id: "live-seek", playlist: live)
+        let stop = WakeFlag()
+        let mover = Thread {
+            var first = 0
+            while !stop.isSet, first + window < hls.segments.count {
+                usleep(1_000_000)
+                first += 1
+                try? writeWindow(from: first)
+            }
+        }
+        mover.start()
+        defer { stop.set() }
+        let path = TestMedia.folder.appendingPathComponent("live-seek-\(UUID().uuidString).cap").path
+        let item = AVPlayerItem(url: url)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0), hostClock: .hostTimeClock, hostMapping: { $0 },
+                              capture: try RenderCapture(path: path))
+        defer { player.close() }
+        player.play()
+        #expect(waitUntil(20) { item.status == .readyToPlay })
+        #expect(item.duration == .indefinite)
+        // The range: from the first segment listed (item time zero is where the stream was
+        // opened, three segments from the end) to three target durations before the end.
+        var starts: [Double] = []
+        #expect(waitUntil(20) {
+            guard let range = item.seekableTimeRanges.first?.timeRangeValue else { return false }
+            if starts.last != range.start.seconds { starts.append(range.start.seconds) }
+            return range.start.seconds >= 1.5
+        }, "range starts seen: \(starts)")
+        #expect(starts == starts.sorted(), "the range moved back: \(starts)")
+        let range = try #require(item.seekableTimeRanges.first?.timeRangeValue)
+        #expect(abs(range.duration.seconds - 2) < 0.1, "five 1 s segments, less three of hold-back: \(range)")
+        // Back to a place the stream was opened after: only an earlier segment, opened again, has it.
+        let target = CMTime(value: Int64((range.start.seconds + 0.25) * 48_000), timescale: 48_000)
+        let heard = player.currentTime()
+        #expect(heard > target + CMTime(value: 1, timescale: 2), "playing at \(heard.seconds) s")
+        let finished = Collected<Bool>()
+        player.seek(to: target) { finished.append($0) }
+        #expect(waitUntil(20) { finished.all == [true] })
+        #expect(waitUntil(20) { player.timeControlStatus == .playing })
+        let periods = try RenderCaptureLog(path: path).periods
+        let run = try #require(periods.last.map { last in periods.filter { $0.serial == last.serial } })
+        #expect(run.first?.position == Double(target.value), "the seek's first frame heard: \(run.first?.position ?? -1), asked \(target.value)")
+        // Past the end of the range: the seek lands at its end.
+        let far = Collected<Bool>()
+        player.seek(to: CMTime(value: 1_000, timescale: 1)) { far.append($0) }
+        #expect(waitUntil(20) { far.all == [true] })
+        let end = try #require(item.seekableTimeRanges.first?.timeRangeValue).end
+        #expect(player.currentTime() <= end + CMTime(value: 1, timescale: 1), "at \(player.currentTime().seconds) s, the range ends at \(end.seconds) s")
+    }
+
     @Test("a connection dropped mid-file is made again where it stopped, and every sample is heard")
     func aDroppedConnectionIsResumed() throws {
         let source = try TestMedia.tone(.flac, seconds: 4, rate: 48_000, channels: 2)

@@ -284,9 +284,17 @@ struct SuccessorVideoReaderTests {
                 Thread.sleep(forTimeInterval: 0.002)
                 continue
             }
-            if case .show(let planes) = queue.next(dueNanoseconds: due, showFirstEarly: false, items: items), let luma = planes.plane0 {
-                shown.append((planes.info.item, TestMedia.identity(luma: luma, stride: planes.stride0, width: planes.info.width,
-                                                                   height: planes.info.height)))
+            switch queue.next(dueNanoseconds: due, showFirstEarly: false, items: items) {
+            case .show(let planes):
+                if let luma = planes.plane0 {
+                    shown.append((planes.info.item, TestMedia.identity(luma: luma, stride: planes.stride0, width: planes.info.width,
+                                                                       height: planes.info.height)))
+                }
+            case .keep:
+                // Kept with a picture due: the queue's lock was busy (a reader was queueing),
+                // which a display meets as one refresh more on the old picture. Tried again,
+                // so what is shown depends on the schedule alone.
+                if queue.peek(dueNanoseconds: due, items: items) != nil { continue }
             }
             due += 40_000_000
         }

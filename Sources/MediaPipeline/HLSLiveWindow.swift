@@ -1,0 +1,213 @@
+import Foundation
+import MediaClock
+import MutexAnnotations
+import Synchronization
+internal import CFFmpeg
+
+/// One reading of a live HLS media playlist: the segments it lists, in order.
+public struct HLSMediaPlaylist: Sendable, Equatable {
+    /// The sequence number of the first segment listed (`EXT-X-MEDIA-SEQUENCE`).
+    public var firstSequence: Int
+    /// Each listed segment's duration, in seconds (`EXTINF`).
+    public var durations: [Double]
+    /// The most a segment may last, in seconds (`EXT-X-TARGETDURATION`).
+    public var targetDuration: Double
+    /// Whether the playlist is complete (`EXT-X-ENDLIST`): it no longer moves.
+    public var ended: Bool
+
+    /// The playlist in `text`; nil when it lists no segment or is not a media playlist.
+    public init?(parsing text: String) {
+        var sequence = 0
+        var target = 0.0
+        var durations: [Double] = []
+        var pending: Double?
+        var ended = false
+        for raw in text.split(whereSeparator: \.isNewline) {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("#EXT-X-MEDIA-SEQUENCE:") {
+                sequence = Int(line.dropFirst("#EXT-X-MEDIA-SEQUENCE:".count)) ?? 0
+            } else if line.hasPrefix("#EXT-X-TARGETDURATION:") {
+                target = Double(line.dropFirst("#EXT-X-TARGETDURATION:".count)) ?? 0
+            } else if line.hasPrefix("#EXTINF:") {
+                let value = line.dropFirst("#EXTINF:".count).prefix { $0 != "," }
+                pending = Double(value.trimmingCharacters(in: .whitespaces))
+            } else if line == "#EXT-X-ENDLIST" {
+                ended = true
+            } else if !line.hasPrefix("#"), !line.isEmpty, let duration = pending {
+                // A segment's URI: it lasts what the EXTINF before it said.
+                durations.append(duration.isFinite && duration > 0 ? duration : 0)
+                pending = nil
+            }
+        }
+        guard !durations.isEmpty else { return nil }
+        firstSequence = sequence
+        self.durations = durations
+        targetDuration = target > 0 ? target : durations.max() ?? 0
+        self.ended = ended
+    }
+
+    /// The sequence number one past the last segment listed.
+    public var endSequence: Int { firstSequence + durations.count }
+}
+
+/// A live HLS playlist followed as it moves, placed on an item's time: which segments it
+/// holds now, and where each begins, in seconds of item time (item time zero is the start
+/// of the segment the item was first opened at).
+///
+/// It reads the media playlist again every half target duration on a thread of its own,
+/// and carries its mapping on from one reading to the next by the segments they share (the
+/// durations of a segment seen in one reading place the segments after it in the next).
+/// From it come the item's seekable range and the segment to reopen the stream at for a
+/// seek (`segmentIndex(for:)`, FFmpeg's `live_start_index`).
+public final class HLSLiveWindow: Sendable {
+    /// Where the end of the seekable range stands back from the playlist's end, in target
+    /// durations: the HLS specification's least distance from the end a client may start
+    /// at, so that the next segment is out before it is needed.
+    public static let holdBackTargetDurations = 3.0
+    /// How far back from the end FFmpeg's HLS demuxer starts a live playlist by default, in
+    /// segments (its `live_start_index` of −3): where item time zero is placed at first.
+    public static let defaultStartFromEnd = 3
+    /// The shortest and longest wait between readings of the playlist.
+    static let shortestPoll: Duration = .milliseconds(250)
+    static let longestPoll: Duration = .seconds(5)
+
+    /// The playlist as last read, and the start of its first segment in item seconds.
+    public struct Reading: Sendable, Equatable {
+        public var playlist: HLSMediaPlaylist
+        public var firstStart: Double
+
+        /// Where segment `index` of the listing begins, in item seconds.
+        public func start(ofIndex index: Int) -> Double {
+            firstStart + playlist.durations.prefix(max(0, min(index, playlist.durations.count))).reduce(0, +)
+        }
+
+        /// Where the listing ends, in item seconds.
+        public var end: Double { start(ofIndex: playlist.durations.count) }
+
+        /// The span a seek may reach, in item seconds: from the first segment listed (not
+        /// before item time zero) to the hold-back before the end.
+        public var seekable: ClosedRange<Double> {
+            let lower = max(0, firstStart)
+            let upper = max(lower, end - HLSLiveWindow.holdBackTargetDurations * playlist.targetDuration)
+            return lower...upper
+        }
+
+        /// The listing's index of the segment that holds item second `seconds` (the first or
+        /// the last when it lies outside the listing), and where that segment begins.
+        public func segment(holding seconds: Double) -> (index: Int, start: Double) {
+            var start = firstStart
+            for (index, duration) in playlist.durations.enumerated() {
+                if seconds < start + duration || index == playlist.durations.count - 1 { return (index, start) }
+                start += duration
+            }
+            return (0, firstStart)
+        }
+    }
+
+    private let url: String
+    private let reading = Mutex<Reading?>(nil)
+    private let stopRequested = Atomic<Bool>(false)
+    private let wake = WakeSignal()
+    private let thread = ReaderThread(name: "chorus.hls.live")
+    private let interrupt: InterruptFlag
+
+    /// Follows the media playlist at `url`. `startFromEnd` is how many segments from the end
+    /// the item was opened at (item time zero is that segment's start).
+    public init(url: String, startFromEnd: Int = HLSLiveWindow.defaultStartFromEnd) {
+        self.url = url
+        interrupt = InterruptFlag()
+        thread.start { [self] in run(startFromEnd: startFromEnd) }
+    }
+
+    deinit { stop() }
+
+    /// The playlist as last read, placed on item time; nil until the first reading.
+    public var current: Reading? { reading.withLockAnnotated { $0 } }
+
+    /// Stops following the playlist (a read under way is cut short).
+    public func stop() {
+        guard !stopRequested.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        interrupt.set()
+        wake.signal()
+        thread.waitForEnd()
+    }
+
+    private var stopping: Bool { stopRequested.load(ordering: .acquiring) }
+
+    private func run(startFromEnd: Int) {
+        var mediaURL = url
+        while !stopping {
+            var wait = Self.longestPoll
+            var text = HLSRenditions.readMediaPlaylist(mediaURL, interrupt: interrupt.callback)
+            // A master playlist: its first variant's media playlist is followed (the one
+            // FFmpeg's demuxer reads first).
+            if let master = text, let variant = Self.firstVariant(in: master, base: mediaURL) {
+                mediaURL = variant
+                text = HLSRenditions.readMediaPlaylist(mediaURL, interrupt: interrupt.callback)
+            }
+            if let text, let playlist = HLSMediaPlaylist(parsing: text) {
+                let placed = reading.withLockAnnotated { reading -> Reading in
+                    let next = Self.place(playlist, after: reading, startFromEnd: startFromEnd)
+                    reading = next
+                    return next
+                }
+                if placed.playlist.ended { return }
+                wait = .nanoseconds(Int64(placed.playlist.targetDuration * 0.5e9))
+            }
+            wake.wait(timeout: min(max(wait, Self.shortestPoll), Self.longestPoll))
+        }
+    }
+
+    /// The URI of the first variant a master playlist lists, resolved against `base`; nil
+    /// for a media playlist.
+    static func firstVariant(in text: String, base: String) -> String? {
+        var afterStreamInfo = false
+        for raw in text.split(whereSeparator: \.isNewline) {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("#EXT-X-STREAM-INF") {
+                afterStreamInfo = true
+            } else if afterStreamInfo, !line.isEmpty, !line.hasPrefix("#") {
+                return URL(string: line, relativeTo: URL(string: base))?.absoluteString ?? line
+            }
+        }
+        return nil
+    }
+
+    /// `playlist` placed on item time: by the segment it shares with `previous` (or, having
+    /// lost sight of them all, by target durations for the segments not seen), or at first
+    /// with item time zero at the segment `startFromEnd` from its end.
+    static func place(_ playlist: HLSMediaPlaylist, after previous: Reading?, startFromEnd: Int) -> Reading {
+        guard let previous else {
+            let origin = max(0, playlist.durations.count - startFromEnd)
+            return Reading(playlist: playlist, firstStart: -playlist.durations.prefix(origin).reduce(0, +))
+        }
+        let shift = playlist.firstSequence - previous.playlist.firstSequence
+        let firstStart: Double
+        if shift >= 0 && shift <= previous.playlist.durations.count {
+            firstStart = previous.start(ofIndex: shift)
+        } else if shift > 0 {
+            let unseen = shift - previous.playlist.durations.count
+            firstStart = previous.end + Double(unseen) * playlist.targetDuration
+        } else {
+            // The playlist went back (a new encoder session): placed before what was known.
+            firstStart = previous.firstStart + Double(shift) * playlist.targetDuration
+        }
+        return Reading(playlist: playlist, firstStart: firstStart)
+    }
+}
+
+/// A flag an FFmpeg read polls, to cut a blocked read short.
+final class InterruptFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+
+    func set() { flag.store(true, ordering: .releasing) }
+    var isSet: Bool { flag.load(ordering: .acquiring) }
+
+    /// The callback FFmpeg polls, bound to this flag (which must outlive the reads).
+    var callback: AVIOInterruptCB {
+        AVIOInterruptCB(callback: { opaque in
+            guard let opaque else { return 0 }
+            return Unmanaged<InterruptFlag>.fromOpaque(opaque).takeUnretainedValue().isSet ? 1 : 0
+        }, opaque: Unmanaged.passUnretained(self).toOpaque())
+    }
+}
