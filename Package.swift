@@ -134,7 +134,7 @@ let package = Package(
         .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "MediaPipeline", "MediaServer", "ChorusSimulation", "MutexAnnotations", "ChorusTestSupport", "CAllocationCounter"]),
         .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "chorus-sim", "example-player", "guide-code", "MediaPipeline", "MediaServer",
                                                           "ChorusTestSupport"]),
-        .testTarget(name: "ChorusSessionTests", dependencies: ["ChorusSession", "AVPlayback", "GroupSync", "MutexAnnotations", "ChorusTestSupport", "ChorusSimulation"]),
+        .testTarget(name: "ChorusSessionTests", dependencies: ["ChorusSession", "AVPlayback", "GroupSync", "MediaServer", "MutexAnnotations", "ChorusTestSupport", "ChorusSimulation"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -592,7 +592,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         }
         // A live stream's playlist is followed from now on, for its seekable range and to
         // open it again where a seek asks.
-        item.followLive(info, origin: source.info.startTime)
+        item.followLive(source)
         let reading = state.withLockAnnotated { state -> (serial: Int, startFrame: Int64)? in
             guard state.item === item else { return nil }
             state.format = format
@@ -1006,20 +1006,21 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// A live HLS stream cannot be sought within (FFmpeg's demuxer refuses a playlist that
     /// moves): the item is opened again at the segment that holds item frame `frame` (by its
-    /// playlist as last read), keeping its item time, and read from `frame` under the
-    /// current serial. Done in order on the setup queue; superseded by a later seek or item.
-    private func reopenLiveLocked(_ state: inout PlayerState, item: AVPlayerItem, live: (window: HLSLiveWindow, origin: CMTime),
+    /// playlist as last read) and read from `frame` under the current serial; its item time,
+    /// the stream's own, is the same in the new opening. Done in order on the setup queue;
+    /// superseded by a later seek or item.
+    private func reopenLiveLocked(_ state: inout PlayerState, item: AVPlayerItem, live: HLSLiveWindow,
                                   atItemFrame frame: Int64, format: AudioFormat) {
         let serial = state.serial
         let seconds = Double(frame) / Double(format.sampleRate)
         // Before the playlist was read: where the demuxer starts a live stream by itself.
-        let index = live.window.current.map { $0.segment(holding: seconds).index } ?? -HLSLiveWindow.defaultStartFromEnd
+        let index = live.current.map { $0.segment(holding: seconds).index } ?? -HLSLiveWindow.defaultStartFromEnd
         let url = item.asset.location
         let soundStream = state.soundStream
         setupQueue.async { [weak self] in
             guard let self, self.state.withLockAnnotated({ $0.serial == serial && $0.item === item }) else { return }
             do throws(MediaError) {
-                let source = try MediaSource(url: url, audioStream: soundStream, liveStartIndex: index, timeOrigin: live.origin)
+                let source = try MediaSource(url: url, audioStream: soundStream, liveStartIndex: index)
                 guard self.state.withLockAnnotated({ $0.serial == serial && $0.item === item }) else { return }
                 try engine.load(source: source, serial: serial, startFrame: frame, start: false, forwardBuffer: Self.forwardBuffer(of: item),
                                 subtitles: item.subtitleCues, onEvent: readerEvents(of: item))

@@ -68,9 +68,8 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         var preferredForwardBufferDuration: TimeInterval = 0
         var audioTimePitchAlgorithm = AVAudioTimePitchAlgorithm.timeDomain
         var timebase: CMTimebase?
-        /// A live HLS item's playlist, followed while a player plays the item, and the stream
-        /// time its item time counts from (the start of the stream as it was first opened).
-        var live: (window: HLSLiveWindow, origin: CMTime)?
+        /// A live HLS item's playlist, followed while a player plays the item.
+        var live: HLSLiveWindow?
         /// Options chosen with `select(_:in:)`, by characteristic: a stream index, or nil
         /// for "none".
         var chosen: [AVMediaCharacteristic: Int?] = [:]
@@ -328,28 +327,28 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
 
     /// A live item's seekable span, once its playlist has been read; nil otherwise.
     var liveSeekableRange: CMTimeRange? {
-        guard let reading = state.withLockAnnotated({ $0.live })?.window.current else { return nil }
+        guard let reading = state.withLockAnnotated({ $0.live })?.current else { return nil }
         let span = reading.seekable
         let start = CMTime(seconds: span.lowerBound, preferredTimescale: 1_000_000)
         return CMTimeRange(start: start, end: CMTime(seconds: span.upperBound, preferredTimescale: 1_000_000))
     }
 
-    /// The live playlist followed and the item's time origin, for a player opening the
-    /// stream again for a seek; nil for any other item.
-    var live: (window: HLSLiveWindow, origin: CMTime)? { state.withLockAnnotated { $0.live } }
+    /// The live playlist followed, for a player opening the stream again for a seek; nil for
+    /// any other item.
+    var live: HLSLiveWindow? { state.withLockAnnotated { $0.live } }
 
-    /// Starts following the live playlist of the item opened as `info` (a live HLS stream),
-    /// whose item time counts from `origin`; any other item is left alone.
-    func followLive(_ info: MediaInfo, origin: CMTime) {
-        guard info.isLiveHLS else { return }
-        let window = HLSLiveWindow(url: info.url)
-        let old = state.withLockAnnotated { current in defer { current.live = (window, origin) }; return current.live }
-        old?.window.stop()
+    /// Starts following the live playlist of `source` when it is a live HLS stream (opened
+    /// where its first packet was stamped); any other item is left alone.
+    func followLive(_ source: MediaSource) {
+        guard source.info.isLiveHLS else { return }
+        let window = HLSLiveWindow(url: source.url, openedAt: source.openedAt.seconds)
+        let old = state.withLockAnnotated { current in defer { current.live = window }; return current.live }
+        old?.stop()
     }
 
     /// Stops following a live playlist (the item left its player).
     func stopFollowingLive() {
-        state.withLockAnnotated { current in defer { current.live = nil }; return current.live }?.window.stop()
+        state.withLockAnnotated { current in defer { current.live = nil }; return current.live }?.stop()
     }
 
     /// Seeks to `time` exactly; see `AVPlayer.seek(to:completionHandler:)`.

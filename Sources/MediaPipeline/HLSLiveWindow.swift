@@ -50,9 +50,10 @@ public struct HLSMediaPlaylist: Sendable, Equatable {
     public var endSequence: Int { firstSequence + durations.count }
 }
 
-/// A live HLS playlist followed as it moves, placed on an item's time: which segments it
-/// holds now, and where each begins, in seconds of item time (item time zero is the start
-/// of the segment the item was first opened at).
+/// A live HLS playlist followed as it moves, placed on an item's time (a live stream's own
+/// stream time, `MediaSource`): which segments it holds now, and where each begins, in
+/// seconds. The segment the item was opened at begins where that opening's first packet
+/// was stamped.
 ///
 /// It reads the media playlist again every half target duration on a thread of its own,
 /// and carries its mapping on from one reading to the next by the segments they share (the
@@ -84,8 +85,8 @@ public final class HLSLiveWindow: Sendable {
         /// Where the listing ends, in item seconds.
         public var end: Double { start(ofIndex: playlist.durations.count) }
 
-        /// The span a seek may reach, in item seconds: from the first segment listed (not
-        /// before item time zero) to the hold-back before the end.
+        /// The span a seek may reach, in item seconds: from the first segment listed to the
+        /// hold-back before the end.
         public var seekable: ClosedRange<Double> {
             let lower = max(0, firstStart)
             let upper = max(lower, end - HLSLiveWindow.holdBackTargetDurations * playlist.targetDuration)
@@ -111,12 +112,12 @@ public final class HLSLiveWindow: Sendable {
     private let thread = ReaderThread(name: "chorus.hls.live")
     private let interrupt: InterruptFlag
 
-    /// Follows the media playlist at `url`. `startFromEnd` is how many segments from the end
-    /// the item was opened at (item time zero is that segment's start).
-    public init(url: String, startFromEnd: Int = HLSLiveWindow.defaultStartFromEnd) {
+    /// Follows the media playlist at `url`, opened `startFromEnd` segments from its end at
+    /// item second `openedAt` (where that segment begins).
+    public init(url: String, openedAt: Double, startFromEnd: Int = HLSLiveWindow.defaultStartFromEnd) {
         self.url = url
         interrupt = InterruptFlag()
-        thread.start { [self] in run(startFromEnd: startFromEnd) }
+        thread.start { [self] in run(openedAt: openedAt, startFromEnd: startFromEnd) }
     }
 
     deinit { stop() }
@@ -134,7 +135,7 @@ public final class HLSLiveWindow: Sendable {
 
     private var stopping: Bool { stopRequested.load(ordering: .acquiring) }
 
-    private func run(startFromEnd: Int) {
+    private func run(openedAt: Double, startFromEnd: Int) {
         var mediaURL = url
         while !stopping {
             var wait = Self.longestPoll
@@ -147,7 +148,7 @@ public final class HLSLiveWindow: Sendable {
             }
             if let text, let playlist = HLSMediaPlaylist(parsing: text) {
                 let placed = reading.withLockAnnotated { reading -> Reading in
-                    let next = Self.place(playlist, after: reading, startFromEnd: startFromEnd)
+                    let next = Self.place(playlist, after: reading, openedAt: openedAt, startFromEnd: startFromEnd)
                     reading = next
                     return next
                 }
@@ -175,11 +176,11 @@ public final class HLSLiveWindow: Sendable {
 
     /// `playlist` placed on item time: by the segment it shares with `previous` (or, having
     /// lost sight of them all, by target durations for the segments not seen), or at first
-    /// with item time zero at the segment `startFromEnd` from its end.
-    static func place(_ playlist: HLSMediaPlaylist, after previous: Reading?, startFromEnd: Int) -> Reading {
+    /// with the segment `startFromEnd` from its end at `openedAt`.
+    static func place(_ playlist: HLSMediaPlaylist, after previous: Reading?, openedAt: Double, startFromEnd: Int) -> Reading {
         guard let previous else {
-            let origin = max(0, playlist.durations.count - startFromEnd)
-            return Reading(playlist: playlist, firstStart: -playlist.durations.prefix(origin).reduce(0, +))
+            let opened = max(0, playlist.durations.count - startFromEnd)
+            return Reading(playlist: playlist, firstStart: openedAt - playlist.durations.prefix(opened).reduce(0, +))
         }
         let shift = playlist.firstSequence - previous.playlist.firstSequence
         let firstStart: Double

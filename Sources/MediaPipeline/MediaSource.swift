@@ -31,6 +31,9 @@ public final class MediaSource: @unchecked Sendable {
 
     public let url: String
     public let info: MediaInfo
+    /// The stream time of the first packet this opening read (the container's start time):
+    /// where a live stream's item time stood when it was opened here.
+    public let openedAt: CMTime
     let formatContext: UnsafeMutablePointer<AVFormatContext>
     private let interruptState: InterruptState
 
@@ -47,16 +50,12 @@ public final class MediaSource: @unchecked Sendable {
     /// WebVTT segments are not on its default list). An HLS master playlist opened without
     /// it has its subtitle renditions added to its tracks.
     /// Opens a live HLS stream at segment `liveStartIndex` of its playlist as it stands now
-    /// (FFmpeg's `live_start_index`), with item time counted from stream time `timeOrigin`
-    /// (the start of the stream as the item first opened it): a live item opened again for a
-    /// seek keeps its item time, since a live stream's timestamps run on across segments.
-    public convenience init(url: String, audioStream: Int? = nil, liveStartIndex: Int, timeOrigin: CMTime) throws(MediaError) {
-        try self.init(url: url, audioStream: audioStream, allowedSegmentExtensions: nil, liveStartIndex: liveStartIndex,
-                      timeOrigin: timeOrigin)
+    /// (FFmpeg's `live_start_index`; negative counts from the end).
+    public convenience init(url: String, audioStream: Int? = nil, liveStartIndex: Int) throws(MediaError) {
+        try self.init(url: url, audioStream: audioStream, allowedSegmentExtensions: nil, liveStartIndex: liveStartIndex)
     }
 
-    init(url: String, audioStream: Int? = nil, allowedSegmentExtensions: String?, liveStartIndex: Int? = nil,
-         timeOrigin: CMTime? = nil) throws(MediaError) {
+    init(url: String, audioStream: Int? = nil, allowedSegmentExtensions: String?, liveStartIndex: Int? = nil) throws(MediaError) {
         self.url = url
         let target = try Self.resolve(url)
         // FFmpeg prints to stderr by default; every failure is reported through MediaError.
@@ -98,7 +97,13 @@ public final class MediaSource: @unchecked Sendable {
             throw .corruptData(url: url, reason: "cannot read stream information (\(FFmpegCall.message(probeStatus)))")
         }
         var described = Self.describe(context, url: url)
-        if let timeOrigin, timeOrigin.isNumeric { described.startTime = timeOrigin }
+        openedAt = described.startTime
+        // A live stream's item time is its own stream time, not counted from where this
+        // opening began: a live stream's timestamps run on across its segments and are the
+        // same for every client, so the item keeps its time when it is opened again at
+        // another segment (a seek), and every room of a group that opened it at its own
+        // moment stands on the same time for the same sound.
+        if described.isLiveHLS { described.startTime = .zero }
         if allowedSegmentExtensions == nil, described.formatName == "hls", HLSRenditions.isMasterPlaylist(context) {
             described.tracks += HLSRenditions.subtitleTracks(of: target, interrupt: context.pointee.interrupt_callback)
         }

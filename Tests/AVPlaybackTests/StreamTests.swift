@@ -56,25 +56,9 @@ import MediaServer
         let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
         defer { server.stop() }
         // A live window of three segments, moved on by one a second, as a live encoder's is.
-        let live = hls.folder.appendingPathComponent("live.m3u8")
-        @Sendable func writeWindow(from first: Int) throws {
-            var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
-            for name in hls.segments[first..<min(first + 3, hls.segments.count)] { text += "#EXTINF:1.0,\n\(name)\n" }
-            try text.write(to: live, atomically: true, encoding: .utf8)
-        }
-        try writeWindow(from: 0)
-        let url = try publish(hls, on: server, id: "live", playlist: live)
-        let stop = WakeFlag()
-        let mover = Thread {
-            var first = 0
-            while !stop.isSet, first + 3 < hls.segments.count {
-                usleep(1_000_000)
-                first += 1
-                try? writeWindow(from: first)
-            }
-        }
-        mover.start()
-        defer { stop.set() }
+        let live = try SlidingPlaylist(segments: hls.segments, in: hls.folder, name: "live.m3u8", window: 3)
+        defer { live.stop() }
+        let url = try publish(hls, on: server, id: "live", playlist: live.playlist)
         let item = AVPlayerItem(url: url)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
@@ -93,26 +77,9 @@ import MediaServer
         let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
         defer { server.stop() }
         // A live window of five segments, moved on by one a second.
-        let live = hls.folder.appendingPathComponent("live-window.m3u8")
-        let window = 5
-        @Sendable func writeWindow(from first: Int) throws {
-            var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
-            for name in hls.segments[first..<min(first + window, hls.segments.count)] { text += "#EXTINF:1.0,\n\(name)\n" }
-            try text.write(to: live, atomically: true, encoding: .utf8)
-        }
-        try writeWindow(from: 0)
-        let url = try publish(hls, on: server, id: "live-seek", playlist: live)
-        let stop = WakeFlag()
-        let mover = Thread {
-            var first = 0
-            while !stop.isSet, first + window < hls.segments.count {
-                usleep(1_000_000)
-                first += 1
-                try? writeWindow(from: first)
-            }
-        }
-        mover.start()
-        defer { stop.set() }
+        let live = try SlidingPlaylist(segments: hls.segments, in: hls.folder, name: "live-window.m3u8", window: 5)
+        defer { live.stop() }
+        let url = try publish(hls, on: server, id: "live-seek", playlist: live.playlist)
         let path = TestMedia.folder.appendingPathComponent("live-seek-\(UUID().uuidString).cap").path
         let item = AVPlayerItem(url: url)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0), hostClock: .hostTimeClock, hostMapping: { $0 },
@@ -121,13 +88,13 @@ import MediaServer
         player.play()
         #expect(waitUntil(20) { item.status == .readyToPlay })
         #expect(item.duration == .indefinite)
-        // The range: from the first segment listed (item time zero is where the stream was
-        // opened, three segments from the end) to three target durations before the end.
+        // The range: from the first segment listed to three target durations before the end,
+        // in the stream's own time (the same for every client). It moves on a second a second.
         var starts: [Double] = []
         #expect(waitUntil(20) {
             guard let range = item.seekableTimeRanges.first?.timeRangeValue else { return false }
             if starts.last != range.start.seconds { starts.append(range.start.seconds) }
-            return range.start.seconds >= 1.5
+            return starts.count >= 3
         }, "range starts seen: \(starts)")
         #expect(starts == starts.sorted(), "the range moved back: \(starts)")
         let range = try #require(item.seekableTimeRanges.first?.timeRangeValue)
@@ -149,6 +116,53 @@ import MediaServer
         #expect(waitUntil(20) { far.all == [true] })
         let end = try #require(item.seekableTimeRanges.first?.timeRangeValue).end
         #expect(player.currentTime() <= end + CMTime(value: 1, timescale: 1), "at \(player.currentTime().seconds) s, the range ends at \(end.seconds) s")
+    }
+
+    @Test("a live stream's item time is its own stream time: two players opening it seconds apart hear the same sound at the same item time")
+    func liveItemTimeIsTheStreamsOwn() throws {
+        let hls = try TestMedia.hls(seconds: 30)
+        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
+        defer { server.stop() }
+        let live = try SlidingPlaylist(segments: hls.segments, in: hls.folder, name: "live-shared.m3u8", window: 5)
+        defer { live.stop() }
+        let url = try publish(hls, on: server, id: "live-shared", playlist: live.playlist)
+        // Each player renders what it reads to a file as it comes, and records the item frame
+        // each rendered period starts at.
+        func open(_ name: String) throws -> (player: AVPlayer, wav: URL, capture: String) {
+            let wav = TestMedia.folder.appendingPathComponent("live-\(name)-\(UUID().uuidString).wav")
+            let capture = TestMedia.folder.appendingPathComponent("live-\(name)-\(UUID().uuidString).cap").path
+            let player = AVPlayer(playerItem: AVPlayerItem(url: url), output: .wav(path: wav.path), hostClock: .hostTimeClock,
+                                  hostMapping: { $0 }, capture: try RenderCapture(path: capture))
+            player.play()
+            return (player, wav, capture)
+        }
+        let first = try open("first")
+        usleep(2_300_000)
+        let second = try open("second")
+        // Both read on until the second has rendered a second and a half of its own.
+        #expect(waitUntil(20) {
+            guard let run = try? RenderCaptureLog(path: second.capture).lastRun, let from = run.first, let to = run.last else { return false }
+            return to.position + Double(to.frames) - from.position > 72_000
+        })
+        first.player.close()
+        second.player.close()
+        func start(_ capture: String) throws -> Double { try #require(RenderCaptureLog(path: capture).lastRun.first?.position) }
+        let (startA, startB) = (try start(first.capture), try start(second.capture))
+        let (a, b) = (try PCM(wavFile: first.wav), try PCM(wavFile: second.wav))
+        // The second opened seconds later, further on in the stream: by its item time too.
+        #expect(startB - startA > 48_000, "openings at item frames \(startA) and \(startB)")
+        // Half a second from the second's start on (clear of its decoder's first frames),
+        // the same item frames hold the same sound.
+        let common = Int(startB - startA) + 24_000
+        let span = 24_000
+        #expect(a.frameCount >= common + span && b.frameCount >= 24_000 + span, "\(a.frameCount) and \(b.frameCount) frames")
+        var worst: Float = 0
+        for frame in 0..<span {
+            for channel in 0..<2 {
+                worst = max(worst, abs(a.samples[(common + frame) * 2 + channel] - b.samples[(24_000 + frame) * 2 + channel]))
+            }
+        }
+        #expect(worst < 1e-4, "the same item time held sounds \(worst) apart")
     }
 
     @Test("a connection dropped mid-file is made again where it stopped, and every sample is heard")
@@ -198,12 +212,4 @@ import MediaServer
         #expect(item.status == .readyToPlay, "\(String(describing: item.error))")
         #expect(player.rate == 1, "at \(player.currentTime().seconds) s, \(server.connections) connections, stalled on \(String(describing: server.faultedOn))")
     }
-}
-
-/// A flag one thread sets and another reads.
-final class WakeFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
 }

@@ -4,6 +4,7 @@ import ChorusSimulation
 import ChorusTestSupport
 import Foundation
 import GroupSync
+import MediaServer
 import MutexAnnotations
 import Synchronization
 import Testing
@@ -284,6 +285,66 @@ import Testing
         #expect(await pair.followerLog.messages().allSatisfy { !$0.contains("cannot play") })
         _ = await pair.leaderLog.all()
         try pair.expectInStep(skip: 48_000 * 2)
+    }
+
+    /// A live stream the leader names: the room opens it seconds after the leader, further on
+    /// in the stream, and still plays the sound the leader plays at the same instant (a live
+    /// item's time is the stream's own, the same for both).
+    @Test func aRoomOpeningALiveStreamLaterHearsWhatTheLeaderHears() async throws {
+        let hls = try TestMedia.hls(seconds: 40)
+        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
+        defer { server.stop() }
+        let live = try SlidingPlaylist(segments: hls.segments, in: hls.folder, name: "live-group.m3u8", window: 5)
+        defer { live.stop() }
+        for name in hls.segments { _ = server.publish(hls.folder.appendingPathComponent(name), id: "live") }
+        let url = try #require(URL(string: "http://127.0.0.1:\(server.port)\(server.publish(live.playlist, id: "live"))"))
+
+        func capture(_ role: String) -> String { TestMedia.folder.appendingPathComponent("live-group-\(role).cap").path }
+        let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
+        let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: capture("leader")),
+                                       listen: loopback, httpPort: 0, urls: [url], positionInterval: nil)
+        let leaderLog = EventLog(leader.events)
+        let leading = Running([{ _ = leader.run() }])
+        #expect(await onThread { waitUntil(20) { leader.player.timeControlStatus == .playing } })
+        try await Task.sleep(for: .milliseconds(2_300))
+        let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: -40), capturePath: capture("room"),
+                                                                            clock: .simulated(offset: .milliseconds(600), skewPPM: 50)),
+                                           leader: leader.endpoint, name: "room", statisticsInterval: nil)
+        let followerLog = EventLog(follower.events)
+        let following = Running([{ follower.run() }])
+        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing } })
+        try await Task.sleep(for: .seconds(2))
+        // Both place the stream on the same time, its own: their playlists' seekable ranges
+        // start at the same item time whenever both have read the playlist since it last moved
+        // (twice a second each, against once a second). Each counting from where it opened,
+        // they would stand the seconds apart that they opened.
+        let agreeing = await onThread { () -> Int in
+            var agreeing = 0
+            for _ in 0..<20 {
+                if let a = leader.player.currentItem?.seekableTimeRanges.first?.timeRangeValue.start,
+                   let b = follower.player.currentItem?.seekableTimeRanges.first?.timeRangeValue.start,
+                   abs((a - b).seconds) < 0.01 { agreeing += 1 }
+                usleep(100_000)
+            }
+            return agreeing
+        }
+        #expect(agreeing >= 7, "the seekable ranges agreed \(agreeing) times in 20")
+        follower.send(.stop)
+        leader.send(.stop)
+        await following.wait()
+        await leading.wait()
+        _ = await leaderLog.all()
+        #expect(await followerLog.messages().allSatisfy { !$0.contains("cannot play") })
+
+        let reference = try RenderCaptureLog(path: capture("leader"))
+        let room = try RenderCaptureLog(path: capture("room"))
+        // The room's first sound is further on in the stream than the leader's.
+        let (leaderFirst, roomFirst) = (try #require(reference.lastRun.first?.position), try #require(room.lastRun.first?.position))
+        #expect(roomFirst - leaderFirst > 48_000, "first sounds at item frames \(leaderFirst) and \(roomFirst)")
+        let offsets = room.offsets(against: reference, skip: 48_000)
+        #expect(offsets.count > 50, "\(offsets.count) comparable positions")
+        let worst = offsets.map(abs).max() ?? 1
+        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
     }
 
     /// Two items that join into one tone, played by a group: the leader joins the second on

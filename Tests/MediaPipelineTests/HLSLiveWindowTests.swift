@@ -22,22 +22,22 @@ struct HLSLiveWindowTests {
                 == "http://h/live/low/index.m3u8")
     }
 
-    @Test("item time zero is the segment the stream opened at, three from the end; each reading carries the last one's times on by the segments they share")
+    @Test("the segment the stream opened at, three from the end, begins where its first packet was stamped; each reading carries the last one's times on by the segments they share")
     func placing() throws {
-        let first = HLSLiveWindow.place(try #require(Self.playlist(first: 10, durations: [2, 2, 2, 2, 2])), after: nil, startFromEnd: 3)
-        #expect(first.firstStart == -4)
-        #expect(first.start(ofIndex: 2) == 0)
-        // Ten seconds listed, less three target durations of hold-back, from item time zero.
-        #expect(first.seekable == 0...0)
+        let first = HLSLiveWindow.place(try #require(Self.playlist(first: 10, durations: [2, 2, 2, 2, 2])), after: nil, openedAt: 100, startFromEnd: 3)
+        #expect(first.firstStart == 96)
+        #expect(first.start(ofIndex: 2) == 100)
+        // Ten seconds listed, less three target durations of hold-back.
+        #expect(first.seekable == 96...100)
         // Two segments later, one of them shorter.
-        let moved = HLSLiveWindow.place(try #require(Self.playlist(first: 12, durations: [2, 1.5, 2, 2, 2])), after: first, startFromEnd: 3)
-        #expect(moved.firstStart == 0)
-        #expect(moved.end == 9.5)
-        #expect(moved.seekable == 0...3.5)
-        #expect(moved.segment(holding: 2.2).index == 1 && moved.segment(holding: 2.2).start == 2)
+        let moved = HLSLiveWindow.place(try #require(Self.playlist(first: 12, durations: [2, 1.5, 2, 2, 2])), after: first, openedAt: 100, startFromEnd: 3)
+        #expect(moved.firstStart == 100)
+        #expect(moved.end == 109.5)
+        #expect(moved.seekable == 100...103.5)
+        #expect(moved.segment(holding: 102.2).index == 1 && moved.segment(holding: 102.2).start == 102)
         // Out of sight of every segment known (a reading missed): target durations stand in.
-        let far = HLSLiveWindow.place(try #require(Self.playlist(first: 20, durations: [2, 2])), after: moved, startFromEnd: 3)
-        #expect(far.firstStart == 9.5 + 3 * 2)
+        let far = HLSLiveWindow.place(try #require(Self.playlist(first: 20, durations: [2, 2])), after: moved, openedAt: 100, startFromEnd: 3)
+        #expect(far.firstStart == 109.5 + 3 * 2)
     }
 
     @Test("a seek's segment: the one holding the time, or the listing's first or last outside it")
