@@ -133,6 +133,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     deinit {
         monitor?.cancel()
         engine.shutdown()
+        state.withLockAnnotated { $0.item }?.stopFollowingLive()
     }
 
     // MARK: - Properties
@@ -590,11 +591,11 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             }
             return
         }
-        // A live stream's playlist is followed from now on, for its seekable range and to
-        // open it again where a seek asks.
-        item.followLive(source)
         let reading = state.withLockAnnotated { state -> (serial: Int, startFrame: Int64)? in
             guard state.item === item else { return nil }
+            // A live stream's playlist is followed from now on, for its seekable range and to
+            // open it again where a seek asks (until the item is replaced, which stops it).
+            item.followLive(source)
             state.format = format
             return (state.serial, readerStartFrameLocked(&state, format: format))
         }

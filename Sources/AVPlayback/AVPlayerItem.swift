@@ -333,6 +333,8 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         return CMTimeRange(start: start, end: CMTime(seconds: span.upperBound, preferredTimescale: 1_000_000))
     }
 
+    deinit { state.withLockAnnotated { $0.live }?.stop() }
+
     /// The live playlist followed, for a player opening the stream again for a seek; nil for
     /// any other item.
     var live: HLSLiveWindow? { state.withLockAnnotated { $0.live } }
