@@ -148,6 +148,7 @@ public final class HLSLiveWindow: Sendable {
             }
             if let text, let playlist = HLSMediaPlaylist(parsing: text) {
                 let placed = reading.withLockAnnotated { reading -> Reading in
+                    if let previous = reading, Self.isCutShort(playlist, after: previous.playlist) { return previous }
                     let next = Self.place(playlist, after: reading, openedAt: openedAt, startFromEnd: startFromEnd)
                     reading = next
                     return next
@@ -172,6 +173,14 @@ public final class HLSLiveWindow: Sendable {
             }
         }
         return nil
+    }
+
+    /// Whether `playlist` is a reading cut short rather than the playlist as it stands: it
+    /// ends before `previous` did without starting before it (a live playlist's end never
+    /// moves back; one that starts over starts before). Seen when a read was cut off, or the
+    /// file was replaced while a server sent it.
+    static func isCutShort(_ playlist: HLSMediaPlaylist, after previous: HLSMediaPlaylist) -> Bool {
+        playlist.endSequence < previous.endSequence && playlist.firstSequence >= previous.firstSequence
     }
 
     /// `playlist` placed on item time: by the segment it shares with `previous` (or, having

@@ -105,11 +105,14 @@ import MediaServer
         #expect(heard > target + CMTime(value: 1, timescale: 2), "playing at \(heard.seconds) s")
         let finished = Collected<Bool>()
         player.seek(to: target) { finished.append($0) }
+        // What the seek was clamped by, and where it put the time, for the message below.
+        let rangeAtSeek = item.seekableTimeRanges.first?.timeRangeValue
+        let timeAtSeek = player.currentTime()
         #expect(waitUntil(20) { finished.all == [true] })
         #expect(waitUntil(20) { player.timeControlStatus == .playing })
         let periods = try RenderCaptureLog(path: path).periods
         let run = try #require(periods.last.map { last in periods.filter { $0.serial == last.serial } })
-        #expect(run.first?.position == Double(target.value), "the seek's first frame heard: \(run.first?.position ?? -1), asked \(target.value)")
+        #expect(run.first?.position == Double(target.value), "the seek's first frame heard: \(run.first?.position ?? -1), asked \(target.value); range at the seek \(String(describing: rangeAtSeek)), time set \(timeAtSeek.value)/\(timeAtSeek.timescale); runs \(Dictionary(grouping: periods, by: \.serial).mapValues { ($0.first!.position, $0.count) }.sorted { $0.key < $1.key })")
         // Past the end of the range: the seek lands at its end.
         let far = Collected<Bool>()
         player.seek(to: CMTime(value: 1_000, timescale: 1)) { far.append($0) }

@@ -40,6 +40,15 @@ struct HLSLiveWindowTests {
         #expect(far.firstStart == 109.5 + 3 * 2)
     }
 
+    @Test("a reading that ends before the last one did, without starting before it, was cut short; one that starts over was not")
+    func readingsCutShort() throws {
+        let last = try #require(Self.playlist(first: 10, durations: [1, 1, 1, 1, 1]))
+        #expect(HLSLiveWindow.isCutShort(try #require(Self.playlist(first: 10, durations: [1, 1, 1])), after: last))
+        #expect(HLSLiveWindow.isCutShort(try #require(Self.playlist(first: 11, durations: [1, 1])), after: last))
+        #expect(!HLSLiveWindow.isCutShort(try #require(Self.playlist(first: 11, durations: [1, 1, 1, 1, 1])), after: last))
+        #expect(!HLSLiveWindow.isCutShort(try #require(Self.playlist(first: 0, durations: [1, 1])), after: last))
+    }
+
     @Test("a seek's segment: the one holding the time, or the listing's first or last outside it")
     func segmentHoldingATime() throws {
         let reading = HLSLiveWindow.Reading(playlist: try #require(Self.playlist(first: 0, durations: [2, 2, 2])), firstStart: 1)
