@@ -91,8 +91,7 @@ test: deps
 # The tests that hold no real-time bound, under ThreadSanitizer, in a build directory of
 # their own. Skipped, because the sanitizer slows every thread 5 to 15 times and they measure
 # time: ALSA's timing suite, the repeating timer's tick count, two clock convergences over
-# real sockets, a seek that must be superseded before the reader finishes it (on a loaded
-# machine the sanitizer's slowness let the first seek finish first), the session tests that
+# real sockets, the session tests that
 # measure a leader and followers (their sound or their pictures) against each other to a
 # millisecond, and the group command
 # tests (a leader and followers as processes, each slowed by the sanitizer: on a loaded
@@ -127,7 +126,7 @@ TSAN_TESTS := \
 	--skip RepeatingTimerTests --skip AudioRendererTests --skip FollowModeTests \
 	--skip ALSAOutputTests --skip GroupCommandTests --skip aLeaderAndFollowersOnSkewedClocksPlayInStep \
 	--skip leaderAndFollowerCoresTalkOverRealSockets --skip followerConvergesThroughALossyRelay \
-	--skip aSupersededSeekCompletesWithFalse --skip RenderAllocationTests --skip aFollowersPicturesAreTheGroupsFromTheFirst --skip aFollowersPicturesGoBackwardsWithTheGroup \
+	--skip RenderAllocationTests --skip aFollowersPicturesAreTheGroupsFromTheFirst --skip aFollowersPicturesGoBackwardsWithTheGroup \
 	--skip GuideCodeTests --skip aTickingRelayDeliversOnItsTicks \
 	--skip ClockEstimatorTests --skip SoftFloorFitTests --skip RecordedJoinTests --skip FollowedPitchTests
 # Every process the tests start (the chorus binary too) writes its reports here rather than
