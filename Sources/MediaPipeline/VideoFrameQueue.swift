@@ -69,8 +69,9 @@ public struct VideoPlanes: @unchecked Sendable {
     public var stride2: Int
 }
 
-/// A bounded queue of decoded pictures between one reader (the producer) and one display
-/// (the consumer), in presentation order.
+/// A bounded queue of decoded pictures between one reader at a time (the producer: an item's
+/// reader, then the next item's, which queues only once the one before has finished) and
+/// one display (the consumer), in presentation order.
 ///
 /// The pictures live in a fixed set of slots, each an `AVFrame` made once: decoding never
 /// allocates a picture of its own beyond FFmpeg's pools, and the consumer, a display's
