@@ -16,6 +16,15 @@ import MediaServer
         return try #require(URL(string: "http://127.0.0.1:\(server.port)\(path)"))
     }
 
+    /// A live stream over `hls`'s segments on a server of its own: a window of `window`
+    /// segments moved on by one a second, as a live encoder's is, published as `name`.
+    func serveLive(_ hls: (folder: URL, segments: [String]), window: Int, name: String) throws
+        -> (server: MediaHTTPServer, live: SlidingPlaylist, url: URL) {
+        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
+        let live = try SlidingPlaylist(segments: hls.segments, in: hls.folder, name: "\(name).m3u8", window: window)
+        return (server, live, try publish(hls, on: server, id: name, playlist: live.playlist))
+    }
+
     @Test("an HLS playlist on demand plays to its end, sample for sample as FFmpeg decodes it")
     func hlsOnDemandPlays() throws {
         let hls = try TestMedia.hls(seconds: 4)
@@ -53,12 +62,12 @@ import MediaServer
     @Test("a live HLS playlist plays, its duration indefinite")
     func liveHLSPlays() throws {
         let hls = try TestMedia.hls(seconds: 12)
-        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
-        defer { server.stop() }
         // A live window of three segments, moved on by one a second, as a live encoder's is.
-        let live = try SlidingPlaylist(segments: hls.segments, in: hls.folder, name: "live.m3u8", window: 3)
-        defer { live.stop() }
-        let url = try publish(hls, on: server, id: "live", playlist: live.playlist)
+        let (server, live, url) = try serveLive(hls, window: 3, name: "live")
+        defer {
+            live.stop()
+            server.stop()
+        }
         let item = AVPlayerItem(url: url)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
@@ -74,12 +83,12 @@ import MediaServer
     @Test("a live HLS playlist's seekable range moves on with it, and a seek inside it lands on the exact sample, an earlier segment opened again")
     func liveHLSSeeksWithinItsWindow() throws {
         let hls = try TestMedia.hls(seconds: 30)
-        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
-        defer { server.stop() }
         // A live window of five segments, moved on by one a second.
-        let live = try SlidingPlaylist(segments: hls.segments, in: hls.folder, name: "live-window.m3u8", window: 5)
-        defer { live.stop() }
-        let url = try publish(hls, on: server, id: "live-seek", playlist: live.playlist)
+        let (server, live, url) = try serveLive(hls, window: 5, name: "live-window")
+        defer {
+            live.stop()
+            server.stop()
+        }
         let path = TestMedia.folder.appendingPathComponent("live-seek-\(UUID().uuidString).cap").path
         let item = AVPlayerItem(url: url)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0), hostClock: .hostTimeClock, hostMapping: { $0 },
@@ -126,11 +135,11 @@ import MediaServer
     @Test("a live stream's item time is its own stream time: two players opening it seconds apart hear the same sound at the same item time")
     func liveItemTimeIsTheStreamsOwn() throws {
         let hls = try TestMedia.hls(seconds: 30)
-        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
-        defer { server.stop() }
-        let live = try SlidingPlaylist(segments: hls.segments, in: hls.folder, name: "live-shared.m3u8", window: 5)
-        defer { live.stop() }
-        let url = try publish(hls, on: server, id: "live-shared", playlist: live.playlist)
+        let (server, live, url) = try serveLive(hls, window: 5, name: "live-shared")
+        defer {
+            live.stop()
+            server.stop()
+        }
         // Each player renders what it reads to a file as it comes, and records the item frame
         // each rendered period starts at.
         func open(_ name: String) throws -> (player: AVPlayer, wav: URL, capture: String) {
