@@ -81,11 +81,16 @@ extension AVPlayer {
             return
         }
         var effects = Effects()
-        let reading = state.withLockAnnotated { state -> (serial: Int, startFrame: Int64)? in
+        let reading = state.withLockAnnotated { state -> (serial: Int, startFrame: Int64, followsOn: FollowOn?)? in
             guard state.item === item, state.itemLoaded, let format = state.format else { return nil }
             let time = currentTimeLocked(&state)
             let status = engine.status
             let playedOn = status.serial == state.serial && status.phase == .playing
+            // Where the device's writing stands, on the run's frames (counted on from an
+            // earlier item's after a gapless join) before the run restarts.
+            let written = state.itemPosition(ofRenderPosition: Double(status.writtenEndFrame))
+            let writtenRun = FollowOn(serial: state.serial, frameShift: state.frameBase)
+            var followsOn: FollowOn?
             state.serial += 1
             state.resetRunLocked()
             // The engine's load, below, stops them with the old reader.
@@ -98,14 +103,15 @@ extension AVPlayer {
                 state.position = time
                 // Playing at speed 1: the new sound follows on from the last frame written
                 // to the device, which plays what it holds meanwhile (`followsOn`).
-                if state.rate == 1, !state.reversed, playedOn {
-                    let written = state.itemPosition(ofRenderPosition: Double(status.writtenEndFrame))
-                    if written.isFinite, written >= 0 { state.position = CMTime(value: Int64(written), timescale: Int32(format.sampleRate)) }
+                // The render thread skips what it writes meanwhile (`followsOn`).
+                if state.rate == 1, !state.reversed, playedOn, written.isFinite, written >= 0 {
+                    state.position = CMTime(value: Int64(written), timescale: Int32(format.sampleRate))
+                    followsOn = writtenRun
                 }
             }
             let start = state.rate > 0 ? readerStartFrameLocked(&state, format: format) : frames(of: state.position, format: format)
             if state.rate != 0 { setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: .toMinimizeStalls, &effects) }
-            return (state.serial, start)
+            return (state.serial, start, followsOn)
         }
         effects.run(on: eventQueue)
         guard let reading else { return }
@@ -133,7 +139,7 @@ extension AVPlayer {
             // on a schedule, from where the timeline then stands). Only a player that moved
             // or turned meanwhile starts afresh.
             let followsOn = state.serial == reading.serial && state.rate >= 0
-            applyModeLocked(&state, flush: !followsOn)
+            applyModeLocked(&state, flush: !followsOn, followsOn: followsOn ? reading.followsOn : nil)
             if !successorsWantedLocked(&state).isEmpty { engine.expectSuccessor(true) }
             return true
         }

@@ -941,7 +941,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// Tells the render thread what to do for the current state.
-    func applyModeLocked(_ state: inout PlayerState, flush: Bool) {
+    func applyModeLocked(_ state: inout PlayerState, flush: Bool, followsOn: FollowOn? = nil) {
         let serial = state.serial
         let mode: RenderMode
         if state.itemLoaded, state.rate != 0, let format = state.format, let master = state.timelineClock {
@@ -963,6 +963,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         engine.render {
             $0.mode = mode
             $0.flush = flush
+            $0.followsOn = followsOn
             $0.rate = rate
             $0.pitch = pitch
             $0.startBufferFrames = startBuffer

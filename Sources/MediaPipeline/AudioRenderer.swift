@@ -76,6 +76,9 @@ public final class AudioRenderer: @unchecked Sendable {
     private var headOffset = 0
     /// The next item frame the content stream expects (while playing).
     private var nextFrame: Int64 = 0
+    /// For a start that follows on (`RenderControl.followsOn`): the frame after the last one
+    /// written, in the new serial's frames, before which its content is not played.
+    private var followOnFloor: Int64?
     /// When the frame after the last period written should be presented, if the device
     /// keeps its timeline.
     private var expectedHost: HostTime?
@@ -642,13 +645,19 @@ public final class AudioRenderer: @unchecked Sendable {
         }
         guard modeChanged else { return }
         keeperDecisionPending = true
+        followOnFloor = nil
         status.serial = latest.mode.serial
         switch latest.mode {
         case .idle:
             status.phase = .idle
-        case .play(_, let frame, _):
+        case .play(_, let frame, let host):
             status.phase = .starting
             nextFrame = frame
+            // What this thread wrote since the player read where its writing stood is not
+            // written again.
+            if host == nil, !latest.flush, let on = latest.followsOn, on.serial == previous.serial {
+                followOnFloor = status.writtenEndFrame - on.frameShift
+            }
         case .follow(_, let timeline):
             status.phase = .starting
             nextFrame = timeline.frame
@@ -765,7 +774,7 @@ public final class AudioRenderer: @unchecked Sendable {
             due = target + Int64(min(max(item, -Self.farthestFrame), Self.farthestFrame))
             scheduled = true
         case .play(_, let target, nil):
-            due = status.phase == .stalled ? nextFrame : target
+            due = status.phase == .stalled ? nextFrame : max(target, followOnFloor ?? target)
             scheduled = false
         case .follow(_, let followed):
             // Bounded before it becomes an integer: a timeline from outside (a group's State)

@@ -95,6 +95,12 @@ public struct RenderControl: Sendable, Equatable {
     /// other room to agree with, and through PulseAudio, 300 ms after its device opened,
     /// waiting skipped the first 50 to 100 ms of 2 starts in 60.
     public var waitsForDeviceRate: Bool = true
+    /// For a plain start (`.play` with no host time, no flush) that follows on from the
+    /// sound still being written: the serial written, and where its frames stand against the
+    /// new serial's. The start then begins no earlier than the frame after the last one
+    /// written, since the render thread may write on between the player's reading of that
+    /// frame and this control reaching it (a new sound track opened while playing).
+    public var followsOn: FollowOn? = nil
 
     /// Whether this control plays at a rate other than 1 with its pitch kept, so that the
     /// render thread needs its pitch-keeping stage (made only then: it costs memory and tens
@@ -114,6 +120,20 @@ public struct RenderControl: Sendable, Equatable {
             // Before and after a scheduled change: the stage is made before the change is met.
             return timeline.speed != 1 || timeline.speedBefore != 1
         }
+    }
+}
+
+/// A start that follows on from the serial being written (`RenderControl.followsOn`).
+public struct FollowOn: Sendable, Equatable {
+    /// The serial whose writing the start follows on from.
+    public var serial: Int
+    /// The old serial's frame for the new serial's frame 0: a run that had joined items
+    /// gaplessly counts its frames on from the first item's.
+    public var frameShift: Int64
+
+    public init(serial: Int, frameShift: Int64) {
+        self.serial = serial
+        self.frameShift = frameShift
     }
 }
 

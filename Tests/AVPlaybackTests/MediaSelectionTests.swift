@@ -168,6 +168,28 @@ import MediaServer
         #expect(player.state.withLockAnnotated { $0.soundStream } == audible.options[1].streamIndex)
     }
 
+    /// After a gapless join the render thread counts its frames on from the first item's: a
+    /// sound chosen then must follow on from where the item itself stands, not from the
+    /// item's time plus the length of the item before.
+    @Test("a sound chosen after a gapless join follows on from where the item stands")
+    func aChoiceAfterAGaplessJoinFollowsOnInTheItemsTime() async throws {
+        let first = AVPlayerItem(url: try TestMedia.tone(.flac, seconds: 2, rate: 48_000))
+        let item = AVPlayerItem(url: try TestMedia.multilingual(seconds: 8))
+        let player = AVQueuePlayer(items: [first, item], output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.play()
+        #expect(waitUntil(30) { player.currentItem === item && player.currentTime().seconds > 0.5 })
+        let (audible, _) = try await groups(item.asset)
+        let serial = player.engine.status.serial
+        let before = player.currentTime().seconds
+        item.select(audible.options[1], in: audible)
+        #expect(waitUntil(20) { player.engine.status.serial > serial && player.engine.status.phase == .playing })
+        let after = player.currentTime().seconds
+        // A choice takes well under a second here; the item before lasted two.
+        #expect(after >= before && after < before + 1, "at \(after) s after the choice, \(before) s before it")
+        #expect(player.currentItem === item)
+    }
+
     /// The pictures shown while `seconds` pass, one refresh every 10 ms (on this thread, as a
     /// display's own thread refreshes, not on the tasks' shared pool, which a loaded run
     /// starved to a refresh every quarter second).

@@ -163,6 +163,38 @@ import MediaClock
         #expect(frames == Array(0..<Int64(frames.count)))
     }
 
+    /// A new sound track read from where the item stands: the player reads where the
+    /// writing stands, opens the new sound from there, and meanwhile the render thread writes
+    /// on. The new sound must still begin at the frame after the last one written, however
+    /// much was written meanwhile, on a run whose frames were counted on from an earlier
+    /// item's (`frameShift`) as well as on a run of its own.
+    @Test("a start that follows on begins after the last frame written, not where the player last read it", arguments: [0, 30_000])
+    func aFollowOnStartRepeatsNothingWrittenMeanwhile(shift: Int64) throws {
+        let ring = AudioRing(format: format, capacity: .seconds(2))
+        let rendering = try rendering(ring) { $0.mode = .play(serial: 1, frame: shift, hostTime: nil) }
+        feed(ring, serial: 1, from: shift, blocks: 30)
+        rendering.run(for: .milliseconds(100))
+        let read = rendering.renderer.currentStatus.writtenEndFrame
+        rendering.run(for: .milliseconds(30))
+        let written = rendering.renderer.currentStatus.writtenEndFrame
+        #expect(written > read, "nothing was written meanwhile: the case is not tested")
+        // The new serial's frames are the item's own, `shift` behind the old run's.
+        feed(ring, serial: 2, from: read - shift, blocks: 30)
+        rendering.renderer.update {
+            $0.mode = .play(serial: 2, frame: read - shift, hostTime: nil)
+            $0.followsOn = FollowOn(serial: 1, frameShift: shift)
+        }
+        rendering.run(for: .milliseconds(300))
+        // On the old run's frames: every frame once, in order, across the change.
+        let heard = heardContent(rendering.device).map(\.frame)
+        let change = try #require(heard.indices.dropFirst().first { heard[$0] != heard[$0 - 1] + 1 } ?? (shift == 0 ? heard.count : nil))
+        let onOldFrames = Array(heard[..<change] + heard[change...].map { $0 + shift })
+        let breaks = zip(onOldFrames, onOldFrames.dropFirst()).filter { $1 != $0 + 1 }
+        #expect(onOldFrames.first == shift)
+        #expect(breaks.isEmpty, "heard frame \(breaks.first?.1 ?? 0) right after \(breaks.first?.0 ?? 0)")
+        #expect(heard.count > Int(written - shift))
+    }
+
     @Test func playsToTheEndAndSaysWhenItIsHeard() throws {
         let blocks = 10
         let frames = Int64(blocks * AudioRing.framesPerBlock)
