@@ -32,13 +32,6 @@ extension AVPlayer {
             preroll(atRate: rate) { continuation.resume(returning: $0) }
         }
     }
-
-    /// Calls `block` whenever playback crosses one of `times` (each an `NSValue(time:)`), as
-    /// Apple's players take them. Values that hold no time are ignored.
-    public func addBoundaryTimeObserver(forTimes times: [NSValue], queue: DispatchQueue?,
-                                        using block: @escaping @Sendable () -> Void) -> Any {
-        addBoundaryTimeObserver(forTimes: times.map(\.timeValue), queue: queue, using: block)
-    }
 }
 
 extension AVPlayerItem {

@@ -4,34 +4,7 @@ import MutexAnnotations
 import Synchronization
 
 extension AVPlayer {
-    // MARK: - Criteria
-
-    /// Whether the player chooses each item's options by its criteria
-    /// (`setMediaSelectionCriteria(_:forMediaCharacteristic:)`) where the item has no
-    /// explicit choice. True by default.
-    public var appliesMediaSelectionCriteriaAutomatically: Bool {
-        get { state.withLockAnnotated { $0.appliesSelectionCriteria } }
-        set { state.withLockAnnotated { $0.appliesSelectionCriteria = newValue } }
-    }
-
-    /// Sets the player's standing choice for `characteristic` (`.audible`: the sound's
-    /// language; `.legible`: the subtitles'), applied to every item as it opens, and to the
-    /// current item at once; nil removes it. Subtitles in none of the preferred languages
-    /// show none; a sound in none of them plays the item's default.
-    public func setMediaSelectionCriteria(_ criteria: AVPlayerMediaSelectionCriteria?,
-                                          forMediaCharacteristic characteristic: AVMediaCharacteristic) {
-        let item = state.withLockAnnotated { state -> AVPlayerItem? in
-            state.selectionCriteria[characteristic] = criteria
-            return state.item
-        }
-        guard let item, let info = item.loadedInfo ?? item.asset.loadedMediaInfo else { return }
-        applySelectionCriteria(to: item, info: info)
-    }
-
-    /// The player's standing choice for `characteristic`, if any.
-    public func mediaSelectionCriteria(forMediaCharacteristic characteristic: AVMediaCharacteristic) -> AVPlayerMediaSelectionCriteria? {
-        state.withLockAnnotated { $0.selectionCriteria[characteristic] }
-    }
+    // MARK: - Criteria (the public members are in the class body, to be overridable)
 
     /// Chooses `item`'s options by the player's criteria where it has no explicit choice.
     func applySelectionCriteria(to item: AVPlayerItem, info: MediaInfo) {

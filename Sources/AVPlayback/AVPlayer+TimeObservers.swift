@@ -3,32 +3,21 @@ import MutexAnnotations
 import Synchronization
 
 extension AVPlayer {
-    /// Calls `block` every `interval` of item time while playing, and also whenever
-    /// playback starts or stops and whenever time jumps. The block runs on `queue` (the main
-    /// queue when nil) and is not called again while a previous call is still running.
-    /// Returns a token for `removeTimeObserver(_:)`.
-    public func addPeriodicTimeObserver(forInterval interval: CMTime, queue: DispatchQueue?,
-                                        using block: @escaping @Sendable (CMTime) -> Void) -> Any {
-        let observer = TimeObserver(kind: .periodic(interval: interval, block: block), queue: queue ?? .main)
-        state.withLockAnnotated { state in state.observers.append(observer) }
-        return observer
-    }
-
-    /// Calls `block` when playback passes any of `times` (item times) in normal play.
+    /// Calls `block` when playback passes any of `times` (item times) in normal play: the
+    /// boundary observer with its times as `CMTime`s rather than `NSValue`s.
     public func addBoundaryTimeObserver(forTimes times: [CMTime], queue: DispatchQueue?,
                                         using block: @escaping @Sendable () -> Void) -> Any {
-        let observer = TimeObserver(kind: .boundary(times: times.filter(\.isNumeric).sorted(), block: block), queue: queue ?? .main,
-                                    fireNow: false)
-        state.withLockAnnotated { state in state.observers.append(observer) }
-        return observer
+        addBoundaryObserver(times, queue: queue, block: block)
     }
 
-    /// Removes a time observer. No call of its block begins after this returns; one already
-    /// running may finish after it (the caller is not made to wait for it, as on Apple's players).
-    public func removeTimeObserver(_ observer: Any) {
-        guard let observer = observer as? TimeObserver else { return }
-        state.withLockAnnotated { state in state.observers.removeAll { $0 === observer } }
-        observer.remove()
+    func addBoundaryObserver(_ times: [CMTime], queue: DispatchQueue?, block: @escaping @Sendable () -> Void) -> TimeObserver {
+        addTimeObserver(TimeObserver(kind: .boundary(times: times.filter(\.isNumeric).sorted(), block: block), queue: queue ?? .main,
+                                     fireNow: false))
+    }
+
+    func addTimeObserver(_ observer: TimeObserver) -> TimeObserver {
+        state.withLockAnnotated { state in state.observers.append(observer) }
+        return observer
     }
 
     /// The first multiple of `interval` (positive) after `time`: exactly, in integers, where

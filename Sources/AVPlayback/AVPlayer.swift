@@ -684,6 +684,123 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         observationRegistry.notify(\AVPlayer.status, old: old, new: Status.failed)
     }
 
+    // MARK: - Seeking, prerolling, time observers and choices
+    //
+    // Declared in the class body, as the transport is, so that a subclass can override them:
+    // Swift lets a subclass override a member declared in an extension only through the
+    // Objective-C runtime, which Linux lacks. A seek's work is in AVPlayer+Seeking.swift, the
+    // observers' in AVPlayer+TimeObservers.swift.
+
+    /// Seeks to `time` exactly.
+    open func seek(to time: CMTime) {
+        seek(to: time, toleranceBefore: .zero, toleranceAfter: .zero, completionHandler: { _ in })
+    }
+
+    /// Seeks to `time` exactly and calls `completionHandler` on the event queue: `true` when
+    /// the seek finished, `false` when a later seek (or an item change) superseded it.
+    open func seek(to time: CMTime, completionHandler: @escaping @Sendable (Bool) -> Void) {
+        seek(to: time, toleranceBefore: .zero, toleranceAfter: .zero, completionHandler: completionHandler)
+    }
+
+    /// Seeks to a time within `[time - toleranceBefore, time + toleranceAfter]`.
+    open func seek(to time: CMTime, toleranceBefore: CMTime, toleranceAfter: CMTime) {
+        seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter, completionHandler: { _ in })
+    }
+
+    /// Seeks to a time within `[time - toleranceBefore, time + toleranceAfter]` and calls
+    /// `completionHandler` as `seek(to:completionHandler:)` does.
+    ///
+    /// Audio is decoded from before the target and trimmed, so every seek lands on the
+    /// exact sample, which lies within any tolerance; zero tolerances cost nothing extra.
+    /// Times before 0 land at 0 and times past the end at the end.
+    open func seek(to time: CMTime, toleranceBefore: CMTime, toleranceAfter: CMTime,
+                   completionHandler: @escaping @Sendable (Bool) -> Void) {
+        startSeek(to: time, completionHandler: completionHandler)
+    }
+
+    /// Seeks to the moment `date` in a stream with dates; media here has none, so the
+    /// handler is called with `false`.
+    open func seek(to date: Date, completionHandler: @escaping @Sendable (Bool) -> Void = { _ in }) {
+        eventQueue.async { completionHandler(false) }
+    }
+
+    /// Cancels the seek in flight; its handler gets `false`.
+    open func cancelPendingSeeks() {
+        let pending: PendingSeek? = state.withLockAnnotated { state in defer { state.pendingSeek = nil }; return state.pendingSeek }
+        if let pending { eventQueue.async { pending.completion(false) } }
+    }
+
+    /// Loads data at the current time so that `play` starts without delay. Only while
+    /// paused and ready; otherwise the handler gets `false`. The handler runs on the event
+    /// queue with `true` once data is there.
+    open func preroll(atRate rate: Float, completionHandler: (@Sendable (Bool) -> Void)? = nil) {
+        let handler = completionHandler ?? { _ in }
+        let immediate: Bool? = state.withLockAnnotated { state in
+            guard state.rate == 0, state.itemLoaded else { return false }
+            if state.readySerial >= state.serial { return true }
+            state.pendingPrerolls.append(handler)
+            return nil
+        }
+        if let immediate { eventQueue.async { handler(immediate) } }
+    }
+
+    /// Cancels prerolls in flight; their handlers get `false`.
+    open func cancelPendingPrerolls() {
+        let pending = state.withLockAnnotated { state in defer { state.pendingPrerolls = [] }; return state.pendingPrerolls }
+        if !pending.isEmpty { eventQueue.async { for handler in pending { handler(false) } } }
+    }
+
+    /// Calls `block` every `interval` of item time while playing, and also whenever
+    /// playback starts or stops and whenever time jumps. The block runs on `queue` (the main
+    /// queue when nil) and is not called again while a previous call is still running.
+    /// Returns a token for `removeTimeObserver(_:)`.
+    open func addPeriodicTimeObserver(forInterval interval: CMTime, queue: DispatchQueue?,
+                                      using block: @escaping @Sendable (CMTime) -> Void) -> Any {
+        addTimeObserver(TimeObserver(kind: .periodic(interval: interval, block: block), queue: queue ?? .main))
+    }
+
+    /// Calls `block` whenever playback crosses one of `times` (each an `NSValue(time:)`), as
+    /// Apple's players take them. Values that hold no time are ignored.
+    open func addBoundaryTimeObserver(forTimes times: [NSValue], queue: DispatchQueue?,
+                                      using block: @escaping @Sendable () -> Void) -> Any {
+        addBoundaryObserver(times.map(\.timeValue), queue: queue, block: block)
+    }
+
+    /// Removes a time observer. No call of its block begins after this returns; one already
+    /// running may finish after it (the caller is not made to wait for it, as on Apple's players).
+    open func removeTimeObserver(_ observer: Any) {
+        guard let observer = observer as? TimeObserver else { return }
+        state.withLockAnnotated { state in state.observers.removeAll { $0 === observer } }
+        observer.remove()
+    }
+
+    /// Whether the player chooses each item's options by its criteria
+    /// (`setMediaSelectionCriteria(_:forMediaCharacteristic:)`) where the item has no
+    /// explicit choice. True by default.
+    open var appliesMediaSelectionCriteriaAutomatically: Bool {
+        get { state.withLockAnnotated { $0.appliesSelectionCriteria } }
+        set { state.withLockAnnotated { $0.appliesSelectionCriteria = newValue } }
+    }
+
+    /// Sets the player's standing choice for `characteristic` (`.audible`: the sound's
+    /// language; `.legible`: the subtitles'), applied to every item as it opens, and to the
+    /// current item at once; nil removes it. Subtitles in none of the preferred languages
+    /// show none; a sound in none of them plays the item's default.
+    open func setMediaSelectionCriteria(_ criteria: AVPlayerMediaSelectionCriteria?,
+                                        forMediaCharacteristic characteristic: AVMediaCharacteristic) {
+        let item = state.withLockAnnotated { state -> AVPlayerItem? in
+            state.selectionCriteria[characteristic] = criteria
+            return state.item
+        }
+        guard let item, let info = item.loadedInfo ?? item.asset.loadedMediaInfo else { return }
+        applySelectionCriteria(to: item, info: info)
+    }
+
+    /// The player's standing choice for `characteristic`, if any.
+    open func mediaSelectionCriteria(forMediaCharacteristic characteristic: AVMediaCharacteristic) -> AVPlayerMediaSelectionCriteria? {
+        state.withLockAnnotated { $0.selectionCriteria[characteristic] }
+    }
+
     // MARK: - Time
 
     /// The current time of the current item: the item time the device presents now.

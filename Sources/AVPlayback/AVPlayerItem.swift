@@ -148,30 +148,30 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// The item's status: `.unknown` until loaded by a player.
-    public var status: Status { state.withLockAnnotated { $0.status } }
+    open var status: Status { state.withLockAnnotated { $0.status } }
     /// Why the item failed; nil unless `status` is `.failed` (or playback stopped early).
-    public var error: (any Error)? { state.withLockAnnotated { $0.error } }
+    open var error: (any Error)? { state.withLockAnnotated { $0.error } }
     /// The item's duration: `.indefinite` until ready, and for live streams.
-    public var duration: CMTime { state.withLockAnnotated { $0.duration } }
+    open var duration: CMTime { state.withLockAnnotated { $0.duration } }
     /// The item's tracks: empty until ready.
-    public var tracks: [AVPlayerItemTrack] { state.withLockAnnotated { $0.tracks } }
+    open var tracks: [AVPlayerItemTrack] { state.withLockAnnotated { $0.tracks } }
     /// Damaged packets skipped so far while playing this item.
     public var damagedPacketCount: Int { state.withLockAnnotated { $0.damagedPackets } }
 
     /// The time at which playing forward stops, or `.invalid` for the end.
-    public var forwardPlaybackEndTime: CMTime {
+    open var forwardPlaybackEndTime: CMTime {
         get { state.withLockAnnotated { $0.forwardPlaybackEndTime } }
         set { state.withLockAnnotated { $0.forwardPlaybackEndTime = newValue } }
     }
     /// The time at which playing in reverse stops, or `.invalid` for the start.
-    public var reversePlaybackEndTime: CMTime {
+    open var reversePlaybackEndTime: CMTime {
         get { state.withLockAnnotated { $0.reversePlaybackEndTime } }
         set { state.withLockAnnotated { $0.reversePlaybackEndTime = newValue } }
     }
     /// How far ahead of the playhead, in seconds, the item is read (0: the player's defaults,
     /// about three seconds): set before the item becomes current, it sizes the packets the
     /// item's demuxer keeps beyond the two seconds of decoded sound.
-    public var preferredForwardBufferDuration: TimeInterval {
+    open var preferredForwardBufferDuration: TimeInterval {
         get { state.withLockAnnotated { $0.preferredForwardBufferDuration } }
         set { state.withLockAnnotated { $0.preferredForwardBufferDuration = newValue } }
     }
@@ -191,7 +191,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// `setRate(_:time:atHostTime:)` start without a master clock is placed on the host
     /// clock's timeline and keeps the pitch in the same way. Changed while playing, it
     /// applies at once.
-    public var audioTimePitchAlgorithm: AVAudioTimePitchAlgorithm {
+    open var audioTimePitchAlgorithm: AVAudioTimePitchAlgorithm {
         get { state.withLockAnnotated { $0.audioTimePitchAlgorithm } }
         set {
             state.withLockAnnotated { $0.audioTimePitchAlgorithm = newValue }
@@ -210,27 +210,27 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// Forward rates faster and slower than 1 play once the item is ready (from 1/32 to 8).
-    public var canPlayFastForward: Bool { status == .readyToPlay }
-    public var canPlaySlowForward: Bool { status == .readyToPlay }
+    open var canPlayFastForward: Bool { status == .readyToPlay }
+    open var canPlaySlowForward: Bool { status == .readyToPlay }
     /// Whether negative rates play: an item with sound that can be sought and has a known
     /// length (its sound is decoded backwards in chunks from the playhead).
-    public var canPlayReverse: Bool {
+    open var canPlayReverse: Bool {
         guard status == .readyToPlay, duration.isNumeric else { return false }
         return state.withLockAnnotated { $0.mediaInfo.map { $0.isSeekable && $0.preferredAudioTrack != nil } ?? false }
     }
     /// Whether rates from -1 to 0 play: as `canPlayReverse`.
-    public var canPlaySlowReverse: Bool { canPlayReverse }
+    open var canPlaySlowReverse: Bool { canPlayReverse }
     /// Whether rates below -1 play: as `canPlayReverse`.
-    public var canPlayFastReverse: Bool { canPlayReverse }
+    open var canPlayFastReverse: Bool { canPlayReverse }
     /// Stepping is by video frame; audio-only playback cannot step.
     /// Whether `step(byCount:)` can move forward: an item with pictures, ready.
-    public var canStepForward: Bool { status == .readyToPlay && videoTrack != nil }
+    open var canStepForward: Bool { status == .readyToPlay && videoTrack != nil }
     /// Whether `step(byCount:)` can move back: an item with pictures that can be sought.
-    public var canStepBackward: Bool { status == .readyToPlay && videoTrack != nil && (state.withLockAnnotated { $0.mediaInfo?.isSeekable } ?? false) }
+    open var canStepBackward: Bool { status == .readyToPlay && videoTrack != nil && (state.withLockAnnotated { $0.mediaInfo?.isSeekable } ?? false) }
 
     /// The size of the picture as shown: square pixels, turned as the track says; `.zero`
     /// for an item without pictures or before it is ready.
-    public var presentationSize: CGSize {
+    open var presentationSize: CGSize {
         guard let track = videoTrack else { return .zero }
         let turned = track.naturalSize.applying(track.preferredTransform)
         return CGSize(width: abs(turned.width), height: abs(turned.height))
@@ -249,7 +249,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// Moves the paused item by `stepCount` pictures (back for a negative count), as
     /// Apple's does: the player stays paused and shows the picture it lands on. Does
     /// nothing while playing, or for an item without pictures.
-    public func step(byCount stepCount: Int) {
+    open func step(byCount stepCount: Int) {
         guard let player, player.rate == 0, let target = stepTarget(byCount: stepCount) else { return }
         player.seek(to: target, toleranceBefore: .zero, toleranceAfter: .zero)
     }
@@ -272,30 +272,30 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
 
     /// The item's timebase: item time against the host clock, at the item's rate. Read-only
     /// to users; the player keeps it current. Nil until the item is ready.
-    public var timebase: CMTimebase? { state.withLockAnnotated { $0.timebase } }
+    open var timebase: CMTimebase? { state.withLockAnnotated { $0.timebase } }
 
     /// The current time of the item: what its player's device is presenting now.
-    public func currentTime() -> CMTime {
+    open func currentTime() -> CMTime {
         if let player, player.currentItem === self { return player.currentTime() }
         return startTime
     }
 
     /// The spans of media already loaded and ready to play, each an `NSValue(timeRange:)`
     /// (read with `timeRangeValue`), as Apple's.
-    public var loadedTimeRanges: [NSValue] {
+    open var loadedTimeRanges: [NSValue] {
         guard let player, player.currentItem === self else { return [] }
         return player.loadedTimeRanges().map(NSValue.init(timeRange:))
     }
 
     /// Whether no decoded sound waits ahead of the playhead (playback would stall now).
     /// False while the item is not its player's current one, or after its end was decoded.
-    public var isPlaybackBufferEmpty: Bool {
+    open var isPlaybackBufferEmpty: Bool {
         guard let player, player.currentItem === self, let buffer = player.bufferState() else { return false }
         return !buffer.ended && buffer.ahead == .zero
     }
 
     /// Whether the buffer holds all it can: the ring is full, or the item's end is decoded.
-    public var isPlaybackBufferFull: Bool {
+    open var isPlaybackBufferFull: Bool {
         guard let player, player.currentItem === self, let buffer = player.bufferState() else { return false }
         return buffer.full || buffer.ended
     }
@@ -303,7 +303,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// Whether playback is likely to go on without a stall: the buffer is full, or holds at
     /// least `likelyToKeepUpBuffer` (or `preferredForwardBufferDuration`, when longer and
     /// set), or the item's end is already decoded.
-    public var isPlaybackLikelyToKeepUp: Bool {
+    open var isPlaybackLikelyToKeepUp: Bool {
         guard let player, player.currentItem === self, let buffer = player.bufferState() else { return false }
         let preferred = preferredForwardBufferDuration
         let wanted = max(Self.likelyToKeepUpBuffer.seconds, preferred.isFinite ? preferred : 0)
@@ -317,7 +317,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// The spans a seek can reach, each an `NSValue(timeRange:)`: the whole item when the
     /// input can seek; for a live stream, the part of it its playlist still lists, up to
     /// three target durations before its end (`HLSLiveWindow`), which moves on as it does.
-    public var seekableTimeRanges: [NSValue] {
+    open var seekableTimeRanges: [NSValue] {
         if let range = liveSeekableRange { return [NSValue(timeRange: range)] }
         return state.withLockAnnotated { current in
             guard let mediaInfo = current.mediaInfo, mediaInfo.isSeekable, current.duration.isNumeric else { return [] }
@@ -354,13 +354,13 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// Seeks to `time` exactly; see `AVPlayer.seek(to:completionHandler:)`.
-    public func seek(to time: CMTime, completionHandler: (@Sendable (Bool) -> Void)? = nil) {
+    open func seek(to time: CMTime, completionHandler: (@Sendable (Bool) -> Void)? = nil) {
         seek(to: time, toleranceBefore: .zero, toleranceAfter: .zero, completionHandler: completionHandler)
     }
 
     /// Seeks to `time` within the tolerances; see `AVPlayer.seek(to:toleranceBefore:toleranceAfter:completionHandler:)`.
-    public func seek(to time: CMTime, toleranceBefore: CMTime, toleranceAfter: CMTime,
-                     completionHandler: (@Sendable (Bool) -> Void)? = nil) {
+    open func seek(to time: CMTime, toleranceBefore: CMTime, toleranceAfter: CMTime,
+                   completionHandler: (@Sendable (Bool) -> Void)? = nil) {
         if let player, player.currentItem === self {
             player.seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter,
                         completionHandler: completionHandler ?? { _ in })
@@ -371,15 +371,45 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// Cancels seeks in flight; their handlers get `false`.
-    public func cancelPendingSeeks() {
+    open func cancelPendingSeeks() {
         if let player, player.currentItem === self { player.cancelPendingSeeks() }
     }
+
+    // MARK: - Outputs
+
+    /// Adds an output that receives this item's pictures (`AVPlayerItemVideoOutput`) or its
+    /// subtitles (`AVPlayerItemLegibleOutput`).
+    open func add(_ output: AVPlayerItemOutput) {
+        let added = outputList.withLockAnnotated { outputs -> Bool in
+            guard !outputs.contains(where: { $0 === output }) else { return false }
+            outputs.append(output)
+            return true
+        }
+        guard added else { return }
+        output.attachment.withLockAnnotated { $0.item = self }
+        if output is AVPlayerItemVideoOutput { player?.addVideoConsumer() }
+    }
+
+    /// Removes an output added with `add(_:)`.
+    open func remove(_ output: AVPlayerItemOutput) {
+        let removed = outputList.withLockAnnotated { outputs -> Bool in
+            guard let index = outputs.firstIndex(where: { $0 === output }) else { return false }
+            outputs.remove(at: index)
+            return true
+        }
+        guard removed else { return }
+        output.attachment.withLockAnnotated { $0.item = nil }
+        if output is AVPlayerItemVideoOutput { player?.removeVideoConsumer() }
+    }
+
+    /// The outputs added to this item.
+    open var outputs: [AVPlayerItemOutput] { outputList.withLockAnnotated { $0 } }
 
     // MARK: - Media selection
 
     /// What is chosen in each of the item's media selection groups: explicit choices, then
     /// its player's criteria, then each group's default.
-    public var currentMediaSelection: AVMediaSelection {
+    open var currentMediaSelection: AVMediaSelection {
         AVMediaSelection(asset: asset, choices: state.withLockAnnotated { $0.automatic.merging($0.chosen) { _, explicit in explicit } })
     }
 
@@ -389,7 +419,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// at once. An option not in `group`, a group of other media, an option that cannot
     /// play, and nil in a group that does not allow it are ignored with a warning, as
     /// Apple's are.
-    public func select(_ option: AVMediaSelectionOption?, in group: AVMediaSelectionGroup) {
+    open func select(_ option: AVMediaSelectionOption?, in group: AVMediaSelectionGroup) {
         guard group.media == asset.location else {
             playerLog.warning("select(_:in:): the group is not one of this item's media")
             return
@@ -407,7 +437,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// Leaves the choice in `group` to the player's criteria (or the group's default).
-    public func selectMediaOptionAutomatically(in group: AVMediaSelectionGroup) {
+    open func selectMediaOptionAutomatically(in group: AVMediaSelectionGroup) {
         let had = state.withLockAnnotated { $0.chosen.removeValue(forKey: group.characteristic) }
         if had != nil { selectionChanged(group.characteristic) }
     }
@@ -467,7 +497,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
 
     private func selectionChanged(_ characteristic: AVMediaCharacteristic) {
         if characteristic == .legible { subtitleCues.ask(for: shownSubtitleStream) }
-        observationRegistry.notify(\AVPlayerItem.currentMediaSelection, old: nil as AVMediaSelection?, new: currentMediaSelection)
+        observationRegistry.notify(\AVPlayerItem.currentMediaSelection, old: (nil as AVMediaSelection?) as Any, new: currentMediaSelection)
         NotificationCenter.default.post(name: Self.mediaSelectionDidChangeNotification, object: self)
         player?.mediaSelectionChanged(of: self, characteristic: characteristic)
     }

@@ -235,32 +235,3 @@ public final class AVPlayerItemVideoOutput: AVPlayerItemOutput, @unchecked Senda
         }
     }
 }
-
-extension AVPlayerItem {
-    /// Adds an output that receives this item's pictures.
-    public func add(_ output: AVPlayerItemOutput) {
-        let added = outputList.withLockAnnotated { outputs -> Bool in
-            guard !outputs.contains(where: { $0 === output }) else { return false }
-            outputs.append(output)
-            return true
-        }
-        guard added else { return }
-        output.attachment.withLockAnnotated { $0.item = self }
-        if output is AVPlayerItemVideoOutput { player?.addVideoConsumer() }
-    }
-
-    /// Removes an output added with `add(_:)`.
-    public func remove(_ output: AVPlayerItemOutput) {
-        let removed = outputList.withLockAnnotated { outputs -> Bool in
-            guard let index = outputs.firstIndex(where: { $0 === output }) else { return false }
-            outputs.remove(at: index)
-            return true
-        }
-        guard removed else { return }
-        output.attachment.withLockAnnotated { $0.item = nil }
-        if output is AVPlayerItemVideoOutput { player?.removeVideoConsumer() }
-    }
-
-    /// The outputs added to this item.
-    public var outputs: [AVPlayerItemOutput] { outputList.withLockAnnotated { $0 } }
-}

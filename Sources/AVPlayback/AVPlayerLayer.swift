@@ -88,7 +88,7 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// The player whose pictures the layer shows.
-    public var player: AVPlayer? {
+    open var player: AVPlayer? {
         get { state.withLockAnnotated { $0.player } }
         set {
             let old: AVPlayer? = state.withLockAnnotated { state in
@@ -106,7 +106,7 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// How the picture fits the layer's bounds (`.resizeAspect` by default, as on Apple's).
-    public var videoGravity: AVLayerVideoGravity {
+    open var videoGravity: AVLayerVideoGravity {
         get { state.withLockAnnotated { $0.gravity } }
         set {
             let old = state.withLockAnnotated { state in defer { state.gravity = newValue }; return state.gravity }
@@ -115,18 +115,18 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// The layer's size, set by the view that hosts it.
-    public var bounds: CGRect {
+    open var bounds: CGRect {
         get { state.withLockAnnotated { $0.bounds } }
         set { state.withLockAnnotated { $0.bounds = newValue } }
     }
 
     /// Whether a first picture of the current item is decoded and ready to show: observable,
     /// for an app to reveal its video area only once there is something to put in it.
-    public var isReadyForDisplay: Bool { state.withLockAnnotated { $0.isReadyForDisplay } }
+    open var isReadyForDisplay: Bool { state.withLockAnnotated { $0.isReadyForDisplay } }
 
     /// Where the picture lies in the layer's bounds under the current gravity (zero until
     /// the picture's size is known).
-    public var videoRect: CGRect {
+    open var videoRect: CGRect {
         let (gravity, bounds, player) = state.withLockAnnotated { ($0.gravity, $0.bounds, $0.player) }
         return Self.videoRect(of: player?.currentItem?.presentationSize ?? .zero, in: bounds, gravity: gravity)
     }

@@ -113,7 +113,8 @@ import MediaServer
         #expect(waitUntil(20) { player.state.withLockAnnotated { $0.soundStream } == audible.options[1].streamIndex })
         #expect(player.currentTime() == CMTime(value: 2, timescale: 1))
         player.play()
-        #expect(waitUntil(60) { ended.value > 0 })
+        #expect(waitUntil(60) { ended.value > 0 },
+                "not ended: \(player.timeControlStatus) at \(player.currentTime().seconds) s, render \(player.engine.status.phase) serial \(player.engine.status.serial) of \(player.state.withLockAnnotated { $0.serial })")
         #expect(jumped.value == 0)
         player.close()
         let pcm = try PCM(wavFile: out)
@@ -218,7 +219,6 @@ import MediaServer
         _ = picturesShown(by: layer, for: 1.5)
         let before = try #require(picturesShown(by: layer, for: 0.5).last)
         let (audible, _) = try await groups(item.asset)
-        let serial = player.engine.status.serial
         item.select(audible.options[1], in: audible)
         var after: [VideoFrameInfo] = []
         for _ in 0..<100 where after.count < 10 {

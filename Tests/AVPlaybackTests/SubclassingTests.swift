@@ -48,6 +48,53 @@ final class NamedAsset: AVURLAsset, @unchecked Sendable {
     var name: String { url.lastPathComponent }
 }
 
+/// A player subclass that logs its seeks, prerolls and time observers, as an app's
+/// analytics or a custom control does, and passes each on.
+final class LoggingPlayer: AVPlayer, @unchecked Sendable {
+    let calls = Mutex<[String]>([])
+
+    override func seek(to time: CMTime, toleranceBefore: CMTime, toleranceAfter: CMTime,
+                       completionHandler: @escaping @Sendable (Bool) -> Void) {
+        calls.withLock { $0.append("seek \(time.seconds)") }
+        super.seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter, completionHandler: completionHandler)
+    }
+
+    override func preroll(atRate rate: Float, completionHandler: (@Sendable (Bool) -> Void)?) {
+        calls.withLock { $0.append("preroll") }
+        super.preroll(atRate: rate, completionHandler: completionHandler)
+    }
+
+    override func addPeriodicTimeObserver(forInterval interval: CMTime, queue: DispatchQueue?,
+                                          using block: @escaping @Sendable (CMTime) -> Void) -> Any {
+        calls.withLock { $0.append("observe every \(interval.seconds)") }
+        return super.addPeriodicTimeObserver(forInterval: interval, queue: queue, using: block)
+    }
+
+    override func addBoundaryTimeObserver(forTimes times: [NSValue], queue: DispatchQueue?,
+                                          using block: @escaping @Sendable () -> Void) -> Any {
+        calls.withLock { $0.append("observe \(times.count) boundaries") }
+        return super.addBoundaryTimeObserver(forTimes: times, queue: queue, using: block)
+    }
+
+    override func removeTimeObserver(_ observer: Any) {
+        calls.withLock { $0.append("remove observer") }
+        super.removeTimeObserver(observer)
+    }
+}
+
+/// An item subclass that refuses seeks past a point, as a preview of paid content does.
+final class PreviewItem: AVPlayerItem, @unchecked Sendable {
+    static let previewEnd = CMTime(value: 1, timescale: 2)
+
+    override func seek(to time: CMTime, toleranceBefore: CMTime, toleranceAfter: CMTime,
+                       completionHandler: (@Sendable (Bool) -> Void)?) {
+        super.seek(to: min(time, Self.previewEnd), toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter,
+                   completionHandler: completionHandler)
+    }
+
+    override var canPlayReverse: Bool { false }
+}
+
 @Suite struct SubclassingTests {
     @Test("an item and an asset subclassed for an app's own data play to their end like any other")
     func subclassedItemsAndAssetsPlay() throws {
@@ -78,5 +125,36 @@ final class NamedAsset: AVURLAsset, @unchecked Sendable {
         #expect(player.currentItem === items[1])
         player.pause()
         #expect(player.calls.withLock { $0 } == ["play", "rate 0.5", "advance", "replace", "pause"])
+    }
+
+    @Test("a player subclass overrides seeking, prerolling and time observers, and every form of each goes through it")
+    func aSubclassOverridesSeeksAndObservers() async throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
+        let player = LoggingPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        // The short forms and the awaited one reach the full form, as on Apple's players.
+        player.seek(to: CMTime(value: 1, timescale: 2)) { _ in }
+        #expect(await player.seek(to: CMTime(value: 1, timescale: 1)))
+        #expect(await player.preroll(atRate: 1))
+        let periodic = player.addPeriodicTimeObserver(forInterval: CMTime(value: 1, timescale: 10), queue: nil) { _ in }
+        let boundary = player.addBoundaryTimeObserver(forTimes: [NSValue(time: CMTime(value: 3, timescale: 2))], queue: nil) {}
+        player.removeTimeObserver(periodic)
+        player.removeTimeObserver(boundary)
+        #expect(player.calls.withLock { $0 } == ["seek 0.5", "seek 1.0", "preroll", "observe every 0.1", "observe 1 boundaries",
+                                                 "remove observer", "remove observer"])
+        #expect(player.currentTime() == CMTime(value: 1, timescale: 1))
+    }
+
+    @Test("an item subclass overrides its own seek and flags, and the player goes by them")
+    func anItemSubclassOverridesItsSeek() async throws {
+        let item = PreviewItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await item.seek(to: CMTime(value: 3, timescale: 2)))
+        #expect(player.currentTime() == PreviewItem.previewEnd)
+        let current: AVPlayerItem? = player.currentItem
+        #expect(current?.canPlayReverse == false)
     }
 }
