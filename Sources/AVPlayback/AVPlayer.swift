@@ -922,9 +922,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     func start(rate: Float, at itemTime: CMTime?, hostTime: HostTime?, seekFirst: Bool) {
         var effects = Effects()
         let refused = state.withLockAnnotated { state -> Bool in
-            // At the item's end, as on Apple's players, only a seek makes play possible again.
+            // At the item's end, as on Apple's players, only a seek makes forward play
+            // possible again; a negative rate plays the item backwards from its end.
             guard state.pausedAtEnd, !seekFirst else { return false }
-            return true
+            return rate > 0
         }
         if refused { return }
         state.withLockAnnotated { state in

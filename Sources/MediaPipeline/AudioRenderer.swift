@@ -79,6 +79,8 @@ public final class AudioRenderer: @unchecked Sendable {
     /// For a start that follows on (`RenderControl.followsOn`): the frame after the last one
     /// written, in the new serial's frames, before which its content is not played.
     private var followOnFloor: Int64?
+    /// Whether the last status could not be published (its lock was busy).
+    private var publishPending = false
     /// When the frame after the last period written should be presented, if the device
     /// keeps its timeline.
     private var expectedHost: HostTime?
@@ -239,6 +241,10 @@ public final class AudioRenderer: @unchecked Sendable {
         }
         dropStale()
         if !output.isRealtime && !hasWorkOffline() {
+            // A file's last period may have found the status busy; with nothing more to
+            // render, no later period would publish the end, and the player would wait for
+            // it for ever.
+            if publishPending { publish() }
             usleep(Self.offlineIdleSleepMicroseconds)
             return
         }
@@ -612,9 +618,17 @@ public final class AudioRenderer: @unchecked Sendable {
         }
     }
 
+    /// Publishes the status if the lock is free; if not, `publishPending` says so, and a pass
+    /// with nothing to render publishes it then.
     private func publish() {
         let snapshot = status
-        _ = published.withLockIfAvailableAnnotated { $0 = snapshot }
+        publishPending = published.withLockIfAvailableAnnotated { $0 = snapshot } == nil
+    }
+
+    /// Holds the published status's lock while `body` runs: a test's stand-in for a player
+    /// reading the status whenever the render thread publishes.
+    func holdingStatusForTests(_ body: () -> Void) {
+        published.withLockAnnotated { _ in body() }
     }
 
     private func apply(_ latest: RenderControl) {

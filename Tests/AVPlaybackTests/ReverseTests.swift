@@ -81,6 +81,38 @@ import ChorusTestSupport
         #expect(rendered.rate == 0)
     }
 
+    /// Only forward play waits for a seek at the item's end (the guide's "further invocations
+    /// of play have no effect"); a rewind button pressed there plays the item backwards from
+    /// its end, as on Apple's players.
+    @Test("at the item's end a negative rate plays it backwards from the end, while play still waits for a seek")
+    func aNegativeRateAtTheEndPlaysBackFromIt() throws {
+        let source = try TestMedia.tone(.wav, seconds: 1, rate: 48_000, channels: 2)
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-reverse-\(getpid())-from-end.wav")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let item = AVPlayerItem(url: source)
+        let player = AVPlayer(playerItem: item, output: .wav(path: out.path))
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        player.play()
+        #expect(waitUntil(20) { ended.value == 1 })
+        #expect(waitUntil(5) { player.rate == 0 })
+        player.play()
+        #expect(player.rate == 0)
+        player.rate = -1
+        #expect(player.rate == -1)
+        #expect(waitUntil(20) { ended.value == 2 })
+        #expect(waitUntil(5) { player.rate == 0 })
+        #expect(player.currentTime() == .zero)
+        player.close()
+        // The item forwards, then the same frames backwards.
+        let pcm = try PCM(wavFile: out)
+        #expect(pcm.frameCount == 96_000, "\(pcm.frameCount) frames")
+        guard pcm.frameCount == 96_000 else { return }
+        let mirrored = (0..<48_000).allSatisfy { frame in
+            pcm.samples[frame * 2] == pcm.samples[(95_999 - frame) * 2]
+        }
+        #expect(mirrored)
+    }
+
     @Test("turning round while playing: the time runs down from where it stood, and back up again")
     func turningRoundWhilePlaying() throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 4, rate: 48_000, channels: 2))

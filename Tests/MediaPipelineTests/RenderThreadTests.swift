@@ -62,4 +62,40 @@ import MediaClock
         #expect(status.endFrame == Int64(blocks * AudioRing.framesPerBlock))
         #expect(status.endHost > status.runStartHost)
     }
+
+    /// A file is rendered only while there is content, so the period that renders an item's
+    /// end may be the last that publishes anything: if the player was reading the status
+    /// just then, the end must still be published, or the player waits for it for ever.
+    @Test("a file's render publishes its end though the status was busy when the end was written")
+    func aFileRenderPublishesItsEndAfterABusyStatus() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-busy-status-\(getpid()).wav").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let output = WAVFileOutput(path: path)
+        try output.open(preferred: format)
+        let blocks = 4
+        let renderer = AudioRenderer(output: output, ring: ring(serial: 1, blocks: blocks))
+        renderer.update { $0.mode = .play(serial: 1, frame: 0, hostTime: nil) }
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            renderer.holdingStatusForTests {
+                held.signal()
+                release.wait()
+            }
+            done.signal()
+        }.start()
+        held.wait()
+        // Every block and the end are rendered while the status is held.
+        renderer.cycleForTests(50)
+        release.signal()
+        done.wait()
+        #expect(renderer.currentStatus.phase != .ended, "published while held: the case is not tested")
+        // Passes with nothing left to render.
+        renderer.cycleForTests(3)
+        let status = renderer.currentStatus
+        #expect(status.phase == .ended)
+        #expect(status.endFrame == Int64(blocks * AudioRing.framesPerBlock))
+        output.close()
+    }
 }
