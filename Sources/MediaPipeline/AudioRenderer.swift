@@ -96,6 +96,14 @@ public final class AudioRenderer: @unchecked Sendable {
     /// speed change hands the resampler, so the stream goes on through it without a dip.
     private let recent: UnsafeMutablePointer<Float>
     private var recentCount = 0
+    /// The last frames the device was given (oldest first, `heardCount` of them, at most
+    /// `heardCapacity`): what was heard before a pitch stage is taken in while playing, the
+    /// stage's lead (`PitchKeeper.takeIn`), so that its stream starts at full level.
+    private let heardSound: UnsafeMutablePointer<Float>
+    private let heardCapacity: Int
+    private var heardCount = 0
+    /// Frames of the period being rendered already kept in `heardSound`.
+    private var heardAhead = 0
     /// The period just rendered changed speed this many frames in, at this item position,
     /// to this rate.
     private var rateChangeSplit: (frames: Int, position: Double, rate: Double)?
@@ -155,16 +163,24 @@ public final class AudioRenderer: @unchecked Sendable {
         resampler = FractionalResampler(channels: ring.format.channels)
         recent = .allocate(capacity: Self.recentFrames * ring.format.channels)
         recent.initialize(repeating: 0, count: Self.recentFrames * ring.format.channels)
+        heardCapacity = Int((Double(ring.format.sampleRate) * Self.heardSeconds).rounded(.up))
+        heardSound = .allocate(capacity: heardCapacity * ring.format.channels)
+        heardSound.initialize(repeating: 0, count: heardCapacity * ring.format.channels)
         timing = DeviceTimingFilter(sampleRate: ring.format.sampleRate)
     }
 
     deinit {
         buffer.deallocate()
         recent.deallocate()
+        heardSound.deallocate()
     }
 
     /// Frames of content kept for a speed change: every past tap the resampler has.
     static let recentFrames = FractionalResampler.lookahead - 1
+    /// How much of what the device was given is kept for a pitch stage's lead, in seconds:
+    /// more than the longest lead an engine takes (Rubber Band's finer engine: 4,096 frames,
+    /// 85 ms, at 44.1 and 48 kHz; twice that at twice the rate).
+    static let heardSeconds = 0.1
 
     /// Starts the render thread.
     public func start() {
@@ -390,6 +406,12 @@ public final class AudioRenderer: @unchecked Sendable {
         }
         write(buffer + first * channels, frames: count)
         if count > 0 { deviceEmpty = false }
+        if output.isRealtime {
+            // (Frames kept already, the direct ones of a period that took the stage in, are
+            // not kept twice.)
+            keepHeard(buffer + (first + heardAhead) * channels, frames: count - heardAhead)
+        }
+        heardAhead = 0
         if !output.isRealtime, keeperEngaged, status.phase == .ended || status.phase == .failed {
             flushKeeperIntoFile()
         }
@@ -533,7 +555,10 @@ public final class AudioRenderer: @unchecked Sendable {
         }
         tookInParts = (direct, directPosition, directRate, status.anchorPosition, status.anchorRate)
         rateChangeSplit = nil
-        keeper.takeIn(buffer, frames: frames, direct: direct, rate: keeperRate) { destination, offset, count in
+        // The stage's lead: what the device was given before, then the period's direct frames.
+        keepHeard(buffer, frames: direct)
+        heardAhead = direct
+        keeper.takeIn(buffer, frames: frames, direct: direct, rate: keeperRate, lead: heardSound, leadFrames: heardCount) { destination, offset, count in
             let host = heard + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(offset)))
             _ = render(into: destination, frames: count, channels: channels, host: host)
         }
@@ -652,6 +677,8 @@ public final class AudioRenderer: @unchecked Sendable {
         // after), and a start placed by the device's timing needs no flush.
         if latest.flush && status.phase != .idle {
             output.flush()
+            // What was queued is not heard: a later stage's lead starts afresh.
+            heardCount = 0
             deviceEmpty = true
             expectedHost = nil
             timing.reset()
@@ -908,17 +935,30 @@ public final class AudioRenderer: @unchecked Sendable {
 
     /// Keeps the last `recentFrames` of content copied, `source` being the newest `frames`.
     private func remember(_ source: UnsafePointer<Float>, frames: Int, channels: Int) {
-        let capacity = Self.recentFrames
+        Self.keepLast(source, frames: frames, channels: channels, in: recent, count: &recentCount, capacity: Self.recentFrames)
+    }
+
+    /// Keeps what the device was given to play, `source` being the newest `frames`: the lead a
+    /// pitch stage taken in is given (`heardSound`).
+    private func keepHeard(_ source: UnsafePointer<Float>, frames: Int) {
+        guard frames > 0 else { return }
+        Self.keepLast(source, frames: frames, channels: ring.format.channels, in: heardSound, count: &heardCount, capacity: heardCapacity)
+    }
+
+    /// Keeps the last `capacity` frames of a stream in `store` (oldest first, `count` of
+    /// them), `source` being its newest `frames`. Copies only; allocates nothing.
+    private static func keepLast(_ source: UnsafePointer<Float>, frames: Int, channels: Int,
+                                 in store: UnsafeMutablePointer<Float>, count: inout Int, capacity: Int) {
         if frames >= capacity {
-            recent.update(from: source + (frames - capacity) * channels, count: capacity * channels)
-            recentCount = capacity
+            store.update(from: source + (frames - capacity) * channels, count: capacity * channels)
+            count = capacity
             return
         }
-        let kept = min(recentCount, capacity - frames)
+        let kept = min(count, capacity - frames)
         // Slide the newest `kept` down to the front, then append.
-        recent.update(from: recent + (recentCount - kept) * channels, count: kept * channels)
-        (recent + kept * channels).update(from: source, count: frames * channels)
-        recentCount = kept + frames
+        store.update(from: store + (count - kept) * channels, count: kept * channels)
+        (store + kept * channels).update(from: source, count: frames * channels)
+        count = kept + frames
     }
 
     /// Whether the player has posted a control that changes what is to be played (another

@@ -81,10 +81,26 @@ public final class PitchKeeper: @unchecked Sendable {
 
     /// Forgets everything given so far and starts again for content read at `rate`: the next
     /// `latencyFrames` frames out are silence, then what is given from now on.
-    public func reset(rate: Double) {
+    ///
+    /// `lead` (interleaved, oldest first, `leadFrames` of them) is what was heard just before
+    /// what is given next, if anything. A phase vocoder analyses overlapping windows, so a
+    /// stream started after silence fades in over half a window (15 ms, to a third of the
+    /// level, through Rubber Band's finer engine); started after what was really heard, its
+    /// first windows are whole and it starts at full level. Only the lead's last
+    /// `leadInFrames` count. The overlap-add engine, whose grains begin whole, needs none.
+    public func reset(rate: Double, lead: UnsafePointer<Float>? = nil, leadFrames: Int = 0) {
         switch engine {
         case .overlapAdd(let shifter): shifter.reset(scale: Self.scale(forRate: rate))
-        case .rubberBand(let stage): stage.reset(rate: rate)
+        case .rubberBand(let stage): stage.reset(rate: rate, lead: lead, leadFrames: leadFrames)
+        }
+    }
+
+    /// How much of a lead (`reset`) the engine takes in, in frames: Rubber Band's preferred
+    /// start pad (2,048 frames at 48 kHz); none for the overlap-add engine.
+    public var leadInFrames: Int {
+        switch engine {
+        case .overlapAdd: return 0
+        case .rubberBand(let stage): return stage.leadInFrames
         }
     }
 
@@ -100,8 +116,10 @@ public final class PitchKeeper: @unchecked Sendable {
     /// delayed it. On return `buffer` holds the period as it is to be heard: the direct
     /// frames, then the stage's output, which is the same content pitch-shifted for `rate`.
     /// The stage then stands as if it had been in all along, and later periods go through
-    /// `process` placed its delay ahead.
+    /// `process` placed its delay ahead. `lead` is what was heard before the stage's stream
+    /// (the frames before the period, then its direct frames), as `reset` takes it.
     public func takeIn(_ buffer: UnsafeMutablePointer<Float>, frames: Int, direct: Int, rate: Double,
+                       lead: UnsafePointer<Float>? = nil, leadFrames: Int = 0,
                        more: (_ destination: UnsafeMutablePointer<Float>, _ offset: Int, _ count: Int) -> Void) {
         let frames = min(max(frames, 0), maximumFrames)
         let direct = min(max(direct, 0), frames)
@@ -115,7 +133,7 @@ public final class PitchKeeper: @unchecked Sendable {
         // The stage's stream: the period after its direct frames, then the content after the
         // period. Its first `latencyFrames` out are the lead-in, and what follows them is the
         // period's content.
-        reset(rate: rate)
+        reset(rate: rate, lead: lead, leadFrames: leadFrames)
         var given = direct
         while given < rendered {
             let count = min(maximumFrames, rendered - given)

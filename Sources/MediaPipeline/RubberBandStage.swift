@@ -25,6 +25,11 @@ final class RubberBandStage: @unchecked Sendable {
     /// twice as many frames, so it correlates over that many either side of its lag, every
     /// 8th lag finds the peak's slope, and the fine pass its top, at a ninth of the work.
     static let calibrationStride = 8
+    /// How much of what was heard a stage taken in while playing is given first, in Rubber
+    /// Band's preferred start pads (2,048 frames at 48 kHz): its finer engine's longest
+    /// window spans two. Given one pad of the tone before it, a stream's first 5 ms came out
+    /// at 73 % of its level; given two, at its full level (`PitchKeeperTests`).
+    static let leadInPads = 2
 
     let channels: Int
     /// The most frames `process` takes in one call.
@@ -199,9 +204,14 @@ final class RubberBandStage: @unchecked Sendable {
         outputChannels.deallocate()
     }
 
+    /// How much of a lead `reset` takes in: `leadInPads` of Rubber Band's preferred start pad.
+    var leadInFrames: Int { Self.leadInPads * startPad }
+
     /// Forgets everything given so far and starts again for content read at `rate`: the next
-    /// `latencyFrames` frames out are silence, then what is given from now on.
-    func reset(rate: Double) {
+    /// `latencyFrames` frames out are silence, then what is given from now on. Rubber Band's
+    /// lead-in is the last `leadInFrames` of `lead` (interleaved, `leadFrames` of them), with
+    /// silence before them when there are fewer.
+    func reset(rate: Double, lead: UnsafePointer<Float>? = nil, leadFrames: Int = 0) {
         rubberband_reset(stretcher)
         scale = PitchKeeper.scale(forRate: rate)
         rubberband_set_pitch_scale(stretcher, scale)
@@ -210,13 +220,31 @@ final class RubberBandStage: @unchecked Sendable {
         queueCount = 0
         trimDebt = 0
         underflows = 0
-        // The queue holds what Rubber Band's delay leaves of the whole.
-        pushSilence(max(0, latencyFrames - delay))
-        // Rubber Band's own lead-in: its delay is counted from the frame after it.
+        // Rubber Band's lead-in, its start pad and any more of `lead` there is room for: its
+        // delay is counted from the frame after it. What comes out for the lead-in beyond the
+        // pad takes the place of as much of the silence the queue starts with, so the whole
+        // stays `latencyFrames`; all of it precedes the content (`takeIn` drops it).
+        let silence = max(0, latencyFrames - delay)
+        let longest = startPad + min(silence, leadInFrames - startPad)
+        let given = lead == nil ? 0 : min(max(0, leadFrames), longest)
+        let total = max(startPad, given)
+        pushSilence(silence - (total - startPad))
         let inputFrames = max(maximumFrames, startPad)
-        for channel in 0..<channels { (input + channel * inputFrames).update(repeating: 0, count: startPad) }
-        rubberband_process(stretcher, inputChannels, UInt32(startPad), 0)
-        drain()
+        var fed = 0
+        while fed < total {
+            let chunk = min(inputFrames, total - fed)
+            for channel in 0..<channels {
+                let plane = input + channel * inputFrames
+                for frame in 0..<chunk {
+                    // Silence first when the lead is short of the pad, then the lead's last frames.
+                    let index = fed + frame - (total - given)
+                    plane[frame] = index < 0 ? 0 : lead.map { $0[(leadFrames - given + index) * channels + channel] } ?? 0
+                }
+            }
+            rubberband_process(stretcher, inputChannels, UInt32(chunk), 0)
+            drain()
+            fed += chunk
+        }
     }
 
     /// Replaces `buffer`'s first `frames` interleaved frames (at most `maximumFrames`) with

@@ -158,6 +158,84 @@ import Testing
         #expect(zip(even.prefix(count), uneven.prefix(count)).allSatisfy { $0 == $1 })
     }
 
+    /// The level of `samples` (RMS) in windows of `window` frames.
+    static func levels(_ samples: ArraySlice<Float>, window: Int) -> [Double] {
+        stride(from: samples.startIndex, to: samples.endIndex - window + 1, by: window).map { start in
+            (samples[start..<start + window].reduce(0.0) { $0 + Double($1) * Double($1) } / Double(window)).squareRoot()
+        }
+    }
+
+    /// A speed change taken in while playing (`takeIn`) starts the stage's stream partway:
+    /// given what was heard before it, the phase vocoder's first windows are whole, and the
+    /// stream starts at its full level instead of fading in from silence.
+    @Test("taken in after what was heard, the stage's stream starts at full level", arguments: [PitchMode.spectral, .timeDomain])
+    func takenInAfterWhatWasHeardItStartsAtFullLevel(mode: PitchMode) throws {
+        let keeper = try #require(PitchKeeper(mode: mode, sampleRate: Self.sampleRate, channels: 2, maximumFrames: Self.period))
+        let rate = 1.5
+        // A steady tone as the resampler hands over content read at 1.5 (a 440 Hz tone at 660).
+        let tone: (Int) -> Float = { Float(0.5 * sin(2 * Double.pi * 440 * rate * Double($0) / Double(Self.sampleRate))) }
+        let heard = 4_800
+        var lead = [Float](repeating: 0, count: heard * 2)
+        for frame in 0..<heard { lead[frame * 2] = tone(frame); lead[frame * 2 + 1] = tone(frame) }
+        var buffer = [Float](repeating: 0, count: Self.period * 2)
+        for frame in 0..<Self.period { buffer[frame * 2] = tone(heard + frame); buffer[frame * 2 + 1] = tone(heard + frame) }
+        lead.withUnsafeBufferPointer { lead in
+            buffer.withUnsafeMutableBufferPointer { buffer in
+                keeper.takeIn(buffer.baseAddress!, frames: Self.period, direct: 0, rate: rate,
+                              lead: lead.baseAddress, leadFrames: heard) { destination, offset, count in
+                    for index in 0..<count {
+                        destination[index * 2] = tone(heard + offset + index)
+                        destination[index * 2 + 1] = tone(heard + offset + index)
+                    }
+                }
+            }
+        }
+        var out = (0..<Self.period).map { buffer[$0 * 2] }
+        // Later periods are given their delay ahead of where they are heard.
+        let later = Self.run(keeper, frames: Self.sampleRate / 2, rate: { _ in rate }) { tone(heard + Self.period + keeper.latencyFrames + $0) }
+        out += later
+        let window = 240
+        let steady = Self.levels(out[12_000..<24_000], window: window)
+        let start = Self.levels(out[0..<1_920], window: window)
+        let full = steady.reduce(0, +) / Double(steady.count)
+        let lowest = start.min() ?? 0
+        #expect(lowest > 0.9 * full, "the first 40 ms fell to \(lowest / full) of the level: \(start.map { ($0 / full * 100).rounded() })")
+    }
+
+    /// Where a burst `onset` frames into a stage's stream comes out when the stage is taken
+    /// in after `leadFrames` of a tone.
+    static func burstCentreTakenIn(_ keeper: PitchKeeper, leadFrames: Int, onset: Int, burst: Int) -> Double {
+        let signal: (Int) -> Float = { $0 >= onset && $0 < onset + burst ? Float(0.5 * sin(2 * Double.pi * 660 * Double($0) / 48_000)) : 0 }
+        let lead = (0..<leadFrames).flatMap { frame -> [Float] in
+            let value = Float(0.3 * sin(2 * Double.pi * 330 * Double(frame) / 48_000))
+            return [value, value]
+        }
+        var buffer = (0..<period).flatMap { [signal($0), signal($0)] }
+        lead.withUnsafeBufferPointer { lead in
+            buffer.withUnsafeMutableBufferPointer { buffer in
+                keeper.takeIn(buffer.baseAddress!, frames: period, direct: 0, rate: 1.5, lead: lead.baseAddress, leadFrames: leadFrames) { destination, offset, count in
+                    for index in 0..<count {
+                        destination[index * 2] = signal(offset + index)
+                        destination[index * 2 + 1] = signal(offset + index)
+                    }
+                }
+            }
+        }
+        let out = (0..<period).map { buffer[$0 * 2] } + run(keeper, frames: onset + 2 * burst, rate: { _ in 1.5 }) { signal(period + keeper.latencyFrames + $0) }
+        return centre(of: out, in: (onset - burst)..<(onset + 2 * burst))
+    }
+
+    @Test("a lead given to a stage taken in moves nothing: a burst comes out where it does without one")
+    func aLeadMovesNothing() throws {
+        let onset = 9_600, burst = 4_800
+        let bare = try #require(PitchKeeper(mode: .spectral, sampleRate: Self.sampleRate, channels: 2, maximumFrames: Self.period))
+        let led = try #require(PitchKeeper(mode: .spectral, sampleRate: Self.sampleRate, channels: 2, maximumFrames: Self.period))
+        let without = Self.burstCentreTakenIn(bare, leadFrames: 0, onset: onset, burst: burst)
+        let with = Self.burstCentreTakenIn(led, leadFrames: 9_600, onset: onset, burst: burst)
+        #expect(abs(without - Double(onset + burst / 2)) < Self.centreTolerance(.spectral), "without a lead, centred at \(without)")
+        #expect(abs(with - without) < 48, "centred at \(with) with a lead, \(without) without")
+    }
+
     @Test("starting again and processing allocate nothing (both happen on the render thread)",
           .enabled(if: chorus_allocation_counting_available() != 0, "allocations are not countable under a sanitizer"),
           arguments: [PitchMode.timeDomain, .spectral])
