@@ -110,6 +110,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// The rest of making a player: its video warnings, its monitor, and its first item.
     private func begin(with item: AVPlayerItem?) {
+        // What a change moves, and what the monitor notices, reach observers on one queue.
+        observationRegistry.rereadQueue = eventQueue
         // A picture track that cannot be shown costs the pictures, never the sound: said
         // once per reader, on the reader's thread.
         engine.onVideoEvent = { [weak self] event in
@@ -204,7 +206,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// The rate `play()` uses.
     open var defaultRate: Float {
         get { state.withLockAnnotated { $0.defaultRate } }
-        set { state.withLockAnnotated { $0.defaultRate = newValue }; observationRegistry.poke() }
+        set { state.withLockAnnotated { $0.defaultRate = newValue }; observationRegistry.changed(\AVPlayer.defaultRate) }
     }
 
     /// What happens when the item ends; `.pause` by default (`.advance` for queue players).
@@ -214,7 +216,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             state.withLockAnnotated { $0.actionAtItemEnd = newValue }
             // Only `.advance` joins the next item on.
             refreshSuccessors()
-            observationRegistry.poke()
+            observationRegistry.changed(\AVPlayer.actionAtItemEnd)
         }
     }
 
@@ -238,7 +240,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 $0.resumeBufferFrames = buffers.resume
                 $0.flush = false
             }
-            observationRegistry.poke()
+            observationRegistry.changed(\AVPlayer.automaticallyWaitsToMinimizeStalling)
         }
     }
 
@@ -248,7 +250,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         set {
             state.withLockAnnotated { state in state.volume = min(1, max(0, newValue.isFinite ? newValue : 1)) }
             applyVolume()
-            observationRegistry.poke()
+            observationRegistry.changed(\AVPlayer.volume)
         }
     }
 
@@ -258,7 +260,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         set {
             state.withLockAnnotated { $0.isMuted = newValue }
             applyVolume()
-            observationRegistry.poke()
+            observationRegistry.changed(\AVPlayer.isMuted)
         }
     }
 
@@ -283,7 +285,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             if newValue != nil, let mode = currentItem?.pitchMode {
                 preparePitchKeepingInBackground(mode)
             }
-            observationRegistry.poke()
+            observationRegistry.changed(\AVPlayer.masterClock)
         }
     }
 
@@ -292,7 +294,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Applies to starts on a `masterClock`. (A Chorus addition.)
     public var latencyCompensation: Duration {
         get { state.withLockAnnotated { $0.latencyCompensation } }
-        set { state.withLockAnnotated { $0.latencyCompensation = newValue }; observationRegistry.poke() }
+        set { state.withLockAnnotated { $0.latencyCompensation = newValue }; observationRegistry.changed(\AVPlayer.latencyCompensation) }
     }
 
     /// Apple's newer name for `masterClock`.
@@ -304,26 +306,26 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Whether playback may move to another machine. (External playback comes with casting.)
     open var allowsExternalPlayback: Bool {
         get { state.withLockAnnotated { $0.allowsExternalPlayback } }
-        set { state.withLockAnnotated { $0.allowsExternalPlayback = newValue }; observationRegistry.poke() }
+        set { state.withLockAnnotated { $0.allowsExternalPlayback = newValue }; observationRegistry.changed(\AVPlayer.allowsExternalPlayback) }
     }
     /// Whether playback is happening on another machine now.
     open var isExternalPlaybackActive: Bool { false }
     /// Whether to play externally while an external screen is active.
     open var usesExternalPlaybackWhileExternalScreenIsActive: Bool {
         get { state.withLockAnnotated { $0.usesExternalPlaybackWhileExternalScreenIsActive } }
-        set { state.withLockAnnotated { $0.usesExternalPlaybackWhileExternalScreenIsActive = newValue }; observationRegistry.poke() }
+        set { state.withLockAnnotated { $0.usesExternalPlaybackWhileExternalScreenIsActive = newValue }; observationRegistry.changed(\AVPlayer.usesExternalPlaybackWhileExternalScreenIsActive) }
     }
     /// How pictures played externally fill the other machine's screen (`.resizeAspect`
     /// unless set).
     open var externalPlaybackVideoGravity: AVLayerVideoGravity {
         get { state.withLockAnnotated { $0.externalPlaybackVideoGravity } }
-        set { state.withLockAnnotated { $0.externalPlaybackVideoGravity = newValue }; observationRegistry.poke() }
+        set { state.withLockAnnotated { $0.externalPlaybackVideoGravity = newValue }; observationRegistry.changed(\AVPlayer.externalPlaybackVideoGravity) }
     }
     /// Whether closed captions are shown (Apple deprecated it for media selection, which
     /// chooses the subtitles here too); kept as set.
     open var isClosedCaptionDisplayEnabled: Bool {
         get { state.withLockAnnotated { $0.isClosedCaptionDisplayEnabled } }
-        set { state.withLockAnnotated { $0.isClosedCaptionDisplayEnabled = newValue }; observationRegistry.poke() }
+        set { state.withLockAnnotated { $0.isClosedCaptionDisplayEnabled = newValue }; observationRegistry.changed(\AVPlayer.isClosedCaptionDisplayEnabled) }
     }
     /// Whether pictures are hidden because an external screen lacks the content's protection:
     /// never, since no protected content plays.

@@ -41,7 +41,8 @@ public final class NSKeyValueObservation: Sendable {
 
     init(cancel: @escaping @Sendable () -> Void) { self.cancel = Mutex(cancel) }
 
-    /// Stops the observation; no handler call begins after this returns.
+    /// Stops the observation: no call of its handler is decided after this returns. It does
+    /// not wait for a call already under way, which may be waiting on the caller.
     public func invalidate() {
         let action = cancel.withLockAnnotated { current -> (@Sendable () -> Void)? in
             defer { current = nil }
@@ -56,19 +57,24 @@ public final class NSKeyValueObservation: Sendable {
 /// The change registry behind `observe(_:options:changeHandler:)`.
 ///
 /// Each observation keeps the value it last delivered. A change the object announces for a
-/// key path (`notify`) is delivered to that key path's observers with its own old and new
-/// values; every announcement, and every `poke` (the player's monitor pokes its registry and
-/// its item's every tick), also re-reads every other observed key path and delivers those
-/// whose value moved. So a chained key path (`\.currentItem?.status`), a property that is
+/// key path (`notify`, or `changed` from a setter) is delivered at once, on the thread that
+/// made it, to that key path's observers alone, as Apple's key-value observing delivers a
+/// set. Every other observed key path is re-read soon after on the registry's own queue
+/// (`rereadQueue`: a player's event queue), and so is everything at every `poke` (the
+/// player's monitor pokes its registry and its item's every tick): those whose value moved
+/// are delivered there. So a chained key path (`\.currentItem?.status`), a property that is
 /// derived rather than set (`loadedTimeRanges`, the buffering flags), and a key path written
-/// on a subclass (`\AVQueuePlayer.rate`) all notify.
+/// on a subclass (`\AVQueuePlayer.rate`) all notify, and setting a property never runs the
+/// handlers of others on the setter's thread.
 ///
-/// Handlers run synchronously on the thread that made or noticed the change; for players and
-/// items that is the player's event queue. A handler may read the object but must not block.
-// @unchecked: `entries` and `nextID` are read and written only under `lock`. They are not in
-// a Mutex because the handlers are plain closures (Apple's observe(_:options:changeHandler:)
-// takes one that need not be Sendable), which cannot be handed out of a Mutex to be called
-// after it is released; `delivery` orders their calls against removal instead.
+/// No lock is held while a handler runs, so a handler may wait on another thread (a
+/// `DispatchQueue.main.sync`) while that thread sets a property or invalidates an
+/// observation. Which change a handler is given is decided under the registry's lock, so
+/// every change is delivered once, in order for each observation's thread.
+// @unchecked: `entries`, `nextID`, `rereadPending` and each entry's `last` and `removed` are
+// read and written only under `lock`. They are not in a Mutex because the handlers are plain
+// closures (Apple's observe(_:options:changeHandler:) takes one that need not be Sendable),
+// which cannot be handed out of a Mutex to be called after it is released.
 public final class ObservationRegistry: @unchecked Sendable {
     private final class Entry {
         let keyPath: AnyKeyPath
@@ -78,6 +84,8 @@ public final class ObservationRegistry: @unchecked Sendable {
         let handler: (_ old: Any, _ new: Any, _ prior: Bool) -> Void
         /// What was last delivered (or read when the observation began).
         var last: Any?
+        /// Set by `remove`: no delivery is decided for the entry after it.
+        var removed = false
 
         init(keyPath: AnyKeyPath, read: @escaping () -> Any?, equal: @escaping (Any, Any) -> Bool,
              handler: @escaping (Any, Any, Bool) -> Void) {
@@ -90,59 +98,98 @@ public final class ObservationRegistry: @unchecked Sendable {
     private let lock = NSLock()
     private var entries: [Int: Entry] = [:]
     private var nextID = 0
-    /// Guards handler calls against a concurrent `invalidate`: removal takes this lock too.
-    private let delivery = NSRecursiveLock()
+    private var rereadPending = false
+    private var queue: DispatchQueue
 
-    public init() {}
+    /// A registry whose re-reading after a change runs on `rereadQueue` (its own serial queue
+    /// when nil).
+    public init(rereadQueue: DispatchQueue? = nil) {
+        queue = rereadQueue ?? DispatchQueue(label: "chorus.observation")
+    }
+
+    /// Where the other key paths are re-read after a change (a player's event queue, so that
+    /// what its monitor notices and what a change moves arrive on one thread).
+    var rereadQueue: DispatchQueue {
+        get { lock.withLock { queue } }
+        set { lock.withLock { queue = newValue } }
+    }
 
     func add(_ keyPath: AnyKeyPath, read: @escaping () -> Any?, equal: @escaping (Any, Any) -> Bool,
              handler: @escaping (_ old: Any, _ new: Any, _ prior: Bool) -> Void) -> Int {
         let entry = Entry(keyPath: keyPath, read: read, equal: equal, handler: handler)
         // Read outside the registry's lock: reading takes the object's own.
-        entry.last = read()
+        let first = read()
         return lock.withLock {
+            entry.last = first
             nextID += 1
             entries[nextID] = entry
             return nextID
         }
     }
 
+    /// Ends an observation: no delivery to it is decided after this returns. It does not wait
+    /// for a handler already running (which may be waiting on the caller).
     func remove(_ id: Int) {
-        delivery.withLock {
-            _ = lock.withLock { entries.removeValue(forKey: id) }
+        lock.withLock {
+            entries[id]?.removed = true
+            entries.removeValue(forKey: id)
         }
     }
 
-    /// Tells observers of `keyPath` that it changed from `old` to `new`, and re-reads the rest.
+    /// Tells observers of `keyPath` that it changed from `old` to `new` (on this thread), and
+    /// has the rest re-read.
     func notify(_ keyPath: AnyKeyPath, old: Any, new: Any) {
-        deliver(announced: (keyPath, new))
+        deliver(only: keyPath, announced: new)
+        scheduleReread()
     }
 
-    /// Re-reads every observed key path and delivers those whose value moved.
+    /// Tells observers of `keyPath`, which a setter has just set, its new value (read again,
+    /// on this thread), and has the rest re-read.
+    func changed(_ keyPath: AnyKeyPath) {
+        deliver(only: keyPath, announced: nil)
+        scheduleReread()
+    }
+
+    /// Re-reads every observed key path and delivers those whose value moved, on this thread.
     public func poke() {
-        deliver(announced: nil)
+        lock.withLock { rereadPending = false }
+        deliver(only: nil, announced: nil)
     }
 
-    private func deliver(announced: (keyPath: AnyKeyPath, new: Any)?) {
-        delivery.withLock {
-            let current = lock.withLock { entries.sorted { $0.key < $1.key } }
-            for (id, entry) in current where lock.withLock({ entries[id] != nil }) {
-                let value: Any
-                if let announced, entry.keyPath == announced.keyPath {
-                    value = announced.new
-                } else {
-                    guard let read = entry.read() else { continue }
-                    value = read
-                }
-                guard let last = entry.last else {
-                    entry.last = value
-                    continue
-                }
-                if entry.equal(last, value) { continue }
-                entry.last = value
-                entry.handler(last, value, true)
-                entry.handler(last, value, false)
+    /// Re-reads everything on the registry's queue, once however many changes ask meanwhile.
+    private func scheduleReread() {
+        let queue: DispatchQueue? = lock.withLock {
+            guard !rereadPending, !entries.isEmpty else { return nil }
+            rereadPending = true
+            return self.queue
+        }
+        queue?.async { [weak self] in self?.poke() }
+    }
+
+    private func deliver(only keyPath: AnyKeyPath?, announced: Any?) {
+        let current = lock.withLock { entries.sorted { $0.key < $1.key }.map(\.value) }
+        for entry in current {
+            if let keyPath, entry.keyPath != keyPath { continue }
+            let value: Any
+            if let announced {
+                value = announced
+            } else {
+                // Read outside the lock: reading takes the object's own.
+                guard let read = entry.read() else { continue }
+                value = read
             }
+            let old: Any? = lock.withLock {
+                guard !entry.removed, let last = entry.last else {
+                    if !entry.removed { entry.last = value }
+                    return nil
+                }
+                if entry.equal(last, value) { return nil }
+                entry.last = value
+                return last
+            }
+            guard let old else { continue }
+            entry.handler(old, value, true)
+            entry.handler(old, value, false)
         }
     }
 
@@ -191,8 +238,9 @@ extension AVKeyValueObservable {
     ///
     /// With `.initial` the handler is called once before this returns; with `.prior`, it is
     /// also called just before each change is delivered, with `isPrior` set and the old value.
-    /// Later calls come on the thread that changes the property or notices the change (a
-    /// player's event queue, within a monitor tick of 10 ms).
+    /// Later calls come on the thread that sets the property, or, for a change noticed rather
+    /// than set (a chained key path, a derived property), on the object's queue (a player's
+    /// event queue, within a monitor tick of 10 ms).
     public func observe<Value>(
         _ keyPath: KeyPath<Self, Value>,
         options: NSKeyValueObservingOptions = [],

@@ -69,6 +69,53 @@ import MediaPipeline
         #expect(waitUntil(10) { ranges.all.contains { !$0.isEmpty } }, "ranges: \(ranges.all)")
     }
 
+    /// An app's handler that moves to its UI thread with `sync` (Apple's handlers arrive on
+    /// any thread), while that thread moves a volume slider: the setter must not wait for the
+    /// handler, nor run it. The handler lingers 2 ms first, so that the slider's next move
+    /// comes while it runs.
+    @Test("a handler that waits on the thread setting the player's properties neither deadlocks nor runs on that thread")
+    func aHandlerWaitingOnTheSettingThread() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 3, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        let ui = DispatchQueue(label: "ui")
+        let onUI = DispatchSpecificKey<Bool>()
+        ui.setSpecific(key: onUI, value: true)
+        let calls = Collected<Bool>()
+        let watch = player.observe(\.currentItem?.loadedTimeRanges, options: [.new]) { _, _ in
+            let onTheUIThread = DispatchQueue.getSpecific(key: onUI) == true
+            calls.append(onTheUIThread)
+            if !onTheUIThread {
+                usleep(2_000)
+                ui.sync {}
+            }
+        }
+        player.play()
+        let done = DispatchSemaphore(value: 0)
+        ui.async {
+            let end = Date().addingTimeInterval(1.5)
+            var volume: Float = 0
+            while Date() < end {
+                volume = volume == 0 ? 0.5 : 0
+                player.volume = volume
+                usleep(500)
+            }
+            done.signal()
+        }
+        let finished = done.wait(timeout: .now() + 30) == .success
+        #expect(finished, "the setting thread was stuck")
+        // A stuck player and its observation are left as they are, kept alive: closing the
+        // one or ending the other (as their release would) may wait on the stuck thread too.
+        guard finished else {
+            _ = Unmanaged.passRetained(player)
+            _ = Unmanaged.passRetained(watch)
+            return
+        }
+        watch.invalidate()
+        player.close()
+        #expect(calls.count > 0, "the buffered ranges never changed: the case is not tested")
+        #expect(!calls.all.contains(true), "a handler of another key path ran inside the setter")
+    }
+
     @Test("a key path written on a subclass notifies")
     func subclassKeyPaths() throws {
         let player = AVQueuePlayer(items: [AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000))],
