@@ -73,7 +73,8 @@ open class AVAsset: AVKeyValueObservable, @unchecked Sendable {
 
     static let knownKeys: Set<String> = ["duration", "tracks", "playable", "readable", "hasProtectedContent",
                                          "preferredRate", "preferredVolume", "providesPreciseDurationAndTiming",
-                                         "availableMediaCharacteristicsWithMediaSelectionOptions", "preferredMediaSelection"]
+                                         "availableMediaCharacteristicsWithMediaSelectionOptions", "preferredMediaSelection",
+                                         "commonMetadata", "metadata"]
 
     /// Cancels loading that has not finished; waiting loads fail with `.cancelled`.
     public func cancelLoading() {

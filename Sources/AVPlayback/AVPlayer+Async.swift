@@ -4,6 +4,7 @@ import MediaClock
 extension AVPlayer {
     /// Seeks to `time` exactly; true when the seek finished, false when a later seek (or an
     /// item change) superseded it.
+    @discardableResult
     public func seek(to time: CMTime) async -> Bool {
         await withCheckedContinuation { continuation in
             seek(to: time, toleranceBefore: .zero, toleranceAfter: .zero) { continuation.resume(returning: $0) }
@@ -12,6 +13,7 @@ extension AVPlayer {
 
     /// Seeks to a time within `[time - toleranceBefore, time + toleranceAfter]`; true when
     /// the seek finished.
+    @discardableResult
     public func seek(to time: CMTime, toleranceBefore: CMTime, toleranceAfter: CMTime) async -> Bool {
         await withCheckedContinuation { continuation in
             seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter) { continuation.resume(returning: $0) }
@@ -19,6 +21,7 @@ extension AVPlayer {
     }
 
     /// Seeks to the moment `date` in a stream with dates; media here carries none, so false.
+    @discardableResult
     public func seek(to date: Date) async -> Bool {
         await withCheckedContinuation { continuation in
             seek(to: date) { continuation.resume(returning: $0) }
@@ -27,6 +30,7 @@ extension AVPlayer {
 
     /// Loads data at the current time so that `play` starts without delay; true once it is
     /// there, false when the player is not paused and ready or the preroll was cancelled.
+    @discardableResult
     public func preroll(atRate rate: Float) async -> Bool {
         await withCheckedContinuation { continuation in
             preroll(atRate: rate) { continuation.resume(returning: $0) }
@@ -36,6 +40,7 @@ extension AVPlayer {
 
 extension AVPlayerItem {
     /// Seeks the item's time to `time` exactly; true when the seek finished.
+    @discardableResult
     public func seek(to time: CMTime) async -> Bool {
         await withCheckedContinuation { continuation in
             seek(to: time) { continuation.resume(returning: $0) }

@@ -375,6 +375,81 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         if let player, player.currentItem === self { player.cancelPendingSeeks() }
     }
 
+    // MARK: - Network and variant settings
+
+    /// The settings of this section: apart from `state` so that they stay in one place, and
+    /// because nothing in the pipeline reads them yet.
+    private struct NetworkSettings {
+        var preferredPeakBitRate: Double = 0
+        var preferredMaximumResolution = CGSize.zero
+        var canUseNetworkResourcesForLiveStreamingWhilePaused = false
+        var automaticallyPreservesTimeOffsetFromLive = false
+        var configuredTimeOffsetFromLive = CMTime.invalid
+        var audioMix: AVAudioMix?
+    }
+    private let networkSettings = Mutex(NetworkSettings())
+
+    /// Sets one of `networkSettings` and tells the observers of `observed`.
+    private func set<Value: Sendable>(_ setting: WritableKeyPath<NetworkSettings, Value>, to newValue: Value, observed: AnyKeyPath) {
+        let old = networkSettings.withLockAnnotated { current in defer { current[keyPath: setting] = newValue }; return current[keyPath: setting] }
+        observationRegistry.notify(observed, old: old, new: newValue)
+    }
+
+    /// The most bits per second the item should use from an HLS master playlist's variants;
+    /// 0, the default, for no limit. Kept and observable as Apple's, but not yet applied:
+    /// FFmpeg's HLS demuxer opens the variants itself, and the player plays the sound it
+    /// judges best, whatever this says.
+    open var preferredPeakBitRate: Double {
+        get { networkSettings.withLockAnnotated { $0.preferredPeakBitRate } }
+        set { set(\.preferredPeakBitRate, to: newValue, observed: \AVPlayerItem.preferredPeakBitRate) }
+    }
+
+    /// The largest picture the item should choose among an HLS master playlist's variants;
+    /// `.zero`, the default, for no limit. Kept and observable, not yet applied, as
+    /// `preferredPeakBitRate`.
+    open var preferredMaximumResolution: CGSize {
+        get { networkSettings.withLockAnnotated { $0.preferredMaximumResolution } }
+        set { set(\.preferredMaximumResolution, to: newValue, observed: \AVPlayerItem.preferredMaximumResolution) }
+    }
+
+    /// Whether a paused live stream keeps loading so that playing again resumes at once;
+    /// false by default. Kept and observable, not yet applied.
+    open var canUseNetworkResourcesForLiveStreamingWhilePaused: Bool {
+        get { networkSettings.withLockAnnotated { $0.canUseNetworkResourcesForLiveStreamingWhilePaused } }
+        set {
+            set(\.canUseNetworkResourcesForLiveStreamingWhilePaused, to: newValue,
+                observed: \AVPlayerItem.canUseNetworkResourcesForLiveStreamingWhilePaused)
+        }
+    }
+
+    /// Whether a live item, after a pause or a stall, moves on to keep its distance from the
+    /// live edge; false by default. Kept and observable, not yet applied.
+    open var automaticallyPreservesTimeOffsetFromLive: Bool {
+        get { networkSettings.withLockAnnotated { $0.automaticallyPreservesTimeOffsetFromLive } }
+        set {
+            set(\.automaticallyPreservesTimeOffsetFromLive, to: newValue,
+                observed: \AVPlayerItem.automaticallyPreservesTimeOffsetFromLive)
+        }
+    }
+
+    /// How far behind the live edge a live item should start; `.invalid`, the default, for
+    /// the stream's own recommendation. Kept and observable, not yet applied: a live item
+    /// here starts where FFmpeg's HLS demuxer starts it, three segments before the end of its
+    /// playlist.
+    open var configuredTimeOffsetFromLive: CMTime {
+        get { networkSettings.withLockAnnotated { $0.configuredTimeOffsetFromLive } }
+        set { set(\.configuredTimeOffsetFromLive, to: newValue, observed: \AVPlayerItem.configuredTimeOffsetFromLive) }
+    }
+
+    /// The volumes of the item's audio tracks over time; nil, the default, for none. The item
+    /// keeps a copy, as Apple's does, so a mutable mix changed later does not change it. Kept
+    /// and observable, not yet applied: the sound plays at the player's `volume` (see
+    /// `AVAudioMix`).
+    open var audioMix: AVAudioMix? {
+        get { networkSettings.withLockAnnotated { $0.audioMix } }
+        set { set(\.audioMix, to: newValue.flatMap { $0.copy() as? AVAudioMix }, observed: \AVPlayerItem.audioMix) }
+    }
+
     // MARK: - Outputs
 
     /// Adds an output that receives this item's pictures (`AVPlayerItemVideoOutput`) or its

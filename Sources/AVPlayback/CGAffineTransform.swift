@@ -57,4 +57,18 @@ extension CGSize {
         CGSize(width: t.a * width + t.c * height, height: t.b * width + t.d * height)
     }
 }
+
+extension CGRect {
+    /// The smallest rectangle holding the four corners moved by `t`, as Core Graphics gives
+    /// it (`CGRectApplyAffineTransform`): a turn or shear gives the bounding box, not the
+    /// turned rectangle. The null rectangle stays null.
+    public func applying(_ t: CGAffineTransform) -> CGRect {
+        guard !isNull else { return self }
+        let corners = [CGPoint(x: minX, y: minY), CGPoint(x: maxX, y: minY),
+                       CGPoint(x: minX, y: maxY), CGPoint(x: maxX, y: maxY)].map { $0.applying(t) }
+        let xs = corners.map(\.x), ys = corners.map(\.y)
+        guard let left = xs.min(), let right = xs.max(), let top = ys.min(), let bottom = ys.max() else { return self }
+        return CGRect(x: left, y: top, width: right - left, height: bottom - top)
+    }
+}
 #endif

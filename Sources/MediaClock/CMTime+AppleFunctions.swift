@@ -1,6 +1,8 @@
 // CoreMedia's C-style free functions and constants, as thin wrappers over `CMTime`'s
 // Swift API so that code ported from Apple platforms compiles unchanged.
 
+import Foundation
+
 /// Zero seconds (`CMTime.zero`).
 public let kCMTimeZero = CMTime.zero
 /// The invalid time (`CMTime.invalid`).
@@ -43,12 +45,16 @@ public func CMTimeSubtract(_ lhs: CMTime, _ rhs: CMTime) -> CMTime {
     lhs - rhs
 }
 
-/// See `CMTime.*(CMTime, Int32)`.
+/// The product with an integer: same timescale, halved while the value overflows,
+/// ±infinity past timescale 1. Infinities take the product's sign; an infinity times zero is
+/// invalid.
 public func CMTimeMultiply(_ time: CMTime, multiplier: Int32) -> CMTime {
     time * multiplier
 }
 
-/// See `CMTime.*(CMTime, Float64)`.
+/// The product with a `Float64`, exact for the multiplier's binary value: a timescale below
+/// 65536 is doubled until it reaches 65536, then halved while the value overflows. NaN gives
+/// invalid; infinities take the product's sign.
 public func CMTimeMultiplyByFloat64(_ time: CMTime, multiplier: Float64) -> CMTime {
     time * multiplier
 }
@@ -122,4 +128,94 @@ public func CMTIME_HAS_BEEN_ROUNDED(_ time: CMTime) -> Bool {
 /// allocator is accepted for source compatibility and unused.
 public func CMTimeCopyDescription(allocator: Any?, time: CMTime) -> String? {
     time.description
+}
+
+/// Prints `time` to standard output, as CoreMedia's does: `{1/2 = 0.500}` (seconds to three
+/// places, `~` before a rounded value, the epoch after a non-zero one), or `{INVALID}`,
+/// `{INDEFINITE}`, `{+INFINITY}`, `{-INFINITY}`.
+public func CMTimeShow(_ time: CMTime) {
+    print(showText(time))
+}
+
+/// What `CMTimeShow` prints for `time`. Three places, where `CMTime.description` gives every
+/// digit of the `Double`, because that is what code ported from Apple's platforms, and
+/// logs compared with theirs, expect to see.
+func showText(_ time: CMTime) -> String {
+    guard time.isNumeric else { return time.description }
+    let rounded = time.hasBeenRounded ? "~" : ""
+    let epochPart = time.epoch == 0 ? "" : ", epoch \(time.epoch)"
+    return "{\(rounded)\(time.value)/\(time.timescale) = \(String(format: "%.3f", time.seconds))\(epochPart)}"
+}
+
+/// The time in `range` nearest to `time` (`CMTimeClampToRange`): `time` itself inside the
+/// range, the range's start before it and its end after it (the end, though the half-open
+/// range does not contain it, as CoreMedia's does). Invalid when `time` is invalid or the
+/// range is invalid or empty.
+public func CMTimeClampToRange(_ time: CMTime, range: CMTimeRange) -> CMTime {
+    guard time.isValid, range.isValid, !range.isEmpty else { return .invalid }
+    if time < range.start { return range.start }
+    if time > range.end { return range.end }
+    return time
+}
+
+/// The key of a time dictionary's value (`kCMTimeValueKey`).
+public let kCMTimeValueKey = "value"
+/// The key of a time dictionary's timescale (`kCMTimeScaleKey`).
+public let kCMTimeScaleKey = "timescale"
+/// The key of a time dictionary's flags (`kCMTimeFlagsKey`).
+public let kCMTimeFlagsKey = "flags"
+/// The key of a time dictionary's epoch (`kCMTimeEpochKey`).
+public let kCMTimeEpochKey = "epoch"
+
+/// `time` as a dictionary under CoreMedia's keys (`value`, `timescale`, `flags`, `epoch`),
+/// each an `NSNumber` (`CMTimeCopyAsDictionary`), for property lists and user defaults.
+///
+/// An `NSDictionary` where Apple's returns a `CFDictionary`, which Linux's Foundation does not
+/// export; it reads as a `[String: Any]` with `as?`. The allocator is accepted for source
+/// compatibility and unused. Never nil here; optional as Apple's is.
+public func CMTimeCopyAsDictionary(_ time: CMTime, allocator: Any?) -> NSDictionary? {
+    NSDictionary(dictionary: [
+        kCMTimeValueKey: NSNumber(value: time.value),
+        kCMTimeScaleKey: NSNumber(value: time.timescale),
+        kCMTimeFlagsKey: NSNumber(value: time.flags.rawValue),
+        kCMTimeEpochKey: NSNumber(value: time.epoch),
+    ])
+}
+
+/// The time a dictionary from `CMTimeCopyAsDictionary` stands for
+/// (`CMTimeMakeFromDictionary`); `.invalid` for nil, or when the value, timescale or flags
+/// are missing or not integers in range. A missing epoch is taken as 0.
+public func CMTimeMakeFromDictionary(_ dictionaryRepresentation: NSDictionary?) -> CMTime {
+    guard let dictionary = dictionaryRepresentation,
+          let value = integer(dictionary[kCMTimeValueKey]),
+          let scale = integer(dictionary[kCMTimeScaleKey]).flatMap({ Int32(exactly: $0) }),
+          let flags = integer(dictionary[kCMTimeFlagsKey]).flatMap({ UInt32(exactly: $0) }) else { return .invalid }
+    let epoch: Int64
+    if let stored = dictionary[kCMTimeEpochKey] {
+        guard let number = integer(stored) else { return .invalid }
+        epoch = number
+    } else {
+        epoch = 0
+    }
+    return CMTime(value: value, timescale: scale, flags: CMTimeFlags(rawValue: flags), epoch: epoch)
+}
+
+/// The time a `[String: Any]` under CoreMedia's keys stands for: as the `NSDictionary` form,
+/// for a dictionary read back from a property list or user defaults in Swift's own type.
+public func CMTimeMakeFromDictionary(_ dictionaryRepresentation: [String: Any]) -> CMTime {
+    CMTimeMakeFromDictionary(NSDictionary(dictionary: dictionaryRepresentation))
+}
+
+/// A dictionary entry as an integer: an `NSNumber` holding a whole number, or a Swift integer.
+/// A fractional or out-of-range number is not one.
+private func integer(_ entry: Any?) -> Int64? {
+    switch entry {
+    case let number as NSNumber:
+        let whole = number.int64Value
+        return NSNumber(value: whole) == number ? whole : nil
+    case let value as any BinaryInteger:
+        return Int64(exactly: value)
+    default:
+        return nil
+    }
 }

@@ -150,12 +150,20 @@ extension CMTime {
     /// The product with an integer (`CMTimeMultiply`): same timescale, halved while the
     /// value overflows, ±infinity past timescale 1. Infinities take the product's sign;
     /// an infinity times zero is invalid (the product is undefined).
-    public static func * (time: CMTime, multiplier: Int32) -> CMTime {
+    ///
+    /// The `*` operators are the package's own, not public: Apple's CoreMedia overlay has
+    /// no `*` for `CMTime`, so apps define their own, and a public one here would make their
+    /// `time * 2` ambiguous. Apps multiply with `CMTimeMultiply` and
+    /// `CMTimeMultiplyByFloat64`, as on Apple's platforms. Disfavoured, so that code in the
+    /// package that declares its own, as an app would (the tests), gets its own.
+    @_disfavoredOverload
+    package static func * (time: CMTime, multiplier: Int32) -> CMTime {
         multiplyByRatio(time, multiplier: multiplier, divisor: 1)
     }
 
     /// The product with an integer, commuted.
-    public static func * (multiplier: Int32, time: CMTime) -> CMTime {
+    @_disfavoredOverload
+    package static func * (multiplier: Int32, time: CMTime) -> CMTime {
         time * multiplier
     }
 
@@ -194,7 +202,8 @@ extension CMTime {
     /// so that fractional products keep precision; the timescale is then halved while the
     /// value overflows. NaN gives invalid; an infinite multiplier gives a signed infinity
     /// for non-zero times and invalid for zero; infinite times take the product's sign.
-    public static func * (time: CMTime, multiplier: Float64) -> CMTime {
+    @_disfavoredOverload
+    package static func * (time: CMTime, multiplier: Float64) -> CMTime {
         switch time.kind {
         case .invalid: return .invalid
         case .indefinite: return multiplier.isNaN ? .invalid : .indefinite
@@ -264,7 +273,8 @@ extension CMTime {
     }
 
     /// The product with a `Float64`, commuted.
-    public static func * (multiplier: Float64, time: CMTime) -> CMTime {
+    @_disfavoredOverload
+    package static func * (multiplier: Float64, time: CMTime) -> CMTime {
         time * multiplier
     }
 

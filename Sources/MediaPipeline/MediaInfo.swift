@@ -107,9 +107,29 @@ public struct MediaInfo: Sendable, Equatable {
     /// (cover art is not one) whose decoder is present.
     public var preferredVideoTrack: TrackInfo?
 
+    /// The container's tags (title, artist, album, date, genre, track, ...), in the order
+    /// FFmpeg read them, under FFmpeg's generic names, which it uses for every format (an MP3's
+    /// ID3 `TIT2` and an M4A's `©nam` are both "title"). Where the container keeps its tags on
+    /// the sound's stream instead (Ogg), those follow, but for the stream's own technical
+    /// ones (`MediaSource.streamOnlyTags`).
+    public var metadata: [MetadataTag] = []
+
     /// Whether there is something this player can render: sound, or pictures (an item
     /// without sound plays silence for its length, so that it keeps a timeline).
     public var isPlayable: Bool { preferredAudioTrack != nil || preferredVideoTrack != nil }
     /// Whether this is a live HLS playlist: one that moves on, without an end or a duration.
     public var isLiveHLS: Bool { formatName == "hls" && !duration.isNumeric }
+}
+
+/// One tag of a container's metadata: FFmpeg's name for it and its text.
+public struct MetadataTag: Sendable, Equatable {
+    /// FFmpeg's generic name for the tag ("title", "artist", "album", "date", ...).
+    public var key: String
+    /// The tag's text, as the container holds it.
+    public var value: String
+
+    public init(key: String, value: String) {
+        self.key = key
+        self.value = value
+    }
 }

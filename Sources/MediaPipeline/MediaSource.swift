@@ -220,7 +220,38 @@ public final class MediaSource: @unchecked Sendable {
         return MediaInfo(
             url: url, duration: duration, startTime: start, formatName: formatName, tracks: tracks,
             isSeekable: seekable, preferredAudioTrack: preferred.flatMap { decoderExists(for: $0) ? $0 : nil },
-            preferredVideoTrack: video.flatMap { decoderExists(for: $0) ? $0 : nil })
+            preferredVideoTrack: video.flatMap { decoderExists(for: $0) ? $0 : nil },
+            metadata: tags(of: context, audioStream: preferred?.streamIndex))
+    }
+
+    /// Tags that describe a stream rather than the work: a track's language, its handler's
+    /// name and vendor (MP4), its length and encoder (Matroska).
+    static let streamOnlyTags: Set<String> = ["language", "handler_name", "vendor_id", "duration", "encoder"]
+
+    /// The container's tags, then those of the sound's stream that it does not have (Ogg keeps
+    /// its comments there), but for `streamOnlyTags`.
+    static func tags(of context: UnsafeMutablePointer<AVFormatContext>, audioStream: Int?) -> [MetadataTag] {
+        var result = entries(of: context.pointee.metadata)
+        if let audioStream, audioStream < Int(context.pointee.nb_streams), let stream = context.pointee.streams[audioStream] {
+            let known = Set(result.map { $0.key.lowercased() })
+            result += entries(of: stream.pointee.metadata).filter {
+                !known.contains($0.key.lowercased()) && !streamOnlyTags.contains($0.key.lowercased())
+            }
+        }
+        return result
+    }
+
+    /// Every entry of an FFmpeg dictionary, in its order.
+    static func entries(of dictionary: OpaquePointer?) -> [MetadataTag] {
+        var result: [MetadataTag] = []
+        var previous: UnsafeMutablePointer<AVDictionaryEntry>? = nil
+        while let entry = av_dict_get(dictionary, "", previous, AV_DICT_IGNORE_SUFFIX) {
+            if let key = entry.pointee.key, let value = entry.pointee.value {
+                result.append(MetadataTag(key: String(cString: key), value: String(cString: value)))
+            }
+            previous = entry
+        }
+        return result
     }
 
     static func decoderExists(for track: TrackInfo) -> Bool {

@@ -1,0 +1,269 @@
+import Foundation
+import MediaPipeline
+
+/// A key of metadata, within its key space (`AVMetadataKey`).
+public struct AVMetadataKey: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+
+    /// The work's title.
+    public static let commonKeyTitle = AVMetadataKey("title")
+    /// The performer or author.
+    public static let commonKeyArtist = AVMetadataKey("artist")
+    /// The album the work is part of.
+    public static let commonKeyAlbumName = AVMetadataKey("albumName")
+    /// When the work was made.
+    public static let commonKeyCreationDate = AVMetadataKey("creationDate")
+    /// The cover picture.
+    public static let commonKeyArtwork = AVMetadataKey("artwork")
+    /// The work's kind: its genre, for music.
+    public static let commonKeyType = AVMetadataKey("type")
+    /// The work's maker: its composer, for music.
+    public static let commonKeyCreator = AVMetadataKey("creator")
+    /// A description of the work.
+    public static let commonKeyDescription = AVMetadataKey("description")
+    /// Its publisher.
+    public static let commonKeyPublisher = AVMetadataKey("publisher")
+    /// Its copyright statement.
+    public static let commonKeyCopyrights = AVMetadataKey("copyrights")
+    /// The software that made the file.
+    public static let commonKeySoftware = AVMetadataKey("software")
+    /// The language of its content.
+    public static let commonKeyLanguage = AVMetadataKey("language")
+}
+
+/// A family of metadata keys, one per format (`AVMetadataKeySpace`).
+public struct AVMetadataKeySpace: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+
+    /// The keys common to every format (`AVMetadataKey.commonKeyTitle`, ...).
+    public static let common = AVMetadataKeySpace("comn")
+    /// FFmpeg's generic tag names ("title", "album_artist", "track", ...), which it reads every
+    /// container's tags under (a Chorus addition: Apple's key spaces are the formats' own, ID3,
+    /// iTunes, QuickTime, whose keys FFmpeg does not keep).
+    public static let ffmpeg = AVMetadataKeySpace("ffmpeg")
+}
+
+/// A key space and key together, as a string `keySpace/key` (`AVMetadataIdentifier`).
+public struct AVMetadataIdentifier: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+
+    /// The identifier of `key` in `keySpace`, as Apple spells it (`common/title`).
+    init(keySpace: AVMetadataKeySpace, key: String) {
+        let space = keySpace == .common ? "common" : keySpace.rawValue
+        self.init("\(space)/\(key)")
+    }
+
+    /// The common title.
+    public static let commonIdentifierTitle = AVMetadataIdentifier("common/title")
+    /// The common artist.
+    public static let commonIdentifierArtist = AVMetadataIdentifier("common/artist")
+    /// The common album name.
+    public static let commonIdentifierAlbumName = AVMetadataIdentifier("common/albumName")
+    /// The common creation date.
+    public static let commonIdentifierCreationDate = AVMetadataIdentifier("common/creationDate")
+    /// The common artwork.
+    public static let commonIdentifierArtwork = AVMetadataIdentifier("common/artwork")
+    /// The common type (genre).
+    public static let commonIdentifierType = AVMetadataIdentifier("common/type")
+    /// The common creator (composer).
+    public static let commonIdentifierCreator = AVMetadataIdentifier("common/creator")
+    /// The common description.
+    public static let commonIdentifierDescription = AVMetadataIdentifier("common/description")
+    /// The common publisher.
+    public static let commonIdentifierPublisher = AVMetadataIdentifier("common/publisher")
+    /// The common copyright statement.
+    public static let commonIdentifierCopyrights = AVMetadataIdentifier("common/copyrights")
+    /// The common software.
+    public static let commonIdentifierSoftware = AVMetadataIdentifier("common/software")
+    /// The common language.
+    public static let commonIdentifierLanguage = AVMetadataIdentifier("common/language")
+}
+
+/// One piece of an asset's metadata: a key in a key space, and its value (`AVMetadataItem`).
+///
+/// Made from the tags FFmpeg reads from the container, which are text: `stringValue` is the
+/// tag's text, and `numberValue` and `dateValue` are that text read as a number or a date where
+/// it is one. `AVAsset.metadata` holds one item per tag, in the `.ffmpeg` key space;
+/// `AVAsset.commonMetadata` those tags that have a common key, in the `.common` key space.
+/// Cover art is not read: no item has `.commonKeyArtwork`, and `dataValue` is nil.
+public final class AVMetadataItem: Sendable, CustomStringConvertible {
+    /// The key space and key as one (`common/title`).
+    public let identifier: AVMetadataIdentifier?
+    /// The family the key belongs to.
+    public let keySpace: AVMetadataKeySpace?
+    /// The key within `keySpace`, a `String`. Typed `Sendable` where Apple's is an object
+    /// (`NSCopying & NSObjectProtocol`): on Linux such an object does not cast to `String`, and
+    /// `item.key as? String` is how Apple's code reads it.
+    public var key: (any Sendable)? { keyName }
+    /// The key as text.
+    let keyName: String
+    /// The common key the item stands for, when it has one.
+    public let commonKey: AVMetadataKey?
+    /// The tag's text.
+    private let text: String
+    /// The media the item was read from: what `load(_:)` hands its properties.
+    private let info: MediaInfo
+
+    init(tag: MetadataTag, keySpace: AVMetadataKeySpace, key: String, info: MediaInfo) {
+        self.keySpace = keySpace
+        keyName = key
+        identifier = AVMetadataIdentifier(keySpace: keySpace, key: key)
+        commonKey = Self.commonKeys[tag.key.lowercased()]
+        text = tag.value
+        self.info = info
+    }
+
+    /// The value, the tag's text as a `String`; typed `Sendable` where Apple's is an object,
+    /// as `key` is, so that `item.value as? String` reads it here too.
+    public var value: (any Sendable)? { text }
+
+    /// The tag's text.
+    public var stringValue: String? { text }
+
+    /// The text read as a number, when it is one whole ("2024", "0.5"); nil otherwise ("3/12").
+    public var numberValue: NSNumber? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if let whole = Int64(trimmed) { return NSNumber(value: whole) }
+        if let real = Double(trimmed), real.isFinite { return NSNumber(value: real) }
+        return nil
+    }
+
+    /// The text read as a date, when it is an ISO 8601 date or date and time, or a year
+    /// ("2024", "2024-05-01", "2024-05-01T12:30:00Z", as FFmpeg writes `creation_time`); nil
+    /// otherwise. A date without a zone is taken as UTC.
+    public var dateValue: Date? { Self.date(from: text.trimmingCharacters(in: .whitespaces)) }
+
+    /// Binary data; nil, since every value read here is text.
+    public var dataValue: Data? { nil }
+
+    /// The item's time in its asset: every item here applies to the whole asset.
+    public var time: CMTime { .invalid }
+    /// The item's duration: invalid, as for the whole asset.
+    public var duration: CMTime { .invalid }
+
+    public var description: String {
+        "AVMetadataItem(\(identifier?.rawValue ?? "?") = \"\(text)\")"
+    }
+
+    /// The items of `metadataItems` with `identifier`, in their order.
+    public static func metadataItems(from metadataItems: [AVMetadataItem], filteredByIdentifier identifier: AVMetadataIdentifier) -> [AVMetadataItem] {
+        metadataItems.filter { $0.identifier == identifier }
+    }
+
+    /// The items of `metadataItems` with `key` (a `String` or an `AVMetadataKey`; nil for any)
+    /// in `keySpace` (nil for any).
+    public static func metadataItems(from metadataItems: [AVMetadataItem], withKey key: Any?, keySpace: AVMetadataKeySpace?) -> [AVMetadataItem] {
+        let wanted: String?
+        switch key {
+        case let name as String: wanted = name
+        case let name as AVMetadataKey: wanted = name.rawValue
+        case let name as NSString: wanted = String(describing: name)
+        default: wanted = nil
+        }
+        return metadataItems.filter { item in
+            (keySpace == nil || item.keySpace == keySpace) && (key == nil || item.keyName == wanted)
+        }
+    }
+
+    /// The items of `metadataItems` in the first of `preferredLanguages` they are in; every
+    /// item here is without a language, so all of them, in order.
+    public static func metadataItems(from metadataItems: [AVMetadataItem], filteredAndSortedAccordingToPreferredLanguages preferredLanguages: [String]) -> [AVMetadataItem] {
+        metadataItems
+    }
+
+    /// Loads the given properties, as `try await item.load(.stringValue)`. An item comes from a
+    /// loaded asset, so its values are already there.
+    public func load<each Value>(_ properties: repeat AVAsyncProperty<AVMetadataItem, each Value>) async throws -> (repeat each Value) {
+        (repeat (each properties).extract(self, info))
+    }
+
+    /// FFmpeg's tag names that have a common key. Genre is the common "type", composer the
+    /// "creator", as Apple maps ID3's and iTunes's tags; `creation_time` (what FFmpeg writes
+    /// into MP4 and QuickTime files) is the creation date too.
+    static let commonKeys: [String: AVMetadataKey] = [
+        "title": .commonKeyTitle, "artist": .commonKeyArtist, "album": .commonKeyAlbumName,
+        "date": .commonKeyCreationDate, "creation_time": .commonKeyCreationDate, "genre": .commonKeyType,
+        "composer": .commonKeyCreator, "description": .commonKeyDescription, "publisher": .commonKeyPublisher,
+        "copyright": .commonKeyCopyrights, "encoder": .commonKeySoftware, "language": .commonKeyLanguage,
+    ]
+
+    /// The items for `info`'s tags: all of them in the `.ffmpeg` key space.
+    static func metadata(of info: MediaInfo) -> [AVMetadataItem] {
+        info.metadata.map { AVMetadataItem(tag: $0, keySpace: .ffmpeg, key: $0.key, info: info) }
+    }
+
+    /// The items for `info`'s tags that have a common key, in the `.common` key space; the
+    /// first of two tags with the same common key (`date` and `creation_time`) only.
+    static func commonMetadata(of info: MediaInfo) -> [AVMetadataItem] {
+        var seen = Set<AVMetadataKey>()
+        return info.metadata.compactMap { tag in
+            guard let common = commonKeys[tag.key.lowercased()], seen.insert(common).inserted else { return nil }
+            return AVMetadataItem(tag: tag, keySpace: .common, key: common.rawValue, info: info)
+        }
+    }
+
+    /// `text` as a date: a year, a date, or a date and time in ISO 8601.
+    static func date(from text: String) -> Date? {
+        if text.count == 4, let year = Int(text) {
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+            return calendar.date(from: DateComponents(year: year, month: 1, day: 1))
+        }
+        if text.contains("T") {
+            // Seconds' fractions (FFmpeg writes six digits) are dropped: formatters differ in
+            // how many digits they take, and metadata dates are not that precise.
+            var whole = text
+            if let dot = whole.firstIndex(of: ".") {
+                let digitsEnd = whole[whole.index(after: dot)...].firstIndex { !$0.isNumber } ?? whole.endIndex
+                whole.removeSubrange(dot..<digitsEnd)
+            }
+            let time = whole.split(separator: "T", maxSplits: 1).last ?? ""
+            if !time.contains("Z") && !time.contains("+") && !time.contains("-") { whole += "Z" }
+            return ISO8601DateFormatter().date(from: whole)
+        }
+        let dateOnly = ISO8601DateFormatter()
+        dateOnly.formatOptions = [.withFullDate]
+        return dateOnly.date(from: text)
+    }
+}
+
+extension AVPartialAsyncProperty where Root == AVMetadataItem {
+    /// The item's value.
+    public static var value: AVAsyncProperty<AVMetadataItem, (any Sendable)?> { .track("value") { $0.value } }
+    /// The item's text.
+    public static var stringValue: AVAsyncProperty<AVMetadataItem, String?> { .track("stringValue") { $0.stringValue } }
+    /// The item's value as a number.
+    public static var numberValue: AVAsyncProperty<AVMetadataItem, NSNumber?> { .track("numberValue") { $0.numberValue } }
+    /// The item's value as a date.
+    public static var dateValue: AVAsyncProperty<AVMetadataItem, Date?> { .track("dateValue") { $0.dateValue } }
+    /// The item's value as data.
+    public static var dataValue: AVAsyncProperty<AVMetadataItem, Data?> { .track("dataValue") { $0.dataValue } }
+}
+
+extension AVAsset {
+    /// The asset's metadata in the common key space (title, artist, album, creation date, ...),
+    /// loading the asset first if need be (blocking, as `duration`); empty when it cannot be
+    /// opened. New code awaits `load(.commonMetadata)`.
+    public var commonMetadata: [AVMetadataItem] { infoLoadingSynchronously().map(AVMetadataItem.commonMetadata(of:)) ?? [] }
+
+    /// All of the asset's metadata, one item per tag of its container (see `AVMetadataItem`),
+    /// loading the asset first if need be (blocking, as `duration`).
+    public var metadata: [AVMetadataItem] { infoLoadingSynchronously().map(AVMetadataItem.metadata(of:)) ?? [] }
+}
+
+extension AVPartialAsyncProperty where Root == AVAsset {
+    /// The asset's metadata in the common key space.
+    public static var commonMetadata: AVAsyncProperty<AVAsset, [AVMetadataItem]> {
+        AVAsyncProperty(name: "commonMetadata") { _, info in AVMetadataItem.commonMetadata(of: info) }
+    }
+    /// All of the asset's metadata.
+    public static var metadata: AVAsyncProperty<AVAsset, [AVMetadataItem]> {
+        AVAsyncProperty(name: "metadata") { _, info in AVMetadataItem.metadata(of: info) }
+    }
+}
