@@ -331,6 +331,18 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// never, since no protected content plays.
     open var outputObscuredDueToInsufficientExternalProtection: Bool { false }
 
+    /// Whether the display is kept awake while the player plays video; true by default, as
+    /// on Apple's platforms. Kept and observable, not applied: the window that shows pictures
+    /// (`AVPlayerView`'s, through SDL) keeps the display awake while it is open, whatever
+    /// this says.
+    open var preventsDisplaySleepDuringVideoPlayback: Bool {
+        get { state.withLockAnnotated { $0.preventsDisplaySleep } }
+        set {
+            state.withLockAnnotated { $0.preventsDisplaySleep = newValue }
+            observationRegistry.changed(\AVPlayer.preventsDisplaySleepDuringVideoPlayback)
+        }
+    }
+
     // MARK: - Playing
 
     /// Plays at `defaultRate`.
@@ -1313,6 +1325,7 @@ struct PlayerState {
     var decodedToEndSerial = -1
     /// Paused by the item's end: playing again has no effect until a seek (or another item).
     var pausedAtEnd = false
+    var preventsDisplaySleep = true
     /// The player's host clock while the current item has no sound (set once it is loaded).
     var silentItemClock: CMClock?
     /// The clock the item's timeline is anchored on: the master clock the player was given;
