@@ -127,7 +127,15 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// An item for `asset`.
-    public init(asset: AVAsset) {
+    public convenience init(asset: AVAsset) {
+        self.init(asset: asset, automaticallyLoadedAssetKeys: nil)
+    }
+
+    /// An item for `asset`, with the keys named ("duration", "tracks", ...) that Apple's
+    /// player loads before the item is ready; accepted for compatibility (all keys load
+    /// together here). The designated initializer, as on Apple's platforms: a subclass's own
+    /// initializer calls it.
+    public init(asset: AVAsset, automaticallyLoadedAssetKeys: [String]?) {
         self.asset = asset
         // Subtitles read apart from the item (an HLS rendition) may fail while it plays on.
         let location = asset.location
@@ -139,12 +147,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// An item for `asset`; `automaticallyLoadedAssetKeys` is accepted for compatibility
     /// (all keys load together here).
     public convenience init(asset: AVAsset, automaticallyLoadedAssetKeys: [AVPartialAsyncProperty<AVAsset>]) {
-        self.init(asset: asset)
-    }
-
-    /// The older form, with the keys named ("duration", "tracks", ...): accepted likewise.
-    public convenience init(asset: AVAsset, automaticallyLoadedAssetKeys: [String]?) {
-        self.init(asset: asset)
+        self.init(asset: asset, automaticallyLoadedAssetKeys: nil)
     }
 
     /// The item's status: `.unknown` until loaded by a player.

@@ -841,8 +841,15 @@ public final class AudioRenderer: @unchecked Sendable {
         }
         guard let head = currentHead() else { return 0 }
         if head.header.kind != .samples {
-            // The item ended (or failed) before any content was due.
-            finish(kind: head.header.kind, frame: head.header.itemFrame, host: host)
+            // The item ended (or failed) before any content was due (a seek to its end): the
+            // run stands at its end, and what it reports says so, not the run before it.
+            let end = head.header.itemFrame
+            status.runStartFrame = end
+            status.runStartHost = host
+            status.anchorFrame = end
+            status.anchorPosition = Double(end)
+            status.anchorHost = host
+            finish(kind: head.header.kind, frame: end, host: host)
             ring.pop()
             headOffset = 0
             return 0

@@ -97,6 +97,26 @@ import ChorusTestSupport
         #expect(player.currentTime() == item.duration)
     }
 
+    @Test("a seek past the end while playing stands at the end, with the end notification, and stays there")
+    func aSeekPastTheEndWhilePlayingStandsAtTheEnd() throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        player.play()
+        #expect(waitUntil(10) { player.currentTime().seconds > 0.2 })
+        let done = Collected<Bool>()
+        player.seek(to: CMTime(value: 5, timescale: 1), toleranceBefore: .zero, toleranceAfter: .zero) { done.append($0) }
+        #expect(waitUntil(10) { ended.value == 1 })
+        #expect(waitUntil(5) { player.rate == 0 })
+        #expect(done.all == [true])
+        #expect(player.currentTime() == item.duration, "at \(player.currentTime().seconds) s")
+        // Play does nothing there, and the time stays at the end.
+        player.play()
+        usleep(100_000)
+        #expect(player.currentTime() == item.duration, "at \(player.currentTime().seconds) s")
+    }
+
     @Test func cancelledSeeksCompleteWithFalse() throws {
         // The seek is made while the item is still loading, so it is certainly pending when
         // cancelled: on a ready item a local file's seek can complete before the next line

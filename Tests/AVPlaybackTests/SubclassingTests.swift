@@ -40,7 +40,7 @@ final class TaggedItem: AVPlayerItem, @unchecked Sendable {
 
     init(asset: AVAsset, tag: String) {
         self.tag = tag
-        super.init(asset: asset)
+        super.init(asset: asset, automaticallyLoadedAssetKeys: nil)
     }
 }
 
