@@ -19,7 +19,7 @@ import Foundation
                 let error = thePlayer.error ?? thePlayer.currentItem?.error
                 // Respond to error: for example, display an alert sheet.
                 DispatchQueue.main.async {
-                    say("     failed, as it should: \(error.map { "\($0)" } ?? "no error")")
+                    say("     failed, as it should: \(error.map { $0.localizedDescription } ?? "no error")")
                     if error == nil { outcome.fail("no error") } else { outcome.pass() }
                 }
                 return

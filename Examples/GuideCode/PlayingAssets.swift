@@ -17,7 +17,7 @@ import Foundation
         playerItem = AVPlayerItem(asset: asset)
         itemStatusObservation = playerItem?.observe(\.status, options: [.initial]) { item, _ in
             if item.status == .readyToPlay { outcome.pass() }
-            if item.status == .failed { outcome.fail("the item failed: \(item.error.map { "\($0)" } ?? "")") }
+            if item.status == .failed { outcome.fail("the item failed: \(item.error.map { $0.localizedDescription } ?? "")") }
         }
         player = AVPlayer(playerItem: playerItem)
     }
@@ -45,7 +45,7 @@ import Foundation
                 } else {
                     outcome.fail("ready, but the duration is \(duration)")
                 }
-            case .failed: outcome.fail("the stream failed: \(item.error.map { "\($0)" } ?? "")")
+            case .failed: outcome.fail("the stream failed: \(item.error.map { $0.localizedDescription } ?? "")")
             default: break
             }
         }
@@ -66,7 +66,7 @@ import Foundation
             switch thePlayer.status {
             case .readyToPlay:
                 if thePlayer.currentItem == nil { outcome.fail("ready, with no current item") } else { outcome.pass() }
-            case .failed: outcome.fail("the player failed: \(thePlayer.error.map { "\($0)" } ?? "")")
+            case .failed: outcome.fail("the player failed: \(thePlayer.error.map { $0.localizedDescription } ?? "")")
             default: break
             }
         }
@@ -122,8 +122,8 @@ import Foundation
         if thePlayer.status == .readyToPlay, itemStatus == .readyToPlay {
             if expectPlayable { outcome.pass() } else { outcome.fail("a URL that cannot play became ready") }
         } else if failed {
-            if expectPlayable { outcome.fail("failed: \(error.map { "\($0)" } ?? "")"); return }
-            say("     \(url.isFileURL ? "a file" : "a URL") that cannot play failed with: \(error.map { "\($0)" } ?? "no error")")
+            if expectPlayable { outcome.fail("failed: \(error.map { $0.localizedDescription } ?? "")"); return }
+            say("     \(url.isFileURL ? "a file" : "a URL") that cannot play failed with: \(error.map { $0.localizedDescription } ?? "no error")")
             if error == nil { outcome.fail("failed with no error") } else { outcome.pass() }
         }
     }

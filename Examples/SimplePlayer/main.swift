@@ -38,7 +38,7 @@ final class SimplePlayer: @unchecked Sendable {
             player.observe(\.currentItem?.status, options: [.new, .initial]) { [weak self] player, _ in
                 self?.report("status \(Self.describe(player.currentItem?.status)) (main thread: \(Thread.isMainThread))")
                 if player.currentItem?.status == .failed {
-                    self?.report("error: \(player.currentItem?.error.map { "\($0)" } ?? "unknown")")
+                    self?.report("error: \(player.currentItem?.error.map { $0.localizedDescription } ?? "unknown")")
                     exit(1)
                 }
             },
@@ -74,7 +74,7 @@ final class SimplePlayer: @unchecked Sendable {
                 for key in Self.assetKeysRequiredToPlay {
                     var error: NSError?
                     if newAsset.statusOfValue(forKey: key, error: &error) == .failed {
-                        report("can't use this asset: \(key) failed to load (\(error.map { "\($0)" } ?? "no reason"))")
+                        report("can't use this asset: \(key) failed to load (\(error.map { $0.localizedDescription } ?? "no reason"))")
                         exit(1)
                     }
                 }

@@ -35,9 +35,15 @@ open class AVAsset: AVKeyValueObservable, @unchecked Sendable {
 
     /// Loads the values of the given properties, opening the media on first use.
     ///
-    /// Throws the typed load error (an `AVPlaybackError`) when the media cannot be opened.
+    /// Throws, when the media cannot be opened, an `AVError` or a `URLError` as Apple's does
+    /// (see `AVError`), with the typed `AVPlaybackError` under `NSUnderlyingErrorKey`.
     public func load<each Value>(_ properties: repeat AVAsyncProperty<AVAsset, each Value>) async throws -> (repeat each Value) {
-        let info = try await loadedInfo()
+        let info: MediaInfo
+        do throws(MediaError) {
+            info = try await loadedInfo()
+        } catch {
+            throw error.avFoundationError
+        }
         return (repeat (each properties).extract(self, info))
     }
 
@@ -47,8 +53,8 @@ open class AVAsset: AVKeyValueObservable, @unchecked Sendable {
         case .notLoaded: return .notYetLoaded
         case .loading: return .loading
         case .loaded(let info): return .loaded(property.extract(self, info))
-        case .failed(let error): return .failed(error)
-        case .cancelled: return .failed(MediaError.cancelled(url: location))
+        case .failed(let error): return .failed(error.avFoundationError)
+        case .cancelled: return .failed(MediaError.cancelled(url: location).avFoundationError)
         }
     }
 
@@ -63,7 +69,10 @@ open class AVAsset: AVKeyValueObservable, @unchecked Sendable {
         switch state {
         case .notLoaded: return .unknown
         case .loading: return .loading
-        case .loaded: return Self.knownKeys.contains(key) ? .loaded : .failed
+        case .loaded:
+            if Self.knownKeys.contains(key) { return .loaded }
+            outError?.pointee = AVError(.unknown, userInfo: [NSLocalizedDescriptionKey: "\(location): \"\(key)\" is not a key of an asset"]) as NSError
+            return .failed
         case .failed(let error):
             outError?.pointee = error.nsError
             return .failed

@@ -143,8 +143,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Whether the player can play: `.unknown` until its output has opened for a first item,
     /// then `.readyToPlay`, or `.failed` when the output could not be opened. Observable.
     open var status: Status { state.withLockAnnotated { $0.status } }
-    /// Why the player failed.
-    open var error: (any Error)? { state.withLockAnnotated { $0.error } }
+    /// Why the player failed: an `AVError` (or a `URLError`), as on Apple's platforms, with
+    /// the typed `AVPlaybackError` under `NSUnderlyingErrorKey`.
+    open var error: (any Error)? { state.withLockAnnotated { $0.error?.avFoundationError } }
     /// The item being played.
     open var currentItem: AVPlayerItem? { state.withLockAnnotated { $0.item } }
     /// What the player is doing now.

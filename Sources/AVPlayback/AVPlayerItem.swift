@@ -152,8 +152,13 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
 
     /// The item's status: `.unknown` until loaded by a player.
     open var status: Status { state.withLockAnnotated { $0.status } }
-    /// Why the item failed; nil unless `status` is `.failed` (or playback stopped early).
-    open var error: (any Error)? { state.withLockAnnotated { $0.error } }
+    /// Why the item failed; nil unless `status` is `.failed` (or playback stopped early). As
+    /// on Apple's platforms, an `AVError` (a `URLError` when the media could not be reached),
+    /// with the typed `AVPlaybackError` under `NSUnderlyingErrorKey` (see `AVError`).
+    open var error: (any Error)? { state.withLockAnnotated { $0.error?.avFoundationError } }
+
+    /// Why the item failed, as the library's typed error (a Chorus addition).
+    public var playbackError: AVPlaybackError? { state.withLockAnnotated { $0.error } }
     /// The item's duration: `.indefinite` until ready, and for live streams.
     open var duration: CMTime { state.withLockAnnotated { $0.duration } }
     /// The item's tracks: empty until ready.

@@ -12,18 +12,6 @@ public typealias AVPlaybackError = MediaPipeline.MediaError
 /// The domain of the errors Apple's classes hand over as `NSError`s.
 public let AVFoundationErrorDomain = "AVFoundationErrorDomain"
 
-extension MediaPipeline.MediaError {
-    /// The error as an `NSError` in `AVFoundationErrorDomain` (code −11800, Apple's
-    /// `AVError.unknown`), as Apple's notifications and key loading hand errors over: its
-    /// `localizedDescription` is this error's description, and the typed error itself is under
-    /// `NSUnderlyingErrorKey`. (Foundation on Linux does not bridge a Swift error to an
-    /// `NSError` through `as?`, so an app's `as? NSError` needs one made.)
-    public var nsError: NSError {
-        NSError(domain: AVFoundationErrorDomain, code: -11800,
-                userInfo: [NSLocalizedDescriptionKey: description, NSUnderlyingErrorKey: self])
-    }
-}
-
 /// Where a player sends its sound: `alsa:DEVICE`, `null:drift=PPM` or `wav:PATH`.
 public typealias OutputSpec = MediaPipeline.OutputSpec
 

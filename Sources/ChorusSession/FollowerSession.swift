@@ -344,7 +344,7 @@ public final class FollowerSession: @unchecked Sendable {
         let channel = self.channel
         itemWatch = item?.observe(\.status) { item, _ in
             if item.status == .failed {
-                channel.message(.error, "cannot play \(url.absoluteString): \(item.error.map { "\($0)" } ?? "unknown error")")
+                channel.message(.error, "cannot play \(url.absoluteString): \(item.error.map { $0.localizedDescription } ?? "unknown error")")
             }
         }
         currentURL = url

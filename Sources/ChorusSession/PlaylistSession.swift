@@ -90,7 +90,7 @@ public final class PlaylistSession: Sendable {
             tokens = Mutex([ObserverToken(token: ended), ObserverToken(token: failedEarly)])
             statusWatch = Mutex(item.observe(\.status) { item, _ in
                 if item.status == .failed {
-                    failure.reason.withLockAnnotated { $0 = item.error.map { "\($0)" } ?? "\(name): cannot be played" }
+                    failure.reason.withLockAnnotated { $0 = item.error.map { $0.localizedDescription } ?? "\(name): cannot be played" }
                     failure.finished.store(true, ordering: .releasing)
                     done.signal()
                 }

@@ -193,7 +193,7 @@ struct FollowBenchmark: ParsableCommand {
         player.automaticallyWaitsToMinimizeStalling = false
         let deadline = HostTime.now() + Self.readyTimeout
         while item.status != .readyToPlay {
-            if item.status == .failed { throw BenchError("\(file): \(item.error.map { "\($0)" } ?? "failed")") }
+            if item.status == .failed { throw BenchError("\(file): \(item.error.map { $0.localizedDescription } ?? "failed")") }
             guard HostTime.now() < deadline else { throw BenchError("timed out waiting for \(file) on \(spec)") }
             usleep(UInt32(Self.sampleInterval.microseconds))
         }

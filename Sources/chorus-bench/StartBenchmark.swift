@@ -206,7 +206,7 @@ struct StartBenchmark: ParsableCommand {
         defer { player.close() }
         player.automaticallyWaitsToMinimizeStalling = false
         try waitUntil("\(file) ready on \(spec)") {
-            if item.status == .failed { throw BenchError("\(file): \(item.error.map { "\($0)" } ?? "failed")") }
+            if item.status == .failed { throw BenchError("\(file): \(item.error.map { $0.localizedDescription } ?? "failed")") }
             return item.status == .readyToPlay
         }
         let mark = capture?.mark

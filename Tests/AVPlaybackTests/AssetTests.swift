@@ -29,19 +29,33 @@ import ChorusTestSupport
         #expect(error == nil)
     }
 
-    @Test func loadFailuresAreTypedAndNameTheFile() async throws {
+    @Test("a load that fails throws Apple's error for it, which names the file, with the typed error beneath")
+    func loadFailuresAreTypedAndNameTheFile() async throws {
         let asset = AVURLAsset(url: URL(fileURLWithPath: "/missing/file.wav"))
         do {
             _ = try await asset.load(.duration)
             Issue.record("loaded a missing file")
-        } catch let error as AVPlaybackError {
-            #expect(error == .fileNotFound(url: "/missing/file.wav"))
+        } catch let error as URLError {
+            #expect(error.code == .fileDoesNotExist)
+            #expect((error as NSError).userInfo[NSUnderlyingErrorKey] as? AVPlaybackError == .fileNotFound(url: "/missing/file.wav"))
         }
         var error: NSError?
         #expect(asset.statusOfValue(forKey: "duration", error: &error) == .failed)
         #expect(error?.localizedDescription.contains("/missing/file.wav") == true)
-        #expect(error?.domain == AVFoundationErrorDomain)
+        #expect(error?.domain == NSURLErrorDomain)
         #expect(error?.userInfo[NSUnderlyingErrorKey] as? AVPlaybackError == .fileNotFound(url: "/missing/file.wav"))
+    }
+
+    @Test("asking for a key an asset does not have fails with an error that names it")
+    func anUnknownKeyFailsWithAnError() throws {
+        let asset = AVURLAsset(url: try TestMedia.tone(.wav, seconds: 1))
+        let done = DispatchSemaphore(value: 0)
+        asset.loadValuesAsynchronously(forKeys: ["duration"]) { done.signal() }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        var error: NSError?
+        #expect(asset.statusOfValue(forKey: "nonsenseKey", error: &error) == .failed)
+        #expect(error?.domain == AVFoundationErrorDomain)
+        #expect(error?.localizedDescription.contains("nonsenseKey") == true)
     }
 
     @Test func videoTracksDescribeThemselves() async throws {

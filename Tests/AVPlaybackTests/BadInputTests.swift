@@ -14,15 +14,31 @@ import ChorusTestSupport
         return item.error
     }
 
-    @Test func missingFile() throws {
-        let error = failure(of: URL(fileURLWithPath: "/no/such/song.mp3"))
-        #expect(error as? AVPlaybackError == .fileNotFound(url: "/no/such/song.mp3"))
-        #expect("\(error.map { "\($0)" } ?? "")".contains("/no/such/song.mp3"))
+    /// The typed error beneath an error handed over as Apple's are.
+    func underlying(_ error: (any Error)?) -> AVPlaybackError? {
+        error.flatMap { ($0 as NSError).userInfo[NSUnderlyingErrorKey] as? AVPlaybackError }
     }
 
-    @Test func emptyFile() throws {
+    @Test("a missing file fails its item with Apple's URL error for it, which names the file")
+    func missingFile() throws {
+        let error = try #require(failure(of: URL(fileURLWithPath: "/no/such/song.mp3")))
+        #expect((error as? URLError)?.code == .fileDoesNotExist)
+        #expect((error as NSError).domain == NSURLErrorDomain && (error as NSError).code == -1100)
+        #expect(underlying(error) == .fileNotFound(url: "/no/such/song.mp3"))
+        #expect(error.localizedDescription.contains("/no/such/song.mp3"))
+    }
+
+    @Test("an empty file fails its item with AVError.fileFailedToParse")
+    func emptyFile() throws {
         let url = try TestMedia.file(named: "empty.flac", contents: Data())
-        #expect(failure(of: url) as? AVPlaybackError == .emptyFile(url: url.path))
+        let error = try #require(failure(of: url))
+        #expect((error as? AVError)?.code == .fileFailedToParse)
+        #expect((error as NSError).domain == AVFoundationErrorDomain && (error as NSError).code == -11829)
+        #expect(underlying(error) == .emptyFile(url: url.path))
+        // As apps match it.
+        var matched = false
+        do { throw error } catch AVError.fileFailedToParse { matched = true } catch {}
+        #expect(matched)
     }
 
     /// Noise under a media file's name, from seeded generators: a failing seed fails the same
@@ -33,17 +49,20 @@ import ChorusTestSupport
         let bytes = Data((0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) })
         let url = try TestMedia.file(named: "noise-\(seed).mp3", contents: bytes)
         let error = try #require(failure(of: url), "seed \(seed)")
-        #expect("\(error)".contains(url.path), "seed \(seed)")
+        #expect(error.localizedDescription.contains(url.path), "seed \(seed)")
+        #expect((error as? AVError)?.code == .fileFormatNotRecognized || (error as? AVError)?.code == .fileFailedToParse, "seed \(seed): \(error)")
     }
 
     @Test func unreachableServer() throws {
         let error = try #require(failure(of: URL(string: "http://127.0.0.1:9/song.mp3")!))
-        #expect("\(error)".contains("127.0.0.1:9"))
+        #expect(error.localizedDescription.contains("127.0.0.1:9"))
+        #expect((error as NSError).domain == NSURLErrorDomain, "\(error)")
     }
 
     @Test func unsupportedScheme() throws {
         let error = try #require(failure(of: URL(string: "gopher://example.invalid/song.mp3")!))
-        #expect(error as? AVPlaybackError == .badURL(url: "gopher://example.invalid/song.mp3", reason: "unsupported scheme \"gopher\""))
+        #expect((error as? URLError)?.code == .unsupportedURL)
+        #expect(underlying(error) == .badURL(url: "gopher://example.invalid/song.mp3", reason: "unsupported scheme \"gopher\""))
     }
 
     @Test(arguments: [TestMedia.Kind.mp3, .flac, .wav, .vorbis])
