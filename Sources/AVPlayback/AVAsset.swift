@@ -230,6 +230,15 @@ open class AVAsset: AVKeyValueObservable, @unchecked Sendable {
             }
         }
     }
+
+    // MARK: - Identity, as NSObject's (a subclass may override these; `==` and hashing follow)
+
+    /// Whether `object` is this one: identity, as NSObject's.
+    open func isEqual(_ object: Any?) -> Bool { isSameObject(object, self) }
+    /// A hash consistent with `isEqual(_:)`.
+    open var hash: Int { ObjectIdentifier(self).hashValue }
+    /// `<ClassName: address>`, as NSObject's.
+    open var description: String { objectDescription(self) }
 }
 
 /// An asset read from a URL: a local file (a path or file:// URL) or a network stream

@@ -93,19 +93,3 @@ extension NSValue {
         return CMTime(value: fields.0, timescale: timescale, flags: CMTimeFlags(rawValue: flags), epoch: fields.3)
     }
 }
-
-// Apple's players, items and assets are objects compared by identity.
-extension AVPlayer: Equatable, Hashable {
-    public static func == (lhs: AVPlayer, rhs: AVPlayer) -> Bool { lhs === rhs }
-    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
-}
-
-extension AVPlayerItem: Equatable, Hashable {
-    public static func == (lhs: AVPlayerItem, rhs: AVPlayerItem) -> Bool { lhs === rhs }
-    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
-}
-
-extension AVAsset: Equatable, Hashable {
-    public static func == (lhs: AVAsset, rhs: AVAsset) -> Bool { lhs === rhs }
-    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
-}

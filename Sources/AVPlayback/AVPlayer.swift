@@ -1303,6 +1303,15 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             self?.tick()
         }
     }
+
+    // MARK: - Identity, as NSObject's (a subclass may override these; `==` and hashing follow)
+
+    /// Whether `object` is this one: identity, as NSObject's.
+    open func isEqual(_ object: Any?) -> Bool { isSameObject(object, self) }
+    /// A hash consistent with `isEqual(_:)`.
+    open var hash: Int { ObjectIdentifier(self).hashValue }
+    /// `<ClassName: address>`, as NSObject's.
+    open var description: String { objectDescription(self) }
 }
 
 /// Everything the player knows, guarded by its lock.

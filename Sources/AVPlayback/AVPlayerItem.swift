@@ -642,6 +642,15 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     }
 
     func noteDamage(_ count: Int) { state.withLockAnnotated { $0.damagedPackets = count } }
+
+    // MARK: - Identity, as NSObject's (a subclass may override these; `==` and hashing follow)
+
+    /// Whether `object` is this one: identity, as NSObject's.
+    open func isEqual(_ object: Any?) -> Bool { isSameObject(object, self) }
+    /// A hash consistent with `isEqual(_:)`.
+    open var hash: Int { ObjectIdentifier(self).hashValue }
+    /// `<ClassName: address>`, as NSObject's.
+    open var description: String { objectDescription(self) }
 }
 
 /// One track of an item as it plays: the asset's track, and whether it is enabled.

@@ -114,6 +114,15 @@ open class AVPlayerItemOutput: @unchecked Sendable {
 
     /// Whether an item owns this output.
     var item: AVPlayerItem? { attachment.withLockAnnotated { $0.item } }
+
+    // MARK: - Identity, as NSObject's (a subclass may override these; `==` and hashing follow)
+
+    /// Whether `object` is this one: identity, as NSObject's.
+    open func isEqual(_ object: Any?) -> Bool { isSameObject(object, self) }
+    /// A hash consistent with `isEqual(_:)`.
+    open var hash: Int { ObjectIdentifier(self).hashValue }
+    /// `<ClassName: address>`, as NSObject's.
+    open var description: String { objectDescription(self) }
 }
 
 /// What a video output's delegate hears.

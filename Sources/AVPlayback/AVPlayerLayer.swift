@@ -245,6 +245,15 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
             if changed { observationRegistry.notify(\AVPlayerLayer.isReadyForDisplay, old: false, new: true) }
         }
     }
+
+    // MARK: - Identity, as NSObject's (a subclass may override these; `==` and hashing follow)
+
+    /// Whether `object` is this one: identity, as NSObject's.
+    open func isEqual(_ object: Any?) -> Bool { isSameObject(object, self) }
+    /// A hash consistent with `isEqual(_:)`.
+    open var hash: Int { ObjectIdentifier(self).hashValue }
+    /// `<ClassName: address>`, as NSObject's.
+    open var description: String { objectDescription(self) }
 }
 
 /// The display thread's own copies of what the layer last read, so a busy lock costs

@@ -95,6 +95,13 @@ final class PreviewItem: AVPlayerItem, @unchecked Sendable {
     override var canPlayReverse: Bool { false }
 }
 
+/// An asset subclass that counts two assets of the same URL as equal, as an app's cache may.
+final class CachedAsset: AVURLAsset, @unchecked Sendable {
+    override func isEqual(_ object: Any?) -> Bool { (object as? CachedAsset)?.url == url }
+    override var hash: Int { url.hashValue }
+    override var description: String { "cached \(url.lastPathComponent)" }
+}
+
 @Suite struct SubclassingTests {
     @Test("an item and an asset subclassed for an app's own data play to their end like any other")
     func subclassedItemsAndAssetsPlay() throws {
@@ -156,5 +163,27 @@ final class PreviewItem: AVPlayerItem, @unchecked Sendable {
         #expect(player.currentTime() == PreviewItem.previewEnd)
         let current: AVPlayerItem? = player.currentItem
         #expect(current?.canPlayReverse == false)
+    }
+
+    @Test("identity is NSObject's: outputs, tracks and layers compare and hash, and a subclass's isEqual, hash and description are used")
+    func identityAsNSObjects() async throws {
+        let url = try TestMedia.video(seconds: 1)
+        let item = AVPlayerItem(url: url)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let output = AVPlayerItemVideoOutput(pixelBufferAttributes: nil)
+        if !item.outputs.contains(output) { item.add(output) }
+        #expect(item.outputs.contains(output))
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        let track = try #require(item.tracks.first)
+        #expect(item.tracks.contains(track))
+        let layers: Set<AVPlayerLayer> = [AVPlayerLayer(player: player), AVPlayerLayer(player: player)]
+        #expect(layers.count == 2)
+        #expect(player.description.hasPrefix("<AVPlayer: 0x"))
+        // A subclass's own equality: two assets of one URL are one in a set, and equal.
+        let first = CachedAsset(url: url), second = CachedAsset(url: url)
+        #expect(first == second)
+        #expect(Set<AVAsset>([first, second]).count == 1)
+        #expect("\(first)" == "cached \(url.lastPathComponent)")
     }
 }
