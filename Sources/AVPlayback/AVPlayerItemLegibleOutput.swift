@@ -5,7 +5,7 @@ import Synchronization
 
 /// What a legible output's delegate hears: the subtitle text showing from a given item
 /// time, each time it changes.
-public protocol AVPlayerItemLegibleOutputPushDelegate: AnyObject, Sendable {
+public protocol AVPlayerItemLegibleOutputPushDelegate: AnyObject {
     /// From `itemTime`, `strings` show (one per line of text on screen); an empty list
     /// clears what showed. `nativeSamples` is always empty: Chorus decodes the text itself.
     func legibleOutput(_ output: AVPlayerItemLegibleOutput, didOutputAttributedStrings strings: [NSAttributedString],
@@ -27,7 +27,7 @@ extension AVPlayerItemLegibleOutputPushDelegate {
 // @unchecked restates its superclass's: its own state is in `settings`, a Mutex.
 public final class AVPlayerItemLegibleOutput: AVPlayerItemOutput, @unchecked Sendable {
     struct Settings {
-        weak var delegate: (any AVPlayerItemLegibleOutputPushDelegate)?
+        var delegate = WeakDelegate<any AVPlayerItemLegibleOutputPushDelegate>()
         var delegateQueue: DispatchQueue?
         var advance: TimeInterval = 0
         var suppressesPlayerRendering = false
@@ -47,11 +47,12 @@ public final class AVPlayerItemLegibleOutput: AVPlayerItemOutput, @unchecked Sen
 
     /// Sets the delegate and the queue it is told on (nil: no deliveries).
     public func setDelegate(_ delegate: (any AVPlayerItemLegibleOutputPushDelegate)?, queue: DispatchQueue?) {
-        settings.withLockAnnotated { $0.delegate = delegate; $0.delegateQueue = queue }
+        let held = WeakDelegate(delegate)
+        settings.withLockAnnotated { $0.delegate = held; $0.delegateQueue = queue }
     }
 
     /// The delegate set by `setDelegate(_:queue:)`.
-    public var delegate: (any AVPlayerItemLegibleOutputPushDelegate)? { settings.withLockAnnotated { $0.delegate } }
+    public var delegate: (any AVPlayerItemLegibleOutputPushDelegate)? { settings.withLockAnnotated { $0.delegate }.value }
     /// The queue the delegate is told on.
     public var delegateQueue: DispatchQueue? { settings.withLockAnnotated { $0.delegateQueue } }
 
@@ -76,8 +77,9 @@ public final class AVPlayerItemLegibleOutput: AVPlayerItemOutput, @unchecked Sen
         let advance = advanceIntervalForDelegateInvocation
         let due = advance > 0 ? time + CMTime(seconds: advance, preferredTimescale: 1_000_000) : time
         let showing = stream.map { cues.cues(stream: $0, at: due) } ?? []
-        let tell = settings.withLockAnnotated { current -> (delegate: any AVPlayerItemLegibleOutputPushDelegate, queue: DispatchQueue, flush: Bool, before: [SubtitleCue])? in
-            guard let delegate = current.delegate, let queue = current.delegateQueue else { return nil }
+        let tell = settings.withLockAnnotated { current -> (delegate: WeakDelegate<any AVPlayerItemLegibleOutputPushDelegate>, queue: DispatchQueue, flush: Bool, before: [SubtitleCue])? in
+            let delegate = current.delegate
+            guard delegate.value != nil, let queue = current.delegateQueue else { return nil }
             if !jumped, let delivered = current.delivered, delivered.stream == stream, delivered.cues == showing { return nil }
             let flush = jumped && current.delivered != nil
             let before = current.delivered?.cues ?? []
@@ -91,8 +93,9 @@ public final class AVPlayerItemLegibleOutput: AVPlayerItemOutput, @unchecked Sen
         let from = showing.map(\.start).max() ?? ended ?? due
         let lines = showing.map(\.text)
         tell.queue.async { [self] in
-            if tell.flush { tell.delegate.outputSequenceWasFlushed(self) }
-            tell.delegate.legibleOutput(self, didOutputAttributedStrings: lines.map { NSAttributedString(string: $0) },
+            guard let delegate = tell.delegate.value else { return }
+            if tell.flush { delegate.outputSequenceWasFlushed(self) }
+            delegate.legibleOutput(self, didOutputAttributedStrings: lines.map { NSAttributedString(string: $0) },
                                         nativeSampleBuffers: [], forItemTime: from)
         }
     }

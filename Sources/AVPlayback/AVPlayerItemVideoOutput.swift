@@ -125,8 +125,9 @@ open class AVPlayerItemOutput: @unchecked Sendable {
     open var description: String { objectDescription(self) }
 }
 
-/// What a video output's delegate hears.
-public protocol AVPlayerItemOutputPullDelegate: AnyObject, Sendable {
+/// What a video output's delegate hears, on the queue given with it. Not `Sendable`, as
+/// Apple's is not: an app's delegate keeps its own state, which it touches on that queue.
+public protocol AVPlayerItemOutputPullDelegate: AnyObject {
     /// New pictures are about to be due (after `requestNotificationOfMediaDataChange`).
     func outputMediaDataWillChange(_ sender: AVPlayerItemOutput)
     /// Every queued picture has been taken.
@@ -152,7 +153,7 @@ public final class AVPlayerItemVideoOutput: AVPlayerItemOutput, @unchecked Senda
     let layout: PictureLayout
     private struct Pulled {
         var lastNumber: Int64?
-        weak var delegate: (any AVPlayerItemOutputPullDelegate)?
+        var delegate = WeakDelegate<any AVPlayerItemOutputPullDelegate>()
         var delegateQueue: DispatchQueue?
     }
     private let pulled = Mutex(Pulled())
@@ -211,11 +212,12 @@ public final class AVPlayerItemVideoOutput: AVPlayerItemOutput, @unchecked Senda
 
     /// Sets the object told about coming pictures, and the queue it is told on.
     public func setDelegate(_ delegate: (any AVPlayerItemOutputPullDelegate)?, queue: DispatchQueue?) {
-        pulled.withLockAnnotated { $0.delegate = delegate; $0.delegateQueue = queue }
+        let held = WeakDelegate(delegate)
+        pulled.withLockAnnotated { $0.delegate = held; $0.delegateQueue = queue }
     }
 
     /// The delegate set by `setDelegate(_:queue:)`.
-    public var delegate: (any AVPlayerItemOutputPullDelegate)? { pulled.withLockAnnotated { $0.delegate } }
+    public var delegate: (any AVPlayerItemOutputPullDelegate)? { pulled.withLockAnnotated { $0.delegate }.value }
     /// The queue the delegate is told on.
     public var delegateQueue: DispatchQueue? { pulled.withLockAnnotated { $0.delegateQueue } }
 
@@ -223,7 +225,7 @@ public final class AVPlayerItemVideoOutput: AVPlayerItemOutput, @unchecked Senda
     /// current time (at once when one already is).
     public func requestNotificationOfMediaDataChange(withAdvanceInterval interval: TimeInterval) {
         let (delegate, queue) = pulled.withLockAnnotated { ($0.delegate, $0.delegateQueue) }
-        guard let delegate else { return }
+        guard delegate.value != nil else { return }
         let target = queue ?? DispatchQueue.main
         let limit = Int64(max(0, interval) * 1e9)
         DispatchQueue.global().async { [weak self] in
@@ -236,7 +238,7 @@ public final class AVPlayerItemVideoOutput: AVPlayerItemOutput, @unchecked Senda
                 let nowNanoseconds = now.isNumeric ? now.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value : 0
                 if let next = player.engine.videoQueue?.queuedItemNanoseconds(item: player.engine.itemNumbers.current).first,
                    next <= nowNanoseconds + limit {
-                    target.async { delegate.outputMediaDataWillChange(self) }
+                    target.async { delegate.value?.outputMediaDataWillChange(self) }
                     return
                 }
                 Thread.sleep(forTimeInterval: Double(AVPlayer.monitorInterval.nanosecondsClamped) / 1e9)

@@ -72,9 +72,9 @@ public final class NSKeyValueObservation: Sendable {
 /// observation. Which change a handler is given is decided under the registry's lock, so
 /// every change is delivered once, in order for each observation's thread.
 // @unchecked: `entries`, `nextID`, `rereadPending` and each entry's `last` and `removed` are
-// read and written only under `lock`. They are not in a Mutex because the handlers are plain
-// closures (Apple's observe(_:options:changeHandler:) takes one that need not be Sendable),
-// which cannot be handed out of a Mutex to be called after it is released.
+// read and written only under `lock`. They are not in a Mutex because an entry's reading and
+// comparing closures, and the values it keeps, are not Sendable (they hold the observed
+// values as `Any`), and must be called after the lock is released.
 public final class ObservationRegistry: @unchecked Sendable {
     private final class Entry {
         let keyPath: AnyKeyPath
@@ -234,17 +234,19 @@ public protocol AVKeyValueObservable: AnyObject {
 
 extension AVKeyValueObservable {
     /// Observes `keyPath`, as Apple's `NSObject.observe(_:options:changeHandler:)` does: any
-    /// key path of the object, chained and optional ones included.
+    /// key path of the object, chained and optional ones included. The handler is `@Sendable`,
+    /// as Apple's is: it runs on whichever thread makes or notices the change.
     ///
     /// With `.initial` the handler is called once before this returns; with `.prior`, it is
     /// also called just before each change is delivered, with `isPrior` set and the old value.
     /// Later calls come on the thread that sets the property, or, for a change noticed rather
     /// than set (a chained key path, a derived property), on the object's queue (a player's
     /// event queue, within a monitor tick of 10 ms).
+    @preconcurrency
     public func observe<Value>(
         _ keyPath: KeyPath<Self, Value>,
         options: NSKeyValueObservingOptions = [],
-        changeHandler: @escaping (Self, NSKeyValueObservedChange<Value>) -> Void
+        changeHandler: @escaping @Sendable (Self, NSKeyValueObservedChange<Value>) -> Void
     ) -> NSKeyValueObservation {
         let registry = observationRegistry
         let id = registry.add(keyPath, read: { [weak self] in ObservationRead.withoutWaiting { self.map { $0[keyPath: keyPath] as Any } } },

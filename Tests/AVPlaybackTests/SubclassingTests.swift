@@ -102,6 +102,13 @@ final class CachedAsset: AVURLAsset, @unchecked Sendable {
     override var description: String { "cached \(url.lastPathComponent)" }
 }
 
+/// A video output's delegate as apps write one: a plain class with state of its own, touched
+/// only on the queue it is told on (Apple's delegate protocols are not Sendable).
+final class PullCounter: AVPlayerItemOutputPullDelegate {
+    var notices = 0
+    func outputMediaDataWillChange(_ sender: AVPlayerItemOutput) { notices += 1 }
+}
+
 @Suite struct SubclassingTests {
     @Test("an item and an asset subclassed for an app's own data play to their end like any other")
     func subclassedItemsAndAssetsPlay() throws {
@@ -185,5 +192,20 @@ final class CachedAsset: AVURLAsset, @unchecked Sendable {
         #expect(first == second)
         #expect(Set<AVAsset>([first, second]).count == 1)
         #expect("\(first)" == "cached \(url.lastPathComponent)")
+    }
+
+    @Test("a video output's delegate need not be Sendable, and is told on its queue")
+    func aPlainDelegateIsTold() throws {
+        let item = AVPlayerItem(url: try TestMedia.video(seconds: 2))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let output = AVPlayerItemVideoOutput(pixelBufferAttributes: nil)
+        item.add(output)
+        let queue = DispatchQueue(label: "delegate")
+        let counter = PullCounter()
+        output.setDelegate(counter, queue: queue)
+        player.play()
+        output.requestNotificationOfMediaDataChange(withAdvanceInterval: 0.1)
+        #expect(waitUntil(10) { queue.sync { counter.notices } == 1 })
     }
 }
