@@ -55,6 +55,16 @@ public final class MediaSource: @unchecked Sendable {
         try self.init(url: url, audioStream: audioStream, allowedSegmentExtensions: nil, liveStartIndex: liveStartIndex)
     }
 
+    /// The certificate authorities TLS servers are checked against instead of the system's:
+    /// the PEM file named by `CHORUS_CA_FILE`, if set.
+    static let certificateAuthorities: String? = ProcessInfo.processInfo.environment["CHORUS_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+
+    /// Whether FFmpeg reaches `target` over TLS.
+    static func usesTLS(_ target: String) -> Bool {
+        let scheme = URL(string: target)?.scheme?.lowercased()
+        return scheme == "https" || scheme == "tls"
+    }
+
     init(url: String, audioStream: Int? = nil, allowedSegmentExtensions: String?, liveStartIndex: Int? = nil) throws(MediaError) {
         self.url = url
         let target = try Self.resolve(url)
@@ -80,6 +90,13 @@ public final class MediaSource: @unchecked Sendable {
         av_dict_set(&options, "reconnect_delay_max", String(Int64(Self.reconnectLimit.components.seconds)), 0)
         if let allowedSegmentExtensions { av_dict_set(&options, "allowed_extensions", allowedSegmentExtensions, 0) }
         if let liveStartIndex { av_dict_set(&options, "live_start_index", String(liveStartIndex), 0) }
+        // Over TLS the server must prove who it is, as to any player: its certificate is
+        // checked against the system's authorities (FFmpeg checks none unless asked), or
+        // against those in the file `CHORUS_CA_FILE` names (a home server's own authority).
+        if Self.usesTLS(target) {
+            av_dict_set(&options, "tls_verify", "1", 0)
+            if let authorities = Self.certificateAuthorities { av_dict_set(&options, "ca_file", authorities, 0) }
+        }
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
         let openStatus = avformat_open_input(&opened, target, nil, &options)
         av_dict_free(&options)

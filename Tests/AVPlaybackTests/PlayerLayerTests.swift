@@ -256,9 +256,17 @@ import Synchronization
         let deadline = Date().addingTimeInterval(10)
         while checked < 20 && Date() < deadline {
             usleep(5_000)
-            guard let due = layer.nextPictureDue(), let timeline = player.engine.videoTimeline.tryRead(),
-                  let item = player.engine.videoQueue?.nextQueuedItemNanoseconds(timelineSerial: timeline.serial),
-                  let wanted = timeline.hostTime(atItemNanoseconds: item) else { continue }
+            // The timeline and the next picture read before and after the layer's answer: a
+            // look during which either moved (the monitor republishes the timeline every tick;
+            // a display takes the picture) compares nothing, and is made again.
+            func look() -> (timeline: VideoTimeline, item: Int64)? {
+                guard let timeline = player.engine.videoTimeline.tryRead(),
+                      let item = player.engine.videoQueue?.nextQueuedItemNanoseconds(timelineSerial: timeline.serial) else { return nil }
+                return (timeline, item)
+            }
+            guard let before = look(), let due = layer.nextPictureDue(), let after = look(),
+                  after.timeline == before.timeline, after.item == before.item,
+                  let wanted = before.timeline.hostTime(atItemNanoseconds: before.item) else { continue }
             // Mapped onto the node's clock, the real instant is the picture's due time, just after it.
             let off = (skewed.map(due) - wanted).nanosecondsClamped
             #expect(off >= 0 && off <= 2_000, "due time off by \(off) ns")

@@ -96,6 +96,83 @@ import ChorusTestSupport
         #expect(try PCM(wavFile: out).frameCount > 0)
     }
 
+    /// A local HTTPS server (Python's, with a certificate for 127.0.0.1 signed by an
+    /// authority made for the test) serving `folder`; the authority's certificate file.
+    final class HTTPSServer {
+        let process = Process()
+        let port: Int
+        let authority: URL
+
+        init(serving folder: URL) throws {
+            let keys = TestMedia.folder.appendingPathComponent("tls-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
+            func path(_ name: String) -> String { keys.appendingPathComponent(name).path }
+            try Data("subjectAltName=IP:127.0.0.1\n".utf8).write(to: keys.appendingPathComponent("san.cnf"))
+            for arguments in [
+                ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", path("ca.key"), "-out", path("ca.pem"),
+                 "-days", "2", "-subj", "/CN=Chorus test authority"],
+                ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("server.key"), "-out", path("server.csr"),
+                 "-subj", "/CN=127.0.0.1"],
+                ["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
+                 "-CAcreateserial", "-out", path("server.pem"), "-days", "2", "-extfile", path("san.cnf")],
+            ] {
+                let made = try Run.command("openssl", arguments, timeout: 60)
+                guard made.status == 0 else { throw SetUpFailure(reason: "openssl: \(made.standardError)") }
+            }
+            authority = keys.appendingPathComponent("ca.pem")
+            let script = """
+                import http.server, ssl, sys, os
+                os.chdir(sys.argv[1])
+                server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                context.load_cert_chain(sys.argv[2], sys.argv[3])
+                server.socket = context.wrap_socket(server.socket, server_side=True)
+                print(server.server_address[1], flush=True)
+                server.serve_forever()
+                """
+            let output = Pipe()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3", "-c", script, folder.path, path("server.pem"), path("server.key")]
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            var line = Data()
+            while !line.contains(UInt8(ascii: "\n")) {
+                let byte = output.fileHandleForReading.readData(ofLength: 1)
+                if byte.isEmpty { break }
+                line += byte
+            }
+            guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                process.terminate()
+                throw SetUpFailure(reason: "the HTTPS server did not start")
+            }
+            self.port = port
+        }
+
+        deinit { process.terminate() }
+    }
+
+    struct SetUpFailure: Error { let reason: String }
+
+    @Test("over HTTPS an item plays from a server whose certificate checks out, and one that does not is refused with a clear error")
+    func httpsChecksTheServersCertificate() throws {
+        let source = try TestMedia.tone(.wav, seconds: 0.5, rate: 48_000, channels: 2)
+        let server = try HTTPSServer(serving: TestMedia.folder)
+        let url = "https://127.0.0.1:\(server.port)/\(source.lastPathComponent)"
+        let out = TestMedia.folder.appendingPathComponent("cli-https.wav")
+        // Trusted through the authority given.
+        let trusted = try Run.command(TestEnvironment.chorusExecutable.path, ["play", "--output", "wav:\(out.path)", url],
+                                      timeout: 60, environment: ["CHORUS_CA_FILE": server.authority.path])
+        #expect(trusted.status == 0, "\(trusted.standardError)")
+        let rendered = try PCM(wavFile: out)
+        #expect(rendered.maximumDifference(from: try PCM.ffmpegDecode(source, channels: 2)) <= 1e-6)
+        // Not trusted by the system: refused, naming the URL.
+        let refused = try Run.command(TestEnvironment.chorusExecutable.path, ["play", "--output", "wav:\(out.path)", url],
+                                      timeout: 60, environment: ["CHORUS_CA_FILE": ""])
+        #expect(refused.status == 1)
+        #expect(refused.standardError.contains(url), "\(refused.standardError)")
+    }
+
     @Test func badArgumentsAreRefused() throws {
         #expect(try chorus(["play"]).status != 0)
         #expect(try chorus(["play", "--output", "speaker", "x.wav"]).status != 0)
