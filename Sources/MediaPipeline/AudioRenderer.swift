@@ -96,11 +96,15 @@ public final class AudioRenderer: @unchecked Sendable {
     /// speed change hands the resampler, so the stream goes on through it without a dip.
     private let recent: UnsafeMutablePointer<Float>
     private var recentCount = 0
-    /// The last frames the device was given (oldest first, `heardCount` of them, at most
-    /// `heardCapacity`): what was heard before a pitch stage is taken in while playing, the
-    /// stage's lead (`PitchKeeper.takeIn`), so that its stream starts at full level.
+    /// The last frames the device was given, a ring of `heardCapacity` frames (the newest
+    /// ends at `heardEnd`; `heardCount` of them kept): what was heard before a pitch stage is
+    /// taken in while playing, the stage's lead (`PitchKeeper.takeIn`), so that its stream
+    /// starts at full level. A ring, so that keeping a period costs that period's copy alone.
     private let heardSound: UnsafeMutablePointer<Float>
+    /// `heardSound` laid out oldest first, for the stage, when it is taken in.
+    private let heardLead: UnsafeMutablePointer<Float>
     private let heardCapacity: Int
+    private var heardEnd = 0
     private var heardCount = 0
     /// Frames of the period being rendered already kept in `heardSound`.
     private var heardAhead = 0
@@ -166,6 +170,8 @@ public final class AudioRenderer: @unchecked Sendable {
         heardCapacity = Int((Double(ring.format.sampleRate) * Self.heardSeconds).rounded(.up))
         heardSound = .allocate(capacity: heardCapacity * ring.format.channels)
         heardSound.initialize(repeating: 0, count: heardCapacity * ring.format.channels)
+        heardLead = .allocate(capacity: heardCapacity * ring.format.channels)
+        heardLead.initialize(repeating: 0, count: heardCapacity * ring.format.channels)
         timing = DeviceTimingFilter(sampleRate: ring.format.sampleRate)
     }
 
@@ -173,6 +179,7 @@ public final class AudioRenderer: @unchecked Sendable {
         buffer.deallocate()
         recent.deallocate()
         heardSound.deallocate()
+        heardLead.deallocate()
     }
 
     /// Frames of content kept for a speed change: every past tap the resampler has.
@@ -558,7 +565,8 @@ public final class AudioRenderer: @unchecked Sendable {
         // The stage's lead: what the device was given before, then the period's direct frames.
         keepHeard(buffer, frames: direct)
         heardAhead = direct
-        keeper.takeIn(buffer, frames: frames, direct: direct, rate: keeperRate, lead: heardSound, leadFrames: heardCount) { destination, offset, count in
+        let leadFrames = layOutHeard()
+        keeper.takeIn(buffer, frames: frames, direct: direct, rate: keeperRate, lead: heardLead, leadFrames: leadFrames) { destination, offset, count in
             let host = heard + .nanoseconds(ring.format.nanoseconds(ofFrames: Int64(offset)))
             _ = render(into: destination, frames: count, channels: channels, host: host)
         }
@@ -942,30 +950,45 @@ public final class AudioRenderer: @unchecked Sendable {
 
     /// Keeps the last `recentFrames` of content copied, `source` being the newest `frames`.
     private func remember(_ source: UnsafePointer<Float>, frames: Int, channels: Int) {
-        Self.keepLast(source, frames: frames, channels: channels, in: recent, count: &recentCount, capacity: Self.recentFrames)
+        let capacity = Self.recentFrames
+        if frames >= capacity {
+            recent.update(from: source + (frames - capacity) * channels, count: capacity * channels)
+            recentCount = capacity
+            return
+        }
+        let kept = min(recentCount, capacity - frames)
+        // Slide the newest `kept` down to the front, then append.
+        recent.update(from: recent + (recentCount - kept) * channels, count: kept * channels)
+        (recent + kept * channels).update(from: source, count: frames * channels)
+        recentCount = kept + frames
     }
 
     /// Keeps what the device was given to play, `source` being the newest `frames`: the lead a
     /// pitch stage taken in is given (`heardSound`).
     private func keepHeard(_ source: UnsafePointer<Float>, frames: Int) {
         guard frames > 0 else { return }
-        Self.keepLast(source, frames: frames, channels: ring.format.channels, in: heardSound, count: &heardCount, capacity: heardCapacity)
+        let channels = ring.format.channels
+        let kept = min(frames, heardCapacity)
+        var from = source + (frames - kept) * channels
+        var left = kept
+        while left > 0 {
+            let chunk = min(left, heardCapacity - heardEnd)
+            (heardSound + heardEnd * channels).update(from: from, count: chunk * channels)
+            heardEnd = (heardEnd + chunk) % heardCapacity
+            from += chunk * channels
+            left -= chunk
+        }
+        heardCount = min(heardCapacity, heardCount + kept)
     }
 
-    /// Keeps the last `capacity` frames of a stream in `store` (oldest first, `count` of
-    /// them), `source` being its newest `frames`. Copies only; allocates nothing.
-    private static func keepLast(_ source: UnsafePointer<Float>, frames: Int, channels: Int,
-                                 in store: UnsafeMutablePointer<Float>, count: inout Int, capacity: Int) {
-        if frames >= capacity {
-            store.update(from: source + (frames - capacity) * channels, count: capacity * channels)
-            count = capacity
-            return
-        }
-        let kept = min(count, capacity - frames)
-        // Slide the newest `kept` down to the front, then append.
-        store.update(from: store + (count - kept) * channels, count: kept * channels)
-        (store + kept * channels).update(from: source, count: frames * channels)
-        count = kept + frames
+    /// Lays out what `heardSound` keeps, oldest first, in `heardLead`; returns how many frames.
+    private func layOutHeard() -> Int {
+        let channels = ring.format.channels
+        let start = (heardEnd - heardCount + heardCapacity) % heardCapacity
+        let first = min(heardCount, heardCapacity - start)
+        heardLead.update(from: heardSound + start * channels, count: first * channels)
+        (heardLead + first * channels).update(from: heardSound, count: (heardCount - first) * channels)
+        return heardCount
     }
 
     /// Whether the player has posted a control that changes what is to be played (another
