@@ -120,8 +120,12 @@ import ChorusTestSupport
                 guard made.status == 0 else { throw SetUpFailure(reason: "openssl: \(made.standardError)") }
             }
             authority = keys.appendingPathComponent("ca.pem")
+            // It unblocks the signals the test process passes on blocked, so that `terminate`
+            // ends it, and ends itself after `serverLifetime` seconds whatever happens.
             let script = """
-                import http.server, ssl, sys, os
+                import http.server, ssl, sys, os, signal
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGALRM})
+                signal.alarm(int(sys.argv[4]))
                 os.chdir(sys.argv[1])
                 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
                 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -132,7 +136,7 @@ import ChorusTestSupport
                 """
             let output = Pipe()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3", "-c", script, folder.path, path("server.pem"), path("server.key")]
+            process.arguments = ["python3", "-c", script, folder.path, path("server.pem"), path("server.key"), String(Self.serverLifetime)]
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -150,6 +154,9 @@ import ChorusTestSupport
         }
 
         deinit { process.terminate() }
+
+        /// How long a server lives at most, in seconds: far beyond a test's two short plays.
+        static let serverLifetime = 120
     }
 
     struct SetUpFailure: Error { let reason: String }
