@@ -13,6 +13,7 @@
 #include <libavutil/display.h>
 #include <libavutil/pixdesc.h>
 #include <libavutil/imgutils.h>
+#include <libavutil/mem.h>
 
 /* Swift cannot import function-like or compound macros; these wrap the ones Chorus needs. */
 
@@ -54,5 +55,94 @@ static inline double chorus_stream_rotation(const AVStream *stream) {
 
 /* Frame threading and slice threading, as the codec allows. */
 static inline int chorus_thread_frame_and_slice(void) { return FF_THREAD_FRAME | FF_THREAD_SLICE; }
+
+/* ---- Certificate checks on every fetch ----
+
+   FFmpeg checks a TLS server's certificate only when an open is given `tls_verify=1` (and
+   `ca_file` for authorities other than the system's). The options given to
+   avformat_open_input reach the first connection alone: a demuxer that fetches more URLs
+   itself (HLS: variant and media playlists, their refreshes, segments, keys) passes on only
+   a fixed list of options (headers, user agent, cookies, timeouts...), so those fetches
+   would take any certificate. Every such fetch goes through the context's io_open callback,
+   and so does the first; Chorus installs chorus_io_open there, which adds the options to
+   each open and then calls FFmpeg's own io_open.
+
+   The options go to every open, whatever its scheme: an http: URL may be redirected to
+   https:, and FFmpeg's HTTP layer hands its options on to the TLS connection a redirect
+   makes; `crypto+https:` and the like hand them on to the nested protocol; a protocol
+   without TLS ignores them. */
+
+/* The signature of AVFormatContext.io_open. */
+typedef int (*ChorusIOOpen)(struct AVFormatContext *s, AVIOContext **pb, const char *url,
+                            int flags, AVDictionary **options);
+
+/* What chorus_io_open needs for one format context (and the contexts a demuxer nests in
+   it, which FFmpeg gives the same `opaque`). Owned by the caller, zeroed before install,
+   and kept until the context is closed. Used by the one thread using the context. */
+typedef struct ChorusFetchPolicy {
+    /* The context's io_open before chorus_io_open replaced it (FFmpeg's default). */
+    ChorusIOOpen original;
+    /* The PEM file of the authorities certificates are checked against; NULL or empty for
+       the system's. Borrowed: it must outlive the context (Chorus's is process-wide, made
+       once and never freed). */
+    const char *ca_file;
+    /* The first fetch that failed (not counting interruptions): FFmpeg's status, 0 while
+       none has, and its URL (av_malloc'd, NULL while none or out of memory; freed by
+       chorus_fetch_policy_clear). A demuxer may hide such a failure behind one of its own
+       (HLS skips a segment it cannot fetch, then finds no data): this says which fetch it was. */
+    int failed_status;
+    char *failed_url;
+} ChorusFetchPolicy;
+
+/* Adds the certificate checks to `options` (created when *options is NULL). Returns 0, or a
+   negative AVERROR when the dictionary could not grow. */
+static inline int chorus_add_certificate_checks(AVDictionary **options, const char *ca_file) {
+    if (!options) return AVERROR(EINVAL);
+    int status = av_dict_set(options, "tls_verify", "1", 0);
+    if (status >= 0 && ca_file && ca_file[0]) status = av_dict_set(options, "ca_file", ca_file, 0);
+    return status;
+}
+
+/* The io_open Chorus installs: FFmpeg's own, with the certificate checks added. Without a
+   policy (or without the io_open it replaced) it opens nothing rather than open unchecked. */
+static inline int chorus_io_open(struct AVFormatContext *s, AVIOContext **pb, const char *url,
+                                 int flags, AVDictionary **options) {
+    ChorusFetchPolicy *policy = s ? (ChorusFetchPolicy *)s->opaque : NULL;
+    if (!policy || !policy->original) return AVERROR(EINVAL);
+    /* A caller may pass no dictionary; the checks then go in one of our own. A caller's
+       own dictionary takes them in place, so that what the open leaves unused still comes
+       back to the caller, as FFmpeg's io_open promises. */
+    AVDictionary *own = NULL;
+    AVDictionary **used = options ? options : &own;
+    int status = chorus_add_certificate_checks(used, policy->ca_file);
+    if (status >= 0) status = policy->original(s, pb, url, flags, used);
+    av_dict_free(&own);
+    if (status < 0 && status != AVERROR_EXIT && policy->failed_status == 0) {
+        policy->failed_status = status;
+        policy->failed_url = url ? av_strdup(url) : NULL;
+    }
+    return status;
+}
+
+/* Makes every fetch of `context` go through chorus_io_open with `policy` (zeroed, its
+   ca_file set), which becomes the context's `opaque`: call after avformat_alloc_context,
+   before avformat_open_input. Returns 0, or AVERROR(EINVAL) when either is missing, the
+   context has no io_open to wrap, or the context's opaque is already taken. */
+static inline int chorus_fetch_policy_install(AVFormatContext *context, ChorusFetchPolicy *policy) {
+    if (!context || !policy || !context->io_open || context->opaque) return AVERROR(EINVAL);
+    /* Never wrap ourselves: the original would call back into chorus_io_open for ever. */
+    if (context->io_open == chorus_io_open) return AVERROR(EINVAL);
+    policy->original = context->io_open;
+    context->opaque = policy;
+    context->io_open = chorus_io_open;
+    return 0;
+}
+
+/* Frees what `policy` holds (the failed fetch's URL) and forgets the failure. */
+static inline void chorus_fetch_policy_clear(ChorusFetchPolicy *policy) {
+    if (!policy) return;
+    av_freep(&policy->failed_url);
+    policy->failed_status = 0;
+}
 
 #endif

@@ -105,17 +105,24 @@ enum HLSRenditions {
     }
 
     /// The text at `target` when it is small enough for a playlist (a live media playlist
-    /// read again as it moves); nil otherwise.
-    static func readMediaPlaylist(_ target: String, interrupt: AVIOInterruptCB) -> String? {
-        readText(target, interrupt: interrupt)
+    /// read again as it moves); nil otherwise. Over TLS the server's certificate is checked
+    /// against the system's authorities or those in the PEM file `authorities` (by default
+    /// `CHORUS_CA_FILE`'s), as every fetch of an item is.
+    static func readMediaPlaylist(_ target: String, interrupt: AVIOInterruptCB,
+                                  authorities: String? = MediaSource.certificateAuthorities) -> String? {
+        readText(target, interrupt: interrupt, authorities: authorities)
     }
 
     /// The text at `target`, read whole, when it is no larger than `largestPlaylist`.
-    private static func readText(_ target: String, interrupt: AVIOInterruptCB) -> String? {
+    private static func readText(_ target: String, interrupt: AVIOInterruptCB,
+                                 authorities: String? = MediaSource.certificateAuthorities) -> String? {
         var callback = interrupt
         var context: UnsafeMutablePointer<AVIOContext>?
         var options: OpaquePointer?
         av_dict_set(&options, "rw_timeout", String(Int64(MediaSource.readTimeout.components.seconds) * 1_000_000), 0)
+        // Opened here, not by a demuxer, so not through a context's fetch policy: the same
+        // certificate checks are given directly.
+        MediaSource.addCertificateChecks(to: &options, authorities: authorities)
         let status = avio_open2(&context, target, AVIO_FLAG_READ, &callback, &options)
         av_dict_free(&options)
         guard status >= 0, let context else { return nil }

@@ -36,6 +36,9 @@ public final class MediaSource: @unchecked Sendable {
     public let openedAt: CMTime
     let formatContext: UnsafeMutablePointer<AVFormatContext>
     private let interruptState: InterruptState
+    /// The context's `opaque`: released only after the context is closed (deinit's body runs
+    /// before the stored properties go).
+    private let fetchPolicy: FetchPolicy
 
     /// Opens and probes `url` (a path, a file:// URL, or an http(s) URL).
     ///
@@ -59,10 +62,28 @@ public final class MediaSource: @unchecked Sendable {
     /// the PEM file named by `CHORUS_CA_FILE`, if set.
     static let certificateAuthorities: String? = ProcessInfo.processInfo.environment["CHORUS_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }
 
-    /// Whether FFmpeg reaches `target` over TLS.
-    static func usesTLS(_ target: String) -> Bool {
-        let scheme = URL(string: target)?.scheme?.lowercased()
-        return scheme == "https" || scheme == "tls"
+    /// `certificateAuthorities` as the C string every FFmpeg open is given: made once for the
+    /// process (Swift initialises a static once, whichever thread asks first) and never freed,
+    /// so that every context's fetch policy may point to it for as long as the context lives.
+    /// Nil when no file is named, or when the copy could not be made; FFmpeg then checks
+    /// against the system's authorities, which refuses a server only a private authority
+    /// vouches for rather than letting it through.
+    // nonisolated(unsafe): a pointer is not Sendable, but this one's bytes are never written
+    // after the copy is made, and the pointer itself is a constant.
+    nonisolated(unsafe) static let certificateAuthoritiesPath: UnsafePointer<CChar>? =
+        certificateAuthorities.flatMap { strdup($0) }.map { UnsafePointer($0) }
+
+    /// Adds to `options` the certificate checks every open is given: the server must prove
+    /// who it is over TLS, as to any player (FFmpeg checks nothing unless asked), against
+    /// the system's authorities or those in the PEM file `authorities` (by default the file
+    /// `CHORUS_CA_FILE` names: a home server's own authority).
+    static func addCertificateChecks(to options: inout OpaquePointer?, authorities: String? = certificateAuthorities) {
+        // The dictionary keeps copies of its strings; a temporary C string will do here.
+        if let authorities {
+            _ = authorities.withCString { chorus_add_certificate_checks(&options, $0) }
+        } else {
+            _ = chorus_add_certificate_checks(&options, nil)
+        }
     }
 
     init(url: String, audioStream: Int? = nil, allowedSegmentExtensions: String?, liveStartIndex: Int? = nil) throws(MediaError) {
@@ -80,6 +101,15 @@ public final class MediaSource: @unchecked Sendable {
         }
         context.pointee.interrupt_callback.callback = chorusInterruptCallback
         context.pointee.interrupt_callback.opaque = Unmanaged.passUnretained(state).toOpaque()
+        // Every fetch the demuxer makes (an HLS playlist's segments, variants and refreshes
+        // as well as the first) goes through the fetch policy, which adds the certificate
+        // checks: the options below reach the first connection alone.
+        let policy = FetchPolicy()
+        fetchPolicy = policy
+        guard chorus_fetch_policy_install(context, policy.pointer) >= 0 else {
+            avformat_free_context(context)
+            throw .networkFailure(url: url, reason: "cannot check servers' certificates")
+        }
 
         var options: OpaquePointer? = nil
         av_dict_set(&options, "rw_timeout", String(Int64(Self.readTimeout.components.seconds) * 1_000_000), 0)
@@ -90,18 +120,15 @@ public final class MediaSource: @unchecked Sendable {
         av_dict_set(&options, "reconnect_delay_max", String(Int64(Self.reconnectLimit.components.seconds)), 0)
         if let allowedSegmentExtensions { av_dict_set(&options, "allowed_extensions", allowedSegmentExtensions, 0) }
         if let liveStartIndex { av_dict_set(&options, "live_start_index", String(liveStartIndex), 0) }
-        // Over TLS the server must prove who it is, as to any player: its certificate is
-        // checked against the system's authorities (FFmpeg checks none unless asked), or
-        // against those in the file `CHORUS_CA_FILE` names (a home server's own authority).
-        if Self.usesTLS(target) {
-            av_dict_set(&options, "tls_verify", "1", 0)
-            if let authorities = Self.certificateAuthorities { av_dict_set(&options, "ca_file", authorities, 0) }
-        }
+        // The fetch policy adds these to every open; given here too for a demuxer that makes
+        // its own connections from the options rather than through io_open.
+        Self.addCertificateChecks(to: &options)
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
         let openStatus = avformat_open_input(&opened, target, nil, &options)
         av_dict_free(&options)
         guard openStatus >= 0, let context = opened else {
             // avformat_open_input frees the context on failure.
+            if !state.timedOut, let failed = policy.failedFetch(of: url, other: target) { throw failed }
             throw Self.openError(openStatus, url: url, isNetwork: state.timedOut)
         }
         formatContext = context
@@ -111,6 +138,7 @@ public final class MediaSource: @unchecked Sendable {
             var closing: UnsafeMutablePointer<AVFormatContext>? = context
             avformat_close_input(&closing)
             if state.timedOut { throw .networkFailure(url: url, reason: "timed out") }
+            if let failed = policy.failedFetch(of: url, other: target) { throw failed }
             throw .corruptData(url: url, reason: "cannot read stream information (\(FFmpegCall.message(probeStatus)))")
         }
         var described = Self.describe(context, url: url)
@@ -388,6 +416,38 @@ extension MediaInfo {
     public static func isTextSubtitle(_ track: TrackInfo) -> Bool {
         guard track.kind == .subtitle, let descriptor = avcodec_descriptor_get_by_name(track.codec) else { return false }
         return descriptor.pointee.props & Int32(AV_CODEC_PROP_TEXT_SUB) != 0 && avcodec_find_decoder(descriptor.pointee.id) != nil
+    }
+}
+
+/// What the C fetch policy (`chorus_io_open`) keeps for one format context: the io_open it
+/// wraps, the certificate authorities, and the first fetch that failed. Its memory stays put
+/// for the life of the object, which must outlive the context whose `opaque` it is.
+// Not Sendable: the context's one thread at a time writes it (inside FFmpeg's calls) and
+// reads it (after them).
+final class FetchPolicy {
+    let pointer: UnsafeMutablePointer<ChorusFetchPolicy>
+
+    init() {
+        pointer = .allocate(capacity: 1)
+        var policy = ChorusFetchPolicy()
+        policy.ca_file = MediaSource.certificateAuthoritiesPath
+        pointer.initialize(to: policy)
+    }
+
+    deinit {
+        chorus_fetch_policy_clear(pointer)
+        pointer.deinitialize(count: 1)
+        pointer.deallocate()
+    }
+
+    /// The error of item `item` (opened as `target`) when a fetch of another URL failed first
+    /// (a segment or playlist the demuxer went on to fetch, a server whose certificate did
+    /// not check out): a demuxer reports such a failure as one of its own ("end of file",
+    /// "invalid data"), which would hide which fetch failed and why.
+    func failedFetch(of item: String, other target: String) -> MediaError? {
+        let status = pointer.pointee.failed_status
+        guard status < 0, let fetched = pointer.pointee.failed_url.map({ String(cString: $0) }), fetched != target else { return nil }
+        return .networkFailure(url: item, reason: "fetching \(fetched) failed: \(FFmpegCall.message(status))")
     }
 }
 

@@ -96,80 +96,15 @@ import ChorusTestSupport
         #expect(try PCM(wavFile: out).frameCount > 0)
     }
 
-    /// A local HTTPS server (Python's, with a certificate for 127.0.0.1 signed by an
-    /// authority made for the test) serving `folder`; the authority's certificate file.
-    final class HTTPSServer {
-        let process = Process()
-        let port: Int
-        let authority: URL
-
-        init(serving folder: URL) throws {
-            let keys = TestMedia.folder.appendingPathComponent("tls-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
-            func path(_ name: String) -> String { keys.appendingPathComponent(name).path }
-            try Data("subjectAltName=IP:127.0.0.1\n".utf8).write(to: keys.appendingPathComponent("san.cnf"))
-            for arguments in [
-                ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", path("ca.key"), "-out", path("ca.pem"),
-                 "-days", "2", "-subj", "/CN=Chorus test authority"],
-                ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("server.key"), "-out", path("server.csr"),
-                 "-subj", "/CN=127.0.0.1"],
-                ["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
-                 "-CAcreateserial", "-out", path("server.pem"), "-days", "2", "-extfile", path("san.cnf")],
-            ] {
-                let made = try Run.command("openssl", arguments, timeout: 60)
-                guard made.status == 0 else { throw SetUpFailure(reason: "openssl: \(made.standardError)") }
-            }
-            authority = keys.appendingPathComponent("ca.pem")
-            // It unblocks the signals the test process passes on blocked, so that `terminate`
-            // ends it, and ends itself after `serverLifetime` seconds whatever happens.
-            let script = """
-                import http.server, ssl, sys, os, signal
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGALRM})
-                signal.alarm(int(sys.argv[4]))
-                os.chdir(sys.argv[1])
-                server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
-                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-                context.load_cert_chain(sys.argv[2], sys.argv[3])
-                server.socket = context.wrap_socket(server.socket, server_side=True)
-                print(server.server_address[1], flush=True)
-                server.serve_forever()
-                """
-            let output = Pipe()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3", "-c", script, folder.path, path("server.pem"), path("server.key"), String(Self.serverLifetime)]
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            var line = Data()
-            while !line.contains(UInt8(ascii: "\n")) {
-                let byte = output.fileHandleForReading.readData(ofLength: 1)
-                if byte.isEmpty { break }
-                line += byte
-            }
-            guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-                process.terminate()
-                throw SetUpFailure(reason: "the HTTPS server did not start")
-            }
-            self.port = port
-        }
-
-        deinit { process.terminate() }
-
-        /// How long a server lives at most, in seconds: far beyond a test's two short plays.
-        static let serverLifetime = 120
-    }
-
-    struct SetUpFailure: Error { let reason: String }
-
     @Test("over HTTPS an item plays from a server whose certificate checks out, and one that does not is refused with a clear error")
     func httpsChecksTheServersCertificate() throws {
         let source = try TestMedia.tone(.wav, seconds: 0.5, rate: 48_000, channels: 2)
         let server = try HTTPSServer(serving: TestMedia.folder)
-        let url = "https://127.0.0.1:\(server.port)/\(source.lastPathComponent)"
+        let url = server.url(source.lastPathComponent)
         let out = TestMedia.folder.appendingPathComponent("cli-https.wav")
         // Trusted through the authority given.
         let trusted = try Run.command(TestEnvironment.chorusExecutable.path, ["play", "--output", "wav:\(out.path)", url],
-                                      timeout: 60, environment: ["CHORUS_CA_FILE": server.authority.path])
+                                      timeout: 60, environment: ["CHORUS_CA_FILE": server.authority.certificate.path])
         #expect(trusted.status == 0, "\(trusted.standardError)")
         let rendered = try PCM(wavFile: out)
         #expect(rendered.maximumDifference(from: try PCM.ffmpegDecode(source, channels: 2)) <= 1e-6)
@@ -178,6 +113,93 @@ import ChorusTestSupport
                                       timeout: 60, environment: ["CHORUS_CA_FILE": ""])
         #expect(refused.status == 1)
         #expect(refused.standardError.contains(url), "\(refused.standardError)")
+    }
+
+    /// Where an HLS presentation's second server comes in: what its playlist, fetched from
+    /// the first, sends the player to fetch there.
+    enum SecondServer: String, CaseIterable, CustomTestStringConvertible {
+        /// The media playlist lists every segment at the second server.
+        case segments
+        /// As `segments`, the segments encrypted (AES-128, their key at the first server):
+        /// FFmpeg fetches them as `crypto+https:`, a protocol nested in another.
+        case encryptedSegments
+        /// A master playlist names a media playlist at the second server (its segments
+        /// there too).
+        case mediaPlaylist
+        var testDescription: String { rawValue }
+    }
+
+    /// The AES-128 key and initialisation vector `SecondServer.encryptedSegments` encrypts
+    /// with: any will do.
+    static let segmentKey: [UInt8] = Array(0..<16), segmentIV: [UInt8] = Array((0..<16).reversed())
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    @Test("over HTTPS an HLS item's later fetches are checked like its first: when its playlist sends the player to a server no authority given vouches for, the item is refused naming that fetch; with both vouched for, it plays",
+          arguments: SecondServer.allCases)
+    func httpsChecksTheServersAnHLSPlaylistSendsTo(second: SecondServer) throws {
+        let tone = try TestMedia.hls(seconds: 2)
+        let firstSegment = try #require(tone.segments.first)
+        let folder = TestMedia.folder.appendingPathComponent("hls-two-servers-\(second.rawValue)")
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for name in tone.segments {
+            let plain = tone.folder.appendingPathComponent(name), served = folder.appendingPathComponent(name)
+            if second == .encryptedSegments {
+                // HLS's AES-128 is the whole segment in CBC mode with PKCS#7 padding: what
+                // `openssl enc` does by default.
+                let encrypted = try Run.command("openssl", ["enc", "-aes-128-cbc", "-K", Self.hex(Self.segmentKey), "-iv", Self.hex(Self.segmentIV),
+                                                            "-in", plain.path, "-out", served.path])
+                #expect(encrypted.status == 0, "\(encrypted.standardError)")
+            } else {
+                try FileManager.default.copyItem(at: plain, to: served)
+            }
+        }
+        try Data(Self.segmentKey).write(to: folder.appendingPathComponent("key.bin"))
+        let first = try HTTPSServer(serving: folder)
+        let other = try HTTPSServer(serving: folder)
+
+        // The media playlist as the segmenter wrote it; for the segments' cases, their names
+        // made absolute at the second server (and the key, relative, at the first).
+        var lines = try String(contentsOf: tone.folder.appendingPathComponent("index.m3u8"), encoding: .utf8)
+            .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if second != .mediaPlaylist { lines = lines.map { tone.segments.contains($0) ? other.url($0) : $0 } }
+        if second == .encryptedSegments, let firstEntry = lines.firstIndex(where: { $0.hasPrefix("#EXTINF") }) {
+            lines.insert("#EXT-X-KEY:METHOD=AES-128,URI=\"key.bin\",IV=0x\(Self.hex(Self.segmentIV))", at: firstEntry)
+        }
+        try lines.joined(separator: "\n").write(to: folder.appendingPathComponent("index.m3u8"), atomically: true, encoding: .utf8)
+        try """
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=140000,CODECS="mp4a.40.2"
+            \(other.url("index.m3u8"))
+
+            """.write(to: folder.appendingPathComponent("master.m3u8"), atomically: true, encoding: .utf8)
+        let url = first.url(second == .mediaPlaylist ? "master.m3u8" : "index.m3u8")
+        // What the player fetches first at the second server.
+        let sentTo = switch second {
+        case .segments: other.url(firstSegment)
+        case .encryptedSegments: "crypto+" + other.url(firstSegment)
+        case .mediaPlaylist: other.url("index.m3u8")
+        }
+        let out = TestMedia.folder.appendingPathComponent("cli-https-hls-\(second.rawValue).wav")
+        try? FileManager.default.removeItem(at: out)
+
+        // Only the first server's authority given: the first fetch checks out, the second
+        // server's must not. FFmpeg's HLS demuxer, left to itself, fetches it unchecked.
+        let refused = try Run.command(TestEnvironment.chorusExecutable.path, ["play", "--output", "wav:\(out.path)", url],
+                                      timeout: 60, environment: ["CHORUS_CA_FILE": first.authority.certificate.path])
+        #expect(refused.status == 1, "\(refused.standardError)")
+        #expect(refused.standardError.contains(url), "\(refused.standardError)")
+        #expect(refused.standardError.contains("fetching \(sentTo) failed"), "\(refused.standardError)")
+
+        // Both authorities given: it plays, sample for sample as FFmpeg decodes the files.
+        let bundle = try CertificateAuthority.bundle([first.authority, other.authority])
+        let trusted = try Run.command(TestEnvironment.chorusExecutable.path, ["play", "--output", "wav:\(out.path)", url],
+                                      timeout: 60, environment: ["CHORUS_CA_FILE": bundle.path])
+        #expect(trusted.status == 0, "\(trusted.standardError)")
+        let rendered = try PCM(wavFile: out)
+        let reference = try PCM.ffmpegDecode(tone.folder.appendingPathComponent("index.m3u8"), channels: 2)
+        #expect(rendered.frameCount == reference.frameCount, "\(rendered.frameCount) frames of \(reference.frameCount)")
+        #expect(rendered.maximumDifference(from: reference) <= 1e-6)
     }
 
     @Test func badArgumentsAreRefused() throws {
