@@ -333,9 +333,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     open var outputObscuredDueToInsufficientExternalProtection: Bool { false }
 
     /// Whether the display is kept awake while the player plays video; true by default, as
-    /// on Apple's platforms. Kept and observable, not applied: the window that shows pictures
-    /// (`AVPlayerView`'s, through SDL) keeps the display awake while it is open, whatever
-    /// this says.
+    /// on Apple's platforms. An `AVPlayerView` showing the player's pictures keeps its
+    /// display awake (no screen saver, no display sleep) while the player plays an item with
+    /// pictures and this is true, and lets it sleep otherwise, within a tenth of a second.
     open var preventsDisplaySleepDuringVideoPlayback: Bool {
         get { state.withLockAnnotated { $0.preventsDisplaySleep } }
         set {

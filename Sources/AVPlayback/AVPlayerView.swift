@@ -105,6 +105,10 @@ public final class AVPlayerView: Sendable {
     /// the picture in them (for screenshots, and for checking what was shown).
     public func snapshot() -> WindowSnapshot? { window.readPixels() }
 
+    /// Whether the view's display is being kept awake now (see
+    /// `AVPlayer.preventsDisplaySleepDuringVideoPlayback`).
+    public var isKeepingDisplayAwake: Bool { window.isKeepingDisplayAwake }
+
     /// What the view does with input when the application takes none: AVKit's behaviour.
     private func act(on event: WindowEvent) {
         guard let player = playerLayer.player else { return }
@@ -136,9 +140,17 @@ public final class AVPlayerView: Sendable {
         // The layer's values the window moves (its video rectangle, readiness) and key paths
         // through its player are noticed here.
         playerLayer.observationRegistry.poke()
-        guard let player = playerLayer.player else { return }
+        guard let player = playerLayer.player else {
+            window.keepsDisplayAwake = false
+            return
+        }
         let now = player.currentTime()
         let item = player.currentItem
+        // As on Apple's platforms: the display stays awake while pictures play, if the
+        // player asks it to (`preventsDisplaySleepDuringVideoPlayback`), and may sleep while
+        // they are paused or there are none.
+        window.keepsDisplayAwake = player.preventsDisplaySleepDuringVideoPlayback && player.rate != 0
+            && item.map { $0.videoTrack != nil && $0.showsPictures } == true
         let duration = item?.duration ?? .indefinite
         source.overlayState.publish(OverlayState(
             isPaused: player.rate == 0, elapsedSeconds: now.isNumeric ? now.seconds : 0,

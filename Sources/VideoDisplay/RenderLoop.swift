@@ -77,6 +77,9 @@ final class RenderLoop {
     private var geometryDirty = true
     private var videoRectToPublish: DisplayRect?
     private var fullscreenApplied: Bool
+    /// Whether the display is kept awake, as last applied (none is when the window opens:
+    /// `SDL_HINT_VIDEO_ALLOW_SCREENSAVER`).
+    private var keepAwakeApplied = false
     private var outputWidth = 0
     private var outputHeight = 0
     private var windowWidth = 0
@@ -190,6 +193,10 @@ final class RenderLoop {
         // would close the window instead of stopping the player.
         SDL_SetHint(SDL_HINT_NO_SIGNAL_HANDLERS, "1")
         SDL_SetHint(SDL_HINT_RENDER_SCALE_QUALITY, "linear")
+        // SDL keeps the display awake for as long as its video is up unless told otherwise;
+        // a window that stays open over a paused player should let the display sleep. The
+        // player asks for the display to be kept awake while it plays (`keepsDisplayAwake`).
+        SDL_SetHint(SDL_HINT_VIDEO_ALLOW_SCREENSAVER, "1")
         if !userChoseDriver {
             SDL_SetHint(SDL_HINT_VIDEODRIVER, Self.displayDrivers())
         }
@@ -429,6 +436,12 @@ final class RenderLoop {
         {
             seenTitleGeneration = titleGeneration
             SDL_SetWindowTitle(window, title)
+        }
+        let wantsAwake = shared.keepAwakeRequested.load(ordering: .acquiring)
+        if wantsAwake != keepAwakeApplied {
+            if wantsAwake { SDL_DisableScreenSaver() } else { SDL_EnableScreenSaver() }
+            keepAwakeApplied = wantsAwake
+            shared.keepAwakeApplied.store(SDL_IsScreenSaverEnabled() == SDL_FALSE, ordering: .releasing)
         }
         let wantsFullscreen = shared.fullscreenRequested.load(ordering: .acquiring)
         if wantsFullscreen != fullscreenApplied {

@@ -187,6 +187,19 @@ public final class VideoWindow: Sendable {
         set { shared.fullscreenRequested.store(newValue, ordering: .releasing) }
     }
 
+    /// Whether the window keeps the display awake (no screen saver, no display sleep) while
+    /// it is open. False when the window opens: the player showing pictures asks for it
+    /// while it plays. Reads back the last request; `isKeepingDisplayAwake` is what the
+    /// display thread last applied.
+    public var keepsDisplayAwake: Bool {
+        get { shared.keepAwakeRequested.load(ordering: .acquiring) }
+        set { shared.keepAwakeRequested.store(newValue, ordering: .releasing) }
+    }
+
+    /// Whether the display is being kept awake, as SDL reports it after the display thread
+    /// last applied `keepsDisplayAwake` (within a refresh of a change).
+    public var isKeepingDisplayAwake: Bool { shared.keepAwakeApplied.load(ordering: .acquiring) }
+
     /// Where the picture was last placed in the drawable, in pixels; zero
     /// before anything is known about the picture.
     public var videoRect: DisplayRect {
@@ -326,6 +339,8 @@ final class WindowShared: Sendable {
     let hasStopped = Atomic<Bool>(false)
     let gravity: Atomic<UInt8>
     let fullscreenRequested: Atomic<Bool>
+    let keepAwakeRequested = Atomic<Bool>(false)
+    let keepAwakeApplied = Atomic<Bool>(false)
     let content = Mutex<ContentGeometry?>(nil)
     let contentGeneration = Atomic<UInt64>(0)
     let title: Mutex<String>

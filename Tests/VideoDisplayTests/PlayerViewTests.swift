@@ -52,6 +52,31 @@ extension VideoWindowTests {
         #expect(abs(error) < 2 * view.refreshInterval.nanosecondsClamped, "last picture \(error) ns from its time")
     }
 
+    @Test("the display is kept awake while pictures play, and allowed to sleep when they pause or the player says so",
+          .enabled(if: hasDisplay))
+    func displayIsKeptAwakeWhilePicturesPlay() throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 30, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let view = try AVPlayerView(player: player, geometry: "320x240+0+0")
+        defer { view.close() }
+        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(player.preventsDisplaySleepDuringVideoPlayback)
+        #expect(!view.isKeepingDisplayAwake, "a paused player leaves the display free to sleep")
+        player.play()
+        #expect(waitUntil(5) { view.isKeepingDisplayAwake })
+        player.pause()
+        #expect(waitUntil(5) { !view.isKeepingDisplayAwake })
+        player.play()
+        #expect(waitUntil(5) { view.isKeepingDisplayAwake })
+        player.preventsDisplaySleepDuringVideoPlayback = false
+        #expect(waitUntil(5) { !view.isKeepingDisplayAwake })
+        player.preventsDisplaySleepDuringVideoPlayback = true
+        #expect(waitUntil(5) { view.isKeepingDisplayAwake })
+        view.player = nil
+        #expect(waitUntil(5) { !view.isKeepingDisplayAwake })
+    }
+
     /// Pixels near white in the lower fifth of `rect`: subtitle text, over a black picture.
     private func whitePixelsAtTheFoot(of snapshot: WindowSnapshot, picture rect: CGRect) -> Int {
         var count = 0
