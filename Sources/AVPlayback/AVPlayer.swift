@@ -140,8 +140,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     // MARK: - Properties
 
-    /// Whether the player can play: `.unknown` until its output has opened for a first item,
-    /// then `.readyToPlay`, or `.failed` when the output could not be opened. Observable.
+    /// Whether the player can play: `.unknown` until it has tried a first item, then
+    /// `.readyToPlay` (once its output has opened for the item, or once the item failed to
+    /// open: the player can still play others, as Apple's says), or `.failed` when the output
+    /// could not be opened. Observable.
     open var status: Status { state.withLockAnnotated { $0.status } }
     /// Why the player failed: an `AVError` (or a `URLError`), as on Apple's platforms, with
     /// the typed `AVPlaybackError` under `NSUnderlyingErrorKey`.
@@ -555,6 +557,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     private func itemFailedToLoad(_ item: AVPlayerItem, _ error: MediaError) {
         guard state.withLockAnnotated({ state in state.item === item }) else { return }
+        // The item's failure is its own: the player has tried, and can play other items.
+        playerReady()
         item.failed(error)
         var effects = Effects()
         state.withLockAnnotated { state in
@@ -568,6 +572,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     private func itemLoaded(_ item: AVPlayerItem, info: MediaInfo, source: MediaSource) {
         guard state.withLockAnnotated({ state in state.item === item }) else { return }
         guard info.isPlayable else {
+            playerReady()
             eventQueue.async { item.failed(.noPlayableTrack(url: info.url)) }
             return
         }
@@ -679,7 +684,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         }
     }
 
-    /// The output is open: the player can play (announced once, as the status changes).
+    /// The output is open, or a first item failed on its own: the player can play
+    /// (announced once, as the status changes).
     private func playerReady() {
         let changed = state.withLockAnnotated { state -> Bool in
             guard state.status == .unknown else { return false }

@@ -24,6 +24,27 @@ import Synchronization
         #expect(player.status == .readyToPlay)
     }
 
+    @Test("a first item that cannot be opened fails, and the player, having tried, is ready for others")
+    func statusIsReadyAfterAFirstItemFails() throws {
+        let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let statuses = Collected<AVPlayer.Status>()
+        let observation = player.observe(\.status, options: [.initial, .new]) { _, change in
+            if let value = change.newValue { statuses.append(value) }
+        }
+        defer { observation.invalidate() }
+        let missing = AVPlayerItem(url: URL(fileURLWithPath: "/nonexistent/chorus-status-test.wav"))
+        player.replaceCurrentItem(with: missing)
+        #expect(waitUntil(10) { missing.status == .failed })
+        #expect(waitUntil(10) { statuses.all == [.unknown, .readyToPlay] }, "seen: \(statuses.all)")
+        #expect(player.error == nil)
+        // And it plays the next item.
+        let good = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
+        player.replaceCurrentItem(with: good)
+        #expect(waitUntil(10) { good.status == .readyToPlay })
+        #expect(player.status == .readyToPlay)
+    }
+
     @Test("at the item's end, play has no effect until a seek")
     func playAtTheEndWaitsForASeek() throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.3))
