@@ -108,6 +108,18 @@ open class AVAsset: AVKeyValueObservable, @unchecked Sendable {
     /// empty when it cannot be opened.
     public var tracks: [AVAssetTrack] { infoLoadingSynchronously().map(makeTracks) ?? [] }
 
+    /// The asset's tracks of `mediaType`, in container order, loading the asset first if need
+    /// be (blocking, as `duration`). New code awaits `loadTracks(withMediaType:)`.
+    public func tracks(withMediaType mediaType: AVMediaType) -> [AVAssetTrack] {
+        tracks.filter { $0.mediaType == mediaType }
+    }
+
+    /// The asset's track with `trackID`, or nil when it has none, loading the asset first if
+    /// need be (blocking, as `duration`). New code awaits `loadTrack(withTrackID:)`.
+    public func track(withTrackID trackID: CMPersistentTrackID) -> AVAssetTrack? {
+        tracks.first { $0.trackID == trackID }
+    }
+
     /// Whether the asset can be played, loading it first if need be (blocking, as `duration`).
     public var isPlayable: Bool { infoLoadingSynchronously()?.isPlayable ?? false }
 

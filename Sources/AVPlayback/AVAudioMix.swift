@@ -8,9 +8,8 @@ public let kCMPersistentTrackID_Invalid: CMPersistentTrackID = 0
 /// How an item's audio tracks are mixed: one set of input parameters per track, each with
 /// its volume over time (`AVAudioMix`).
 ///
-/// Kept as Apple's is, and handed to an item through `AVPlayerItem.audioMix`, which keeps a
-/// copy; the player does not yet apply it: its volume is the player's `volume` alone. Code
-/// that sets a mix compiles and runs, and hears the item at the player's volume.
+/// Handed to an item through `AVPlayerItem.audioMix`, which keeps a copy and plays its
+/// sound at the volumes the mix gives its track, times the player's `volume`.
 ///
 /// Immutable; `AVMutableAudioMix` is the one to build. `copy()` gives an immutable copy and
 /// `mutableCopy()` a mutable one, as Foundation's copying does on Apple's platforms.

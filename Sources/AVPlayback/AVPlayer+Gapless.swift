@@ -82,6 +82,7 @@ extension AVPlayer {
         let source: MediaSource
         do throws(MediaError) {
             source = try MediaSource(url: next.item.asset.location, audioStream: next.item.chosenAudioStream)
+            source.gain = next.item.gain
         } catch {
             abandonSuccessor(token: next.token, openFailed: true)
             return

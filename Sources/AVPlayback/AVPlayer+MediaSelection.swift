@@ -49,6 +49,7 @@ extension AVPlayer {
         let source: MediaSource
         do throws(MediaError) {
             source = try MediaSource(url: item.asset.location, audioStream: wanted)
+            source.gain = item.gain
         } catch {
             playerLog.warning("the chosen sound of \(item.asset.location) cannot be opened (\(error)); the item plays on with the sound it had")
             return

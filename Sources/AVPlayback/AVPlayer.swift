@@ -548,7 +548,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                     source = .failure(error)
                 }
                 switch source {
-                case .success(let source): self.setupQueue.async { self.itemLoaded(item, info: info, source: source) }
+                case .success(let source):
+                    // Its sound is read through the item's audio mix.
+                    source.gain = item.gain
+                    self.setupQueue.async { self.itemLoaded(item, info: info, source: source) }
                 case .failure(let error): self.eventQueue.async { self.itemFailedToLoad(item, error) }
                 }
             }
@@ -1162,6 +1165,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             guard let self, self.state.withLockAnnotated({ $0.serial == serial && $0.item === item }) else { return }
             do throws(MediaError) {
                 let source = try MediaSource(url: url, audioStream: soundStream, liveStartIndex: index)
+                source.gain = item.gain
                 guard self.state.withLockAnnotated({ $0.serial == serial && $0.item === item }) else { return }
                 try engine.load(source: source, serial: serial, startFrame: frame, start: false, forwardBuffer: Self.forwardBuffer(of: item),
                                 subtitles: item.subtitleCues, onEvent: readerEvents(of: item))

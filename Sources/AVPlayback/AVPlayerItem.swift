@@ -450,12 +450,39 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// The volumes of the item's audio tracks over time; nil, the default, for none. The item
-    /// keeps a copy, as Apple's does, so a mutable mix changed later does not change it. Kept
-    /// and observable, not yet applied: the sound plays at the player's `volume` (see
-    /// `AVAudioMix`).
+    /// keeps a copy, as Apple's does, so a mutable mix changed later does not change it: set
+    /// it again to apply the change. The track playing is heard at its parameters' volume
+    /// at each moment of the item's time, times the player's `volume`; a mix set while the
+    /// item plays is heard from the sound decoded after it, which the player reads up to
+    /// `PlaybackEngine.readAhead` (2 s) ahead of what is heard.
     open var audioMix: AVAudioMix? {
         get { networkSettings.withLockAnnotated { $0.audioMix } }
-        set { set(\.audioMix, to: newValue.flatMap { $0.copy() as? AVAudioMix }, observed: \AVPlayerItem.audioMix) }
+        set {
+            let kept = newValue.flatMap { $0.copy() as? AVAudioMix }
+            gain.set(Self.gainCurves(of: kept))
+            set(\.audioMix, to: kept, observed: \AVPlayerItem.audioMix)
+        }
+    }
+
+    /// The item's audio mix as every reader of its sound applies it.
+    let gain = ItemGain()
+
+    /// Each track's volume settings in `mix`, as gain curves by track ID (the settings'
+    /// times in seconds of the item's time); a track of no ID is left out, as a mix's
+    /// parameters for no track apply to none.
+    static func gainCurves(of mix: AVAudioMix?) -> [Int32: GainCurve] {
+        var curves: [Int32: GainCurve] = [:]
+        for parameters in mix?.inputParameters ?? [] where parameters.trackID != kCMPersistentTrackID_Invalid {
+            let settings = parameters.settings.withLockAnnotated { $0.volumes }.compactMap { setting -> GainCurve.Setting? in
+                let start = setting.timeRange.start
+                guard start.isNumeric else { return nil }
+                let end = setting.timeRange.end
+                return GainCurve.Setting(start: start.seconds, end: end.isNumeric ? end.seconds : .infinity,
+                                         startGain: setting.startVolume, endGain: setting.endVolume)
+            }
+            curves[parameters.trackID] = GainCurve(settings: settings)
+        }
+        return curves
     }
 
     // MARK: - Outputs

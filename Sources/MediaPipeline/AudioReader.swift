@@ -71,6 +71,8 @@ public final class AudioReader: @unchecked Sendable {
     /// The item (read by its demuxer, not by the reader).
     public let source: MediaSource
     public let ring: AudioRing
+    /// The track whose curve of the item's audio mix applies to the sound read; nil without sound.
+    private let gainTrackID: Int32?
     /// The sound's packets; nil for a silent item.
     private let packets: PacketQueue?
     /// The demuxer this reader started and stops itself; nil when it shares the item's.
@@ -152,6 +154,7 @@ public final class AudioReader: @unchecked Sendable {
         self.ring = ring
         self.onEvent = onEvent
         self.serial = serial
+        gainTrackID = source.info.preferredAudioTrack?.trackID
         packets = demuxer.soundQueue
         wake = demuxer.soundQueue?.consumerSignal ?? WakeSignal()
         if let track = source.info.preferredAudioTrack {
@@ -472,6 +475,11 @@ public final class AudioReader: @unchecked Sendable {
             let count = min(AudioRing.framesPerBlock, usable - offset)
             guard let converted = decoder?.converted else { return }
             block.update(from: converted + offset * channels, count: count * channels)
+            // The item's audio mix, read afresh for every block, so a change is heard from
+            // the next block decoded.
+            if let trackID = gainTrackID, let curve = source.gain.curve(forTrack: trackID) {
+                curve.apply(to: block, frames: count, channels: channels, firstFrame: position, sampleRate: ring.format.sampleRate)
+            }
             ring.commitBlock(AudioBlockHeader(serial: serial, itemFrame: position + frameOffset, frameCount: count, kind: .samples, item: item))
             if !announcedReady {
                 announcedReady = true

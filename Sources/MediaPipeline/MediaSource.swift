@@ -1,6 +1,7 @@
 import Foundation
 import MediaClock
 import Synchronization
+import MutexAnnotations
 internal import CFFmpeg
 
 /// An opened input: FFmpeg's demuxer for one file or URL.
@@ -39,6 +40,14 @@ public final class MediaSource: @unchecked Sendable {
     /// The context's `opaque`: released only after the context is closed (deinit's body runs
     /// before the stored properties go).
     private let fetchPolicy: FetchPolicy
+    private let gainHolder = Mutex(ItemGain())
+
+    /// The gain curves of the item this source plays, which its sound's readers apply to
+    /// what they decode: a player sets its item's before reading starts (by default, none).
+    public var gain: ItemGain {
+        get { gainHolder.withLockAnnotated { $0 } }
+        set { gainHolder.withLockAnnotated { $0 = newValue } }
+    }
 
     /// Opens and probes `url` (a path, a file:// URL, or an http(s) URL).
     ///

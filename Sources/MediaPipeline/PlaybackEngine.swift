@@ -428,7 +428,8 @@ public final class PlaybackEngine: Sendable {
         parts.withLockAnnotated { parts -> ReverseAudioReader? in
             if let existing = parts.reverseReader { return existing }
             guard let reader = parts.reader, let ring = parts.renderer?.ring, let events = parts.readerEvents else { return nil }
-            let made = ReverseAudioReader(url: reader.source.url, audioStream: reader.source.info.preferredAudioTrack?.streamIndex, ring: ring, item: parts.currentNumber, onEvent: events)
+            let made = ReverseAudioReader(url: reader.source.url, audioStream: reader.source.info.preferredAudioTrack?.streamIndex, ring: ring, item: parts.currentNumber,
+                                          gain: reader.source.gain, gainTrackID: reader.source.info.preferredAudioTrack?.trackID, onEvent: events)
             parts.reverseReader = made
             return made
         }

@@ -52,6 +52,8 @@ public final class ReverseAudioReader: @unchecked Sendable {
     // The reader thread's own.
     private var source: MediaSource?
     private var decoder: AudioDecoder?
+    private let gain: ItemGain
+    private let gainTrackID: Int32?
     private var serial = 0
     /// The item frame the next chunk ends at (exclusive), or nil when idle.
     private var upper: Int64?
@@ -60,9 +62,13 @@ public final class ReverseAudioReader: @unchecked Sendable {
 
     /// A reverse reader for the item at `url`, writing into `ring` blocks tagged with item
     /// number `item`; `onEvent` as for `AudioReader` (its frames in the ring's reversed count).
-    public init(url: String, audioStream: Int? = nil, ring: AudioRing, item: Int, onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) {
+    /// `gain` is the item's audio mix, its curve for track `gainTrackID` applied to the sound read.
+    public init(url: String, audioStream: Int? = nil, ring: AudioRing, item: Int, gain: ItemGain = ItemGain(), gainTrackID: Int32? = nil,
+                onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) {
         self.url = url
         self.audioStream = audioStream
+        self.gain = gain
+        self.gainTrackID = gainTrackID
         self.ring = ring
         self.item = item
         self.onEvent = onEvent
@@ -222,6 +228,10 @@ public final class ReverseAudioReader: @unchecked Sendable {
     /// ring backwards: the block written first starts at ring frame −`top`.
     private func write(_ chunk: UnsafeMutablePointer<Float>, frames: Int, top: Int64) {
         let channels = ring.format.channels
+        // The item's audio mix, by each frame's place in the item, read afresh for every chunk.
+        if let gainTrackID, let curve = gain.curve(forTrack: gainTrackID) {
+            curve.apply(to: chunk, frames: frames, channels: channels, firstFrame: top - Int64(frames), sampleRate: ring.format.sampleRate)
+        }
         var written = 0
         while written < frames {
             guard let block = waitForSpace() else { return }
