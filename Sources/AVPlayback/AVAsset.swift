@@ -104,8 +104,8 @@ open class AVAsset: AVKeyValueObservable, @unchecked Sendable {
     /// Observed, it never blocks: it is `.indefinite` until the asset loads, then changes.
     public var duration: CMTime { infoLoadingSynchronously()?.duration ?? .indefinite }
 
-    /// The asset's tracks, loading the asset first if need be (blocking, as `duration`);
-    /// empty when it cannot be opened.
+    /// The asset's tracks (cover art is metadata, not a track), loading the asset first if
+    /// need be (blocking, as `duration`); empty when it cannot be opened.
     public var tracks: [AVAssetTrack] { infoLoadingSynchronously().map(makeTracks) ?? [] }
 
     /// The asset's tracks of `mediaType`, in container order, loading the asset first if need
@@ -170,8 +170,12 @@ open class AVAsset: AVKeyValueObservable, @unchecked Sendable {
 
     // MARK: - Loading
 
+    /// The asset's tracks: every stream but the container's pictures. Cover art is a stream to
+    /// FFmpeg but metadata to Apple (`AVMetadataItem`'s `.commonKeyArtwork`): an MP3 with a
+    /// cover has one track, its sound, and no video track to show.
     func makeTracks(_ info: MediaInfo) -> [AVAssetTrack] {
-        info.tracks.map { AVAssetTrack(info: $0, asset: self, isPlayable: $0 == info.preferredAudioTrack || $0 == info.preferredVideoTrack) }
+        info.tracks.filter { !$0.isAttachedPicture }
+            .map { AVAssetTrack(info: $0, asset: self, isPlayable: $0 == info.preferredAudioTrack || $0 == info.preferredVideoTrack) }
     }
 
     var loadedMediaInfo: MediaInfo? {

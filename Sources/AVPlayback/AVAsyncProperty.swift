@@ -42,7 +42,7 @@ extension AVPartialAsyncProperty where Root == AVAsset {
     public static var duration: AVAsyncProperty<AVAsset, CMTime> {
         AVAsyncProperty(name: "duration") { _, info in info.duration }
     }
-    /// All tracks, in container order.
+    /// All tracks, in container order; cover art is among `commonMetadata` instead.
     public static var tracks: AVAsyncProperty<AVAsset, [AVAssetTrack]> {
         AVAsyncProperty(name: "tracks") { asset, info in asset.makeTracks(info) }
     }

@@ -42,8 +42,9 @@ public struct AVMetadataKeySpace: RawRepresentable, Hashable, Sendable {
     /// The keys common to every format (`AVMetadataKey.commonKeyTitle`, ...).
     public static let common = AVMetadataKeySpace("comn")
     /// FFmpeg's generic tag names ("title", "album_artist", "track", ...), which it reads every
-    /// container's tags under (a Chorus addition: Apple's key spaces are the formats' own, ID3,
-    /// iTunes, QuickTime, whose keys FFmpeg does not keep).
+    /// container's tags under, and "artwork" for the container's pictures, which FFmpeg reads
+    /// as streams rather than tags (a Chorus addition: Apple's key spaces are the formats' own,
+    /// ID3, iTunes, QuickTime, whose keys FFmpeg does not keep).
     public static let ffmpeg = AVMetadataKeySpace("ffmpeg")
 }
 
@@ -91,7 +92,13 @@ public struct AVMetadataIdentifier: RawRepresentable, Hashable, Sendable {
 /// tag's text, and `numberValue` and `dateValue` are that text read as a number or a date where
 /// it is one. `AVAsset.metadata` holds one item per tag, in the `.ffmpeg` key space;
 /// `AVAsset.commonMetadata` those tags that have a common key, in the `.common` key space.
-/// Cover art is not read: no item has `.commonKeyArtwork`, and `dataValue` is nil.
+///
+/// Cover art (an MP3's ID3 `APIC` frames, an M4A's `covr` atom, FLAC's and Ogg's `PICTURE`
+/// blocks, a Matroska file's picture attachments) follows the tags in both, one item per
+/// picture with `commonKey` `.commonKeyArtwork` (`common/artwork` and `ffmpeg/artwork`):
+/// `dataValue` and `value` are the picture's bytes as the file holds them, `dataType` says
+/// whether they are a JPEG or a PNG, and `stringValue` is nil. A picture larger than
+/// `MediaSource.maximumPictureBytes` (16 MiB) is left out.
 public final class AVMetadataItem: Sendable, CustomStringConvertible {
     /// The key space and key as one (`common/title`).
     public let identifier: AVMetadataIdentifier?
@@ -105,30 +112,61 @@ public final class AVMetadataItem: Sendable, CustomStringConvertible {
     let keyName: String
     /// The common key the item stands for, when it has one.
     public let commonKey: AVMetadataKey?
-    /// The tag's text.
-    private let text: String
+    /// The kind of value the item holds, one of CoreMedia's `kCMMetadataBaseDataType_`
+    /// names: for a picture, `kCMMetadataBaseDataType_JPEG` or `kCMMetadataBaseDataType_PNG`
+    /// (`kCMMetadataBaseDataType_RawData` for any other kind of picture); nil for a tag's text,
+    /// as FFmpeg does not say how the container typed it (Apple's reports none for ID3's text
+    /// frames either).
+    public let dataType: String?
+    /// What the item holds: a tag's text, or a picture's bytes.
+    private let content: Content
     /// The media the item was read from: what `load(_:)` hands its properties.
     private let info: MediaInfo
+
+    /// An item's value, as read from the container.
+    private enum Content: Sendable {
+        case text(String)
+        case picture(Data)
+    }
 
     init(tag: MetadataTag, keySpace: AVMetadataKeySpace, key: String, info: MediaInfo) {
         self.keySpace = keySpace
         keyName = key
         identifier = AVMetadataIdentifier(keySpace: keySpace, key: key)
         commonKey = Self.commonKeys[tag.key.lowercased()]
-        text = tag.value
+        content = .text(tag.value)
+        dataType = nil
         self.info = info
     }
 
-    /// The value, the tag's text as a `String`; typed `Sendable` where Apple's is an object,
-    /// as `key` is, so that `item.value as? String` reads it here too.
-    public var value: (any Sendable)? { text }
+    /// The item for `picture`, under the common artwork key, in `keySpace`.
+    init(picture: AttachedPicture, keySpace: AVMetadataKeySpace, info: MediaInfo) {
+        self.keySpace = keySpace
+        keyName = AVMetadataKey.commonKeyArtwork.rawValue
+        identifier = AVMetadataIdentifier(keySpace: keySpace, key: keyName)
+        commonKey = .commonKeyArtwork
+        content = .picture(picture.data)
+        dataType = Self.dataType(ofPicture: picture.data)
+        self.info = info
+    }
 
-    /// The tag's text.
+    /// The value: the tag's text as a `String`, or the picture's bytes as `Data`; typed
+    /// `Sendable` where Apple's is an object, as `key` is, so that `item.value as? String`
+    /// and `item.value as? Data` read it here too.
+    public var value: (any Sendable)? {
+        switch content {
+        case .text(let text): return text
+        case .picture(let data): return data
+        }
+    }
+
+    /// The tag's text; nil for a picture.
     public var stringValue: String? { text }
 
-    /// The text read as a number, when it is one whole ("2024", "0.5"); nil otherwise ("3/12").
+    /// The text read as a number, when it is one whole ("2024", "0.5"); nil otherwise ("3/12"),
+    /// and for a picture.
     public var numberValue: NSNumber? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard let trimmed = text?.trimmingCharacters(in: .whitespaces) else { return nil }
         if let whole = Int64(trimmed) { return NSNumber(value: whole) }
         if let real = Double(trimmed), real.isFinite { return NSNumber(value: real) }
         return nil
@@ -136,11 +174,21 @@ public final class AVMetadataItem: Sendable, CustomStringConvertible {
 
     /// The text read as a date, when it is an ISO 8601 date or date and time, or a year
     /// ("2024", "2024-05-01", "2024-05-01T12:30:00Z", as FFmpeg writes `creation_time`); nil
-    /// otherwise. A date without a zone is taken as UTC.
-    public var dateValue: Date? { Self.date(from: text.trimmingCharacters(in: .whitespaces)) }
+    /// otherwise, and for a picture. A date without a zone is taken as UTC.
+    public var dateValue: Date? { text.flatMap { Self.date(from: $0.trimmingCharacters(in: .whitespaces)) } }
 
-    /// Binary data; nil, since every value read here is text.
-    public var dataValue: Data? { nil }
+    /// A picture's bytes, encoded as the file holds them (see `dataType`); nil for a tag's
+    /// text, as for Apple's text items.
+    public var dataValue: Data? {
+        if case .picture(let data) = content { return data }
+        return nil
+    }
+
+    /// The tag's text, when the item is a tag.
+    private var text: String? {
+        if case .text(let text) = content { return text }
+        return nil
+    }
 
     /// The item's time in its asset: every item here applies to the whole asset.
     public var time: CMTime { .invalid }
@@ -148,7 +196,10 @@ public final class AVMetadataItem: Sendable, CustomStringConvertible {
     public var duration: CMTime { .invalid }
 
     public var description: String {
-        "AVMetadataItem(\(identifier?.rawValue ?? "?") = \"\(text)\")"
+        switch content {
+        case .text(let text): return "AVMetadataItem(\(identifier?.rawValue ?? "?") = \"\(text)\")"
+        case .picture(let data): return "AVMetadataItem(\(identifier?.rawValue ?? "?") = \(data.count) bytes, \(dataType ?? "?"))"
+        }
     }
 
     /// The items of `metadataItems` with `identifier`, in their order.
@@ -193,19 +244,33 @@ public final class AVMetadataItem: Sendable, CustomStringConvertible {
         "copyright": .commonKeyCopyrights, "encoder": .commonKeySoftware, "language": .commonKeyLanguage,
     ]
 
-    /// The items for `info`'s tags: all of them in the `.ffmpeg` key space.
+    /// The items for `info`'s tags, then for its pictures: all of them in the `.ffmpeg` key
+    /// space.
     static func metadata(of info: MediaInfo) -> [AVMetadataItem] {
         info.metadata.map { AVMetadataItem(tag: $0, keySpace: .ffmpeg, key: $0.key, info: info) }
+            + info.pictures.map { AVMetadataItem(picture: $0, keySpace: .ffmpeg, info: info) }
     }
 
     /// The items for `info`'s tags that have a common key, in the `.common` key space; the
-    /// first of two tags with the same common key (`date` and `creation_time`) only.
+    /// first of two tags with the same common key (`date` and `creation_time`) only. Then
+    /// one for each of its pictures: a file may hold several (a front and a back cover), and
+    /// each is artwork.
     static func commonMetadata(of info: MediaInfo) -> [AVMetadataItem] {
         var seen = Set<AVMetadataKey>()
-        return info.metadata.compactMap { tag in
+        let tags = info.metadata.compactMap { tag -> AVMetadataItem? in
             guard let common = commonKeys[tag.key.lowercased()], seen.insert(common).inserted else { return nil }
             return AVMetadataItem(tag: tag, keySpace: .common, key: common.rawValue, info: info)
         }
+        return tags + info.pictures.map { AVMetadataItem(picture: $0, keySpace: .common, info: info) }
+    }
+
+    /// The kind of picture `data` is, by its first bytes (JPEG's start-of-image marker, PNG's
+    /// signature): those are what a decoder goes by, where the label a tagger wrote (ID3's
+    /// MIME type, MP4's type code, and FFmpeg's codec taken from them) can be wrong.
+    static func dataType(ofPicture data: Data) -> String {
+        if data.starts(with: [0xFF, 0xD8, 0xFF]) { return kCMMetadataBaseDataType_JPEG }
+        if data.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return kCMMetadataBaseDataType_PNG }
+        return kCMMetadataBaseDataType_RawData
     }
 
     /// `text` as a date: a year, a date, or a date and time in ISO 8601.
@@ -247,13 +312,14 @@ extension AVPartialAsyncProperty where Root == AVMetadataItem {
 }
 
 extension AVAsset {
-    /// The asset's metadata in the common key space (title, artist, album, creation date, ...),
-    /// loading the asset first if need be (blocking, as `duration`); empty when it cannot be
-    /// opened. New code awaits `load(.commonMetadata)`.
+    /// The asset's metadata in the common key space (title, artist, album, creation date, ...,
+    /// and its cover art), loading the asset first if need be (blocking, as `duration`); empty
+    /// when it cannot be opened. New code awaits `load(.commonMetadata)`.
     public var commonMetadata: [AVMetadataItem] { infoLoadingSynchronously().map(AVMetadataItem.commonMetadata(of:)) ?? [] }
 
-    /// All of the asset's metadata, one item per tag of its container (see `AVMetadataItem`),
-    /// loading the asset first if need be (blocking, as `duration`).
+    /// All of the asset's metadata, one item per tag of its container and per picture it
+    /// carries (see `AVMetadataItem`), loading the asset first if need be (blocking, as
+    /// `duration`).
     public var metadata: [AVMetadataItem] { infoLoadingSynchronously().map(AVMetadataItem.metadata(of:)) ?? [] }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import MediaClock
 
 /// The kind of data a track carries.
@@ -114,6 +115,14 @@ public struct MediaInfo: Sendable, Equatable {
     /// ones (`MediaSource.streamOnlyTags`).
     public var metadata: [MetadataTag] = []
 
+    /// The pictures the container carries with the work, its cover art (an MP3's ID3 `APIC`
+    /// frames, an M4A's `covr` atom, FLAC's and Ogg's `PICTURE` blocks, Matroska's picture
+    /// attachments), in stream order:
+    /// those of `tracks` that are attached pictures, each within
+    /// `MediaSource.maximumPictureBytes`, while together within
+    /// `MediaSource.maximumPicturesBytes`.
+    public var pictures: [AttachedPicture] = []
+
     /// Whether there is something this player can render: sound, or pictures (an item
     /// without sound plays silence for its length, so that it keeps a timeline).
     public var isPlayable: Bool { preferredAudioTrack != nil || preferredVideoTrack != nil }
@@ -131,5 +140,23 @@ public struct MetadataTag: Sendable, Equatable {
     public init(key: String, value: String) {
         self.key = key
         self.value = value
+    }
+}
+
+/// One picture a container carries with the work, such as its front cover: FFmpeg presents it
+/// as a stream of one picture (`TrackInfo.isAttachedPicture`), whose bytes it reads when the
+/// input is opened.
+public struct AttachedPicture: Sendable, Equatable {
+    /// FFmpeg's index of the picture's stream.
+    public var streamIndex: Int
+    /// FFmpeg's name for the picture's codec ("mjpeg", "png", ...), as the container labels it.
+    public var codec: String
+    /// The picture as the container holds it, encoded: the bytes of a JPEG or PNG file.
+    public var data: Data
+
+    public init(streamIndex: Int, codec: String, data: Data) {
+        self.streamIndex = streamIndex
+        self.codec = codec
+        self.data = data
     }
 }

@@ -27,6 +27,17 @@ public final class MediaSource: @unchecked Sendable {
     /// item within about ten seconds, well inside the decoded sound a listener would miss.
     public static let reconnectLimit: Duration = .seconds(4)
 
+    /// The largest embedded picture (cover art) whose bytes are kept, in bytes: 16 MiB, about
+    /// the most a FLAC `PICTURE` block can hold (its length is 24 bits) and far more than a
+    /// real cover needs (a 3000×3000 JPEG is a few MiB). The bytes are copied each time the
+    /// item is opened and kept with its description for as long as the asset lives; a
+    /// "picture" past this is more likely a damaged or hostile file than art, so it is left out.
+    public static let maximumPictureBytes = 16 << 20
+    /// The most bytes of embedded pictures kept for one item, in bytes: 32 MiB, a few
+    /// generous covers. Pictures past it are left out, in stream order, so that a file of
+    /// many pictures cannot make every opening of it copy without bound.
+    public static let maximumPicturesBytes = 32 << 20
+
     /// Schemes FFmpeg is asked to open; anything else is refused before FFmpeg sees it.
     static let networkSchemes: Set<String> = ["http", "https", "rtsp", "rtp", "udp", "tcp", "hls", "rtmp", "ftp"]
 
@@ -275,7 +286,28 @@ public final class MediaSource: @unchecked Sendable {
             url: url, duration: duration, startTime: start, formatName: formatName, tracks: tracks,
             isSeekable: seekable, preferredAudioTrack: preferred.flatMap { decoderExists(for: $0) ? $0 : nil },
             preferredVideoTrack: video.flatMap { decoderExists(for: $0) ? $0 : nil },
-            metadata: tags(of: context, audioStream: preferred?.streamIndex))
+            metadata: tags(of: context, audioStream: preferred?.streamIndex),
+            pictures: pictures(of: context, tracks: tracks))
+    }
+
+    /// A copy of the bytes of each attached picture among `tracks` (the encoded picture FFmpeg
+    /// read into the stream's `attached_pic` when it opened the input), but for those past
+    /// `maximumPictureBytes`, or past `maximumPicturesBytes` with those before them. Copied
+    /// here, as the context's own packet goes with the context.
+    static func pictures(of context: UnsafeMutablePointer<AVFormatContext>, tracks: [TrackInfo]) -> [AttachedPicture] {
+        var result: [AttachedPicture] = []
+        var total = 0
+        for track in tracks where track.isAttachedPicture {
+            guard track.streamIndex < Int(context.pointee.nb_streams), let stream = context.pointee.streams[track.streamIndex] else { continue }
+            // The packet's size is the length of the buffer FFmpeg filled; it is checked
+            // against the limits (and for a negative or empty one) before any byte is read.
+            let size = Int(stream.pointee.attached_pic.size)
+            guard size > 0, size <= maximumPictureBytes, total + size <= maximumPicturesBytes,
+                  let bytes = stream.pointee.attached_pic.data else { continue }
+            result.append(AttachedPicture(streamIndex: track.streamIndex, codec: track.codec, data: Data(bytes: bytes, count: size)))
+            total += size
+        }
+        return result
     }
 
     /// Tags that describe a stream rather than the work: a track's language, its handler's
