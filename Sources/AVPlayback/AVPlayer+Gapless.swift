@@ -81,7 +81,8 @@ extension AVPlayer {
         applySelectionCriteria(to: next.item, info: info)
         let source: MediaSource
         do throws(MediaError) {
-            source = try MediaSource(url: next.item.asset.location, audioStream: next.item.chosenAudioStream)
+            source = try MediaSource(url: next.item.asset.location, audioStream: next.item.chosenAudioStream,
+                                     variantLimit: next.item.variantLimit)
             source.gain = next.item.gain
         } catch {
             abandonSuccessor(token: next.token, openFailed: true)
@@ -219,7 +220,7 @@ extension AVPlayer {
         state.lastJoin = (next.item, CMTime(value: boundary - state.frameBase, timescale: sampleRate))
         state.frameBase = boundary
         state.item = next.item
-        state.soundStream = wantedSoundStream(of: next.item)
+        (state.soundStream, state.pictureStream) = wantedStreams(of: next.item)
         state.position = .zero
         state.pendingBoundary = next.continuedAt.map { boundary + $0 }
         state.decodedToEndSerial = next.decodedToEnd ? state.serial : -1

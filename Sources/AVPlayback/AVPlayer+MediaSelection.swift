@@ -22,9 +22,22 @@ extension AVPlayer {
 
     // MARK: - A new choice
 
-    /// The sound stream `item` should play: its choice, else the asset's default.
-    func wantedSoundStream(of item: AVPlayerItem) -> Int? {
-        item.chosenAudioStream ?? (item.loadedInfo ?? item.asset.loadedMediaInfo)?.preferredAudioTrack?.streamIndex
+    /// The sound stream `item` should play: its choice, else the asset's default, within
+    /// its variant limit (`wantedStreams(of:)`).
+    func wantedSoundStream(of item: AVPlayerItem) -> Int? { wantedStreams(of: item).sound }
+
+    /// The sound and picture streams `item` should play, as its source chooses them when
+    /// opened for its chosen sound and variant limit (`MediaInfo.playedTracks`), worked out
+    /// from the asset's description without opening anything.
+    func wantedStreams(of item: AVPlayerItem) -> (sound: Int?, pictures: Int?) {
+        guard let info = item.loadedInfo ?? item.asset.loadedMediaInfo else { return (item.chosenAudioStream, nil) }
+        let played = info.playedTracks(audioStream: item.chosenAudioStream, within: item.variantLimit)
+        return (played.audio?.streamIndex, played.video?.streamIndex)
+    }
+
+    /// The sound and picture streams `source` was opened for.
+    static func streams(of source: MediaSource) -> (sound: Int?, pictures: Int?) {
+        (source.info.preferredAudioTrack?.streamIndex, source.info.preferredVideoTrack?.streamIndex)
     }
 
     /// `item`'s choice for `characteristic` changed. Subtitles need nothing here: every text
@@ -35,25 +48,39 @@ extension AVPlayer {
         setupQueue.async { [weak self] in self?.reopenSound(of: item) }
     }
 
-    /// On the setup queue: reads `item`'s chosen sound from where the item stands, in place
-    /// of the sound it plays. The item's time, rate and state are kept; while the new reader
-    /// fills, the player waits (`.toMinimizeStalls`), as after a seek, but no time jump is
-    /// posted. A group's follower keeps its place on the group's timeline.
+    /// `item`'s variant limit changed (`preferredPeakBitRate`, `preferredMaximumResolution`).
+    /// When that makes another of an HLS master playlist's variants the one to play, it is
+    /// opened in the background and takes over from the time reached, as a chosen sound does;
+    /// anything else plays on untouched.
+    func variantLimitChanged(of item: AVPlayerItem) {
+        setupQueue.async { [weak self] in self?.reopenSound(of: item) }
+    }
+
+    /// On the setup queue: reads `item`'s wanted sound and pictures (`wantedStreams(of:)`)
+    /// from where the item stands, in place of those it plays, when they differ. The item's
+    /// time, rate and state are kept; while the new reader fills, the player waits
+    /// (`.toMinimizeStalls`), as after a seek, but no time jump is posted. A group's follower
+    /// keeps its place on the group's timeline. Another sound alone is read beside the
+    /// pictures, which play on; other pictures (another variant's) mean the whole item is
+    /// read anew from the time reached, as a seek there would, its pictures from the keyframe
+    /// before it.
     private func reopenSound(of item: AVPlayerItem) {
-        let wanted = wantedSoundStream(of: item)
-        let playing = state.withLockAnnotated { state -> Int?? in
+        let wanted = wantedStreams(of: item)
+        let playing = state.withLockAnnotated { state -> (sound: Int?, pictures: Int?)? in
             guard state.item === item, state.itemLoaded, state.format != nil else { return nil }
-            return .some(state.soundStream)
+            return (state.soundStream, state.pictureStream)
         }
         guard let playing, playing != wanted else { return }
         let source: MediaSource
         do throws(MediaError) {
-            source = try MediaSource(url: item.asset.location, audioStream: wanted)
+            source = try MediaSource(url: item.asset.location, audioStream: item.chosenAudioStream, variantLimit: item.variantLimit)
             source.gain = item.gain
         } catch {
-            playerLog.warning("the chosen sound of \(item.asset.location) cannot be opened (\(error)); the item plays on with the sound it had")
+            playerLog.warning("\(item.asset.location) cannot be opened for its chosen sound or variant (\(error)); the item plays on with what it had")
             return
         }
+        // Another variant's pictures: nothing of the old reading carries on.
+        let whole = Self.streams(of: source).pictures != playing.pictures
         var effects = Effects()
         let reading = state.withLockAnnotated { state -> (serial: Int, startFrame: Int64, followsOn: FollowOn?)? in
             guard state.item === item, state.itemLoaded, let format = state.format else { return nil }
@@ -78,7 +105,7 @@ extension AVPlayer {
                 // Playing at speed 1: the new sound follows on from the last frame written
                 // to the device, which plays what it holds meanwhile (`followsOn`).
                 // The render thread skips what it writes meanwhile (`followsOn`).
-                if state.rate == 1, !state.reversed, playedOn, written.isFinite, written >= 0 {
+                if !whole, state.rate == 1, !state.reversed, playedOn, written.isFinite, written >= 0 {
                     state.position = CMTime(value: Int64(written), timescale: Int32(format.sampleRate))
                     followsOn = writtenRun
                 }
@@ -90,10 +117,16 @@ extension AVPlayer {
         effects.run(on: eventQueue)
         guard let reading else { return }
         do throws(MediaError) {
-            // The pictures, if shown, read on: only the sound is read anew.
-            try engine.reloadSound(source: source, serial: reading.serial, startFrame: reading.startFrame,
-                                   forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues,
-                                   onEvent: readerEvents(of: item))
+            if whole {
+                try engine.load(source: source, serial: reading.serial, startFrame: reading.startFrame, start: false,
+                                forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues,
+                                onEvent: readerEvents(of: item))
+            } else {
+                // The pictures, if shown, read on: only the sound is read anew.
+                try engine.reloadSound(source: source, serial: reading.serial, startFrame: reading.startFrame,
+                                       forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues,
+                                       onEvent: readerEvents(of: item))
+            }
         } catch {
             playerLog.warning("the chosen sound of \(item.asset.location) cannot be read (\(error))")
             eventQueue.async { item.failed(error) }
@@ -102,7 +135,7 @@ extension AVPlayer {
         applyVolume()
         let current = state.withLockAnnotated { state -> Bool in
             guard state.item === item, let format = state.format else { return false }
-            state.soundStream = source.info.preferredAudioTrack?.streamIndex
+            (state.soundStream, state.pictureStream) = Self.streams(of: source)
             // Reversed, or moved meanwhile: the reader goes where the player now stands.
             if state.serial != reading.serial || state.rate < 0 {
                 let frame = state.rate > 0 ? readerStartFrameLocked(&state, format: format) : frames(of: state.position, format: format)
@@ -112,7 +145,7 @@ extension AVPlayer {
             // one's first block comes, and the new one goes on from the frame after it (or,
             // on a schedule, from where the timeline then stands). Only a player that moved
             // or turned meanwhile starts afresh.
-            let followsOn = state.serial == reading.serial && state.rate >= 0
+            let followsOn = !whole && state.serial == reading.serial && state.rate >= 0
             applyModeLocked(&state, flush: !followsOn, followsOn: followsOn ? reading.followsOn : nil)
             if !successorsWantedLocked(&state).isEmpty { engine.expectSuccessor(true) }
             return true
@@ -120,8 +153,8 @@ extension AVPlayer {
         guard current else { return }
         engine.startReader()
         refreshSuccessors()
-        // Chosen again while this one opened.
-        if wantedSoundStream(of: item) != source.info.preferredAudioTrack?.streamIndex {
+        // Chosen again, or limited again, while this one opened.
+        if wantedStreams(of: item) != Self.streams(of: source) {
             mediaSelectionChanged(of: item, characteristic: .audible)
         }
     }

@@ -532,17 +532,20 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 self.eventQueue.async { self.itemFailedToLoad(item, error) }
             case .success(let info):
                 self.applySelectionCriteria(to: item, info: info)
-                // The playback source is the load's own when this player started the load
-                // (and the sound chosen is the one it opened with): a network item is then
-                // fetched and probed once. Otherwise it is a second, independent demuxer, as
-                // the asset's description is shared by every item of the asset.
+                // The playback source is the load's own when this player started the load,
+                // its tracks chosen again for the item's sound and variant limit (nothing has
+                // read it yet): a network item is then fetched and probed once. Otherwise it
+                // is a second, independent demuxer, as the asset's description is shared by
+                // every item of the asset.
                 let wanted = item.chosenAudioStream
+                let limit = item.variantLimit
                 let source: Result<MediaSource, MediaError>
                 do throws(MediaError) {
-                    if let spare = item.asset.takeSpareSource(), wanted == nil || wanted == spare.info.preferredAudioTrack?.streamIndex {
+                    if let spare = item.asset.takeSpareSource() {
+                        spare.choose(audioStream: wanted, variantLimit: limit)
                         source = .success(spare)
                     } else {
-                        source = .success(try MediaSource(url: item.asset.location, audioStream: wanted))
+                        source = .success(try MediaSource(url: item.asset.location, audioStream: wanted, variantLimit: limit))
                     }
                 } catch {
                     source = .failure(error)
@@ -579,8 +582,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             eventQueue.async { item.failed(.noPlayableTrack(url: info.url)) }
             return
         }
-        // An item without sound plays silence in the output's own format.
-        let track = info.preferredAudioTrack
+        // An item without sound plays silence in the output's own format. The source's sound,
+        // not the asset's: a chosen language or variant may be another track.
+        let track = source.info.preferredAudioTrack
         let preferred = AudioFormat(sampleRate: track?.sampleRate ?? AudioFormat.fallback.sampleRate,
                                     channels: min(max(track?.channels ?? 2, 1), AudioFormat.maximumChannels))
         let format: AudioFormat
@@ -640,7 +644,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             guard state.item === item else { return false }
             state.itemLoaded = true
             state.soundStream = source.info.preferredAudioTrack?.streamIndex
-            state.silentItemClock = info.preferredAudioTrack == nil ? hostClock : nil
+            state.pictureStream = source.info.preferredVideoTrack?.streamIndex
+            state.silentItemClock = source.info.preferredAudioTrack == nil ? hostClock : nil
             // A seek or scheduled start made while the reader was being opened has a newer
             // serial than the reader was started with: move the reader there too.
             if state.serial != reading.serial {
@@ -662,8 +667,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         engine.startReader()
         // A queue's next item opens now, to follow this one without a gap.
         refreshSuccessors()
-        // A sound chosen while the item was being opened is taken up now.
-        if wantedSoundStream(of: item) != source.info.preferredAudioTrack?.streamIndex {
+        // A sound chosen, or a variant limit set, while the item was being opened is taken up now.
+        if wantedStreams(of: item) != Self.streams(of: source) {
             mediaSelectionChanged(of: item, characteristic: .audible)
         }
     }
@@ -1161,12 +1166,18 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         let index = live.current.map { $0.segment(holding: seconds).index } ?? -HLSLiveWindow.defaultStartFromEnd
         let url = item.asset.location
         let soundStream = state.soundStream
+        let limit = item.variantLimit
         setupQueue.async { [weak self] in
             guard let self, self.state.withLockAnnotated({ $0.serial == serial && $0.item === item }) else { return }
             do throws(MediaError) {
-                let source = try MediaSource(url: url, audioStream: soundStream, liveStartIndex: index)
+                let source = try MediaSource(url: url, audioStream: soundStream, variantLimit: limit, liveStartIndex: index)
                 source.gain = item.gain
-                guard self.state.withLockAnnotated({ $0.serial == serial && $0.item === item }) else { return }
+                let current = self.state.withLockAnnotated { state -> Bool in
+                    guard state.serial == serial && state.item === item else { return false }
+                    (state.soundStream, state.pictureStream) = Self.streams(of: source)
+                    return true
+                }
+                guard current else { return }
                 try engine.load(source: source, serial: serial, startFrame: frame, start: false, forwardBuffer: Self.forwardBuffer(of: item),
                                 subtitles: item.subtitleCues, onEvent: readerEvents(of: item))
                 engine.startReader()
@@ -1414,6 +1425,9 @@ struct PlayerState {
     var positioned = false
     /// The sound stream the current item's reader plays (FFmpeg's index), once loaded.
     var soundStream: Int?
+    /// The picture stream the current item's source was opened for (FFmpeg's index; nil
+    /// without pictures), once loaded: another variant's means opening the item again.
+    var pictureStream: Int?
     /// The player's standing choices per characteristic (`setMediaSelectionCriteria`).
     var selectionCriteria: [AVMediaCharacteristic: AVPlayerMediaSelectionCriteria] = [:]
     var appliesSelectionCriteria = true

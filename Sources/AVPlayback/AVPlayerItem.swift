@@ -385,8 +385,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
 
     // MARK: - Network and variant settings
 
-    /// The settings of this section: apart from `state` so that they stay in one place, and
-    /// because nothing in the pipeline reads them yet.
+    /// The settings of this section: apart from `state` so that they stay in one place.
     private struct NetworkSettings {
         var preferredPeakBitRate: Double = 0
         var preferredMaximumResolution = CGSize.zero
@@ -404,20 +403,58 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// The most bits per second the item should use from an HLS master playlist's variants;
-    /// 0, the default, for no limit. Kept and observable as Apple's, but not yet applied:
-    /// FFmpeg's HLS demuxer opens the variants itself, and the player plays the sound it
-    /// judges best, whatever this says.
+    /// 0, the default, for no limit.
+    ///
+    /// With a limit, the item plays one variant: of those whose `BANDWIDTH` is within it
+    /// (and whose pictures fit `preferredMaximumResolution`), the one of highest bandwidth;
+    /// when none is, the one of lowest bandwidth. Its sound is the chosen one (media
+    /// selection) if the variant carries it, else the variant's sound in the same language,
+    /// so a choice of language holds; a chosen sound narrows the variants to those that
+    /// carry it or its language. The variants not chosen are not fetched. Unlike Apple's
+    /// players, Chorus does not measure the network and move between variants by itself:
+    /// the choice is made when the item is opened and again whenever this or
+    /// `preferredMaximumResolution` changes while it plays, when another variant is then
+    /// the one to play, which takes over from the time reached after a moment's wait, as a
+    /// chosen sound does (another variant's pictures restart from the keyframe before).
+    /// Without a limit (nor a resolution limit), FFmpeg's choice stands: the first variant
+    /// listed, of those alike. Other media ignore it.
     open var preferredPeakBitRate: Double {
         get { networkSettings.withLockAnnotated { $0.preferredPeakBitRate } }
-        set { set(\.preferredPeakBitRate, to: newValue, observed: \AVPlayerItem.preferredPeakBitRate) }
+        set {
+            set(\.preferredPeakBitRate, to: newValue, observed: \AVPlayerItem.preferredPeakBitRate)
+            player?.variantLimitChanged(of: self)
+        }
     }
 
-    /// The largest picture the item should choose among an HLS master playlist's variants;
-    /// `.zero`, the default, for no limit. Kept and observable, not yet applied, as
-    /// `preferredPeakBitRate`.
+    /// The largest picture, in pixels, the item should choose among an HLS master
+    /// playlist's variants; `.zero`, the default, for no limit (a dimension of zero limits
+    /// only the other). A variant fits when its video's width and height are both within
+    /// it; a variant without pictures fits any. Applied with `preferredPeakBitRate`, by the
+    /// rules and at the times said there: the chosen variant is the one of highest bandwidth
+    /// among those that fit both, else the lowest.
     open var preferredMaximumResolution: CGSize {
         get { networkSettings.withLockAnnotated { $0.preferredMaximumResolution } }
-        set { set(\.preferredMaximumResolution, to: newValue, observed: \AVPlayerItem.preferredMaximumResolution) }
+        set {
+            set(\.preferredMaximumResolution, to: newValue, observed: \AVPlayerItem.preferredMaximumResolution)
+            player?.variantLimitChanged(of: self)
+        }
+    }
+
+    /// `preferredPeakBitRate` and `preferredMaximumResolution` as the pipeline takes them:
+    /// whole bits per second and pixels, a limit below one rounded up to one (a limit that
+    /// allows nothing still chooses the lowest variant), anything not finite and positive
+    /// none.
+    var variantLimit: VariantLimit {
+        let (rate, size) = networkSettings.withLockAnnotated { ($0.preferredPeakBitRate, $0.preferredMaximumResolution) }
+        return VariantLimit(bitsPerSecond: Self.wholeLimit(rate), width: Self.wholeLimit(Double(size.width)),
+                            height: Self.wholeLimit(Double(size.height)))
+    }
+
+    /// `value` as a whole limit: 0 (none) unless finite and positive, else at least 1, at
+    /// most `Int32.max` (no bandwidth or picture size comes near it).
+    private static func wholeLimit(_ value: Double) -> Int {
+        guard value.isFinite, value > 0 else { return 0 }
+        return Int(min(max(value.rounded(.down), 1), Double(Int32.max)))
     }
 
     /// Whether a paused live stream keeps loading so that playing again resumes at once;

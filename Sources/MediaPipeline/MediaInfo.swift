@@ -101,11 +101,13 @@ public struct MediaInfo: Sendable, Equatable {
     public var isSeekable: Bool
 
     /// The track Chorus renders as sound: FFmpeg's pick of the best audio stream, or the
-    /// one chosen when the input was opened (`MediaSource(url:audioStream:)`).
+    /// one chosen when the input was opened (`MediaSource(url:audioStream:variantLimit:)`,
+    /// by `playedTracks(audioStream:within:)`).
     public var preferredAudioTrack: TrackInfo?
 
     /// The track Chorus shows as pictures: FFmpeg's pick of the best moving video stream
-    /// (cover art is not one) whose decoder is present.
+    /// (cover art is not one) whose decoder is present, or the chosen variant's when the
+    /// input was opened with a variant limit.
     public var preferredVideoTrack: TrackInfo?
 
     /// The container's tags (title, artist, album, date, genre, track, ...), in the order
@@ -122,6 +124,9 @@ public struct MediaInfo: Sendable, Equatable {
     /// `MediaSource.maximumPictureBytes`, while together within
     /// `MediaSource.maximumPicturesBytes`.
     public var pictures: [AttachedPicture] = []
+    /// The variants of an HLS master playlist, in its order (`HLSVariant`); empty for any
+    /// other input. What `playedTracks(audioStream:within:)` chooses among.
+    public var variants: [HLSVariant] = []
 
     /// Whether there is something this player can render: sound, or pictures (an item
     /// without sound plays silence for its length, so that it keeps a timeline).

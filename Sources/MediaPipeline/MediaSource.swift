@@ -42,7 +42,14 @@ public final class MediaSource: @unchecked Sendable {
     static let networkSchemes: Set<String> = ["http", "https", "rtsp", "rtp", "udp", "tcp", "hls", "rtmp", "ftp"]
 
     public let url: String
-    public let info: MediaInfo
+    /// What the input holds, with the tracks to play in `preferredAudioTrack` and
+    /// `preferredVideoTrack` (see `choose(audioStream:variantLimit:)`).
+    public private(set) var info: MediaInfo
+    /// The variant limit the tracks to play were chosen under: what a reader that opens the
+    /// same item again (pictures for a display that came later, reverse play) opens it with.
+    public private(set) var variantLimit: VariantLimit = .none
+    /// `info` as described, before any choice: FFmpeg's own tracks.
+    private let described: MediaInfo
     /// The stream time of the first packet this opening read (the container's start time):
     /// where a live stream's item time stood when it was opened here.
     public let openedAt: CMTime
@@ -64,8 +71,11 @@ public final class MediaSource: @unchecked Sendable {
     ///
     /// `audioStream` chooses the sound by FFmpeg stream index (an item's chosen language);
     /// nil, or an index that is not a decodable audio stream, keeps FFmpeg's own choice.
-    public convenience init(url: String, audioStream: Int? = nil) throws(MediaError) {
-        try self.init(url: url, audioStream: audioStream, allowedSegmentExtensions: nil)
+    /// `variantLimit`, for an HLS master playlist, chooses the variant whose sound and
+    /// pictures play (`MediaInfo.playedTracks(audioStream:within:)`); the others are never
+    /// fetched once reading begins.
+    public convenience init(url: String, audioStream: Int? = nil, variantLimit: VariantLimit = .none) throws(MediaError) {
+        try self.init(url: url, audioStream: audioStream, allowedSegmentExtensions: nil, variantLimit: variantLimit)
     }
 
     /// As `init(url:audioStream:)`; `allowedSegmentExtensions`, for an HLS media playlist,
@@ -74,8 +84,9 @@ public final class MediaSource: @unchecked Sendable {
     /// it has its subtitle renditions added to its tracks.
     /// Opens a live HLS stream at segment `liveStartIndex` of its playlist as it stands now
     /// (FFmpeg's `live_start_index`; negative counts from the end).
-    public convenience init(url: String, audioStream: Int? = nil, liveStartIndex: Int) throws(MediaError) {
-        try self.init(url: url, audioStream: audioStream, allowedSegmentExtensions: nil, liveStartIndex: liveStartIndex)
+    public convenience init(url: String, audioStream: Int? = nil, variantLimit: VariantLimit = .none, liveStartIndex: Int) throws(MediaError) {
+        try self.init(url: url, audioStream: audioStream, allowedSegmentExtensions: nil, liveStartIndex: liveStartIndex,
+                      variantLimit: variantLimit)
     }
 
     /// The certificate authorities TLS servers are checked against instead of the system's:
@@ -106,7 +117,8 @@ public final class MediaSource: @unchecked Sendable {
         }
     }
 
-    init(url: String, audioStream: Int? = nil, allowedSegmentExtensions: String?, liveStartIndex: Int? = nil) throws(MediaError) {
+    init(url: String, audioStream: Int? = nil, allowedSegmentExtensions: String?, liveStartIndex: Int? = nil,
+         variantLimit: VariantLimit = .none) throws(MediaError) {
         self.url = url
         let target = try Self.resolve(url)
         // FFmpeg prints to stderr by default; every failure is reported through MediaError.
@@ -171,13 +183,24 @@ public final class MediaSource: @unchecked Sendable {
         if described.isLiveHLS { described.startTime = .zero }
         if allowedSegmentExtensions == nil, described.formatName == "hls", HLSRenditions.isMasterPlaylist(context) {
             described.tracks += HLSRenditions.subtitleTracks(of: target, interrupt: context.pointee.interrupt_callback)
+            described.variants = HLSVariant.variants(of: context)
         }
-        if let audioStream, let chosen = described.tracks.first(where: { $0.streamIndex == audioStream && $0.kind == .audio }),
-           Self.decoderExists(for: chosen) {
-            described.preferredAudioTrack = chosen
-        }
+        self.described = described
         info = described
+        choose(audioStream: audioStream, variantLimit: variantLimit)
         state.arm(deadline: nil)
+    }
+
+    /// Chooses the tracks to play again, from those FFmpeg chose at the open: the sound
+    /// `audioStream` (nil: FFmpeg's) within `variantLimit`, as the initialiser does
+    /// (`MediaInfo.playedTracks(audioStream:within:)`). For a source opened by someone who
+    /// did not know the choice (an asset's load, kept for its first item), before it is
+    /// read: a demuxer discards the streams it is not given when it is made.
+    package func choose(audioStream: Int?, variantLimit: VariantLimit) {
+        let played = described.playedTracks(audioStream: audioStream, within: variantLimit)
+        info.preferredAudioTrack = played.audio
+        info.preferredVideoTrack = played.video
+        self.variantLimit = variantLimit
     }
 
     deinit {

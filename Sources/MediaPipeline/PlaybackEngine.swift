@@ -234,12 +234,14 @@ public final class PlaybackEngine: Sendable {
     /// Makes a pictures' reader with a demuxer of its own, for an item whose sound is already
     /// under way. A failure here costs the pictures, never the sound: it is kept for
     /// `lastVideoError` and reported through `onEvent`.
-    private func loadVideo(url: String, serial: Int, startFrame: Int64, sampleRate: Int, item: Int,
-                           onEvent: (@Sendable (VideoReaderEvent) -> Void)?) {
+    /// The item is opened as `url` was, for the sound `audioStream` within `variantLimit`, so
+    /// that its pictures are those of the variant the sound is read from.
+    private func loadVideo(url: String, audioStream: Int?, variantLimit: VariantLimit, serial: Int, startFrame: Int64,
+                           sampleRate: Int, item: Int, onEvent: (@Sendable (VideoReaderEvent) -> Void)?) {
         guard videoWanted.load(ordering: .acquiring), let queue = videoQueue else { return }
         let startNanoseconds = Self.nanoseconds(ofFrame: startFrame, sampleRate: sampleRate)
         do throws(MediaError) {
-            let source = try MediaSource(url: url)
+            let source = try MediaSource(url: url, audioStream: audioStream, variantLimit: variantLimit)
             let reader = try VideoReader(source: source, queue: queue, serial: serial, startNanoseconds: startNanoseconds, item: item) { [weak self] event in
                 if case .failed(_, let error) = event { self?.parts.withLockAnnotated { $0.videoError = error } }
                 onEvent?(event)
@@ -313,7 +315,9 @@ public final class PlaybackEngine: Sendable {
     public func loadVideoForCurrentItem(serial: Int, startFrame: Int64) {
         let (reader, hasVideo, rate, item) = parts.withLockAnnotated { ($0.reader, $0.videoReader != nil, $0.output?.format.sampleRate, $0.currentNumber) }
         guard let reader, !hasVideo, let rate, reader.source.info.preferredVideoTrack != nil else { return }
-        loadVideo(url: reader.source.url, serial: serial, startFrame: startFrame, sampleRate: rate, item: item, onEvent: onVideoEvent)
+        loadVideo(url: reader.source.url, audioStream: reader.source.info.preferredAudioTrack?.streamIndex,
+                  variantLimit: reader.source.variantLimit, serial: serial, startFrame: startFrame, sampleRate: rate, item: item,
+                  onEvent: onVideoEvent)
     }
 
     /// Stops the current item's pictures, and those of the items queued to follow it,
@@ -428,7 +432,8 @@ public final class PlaybackEngine: Sendable {
         parts.withLockAnnotated { parts -> ReverseAudioReader? in
             if let existing = parts.reverseReader { return existing }
             guard let reader = parts.reader, let ring = parts.renderer?.ring, let events = parts.readerEvents else { return nil }
-            let made = ReverseAudioReader(url: reader.source.url, audioStream: reader.source.info.preferredAudioTrack?.streamIndex, ring: ring, item: parts.currentNumber,
+            let made = ReverseAudioReader(url: reader.source.url, audioStream: reader.source.info.preferredAudioTrack?.streamIndex,
+                                          variantLimit: reader.source.variantLimit, ring: ring, item: parts.currentNumber,
                                           gain: reader.source.gain, gainTrackID: reader.source.info.preferredAudioTrack?.trackID, onEvent: events)
             parts.reverseReader = made
             return made
@@ -441,7 +446,8 @@ public final class PlaybackEngine: Sendable {
         return parts.withLockAnnotated { parts -> ReverseVideoReader? in
             if let existing = parts.reverseVideoReader { return existing }
             guard let video = parts.videoReader, let queue = videoQueue else { return nil }
-            let made = ReverseVideoReader(url: video.source.url, queue: queue, item: parts.currentNumber) { event in handler?(event) }
+            let made = ReverseVideoReader(url: video.source.url, audioStream: video.source.info.preferredAudioTrack?.streamIndex,
+                                          variantLimit: video.source.variantLimit, queue: queue, item: parts.currentNumber) { event in handler?(event) }
             parts.reverseVideoReader = made
             return made
         }

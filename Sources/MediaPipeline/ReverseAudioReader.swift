@@ -39,6 +39,8 @@ public final class ReverseAudioReader: @unchecked Sendable {
     private let url: String
     /// The sound stream to read (the item's chosen language); nil for FFmpeg's choice.
     private let audioStream: Int?
+    /// The variant limit the item was opened with (an HLS master playlist's).
+    private let variantLimit: VariantLimit
     private let ring: AudioRing
     private let item: Int
     private let onEvent: @Sendable (AudioReaderEvent) -> Void
@@ -63,10 +65,11 @@ public final class ReverseAudioReader: @unchecked Sendable {
     /// A reverse reader for the item at `url`, writing into `ring` blocks tagged with item
     /// number `item`; `onEvent` as for `AudioReader` (its frames in the ring's reversed count).
     /// `gain` is the item's audio mix, its curve for track `gainTrackID` applied to the sound read.
-    public init(url: String, audioStream: Int? = nil, ring: AudioRing, item: Int, gain: ItemGain = ItemGain(), gainTrackID: Int32? = nil,
-                onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) {
+    public init(url: String, audioStream: Int? = nil, variantLimit: VariantLimit = .none, ring: AudioRing, item: Int,
+                gain: ItemGain = ItemGain(), gainTrackID: Int32? = nil, onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) {
         self.url = url
         self.audioStream = audioStream
+        self.variantLimit = variantLimit
         self.gain = gain
         self.gainTrackID = gainTrackID
         self.ring = ring
@@ -157,7 +160,7 @@ public final class ReverseAudioReader: @unchecked Sendable {
     private func openIfNeeded() -> Bool {
         if decoder != nil { return true }
         do throws(MediaError) {
-            let input = try MediaSource(url: url, audioStream: audioStream)
+            let input = try MediaSource(url: url, audioStream: audioStream, variantLimit: variantLimit)
             opened.withLockAnnotated { $0 = input }
             if stopping { input.interrupt() }
             guard let track = input.info.preferredAudioTrack else { throw .noPlayableTrack(url: url) }

@@ -35,6 +35,9 @@ public final class ReverseVideoReader: @unchecked Sendable {
     }
 
     private let url: String
+    /// The item's sound and variant limit: the pictures are those of the variant it plays.
+    private let audioStream: Int?
+    private let variantLimit: VariantLimit
     private let queue: VideoFrameQueue
     private let item: Int
     private let onEvent: @Sendable (VideoReaderEvent) -> Void
@@ -61,10 +64,14 @@ public final class ReverseVideoReader: @unchecked Sendable {
     private var stash: [UnsafeMutablePointer<AVFrame>] = []
     private var stashInfo: [VideoFrameInfo] = []
 
-    /// A reverse reader for the pictures of the item at `url`, queued into `queue` tagged
-    /// with item number `item`; `onEvent` as for `VideoReader`.
-    public init(url: String, queue: VideoFrameQueue, item: Int, onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) {
+    /// A reverse reader for the pictures of the item at `url` (those that go with the sound
+    /// `audioStream` within `variantLimit`, as `MediaSource` chooses them), queued into `queue`
+    /// tagged with item number `item`; `onEvent` as for `VideoReader`.
+    public init(url: String, audioStream: Int? = nil, variantLimit: VariantLimit = .none, queue: VideoFrameQueue, item: Int,
+                onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) {
         self.url = url
+        self.audioStream = audioStream
+        self.variantLimit = variantLimit
         self.queue = queue
         self.item = item
         self.onEvent = onEvent
@@ -166,7 +173,7 @@ public final class ReverseVideoReader: @unchecked Sendable {
     private func openIfNeeded() -> Bool {
         if decoder != nil { return true }
         do throws(MediaError) {
-            let input = try MediaSource(url: url)
+            let input = try MediaSource(url: url, audioStream: audioStream, variantLimit: variantLimit)
             opened.withLockAnnotated { $0 = input }
             if stopping { input.interrupt() }
             guard let track = input.info.preferredVideoTrack else { throw .noPlayableTrack(url: url) }

@@ -124,6 +124,55 @@ public enum TestMedia {
         return (master, tone.segments + ["index.m3u8", "en.m3u8", "en.vtt", "fr.m3u8", "fr.vtt"])
     }
 
+    /// The pictures of `hlsVariants`' variants, in the master playlist's order: each smaller
+    /// and of fewer bits per second than the one before, so that a choice shows in either.
+    public static let variantSizes: [(width: Int, height: Int)] = [(640, 360), (320, 180), (160, 90)]
+
+    /// An HLS master playlist, `master.m3u8`, of three on-demand variants of one H.264 test
+    /// picture with an AAC tone muxed into each (MPEG-TS, 1 s segments), `seconds` long:
+    /// `variantSizes` at about 1.5 Mbit/s, 400 and 100 kbit/s of video, listed largest
+    /// first as FFmpeg's HLS muxer writes them. Their `BANDWIDTH`s are measured by the
+    /// muxer, so a test reads them from the opened master (`MediaInfo.variants`). With
+    /// `languages`, the variants carry no sound of their own but share two audio renditions
+    /// (`#EXT-X-MEDIA`), English (the default, 440 Hz) and French (660 Hz).
+    public static func hlsVariants(seconds: Double = 4, languages: Bool = false) throws -> URL {
+        let directory = folder.appendingPathComponent("hls-variants-\(seconds)\(languages ? "-languages" : "")")
+        let master = directory.appendingPathComponent("master.m3u8")
+        try lock.withLock {
+            if FileManager.default.fileExists(atPath: master.path) { return }
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let sizes = variantSizes.map { "\($0.width)x\($0.height)" }
+            let videoRates = ["1500k", "400k", "100k"]
+            var arguments = ["-v", "error", "-y",
+                             "-f", "lavfi", "-i", "testsrc2=s=\(sizes[0]):r=25:d=\(seconds)",
+                             "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=\(seconds)",
+                             "-f", "lavfi", "-i", "sine=f=660:sample_rate=48000:d=\(seconds)"]
+            let variants = videoRates.indices
+            if languages {
+                arguments += variants.flatMap { _ in ["-map", "0:v"] } + ["-map", "1:a", "-map", "2:a"]
+            } else {
+                arguments += variants.flatMap { _ in ["-map", "0:v", "-map", "1:a"] }
+            }
+            arguments += ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-g", "25"]
+            for variant in variants { arguments += ["-b:v:\(variant)", videoRates[variant], "-s:v:\(variant)", sizes[variant]] }
+            arguments += ["-c:a", "aac", "-b:a", "64k", "-ac", "2"]
+            let map: String
+            if languages {
+                map = "a:0,agroup:sound,language:en,default:yes a:1,agroup:sound,language:fr "
+                    + variants.map { "v:\($0),agroup:sound" }.joined(separator: " ")
+            } else {
+                map = variants.map { "v:\($0),a:\($0)" }.joined(separator: " ")
+            }
+            arguments += ["-f", "hls", "-hls_time", "1", "-hls_playlist_type", "vod", "-var_stream_map", map,
+                          "-master_pl_name", "master.m3u8",
+                          "-hls_segment_filename", directory.appendingPathComponent("stream%v_%03d.ts").path,
+                          directory.appendingPathComponent("stream%v.m3u8").path]
+            let result = try Run.command("ffmpeg", arguments)
+            guard result.status == 0 else { throw TestMediaError.ffmpegFailed("hls variants", result.standardError) }
+        }
+        return master
+    }
+
     /// Part of one continuous tone: `seconds` of it from `offset` seconds in, so that parts
     /// made back to back join into the tone itself (left 440 Hz, right 660 Hz, at `rate`).
     /// For checking that consecutive items are heard without a gap or an overlap.

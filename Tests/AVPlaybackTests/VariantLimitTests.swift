@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+@testable import MediaPipeline
+import MutexAnnotations
+@testable import AVPlayback
+
+/// `preferredPeakBitRate` and `preferredMaximumResolution` on an HLS master playlist: the
+/// variant an item plays, set before it opens and changed while it plays.
+@Suite struct VariantLimitTests {
+    /// The eight-second three-variant master and its variants, as FFmpeg opens it.
+    func master() throws -> (url: URL, info: MediaInfo) {
+        let url = try TestMedia.hlsVariants(seconds: 8)
+        let info = try MediaSource(url: url.path).info
+        try #require(info.variants.count == TestMedia.variantSizes.count)
+        return (url, info)
+    }
+
+    /// The variant whose streams the player reads for its item, if its sound and pictures
+    /// are both of one.
+    func playedVariant(_ player: AVPlayer, info: MediaInfo) -> Int? {
+        let (sound, pictures) = player.state.withLockAnnotated { ($0.soundStream, $0.pictureStream) }
+        guard let sound, let pictures else { return nil }
+        return info.variants.firstIndex { $0.streamIndexes.contains(sound) && $0.streamIndexes.contains(pictures) }
+    }
+
+    @Test("an item's limits set before it plays choose its variant: none, a peak bit rate, a peak below all, a resolution",
+          arguments: [(0.0, CGSize.zero, 0), (-1, .zero, 1), (1, .zero, 2), (0, CGSize(width: 200, height: 200), 2)])
+    func limitsSetBeforePlay(peak: Double, resolution: CGSize, expected: Int) throws {
+        let (url, info) = try master()
+        let item = AVPlayerItem(url: url)
+        // -1 stands for "between the first two variants".
+        item.preferredPeakBitRate = peak < 0 ? Double(info.variants[1].bandwidth + 1) : peak
+        item.preferredMaximumResolution = resolution
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        #expect(waitUntil(20) { item.status == .readyToPlay })
+        #expect(playedVariant(player, info: info) == expected)
+        player.play()
+        #expect(waitUntil(30) { ended.value > 0 })
+        #expect(item.error == nil)
+        #expect(playedVariant(player, info: info) == expected)
+    }
+
+    @Test("a lower peak bit rate set while playing moves to the variant it allows, from the time reached, and plays on to the end")
+    func aLimitWhilePlayingSwitchesTheVariant() throws {
+        let (url, info) = try master()
+        let item = AVPlayerItem(url: url)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        let jumped = NotificationCounter(AVPlayerItem.timeJumpedNotification, object: item)
+        player.play()
+        #expect(waitUntil(20) { player.currentTime().seconds > 1 })
+        #expect(playedVariant(player, info: info) == 0)
+        let before = player.currentTime()
+        item.preferredPeakBitRate = Double(info.variants[2].bandwidth)
+        #expect(waitUntil(20) { playedVariant(player, info: info) == 2 })
+        // Taken over where it stood: the time went on from there, not back to the start.
+        #expect(player.currentTime() >= before)
+        #expect(waitUntil(30) { ended.value > 0 })
+        #expect(jumped.value == 0)
+        #expect(item.error == nil)
+    }
+
+    @Test("a limit set while playing that allows the variant played changes nothing")
+    func aLimitThatAllowsTheVariantPlayedChangesNothing() throws {
+        let (url, info) = try master()
+        let item = AVPlayerItem(url: url)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.play()
+        #expect(waitUntil(20) { player.currentTime().seconds > 0.5 })
+        let serial = player.engine.status.serial
+        item.preferredPeakBitRate = Double(info.variants[0].bandwidth)
+        item.preferredMaximumResolution = CGSize(width: 640, height: 360)
+        sleepThroughQuietWindow()
+        #expect(player.engine.status.serial == serial)
+        #expect(playedVariant(player, info: info) == 0)
+    }
+
+    @Test("a limit on media that is not an HLS master playlist changes nothing")
+    func otherMediaIgnoreTheLimit() throws {
+        let item = AVPlayerItem(url: try TestMedia.video())
+        item.preferredPeakBitRate = 1
+        item.preferredMaximumResolution = CGSize(width: 16, height: 16)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil(20) { item.status == .readyToPlay })
+        let info = try MediaSource(url: TestMedia.video().path).info
+        #expect(player.state.withLockAnnotated { $0.pictureStream } == info.preferredVideoTrack?.streamIndex)
+        #expect(player.state.withLockAnnotated { $0.soundStream } == info.preferredAudioTrack?.streamIndex)
+    }
+}
