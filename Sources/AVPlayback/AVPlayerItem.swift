@@ -513,8 +513,10 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
             let settings = parameters.settings.withLockAnnotated { $0.volumes }.compactMap { setting -> GainCurve.Setting? in
                 let start = setting.timeRange.start
                 guard start.isNumeric else { return nil }
+                // A ramp without a numeric end is a step to its end volume, as the parameters
+                // themselves report it (`volume(at:)`).
                 let end = setting.timeRange.end
-                return GainCurve.Setting(start: start.seconds, end: end.isNumeric ? end.seconds : .infinity,
+                return GainCurve.Setting(start: start.seconds, end: end.isNumeric ? end.seconds : start.seconds,
                                          startGain: setting.startVolume, endGain: setting.endVolume)
             }
             curves[parameters.trackID] = GainCurve(settings: settings)

@@ -127,7 +127,7 @@ import MediaPipeline
         #expect(item.gain.curve(forTrack: track.trackID) == nil)
     }
 
-    @Test("the gain curve gives the volume the mix's parameters report, at every time")
+    @Test("the gain curve gives the volume the mix's parameters report, at every time, an endless ramp included")
     func theCurveAgreesWithTheParameters() throws {
         let parameters = AVMutableAudioMixInputParameters()
         parameters.trackID = 1
@@ -135,10 +135,12 @@ import MediaPipeline
         parameters.setVolumeRamp(fromStartVolume: 0.2, toEndVolume: 0.9, timeRange: CMTimeRange(start: CMTime(value: 1, timescale: 1), duration: CMTime(value: 2, timescale: 1)))
         parameters.setVolumeRamp(fromStartVolume: 0, toEndVolume: 1, timeRange: CMTimeRange(start: CMTime(value: 5, timescale: 2), duration: CMTime(value: 3, timescale: 1)))
         parameters.setVolume(0.3, at: CMTime(value: 7, timescale: 1))
+        parameters.setVolumeRamp(fromStartVolume: 0.1, toEndVolume: 0.6,
+                                 timeRange: CMTimeRange(start: CMTime(value: 8, timescale: 1), duration: .positiveInfinity))
         let mix = AVMutableAudioMix()
         mix.inputParameters = [parameters]
         let curve = try #require(AVPlayerItem.gainCurves(of: mix)[1])
-        for step in 0..<400 {
+        for step in 0..<480 {
             let seconds = Double(step) / 40
             let expected = parameters.volume(at: CMTime(seconds: seconds, preferredTimescale: 48_000))
             #expect(abs(curve.gain(atSeconds: seconds) - expected) < 1e-5, "at \(seconds) s")
