@@ -116,6 +116,8 @@ test: deps
 # Skipped because it holds a relay's wake-ups to 3 ms of its timer's ticks over real
 # sockets, which the sanitizer's slowness spreads: the ticking relay's delivery (it runs in
 # `make test`; the relay's threads still run under the sanitizer in its other tests).
+# Skipped because it reads a silent item's time twice, 1.5 s apart on the real clock, and
+# holds the rate to 0.1 %: a read the sanitizer delays by 2 ms breaks it (seen: 0.29 %).
 TSAN_SCRATCH := .build-tsan
 TSAN_TESTS := \
 	--filter MediaClockTests --filter GroupSyncTests --filter MediaServerTests \
@@ -128,7 +130,8 @@ TSAN_TESTS := \
 	--skip leaderAndFollowerCoresTalkOverRealSockets --skip followerConvergesThroughALossyRelay \
 	--skip RenderAllocationTests --skip aFollowersPicturesAreTheGroupsFromTheFirst --skip aFollowersPicturesGoBackwardsWithTheGroup \
 	--skip GuideCodeTests --skip aTickingRelayDeliversOnItsTicks \
-	--skip ClockEstimatorTests --skip SoftFloorFitTests --skip RecordedJoinTests --skip FollowedPitchTests
+	--skip ClockEstimatorTests --skip SoftFloorFitTests --skip RecordedJoinTests --skip FollowedPitchTests \
+	--skip aSilentItemKeepsHostTime
 # Every process the tests start (the chorus binary too) writes its reports here rather than
 # to a standard error a test may swallow; any report fails the run, and halt_on_error stops
 # the process that raced at its first.
