@@ -1,6 +1,12 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// The clock estimator's simulations (thousands of simulated followers' exchanges) are the
+/// test suite's heaviest computing, several times slower unoptimised: its module and its
+/// tests are optimised even in a debug build. Testing still sees internal names
+/// (`-enable-testing` stays on), and assertions are checked by `precondition` where they matter.
+let optimizedInTests: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
+
 let package = Package(
     name: "Chorus",
     platforms: [.macOS(.v15)],
@@ -64,7 +70,8 @@ let package = Package(
         // (pure, no I/O), and thin UDP adapters. Knows nothing of FFmpeg or ALSA.
         .target(
             name: "GroupSync",
-            dependencies: ["MediaClock", "CKernelClock", "MutexAnnotations", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["MediaClock", "CKernelClock", "MutexAnnotations", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: optimizedInTests
         ),
 
         // The HTTP/1.1 range server a leader uses to hand its items to followers.
@@ -128,7 +135,8 @@ let package = Package(
         .target(name: "ChorusTestSupport", dependencies: ["MediaClock"], path: "Tests/ChorusTestSupport"),
         .testTarget(name: "VideoDisplayTests", dependencies: ["VideoDisplay", "CSDL2", "AVPlayback", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "MediaClockTests", dependencies: ["MediaClock", "MutexAnnotations", "ChorusSimulation"]),
-        .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock", "MutexAnnotations", "ChorusSimulation"], exclude: ["Fixtures"]),
+        .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock", "MutexAnnotations", "ChorusSimulation"], exclude: ["Fixtures"],
+                    swiftSettings: optimizedInTests),
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport", "ChorusSimulation", "CAllocationCounter"]),
         .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "MediaPipeline", "MediaServer", "ChorusSimulation", "MutexAnnotations", "ChorusTestSupport", "CAllocationCounter"]),

@@ -81,9 +81,7 @@ extension AVPlayer {
         applySelectionCriteria(to: next.item, info: info)
         let source: MediaSource
         do throws(MediaError) {
-            source = try MediaSource(url: next.item.asset.location, audioStream: next.item.chosenAudioStream,
-                                     variantLimit: next.item.variantLimit)
-            source.gain = next.item.gain
+            source = try next.item.openSource()
         } catch {
             abandonSuccessor(token: next.token, openFailed: true)
             return

@@ -73,8 +73,7 @@ extension AVPlayer {
         guard let playing, playing != wanted else { return }
         let source: MediaSource
         do throws(MediaError) {
-            source = try MediaSource(url: item.asset.location, audioStream: item.chosenAudioStream, variantLimit: item.variantLimit)
-            source.gain = item.gain
+            source = try item.openSource()
         } catch {
             playerLog.warning("\(item.asset.location) cannot be opened for its chosen sound or variant (\(error)); the item plays on with what it had")
             return

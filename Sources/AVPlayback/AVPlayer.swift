@@ -537,23 +537,19 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 // read it yet): a network item is then fetched and probed once. Otherwise it
                 // is a second, independent demuxer, as the asset's description is shared by
                 // every item of the asset.
-                let wanted = item.chosenAudioStream
-                let limit = item.variantLimit
                 let source: Result<MediaSource, MediaError>
                 do throws(MediaError) {
                     if let spare = item.asset.takeSpareSource() {
-                        spare.choose(audioStream: wanted, variantLimit: limit)
+                        item.adopt(spare)
                         source = .success(spare)
                     } else {
-                        source = .success(try MediaSource(url: item.asset.location, audioStream: wanted, variantLimit: limit))
+                        source = .success(try item.openSource())
                     }
                 } catch {
                     source = .failure(error)
                 }
                 switch source {
                 case .success(let source):
-                    // Its sound is read through the item's audio mix.
-                    source.gain = item.gain
                     self.setupQueue.async { self.itemLoaded(item, info: info, source: source) }
                 case .failure(let error): self.eventQueue.async { self.itemFailedToLoad(item, error) }
                 }
@@ -1164,14 +1160,11 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         let seconds = Double(frame) / Double(format.sampleRate)
         // Before the playlist was read: where the demuxer starts a live stream by itself.
         let index = live.current.map { $0.segment(holding: seconds).index } ?? -HLSLiveWindow.defaultStartFromEnd
-        let url = item.asset.location
         let soundStream = state.soundStream
-        let limit = item.variantLimit
         setupQueue.async { [weak self] in
             guard let self, self.state.withLockAnnotated({ $0.serial == serial && $0.item === item }) else { return }
             do throws(MediaError) {
-                let source = try MediaSource(url: url, audioStream: soundStream, variantLimit: limit, liveStartIndex: index)
-                source.gain = item.gain
+                let source = try item.openSource(soundStream: soundStream, liveStartIndex: index)
                 let current = self.state.withLockAnnotated { state -> Bool in
                     guard state.serial == serial && state.item === item else { return false }
                     (state.soundStream, state.pictureStream) = Self.streams(of: source)

@@ -450,6 +450,27 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
                             height: Self.wholeLimit(Double(size.height)))
     }
 
+    /// Opens this item's media for playback: the sound `soundStream` (an FFmpeg stream
+    /// index; by default the item's chosen one), within the item's variant limit, read
+    /// through the item's audio mix; a live HLS stream from segment `liveStartIndex`. Every
+    /// source a player plays an item from is opened here, so that none misses a setting.
+    func openSource(soundStream: Int?? = .none, liveStartIndex: Int? = nil) throws(MediaError) -> MediaSource {
+        let sound = soundStream ?? chosenAudioStream
+        if let liveStartIndex {
+            return try MediaSource(url: asset.location, audioStream: sound, variantLimit: variantLimit,
+                                   liveStartIndex: liveStartIndex, gain: gain)
+        }
+        return try MediaSource(url: asset.location, audioStream: sound, variantLimit: variantLimit, gain: gain)
+    }
+
+    /// Makes `source`, opened by the asset's load before anyone knew this item's settings,
+    /// play as `openSource()` would have opened it: the item's sound and variant, its mix.
+    /// Before the source is read.
+    func adopt(_ source: MediaSource) {
+        source.choose(audioStream: chosenAudioStream, variantLimit: variantLimit)
+        source.gain = gain
+    }
+
     /// `value` as a whole limit: 0 (none) unless finite and positive, else at least 1, at
     /// most `Int32.max` (no bandwidth or picture size comes near it).
     private static func wholeLimit(_ value: Double) -> Int {

@@ -58,10 +58,10 @@ public final class MediaSource: @unchecked Sendable {
     /// The context's `opaque`: released only after the context is closed (deinit's body runs
     /// before the stored properties go).
     private let fetchPolicy: FetchPolicy
-    private let gainHolder = Mutex(ItemGain())
+    private let gainHolder: Mutex<ItemGain>
 
     /// The gain curves of the item this source plays, which its sound's readers apply to
-    /// what they decode: a player sets its item's before reading starts (by default, none).
+    /// what they decode: given at the open, or set before reading starts (by default, none).
     public var gain: ItemGain {
         get { gainHolder.withLockAnnotated { $0 } }
         set { gainHolder.withLockAnnotated { $0 = newValue } }
@@ -73,9 +73,11 @@ public final class MediaSource: @unchecked Sendable {
     /// nil, or an index that is not a decodable audio stream, keeps FFmpeg's own choice.
     /// `variantLimit`, for an HLS master playlist, chooses the variant whose sound and
     /// pictures play (`MediaInfo.playedTracks(audioStream:within:)`); the others are never
-    /// fetched once reading begins.
-    public convenience init(url: String, audioStream: Int? = nil, variantLimit: VariantLimit = .none) throws(MediaError) {
-        try self.init(url: url, audioStream: audioStream, allowedSegmentExtensions: nil, variantLimit: variantLimit)
+    /// fetched once reading begins. `gain` is the item's audio mix, which the sound's readers
+    /// apply to what they decode.
+    public convenience init(url: String, audioStream: Int? = nil, variantLimit: VariantLimit = .none,
+                            gain: ItemGain = ItemGain()) throws(MediaError) {
+        try self.init(url: url, audioStream: audioStream, allowedSegmentExtensions: nil, variantLimit: variantLimit, gain: gain)
     }
 
     /// As `init(url:audioStream:)`; `allowedSegmentExtensions`, for an HLS media playlist,
@@ -84,9 +86,10 @@ public final class MediaSource: @unchecked Sendable {
     /// it has its subtitle renditions added to its tracks.
     /// Opens a live HLS stream at segment `liveStartIndex` of its playlist as it stands now
     /// (FFmpeg's `live_start_index`; negative counts from the end).
-    public convenience init(url: String, audioStream: Int? = nil, variantLimit: VariantLimit = .none, liveStartIndex: Int) throws(MediaError) {
+    public convenience init(url: String, audioStream: Int? = nil, variantLimit: VariantLimit = .none, liveStartIndex: Int,
+                            gain: ItemGain = ItemGain()) throws(MediaError) {
         try self.init(url: url, audioStream: audioStream, allowedSegmentExtensions: nil, liveStartIndex: liveStartIndex,
-                      variantLimit: variantLimit)
+                      variantLimit: variantLimit, gain: gain)
     }
 
     /// The certificate authorities TLS servers are checked against instead of the system's:
@@ -118,8 +121,9 @@ public final class MediaSource: @unchecked Sendable {
     }
 
     init(url: String, audioStream: Int? = nil, allowedSegmentExtensions: String?, liveStartIndex: Int? = nil,
-         variantLimit: VariantLimit = .none) throws(MediaError) {
+         variantLimit: VariantLimit = .none, gain: ItemGain = ItemGain()) throws(MediaError) {
         self.url = url
+        gainHolder = Mutex(gain)
         let target = try Self.resolve(url)
         // FFmpeg prints to stderr by default; every failure is reported through MediaError.
         chorus_av_quiet()

@@ -25,6 +25,9 @@ struct ClockReplay: ParsableCommand {
     /// The figures after a start cover this long (seconds): the stretch in which a follower
     /// that has started must stay within the join tolerance for its join to count.
     static let afterStart = 2.0
+    /// Steady figures count from this long after the first exchange (seconds), as the
+    /// `clock` benchmark's "10 s on".
+    static let steadyFrom = 10.0
     /// An error beyond this many of the estimate's own deviations counts against its
     /// honesty, as in `clock`.
     static let honestDeviations = 3.0
@@ -35,7 +38,7 @@ struct ClockReplay: ParsableCommand {
     /// milliseconds.
     static let referenceBand = (from: 500.0, to: 1_500.0)
 
-    @Option(name: .long, help: "Write each follower's replayed estimates here as NAME.clock.csv (the --clock-log format, named RUN-FOLLOWER).")
+    @Option(name: .long, help: "Write each follower's replayed estimates here as NAME.clock.csv (the --clock-log format, named RUN-FOLLOWER), and both estimates' errors against the truth as NAME.errors.csv.")
     var trace: String?
 
     @Argument(help: "Work directories of sync runs (each with leader.log and f*.log, f*.clock.csv).")
@@ -45,7 +48,8 @@ struct ClockReplay: ParsableCommand {
         var table = Table(title: "clock-replay: recorded estimate against this build's, on the same exchanges",
                           command: "chorus-bench clock-replay " + directories.joined(separator: " "),
                           header: ["run", "follower", "exchanges", "start s (rec / new)", "max µs 0-1 s after start (rec / new)",
-                                   "max µs 1-2 s after start (rec / new)", "join from start s (rec / new)"])
+                                   "max µs 1-2 s after start (rec / new)", "join from start s (rec / new)",
+                                   "p99 µs \(Int(Self.steadyFrom)) s on (rec / new)", "signed median µs \(Int(Self.steadyFrom)) s on (rec / new)"])
         var worst: [String: [Double]] = [:]
         var judged = (old: 0, new: 0), beyond = (old: 0, new: 0)
         var joins: (old: [Double], new: [Double]) = ([], [])
@@ -82,6 +86,11 @@ struct ClockReplay: ParsableCommand {
                 if let trace {
                     let run = URL(fileURLWithPath: directory).lastPathComponent
                     try traced.write(toFile: "\(trace)/\(run)-\(name).clock.csv", atomically: true, encoding: .utf8)
+                    // The replay has no estimate until its first fit, so each list is written whole.
+                    let errors = "estimate,seconds,error_us,deviation_us\n"
+                        + recorded.map { "recorded,\($0.seconds),\($0.error * 1e6),\($0.deviation * 1e6)" }.joined(separator: "\n") + "\n"
+                        + replayed.map { "replayed,\($0.seconds),\($0.error * 1e6),\($0.deviation * 1e6)" }.joined(separator: "\n") + "\n"
+                    try errors.write(toFile: "\(trace)/\(run)-\(name).errors.csv", atomically: true, encoding: .utf8)
                 }
                 // Each crossing's true one-way delay, from the announced clocks.
                 let forward = rows.map { leader.machine(atNode: Double($0.sample.t2.nanoseconds)) - follower.machine(atNode: Double($0.sample.t1.nanoseconds)) }
@@ -108,7 +117,9 @@ struct ClockReplay: ParsableCommand {
                            "\(Format.optional(old.start, 2)) / \(Format.optional(new.start, 2))",
                            "\(Format.optional(old.early.map { $0 * 1e6 }, 1)) / \(Format.optional(new.early.map { $0 * 1e6 }, 1))",
                            "\(Format.optional(old.late.map { $0 * 1e6 }, 1)) / \(Format.optional(new.late.map { $0 * 1e6 }, 1))",
-                           "\(Format.optional(old.join, 2)) / \(Format.optional(new.join, 2))"])
+                           "\(Format.optional(old.join, 2)) / \(Format.optional(new.join, 2))",
+                           "\(Format.optional(old.steadyP99.map { $0 * 1e6 }, 1)) / \(Format.optional(new.steadyP99.map { $0 * 1e6 }, 1))",
+                           "\(Format.optional(old.steadyMedian.map { $0 * 1e6 }, 1)) / \(Format.optional(new.steadyMedian.map { $0 * 1e6 }, 1))"])
             }
         }
         for key in ["0-1", "1-2"] {
@@ -141,6 +152,9 @@ struct ClockReplay: ParsableCommand {
         var early: Double?
         var late: Double?
         var join: Double?
+        /// The 99th percentile of the error's size, and its signed median, from `steadyFrom` on.
+        var steadyP99: Double?
+        var steadyMedian: Double?
         /// Estimates from the start on, and those further from the truth than three of
         /// their own deviations.
         var judged = 0, beyond = 0
@@ -154,6 +168,11 @@ struct ClockReplay: ParsableCommand {
             for point in points where point.seconds >= (start ?? .infinity) {
                 judged += 1
                 if abs(point.error) > ClockReplay.honestDeviations * point.deviation { beyond += 1 }
+            }
+            let steady = points.filter { $0.seconds >= ClockReplay.steadyFrom }.map(\.error)
+            if !steady.isEmpty {
+                steadyP99 = Statistics(steady.map(abs)).percentile(99)
+                steadyMedian = Statistics(steady).median
             }
             var since: Double?
             for point in points where point.seconds >= (start ?? .infinity) {

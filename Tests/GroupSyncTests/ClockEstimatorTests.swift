@@ -381,6 +381,34 @@ struct ClockEstimatorTests {
         #expect(estimator.nextPollInterval(requestsSent: 10) == ClockEstimator.startingInterval)
     }
 
+    /// On a path with milliseconds of jitter each way the floors' line can claim 20 µs
+    /// within a second, while only the exchanges' centre can show it lies off (floors that
+    /// differ between the directions), and the centre's error falls with the exchanges it
+    /// counts. The join's fast poll goes on until the centre is known to 20 µs (here each
+    /// exchange's own offset scatters by 0.82 ms, so about 1,700 exchanges), or the
+    /// window is full, and no longer.
+    @Test func aJitteryPathPollsFastUntilTheCentreCanJudgeTheFloors() {
+        var path = SimulatedPath(seed: 5)
+        path.baseDelay = .milliseconds(5)
+        path.jitter = .milliseconds(2)
+        var estimator = ClockEstimator()
+        var now = HostTime(nanoseconds: 1_000_000_000)
+        let follower = SkewedHostClock(wrapping: SimulatedHostClock(), offset: .seconds(2), skewPPM: 90,
+                                       base: HostTime(nanoseconds: 1_000_000_000))
+        var firstSlow: Int?
+        var sent = 0
+        while sent < 3 * ClockEstimator.windowSize, firstSlow == nil {
+            estimator.add(path.exchange(at: now, follower: follower))
+            sent += 1
+            let interval = estimator.nextPollInterval(requestsSent: sent)
+            if sent >= ClockEstimator.burstCount, interval > ClockEstimator.convergingInterval { firstSlow = sent }
+            now += ClockEstimator.dithered(interval, requestsSent: sent)
+        }
+        let slowed = firstSlow ?? Int.max
+        #expect(slowed >= 1_500, "the poll slowed after \(slowed) exchanges")
+        #expect(slowed <= ClockEstimator.windowSize + 1, "the poll slowed after \(slowed) exchanges")
+    }
+
     @Test func smallShiftsSlewAndLargeOnesStep() throws {
         var estimator = ClockEstimator()
         var leaderShift: Int64 = 0
