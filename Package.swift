@@ -17,7 +17,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
@@ -41,6 +40,8 @@ let package = Package(
         .systemLibrary(name: "CKernelClock"),
         // SDL2, for the video window (X11, Wayland, or a console's KMS/DRM).
         .systemLibrary(name: "CSDL2", pkgConfig: "sdl2", providers: [.apt(["libsdl2-dev"])]),
+        // OpenSSL's libcrypto, for the group's HMAC-SHA256 (see MessageAuthenticator).
+        .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
         // ThreadSanitizer's annotations, weakly linked: present only in a -sanitize=thread build.
         .systemLibrary(name: "CThreadSanitizer"),
 
@@ -70,7 +71,7 @@ let package = Package(
         // (pure, no I/O), and thin UDP adapters. Knows nothing of FFmpeg or ALSA.
         .target(
             name: "GroupSync",
-            dependencies: ["MediaClock", "CKernelClock", "MutexAnnotations", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["MediaClock", "CKernelClock", "MutexAnnotations", "COpenSSL"],
             swiftSettings: optimizedInTests
         ),
 

@@ -254,16 +254,29 @@ public final class AVMediaSelection: Sendable {
     public weak let asset: AVAsset?
     /// The chosen stream per characteristic; a characteristic present with nil chose nothing.
     let choices: [AVMediaCharacteristic: Int?]
+    /// The stream played per characteristic where nothing was chosen and it is not the
+    /// group's default: an item's sound within its variant limit, which may be another
+    /// variant's than the one FFmpeg chose at the open.
+    let played: [AVMediaCharacteristic: Int]
 
-    init(asset: AVAsset?, choices: [AVMediaCharacteristic: Int?]) {
+    init(asset: AVAsset?, choices: [AVMediaCharacteristic: Int?], played: [AVMediaCharacteristic: Int] = [:]) {
         self.asset = asset
         self.choices = choices
+        self.played = played
     }
 
-    /// The option chosen in `group`; nil when none is (subtitles off).
+    /// The option chosen in `group`; nil when none is (subtitles off). With no choice made,
+    /// the option that plays: the group's default, or for an item held to some of an HLS
+    /// playlist's variants, the sound of the variant it plays.
     public func selectedMediaOption(in group: AVMediaSelectionGroup) -> AVMediaSelectionOption? {
         let chosen: Int?
-        if let choice = choices[group.characteristic] { chosen = choice } else { chosen = group.defaultOption?.streamIndex }
+        if let choice = choices[group.characteristic] {
+            chosen = choice
+        } else if let played = played[group.characteristic], group.options.contains(where: { $0.streamIndex == played }) {
+            chosen = played
+        } else {
+            chosen = group.defaultOption?.streamIndex
+        }
         guard let chosen else { return nil }
         return group.options.first { $0.streamIndex == chosen }
     }

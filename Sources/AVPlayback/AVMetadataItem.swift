@@ -120,6 +120,8 @@ public final class AVMetadataItem: Sendable, CustomStringConvertible {
     public let dataType: String?
     /// What the item holds: a tag's text, or a picture's bytes.
     private let content: Content
+    /// A picture's caption and type, for `extraAttributes`.
+    private let pictureCaption: String?, pictureType: String?
     /// The media the item was read from: what `load(_:)` hands its properties.
     private let info: MediaInfo
 
@@ -136,6 +138,8 @@ public final class AVMetadataItem: Sendable, CustomStringConvertible {
         commonKey = Self.commonKeys[tag.key.lowercased()]
         content = .text(tag.value)
         dataType = nil
+        pictureCaption = nil
+        pictureType = nil
         self.info = info
     }
 
@@ -147,7 +151,20 @@ public final class AVMetadataItem: Sendable, CustomStringConvertible {
         commonKey = .commonKeyArtwork
         content = .picture(picture.data)
         dataType = Self.dataType(ofPicture: picture.data)
+        pictureCaption = picture.caption
+        pictureType = picture.pictureType
         self.info = info
+    }
+
+    /// What the container says of the item beyond its value: for a picture, its caption
+    /// under `.info` (an ID3 `APIC` frame's or a FLAC `PICTURE` block's description, as
+    /// Apple gives it) and what it shows under `.pictureType` ("Cover (front)"); nil when
+    /// there is nothing (a tag's text, an M4A's cover).
+    public var extraAttributes: [AVMetadataExtraAttributeKey: Any]? {
+        var attributes: [AVMetadataExtraAttributeKey: Any] = [:]
+        if let pictureCaption { attributes[.info] = pictureCaption }
+        if let pictureType { attributes[.pictureType] = pictureType }
+        return attributes.isEmpty ? nil : attributes
     }
 
     /// The value: the tag's text as a `String`, or the picture's bytes as `Data`; typed
@@ -332,4 +349,21 @@ extension AVPartialAsyncProperty where Root == AVAsset {
     public static var metadata: AVAsyncProperty<AVAsset, [AVMetadataItem]> {
         AVAsyncProperty(name: "metadata") { _, info in AVMetadataItem.metadata(of: info) }
     }
+}
+
+/// The keys of `AVMetadataItem.extraAttributes`.
+public struct AVMetadataExtraAttributeKey: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+
+    /// More about the item, specific to its key: a picture's caption.
+    public static let info = AVMetadataExtraAttributeKey("info")
+    /// A resource to use as the item's value (no container Chorus reads gives one).
+    public static let valueURI = AVMetadataExtraAttributeKey("valueURI")
+    /// The base for the item's relative URIs (no container Chorus reads gives one).
+    public static let baseURI = AVMetadataExtraAttributeKey("baseURI")
+    /// What a picture shows, in FFmpeg's words for ID3's and FLAC's picture types ("Cover
+    /// (front)"): a Chorus addition, as Apple's keys have no place for it.
+    public static let pictureType = AVMetadataExtraAttributeKey("pictureType")
 }

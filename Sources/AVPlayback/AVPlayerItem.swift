@@ -580,7 +580,15 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// What is chosen in each of the item's media selection groups: explicit choices, then
     /// its player's criteria, then each group's default.
     open var currentMediaSelection: AVMediaSelection {
-        AVMediaSelection(asset: asset, choices: state.withLockAnnotated { $0.automatic.merging($0.chosen) { _, explicit in explicit } })
+        let choices = state.withLockAnnotated { $0.automatic.merging($0.chosen) { _, explicit in explicit } }
+        // The sound that plays where none was chosen: within a variant limit, the chosen
+        // variant's, which need not be the default FFmpeg picked at the open.
+        var played: [AVMediaCharacteristic: Int] = [:]
+        if choices[.audible] == nil, let info = loadedInfo ?? asset.loadedMediaInfo,
+           let sound = info.playedTracks(audioStream: nil, within: variantLimit).audio?.streamIndex {
+            played[.audible] = sound
+        }
+        return AVMediaSelection(asset: asset, choices: choices, played: played)
     }
 
     /// Chooses `option` in `group`: a sound track in another language, or subtitles (nil

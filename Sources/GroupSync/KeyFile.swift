@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// Loads the group's shared HMAC key from a file.
@@ -15,7 +14,7 @@ public enum KeyFile {
     public static let maximumFileBytes = 4096
 
     /// Reads and parses the key file at `path`.
-    public static func load(path: String) throws(KeyFileError) -> SymmetricKey {
+    public static func load(path: String) throws(KeyFileError) -> GroupKey {
         // Only a regular file: a FIFO or a device would block or never end.
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
             throw .unreadable(path: path, reason: "no such file, or it cannot be read")
@@ -41,12 +40,12 @@ public enum KeyFile {
 
     /// Parses key file contents (hex or raw, see the type's documentation); `path` is only
     /// used in errors.
-    public static func parse(_ contents: [UInt8], path: String = "<key>") throws(KeyFileError) -> SymmetricKey {
+    public static func parse(_ contents: [UInt8], path: String = "<key>") throws(KeyFileError) -> GroupKey {
         let keyBytes = hexDecoded(trimmed(contents)) ?? contents
         guard keyBytes.count >= minimumKeyBytes else {
             throw .tooShort(path: path, byteCount: keyBytes.count)
         }
-        return SymmetricKey(data: keyBytes)
+        return GroupKey(bytes: keyBytes)
     }
 
     private static func trimmed(_ bytes: [UInt8]) -> ArraySlice<UInt8> {

@@ -158,10 +158,18 @@ public struct AttachedPicture: Sendable, Equatable {
     public var codec: String
     /// The picture as the container holds it, encoded: the bytes of a JPEG or PNG file.
     public var data: Data
+    /// The caption the container gives the picture (an ID3 `APIC` frame's or a FLAC
+    /// `PICTURE` block's description), if any.
+    public var caption: String?
+    /// What the picture shows, in FFmpeg's words for ID3's and FLAC's picture types
+    /// ("Cover (front)", "Cover (back)", "Artist/performer"...), if the container says.
+    public var pictureType: String?
 
-    public init(streamIndex: Int, codec: String, data: Data) {
+    public init(streamIndex: Int, codec: String, data: Data, caption: String? = nil, pictureType: String? = nil) {
         self.streamIndex = streamIndex
         self.codec = codec
         self.data = data
+        self.caption = caption
+        self.pictureType = pictureType
     }
 }

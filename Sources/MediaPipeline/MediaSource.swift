@@ -331,10 +331,20 @@ public final class MediaSource: @unchecked Sendable {
             let size = Int(stream.pointee.attached_pic.size)
             guard size > 0, size <= maximumPictureBytes, total + size <= maximumPicturesBytes,
                   let bytes = stream.pointee.attached_pic.data else { continue }
-            result.append(AttachedPicture(streamIndex: track.streamIndex, codec: track.codec, data: Data(bytes: bytes, count: size)))
+            // FFmpeg files an ID3 or FLAC picture's description as the stream's title and
+            // its type as the comment.
+            result.append(AttachedPicture(streamIndex: track.streamIndex, codec: track.codec, data: Data(bytes: bytes, count: size),
+                                          caption: streamTag("title", of: stream), pictureType: streamTag("comment", of: stream)))
             total += size
         }
         return result
+    }
+
+    /// The stream's tag `key`, if it has one that is not empty.
+    static func streamTag(_ key: String, of stream: UnsafeMutablePointer<AVStream>) -> String? {
+        guard let entry = av_dict_get(stream.pointee.metadata, key, nil, 0), let value = entry.pointee.value else { return nil }
+        let text = String(cString: value)
+        return text.isEmpty ? nil : text
     }
 
     /// Tags that describe a stream rather than the work: a track's language, its handler's

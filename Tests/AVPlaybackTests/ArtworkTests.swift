@@ -122,6 +122,20 @@ struct CoverCase: Sendable, CustomTestStringConvertible {
         #expect(asset.commonMetadata.count == common.count)
     }
 
+    @Test("An MP3 cover's caption and picture type are its extra attributes; an M4A's cover and a tag have none")
+    func coverCaptionIsAnExtraAttribute() async throws {
+        let picture = try cover("jpg")
+        let mp3 = try await AVURLAsset(url: try song("mp3", pictures: [picture])).load(.commonMetadata)
+        let artwork = try #require(AVMetadataItem.metadataItems(from: mp3, filteredByIdentifier: .commonIdentifierArtwork).first)
+        let attributes = try #require(artwork.extraAttributes)
+        #expect(attributes[.info] as? String == "Album cover")
+        #expect(attributes[.pictureType] as? String == "Cover (front)")
+        #expect(mp3.first { $0.commonKey == .commonKeyTitle }?.extraAttributes == nil)
+        let m4a = try await AVURLAsset(url: try song("m4a", pictures: [picture])).load(.commonMetadata)
+        let plain = try #require(AVMetadataItem.metadataItems(from: m4a, filteredByIdentifier: .commonIdentifierArtwork).first)
+        #expect(plain.extraAttributes == nil)
+    }
+
     @Test("A file's cover is among all its metadata too, as ffmpeg/artwork", arguments: cases)
     func coverIsInAllMetadata(_ coverCase: CoverCase) async throws {
         let picture = try cover(coverCase.picture)

@@ -205,15 +205,32 @@ import Synchronization
     }
 
     /// How fast item time passed against the host clock while `player` played, over a
-    /// second and a half after a settling half second.
+    /// second and a half after a settling half second. Each reading of the item time is
+    /// placed midway between host-clock reads taken just before and after it, and only
+    /// readings whose bracket is under `readingBracket` are kept (a thread held off
+    /// between the reads, as a sanitizer or a busy machine holds one, would misplace its
+    /// reading): the rate is the slope of those readings' line.
     private func itemRate(of player: AVPlayer) -> Double {
+        let readingBracket = 0.000_5
         usleep(500_000)
-        let host0 = HostTime.now()
-        let item0 = player.currentTime().seconds
-        usleep(1_500_000)
-        let host1 = HostTime.now()
-        let item1 = player.currentTime().seconds
-        return (item1 - item0) / (Double(host1.nanoseconds - host0.nanoseconds) / 1e9)
+        var points: [(host: Double, item: Double)] = []
+        let end = HostTime.now() + .milliseconds(1_500)
+        while HostTime.now() < end {
+            let before = HostTime.now()
+            let item = player.currentTime().seconds
+            let after = HostTime.now()
+            let bracket = Double(after.nanoseconds - before.nanoseconds) / 1e9
+            if bracket < readingBracket {
+                points.append((Double(before.nanoseconds + (after.nanoseconds - before.nanoseconds) / 2) / 1e9, item))
+            }
+            usleep(10_000)
+        }
+        guard points.count >= 2 else { return .nan }
+        let meanHost = points.map(\.host).reduce(0, +) / Double(points.count)
+        let meanItem = points.map(\.item).reduce(0, +) / Double(points.count)
+        let covariance = points.map { ($0.host - meanHost) * ($0.item - meanItem) }.reduce(0, +)
+        let variance = points.map { ($0.host - meanHost) * ($0.host - meanHost) }.reduce(0, +)
+        return covariance / variance
     }
 
     @Test("an item without sound is timed on the host clock, not on a sound device running fast")

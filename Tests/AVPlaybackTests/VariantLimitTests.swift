@@ -43,6 +43,25 @@ import MutexAnnotations
         #expect(playedVariant(player, info: info) == expected)
     }
 
+    @Test("the item's media selection names the sound of the variant its limit plays, not the first variant's")
+    func theSelectionNamesTheSoundPlayed() async throws {
+        let (url, info) = try master()
+        let item = AVPlayerItem(url: url)
+        item.preferredPeakBitRate = Double(info.variants[2].bandwidth)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(waitUntil(20) { item.status == .readyToPlay && playedVariant(player, info: info) == 2 })
+        let group = try #require(try await item.asset.loadMediaSelectionGroup(for: .audible))
+        let played = player.state.withLockAnnotated { $0.soundStream }
+        #expect(played != group.defaultOption?.streamIndex)
+        #expect(item.currentMediaSelection.selectedMediaOption(in: group)?.streamIndex == played)
+        // A choice made stands over what the limit would play.
+        #expect(item.currentMediaSelection.mediaSelectionCriteriaCanBeAppliedAutomatically(to: group))
+        let other = try #require(group.options.first { $0.streamIndex != played })
+        item.select(other, in: group)
+        #expect(item.currentMediaSelection.selectedMediaOption(in: group) == other)
+    }
+
     @Test("a lower peak bit rate set while playing moves to the variant it allows, from the time reached, and plays on to the end")
     func aLimitWhilePlayingSwitchesTheVariant() throws {
         let (url, info) = try master()

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import Testing
 import GroupSync
@@ -8,9 +7,9 @@ struct KeyFileTests {
     @Test func hexWithWhitespaceAndRawBytesAreAccepted() throws {
         let hex = Array("  00112233445566778899AABBCCDDEEff\n".utf8)
         let key = try KeyFile.parse(hex)
-        #expect(key.withUnsafeBytes { Array($0) } == [0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF])
+        #expect(key.bytes == [0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF])
         let raw: [UInt8] = (0..<20).map { UInt8($0 * 13) }
-        #expect(try KeyFile.parse(raw).withUnsafeBytes { Array($0) } == raw)
+        #expect(try KeyFile.parse(raw).bytes == raw)
     }
 
     @Test func shortKeysAreRejectedClearly() {

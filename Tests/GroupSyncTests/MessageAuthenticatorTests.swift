@@ -1,14 +1,32 @@
-import Crypto
 import Testing
 import GroupSync
 
 @Suite("MessageAuthenticator")
 struct MessageAuthenticatorTests {
-    @Test func tagIsHMACSHA256OverTheBytes() {
-        let key = SymmetricKey(data: Array("0123456789abcdef".utf8))
-        let authenticator = MessageAuthenticator(key: key)
-        let data: [UInt8] = Array("message".utf8)
-        let expected = Array(HMAC<SHA256>.authenticationCode(for: data, using: key))
+    /// The bytes `hex` spells.
+    static func bytes(_ hex: String) -> [UInt8] {
+        var result: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            result.append(UInt8(hex[index..<next], radix: 16) ?? 0)
+            index = next
+        }
+        return result
+    }
+
+    /// RFC 4231's test cases 1 and 2 for HMAC-SHA-256, and an empty message.
+    @Test(arguments: [
+        ("0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b", Array("Hi There".utf8),
+         "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
+        ("4a656665", Array("what do ya want for nothing?".utf8),
+         "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
+        ("30313233343536373839616263646566", [],
+         "496dc93fa2d26eae500ec0bc37a122706b88f8963cebf0899d0245fae313e241"),
+    ])
+    func tagIsHMACSHA256OverTheBytes(key: String, data: [UInt8], tag: String) {
+        let authenticator = MessageAuthenticator(key: GroupKey(bytes: Self.bytes(key)))
+        let expected = Self.bytes(tag)
         #expect(authenticator.tag(for: data) == expected)
         #expect(authenticator.tag(for: data).count == MessageAuthenticator.tagLength)
         #expect(authenticator.isValid(tag: expected, for: data))
@@ -16,6 +34,7 @@ struct MessageAuthenticatorTests {
         wrong[31] ^= 1
         #expect(!authenticator.isValid(tag: wrong, for: data))
         #expect(!authenticator.isValid(tag: Array(expected.prefix(16)), for: data))
+        #expect(!authenticator.isValid(tag: [], for: data))
     }
 
     @Test func constantTimeEqualityComparesEveryByte() {

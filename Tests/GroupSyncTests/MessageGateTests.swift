@@ -1,10 +1,9 @@
-import Crypto
 import Testing
 import GroupSync
 
 @Suite("MessageGate")
 struct MessageGateTests {
-    static var key: SymmetricKey { SymmetricKey(data: Array(0..<32).map { UInt8($0) }) }
+    static var key: GroupKey { GroupKey(bytes: Array(0..<32).map { UInt8($0) }) }
     static var keyed: WireCodec { WireCodec(authenticator: MessageAuthenticator(key: key)) }
 
     static func bytes(_ codec: WireCodec, sequence: UInt64, sender: UInt64 = 5, group: String = "home") throws -> [UInt8] {
@@ -18,7 +17,7 @@ struct MessageGateTests {
         // Unkeyed (no tag): forged.
         do { let admitted = gate.admit(try Self.bytes(WireCodec(), sequence: 2)) == nil; #expect(admitted) }
         // Wrong key: forged.
-        let other = WireCodec(authenticator: MessageAuthenticator(key: SymmetricKey(size: .bits256)))
+        let other = WireCodec(authenticator: MessageAuthenticator(key: GroupKey(bytes: Array(repeating: UInt8(0x5A), count: 32))))
         do { let admitted = gate.admit(try Self.bytes(other, sequence: 3)) == nil; #expect(admitted) }
         #expect(gate.counters.forged == 2)
         // Another group: wrongGroup.

@@ -1,4 +1,3 @@
-import Crypto
 import Testing
 import GroupSync
 import MediaClock
@@ -8,7 +7,7 @@ import MediaClock
 /// message counts as path delay.
 @Suite("Transmit stamps")
 struct TransmitStampTests {
-    static var key: SymmetricKey { SymmetricKey(data: Array(repeating: UInt8(3), count: 32)) }
+    static var key: GroupKey { GroupKey(bytes: Array(repeating: UInt8(3), count: 32)) }
 
     /// One exchange between fresh cores, keyed: the follower's request is read at `start`
     /// and, when `stampAfter` is given, reported as having left that much later; the leader

@@ -1,4 +1,3 @@
-import Crypto
 import Testing
 import GroupSync
 import MediaClock
@@ -28,7 +27,7 @@ struct WireCodecTests {
         GroupMessage(senderID: 0x0102_0304_0506_0708, sequence: sequence, group: group, payload: payload)
     }
 
-    static var keyed: WireCodec { WireCodec(authenticator: MessageAuthenticator(key: SymmetricKey(data: Array(repeating: UInt8(7), count: 32)))) }
+    static var keyed: WireCodec { WireCodec(authenticator: MessageAuthenticator(key: GroupKey(bytes: Array(repeating: UInt8(7), count: 32)))) }
 
     @Test(arguments: payloads)
     func roundTripsUnkeyedAndKeyed(payload: GroupMessage.Payload) throws {
