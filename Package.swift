@@ -4,7 +4,7 @@ import PackageDescription
 /// The clock estimator's simulations (thousands of simulated followers' exchanges) are the
 /// test suite's heaviest computing, several times slower unoptimised: its module and its
 /// tests are optimised even in a debug build. Testing still sees internal names
-/// (`-enable-testing` stays on), and assertions are checked by `precondition` where they matter.
+/// (`-enable-testing` stays on), and the module has no `assert` the optimiser would drop.
 let optimizedInTests: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
 
 let package = Package(

@@ -450,17 +450,18 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
                             height: Self.wholeLimit(Double(size.height)))
     }
 
-    /// Opens this item's media for playback: the sound `soundStream` (an FFmpeg stream
-    /// index; by default the item's chosen one), within the item's variant limit, read
-    /// through the item's audio mix; a live HLS stream from segment `liveStartIndex`. Every
-    /// source a player plays an item from is opened here, so that none misses a setting.
-    func openSource(soundStream: Int?? = .none, liveStartIndex: Int? = nil) throws(MediaError) -> MediaSource {
-        let sound = soundStream ?? chosenAudioStream
-        if let liveStartIndex {
-            return try MediaSource(url: asset.location, audioStream: sound, variantLimit: variantLimit,
-                                   liveStartIndex: liveStartIndex, gain: gain)
-        }
-        return try MediaSource(url: asset.location, audioStream: sound, variantLimit: variantLimit, gain: gain)
+    /// Opens this item's media for playback: its chosen sound, within its variant limit,
+    /// read through its audio mix. Every source a player plays an item from is opened here
+    /// or by `openSource(soundStream:liveStartIndex:)`, so that none misses a setting.
+    func openSource() throws(MediaError) -> MediaSource {
+        try MediaSource(url: asset.location, audioStream: chosenAudioStream, variantLimit: variantLimit, gain: gain)
+    }
+
+    /// As `openSource()`, for a live HLS stream reopened from segment `liveStartIndex`,
+    /// keeping the sound `soundStream` (an FFmpeg stream index) it was playing.
+    func openSource(soundStream: Int?, liveStartIndex: Int) throws(MediaError) -> MediaSource {
+        try MediaSource(url: asset.location, audioStream: soundStream, variantLimit: variantLimit,
+                        liveStartIndex: liveStartIndex, gain: gain)
     }
 
     /// Makes `source`, opened by the asset's load before anyone knew this item's settings,
