@@ -139,7 +139,7 @@ let package = Package(
         .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock", "MutexAnnotations", "ChorusSimulation"], exclude: ["Fixtures"],
                     swiftSettings: optimizedInTests),
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "MediaPipeline", "ChorusTestSupport"]),
-        .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "ChorusTestSupport", "ChorusSimulation", "CAllocationCounter"]),
+        .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "MediaServer", "ChorusTestSupport", "ChorusSimulation", "CAllocationCounter"]),
         .testTarget(name: "AVPlaybackTests", dependencies: ["AVPlayback", "MediaClock", "MediaPipeline", "MediaServer", "ChorusSimulation", "MutexAnnotations", "ChorusTestSupport", "CAllocationCounter"]),
         .testTarget(name: "ChorusCLITests", dependencies: ["chorus", "chorus-sim", "example-player", "guide-code", "MediaPipeline", "MediaServer",
                                                           "ChorusTestSupport"]),

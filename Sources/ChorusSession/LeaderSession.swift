@@ -2,6 +2,7 @@ import AVPlayback
 import Foundation
 import GroupSync
 import Logging
+import MediaPipeline
 import MediaServer
 import MutexAnnotations
 import Synchronization
@@ -70,6 +71,10 @@ final class LeaderNode: @unchecked Sendable {
     private var core: LeaderCore
     private var timer: RepeatingTimer?
     private let published = Mutex<[Int: String]>([:])
+    /// The live streams relayed, by item index (`playable(_:index:)`).
+    private let relays = Mutex<[Int: LiveRelay]>([:])
+    /// Where relays write their playlists and segments.
+    private let relayDirectory: URL
     private let reportMembership: Bool
     private let report: @Sendable (Logger.Level, String) -> Void
 
@@ -102,6 +107,39 @@ final class LeaderNode: @unchecked Sendable {
         }
         self.reportMembership = reportMembership
         self.report = report
+        relayDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-relays-\(getpid())", isDirectory: true)
+    }
+
+    /// How long a relay may take to gather what a player starts with before its stream is
+    /// given up on: the station's answer and `LiveRelay.readySeconds` of its sound, which
+    /// a station sends at its own pace after a first burst.
+    static let relayReadyTimeout: Duration = .seconds(15)
+
+    /// What the group plays for item `index` at `url`: for a live stream over HTTP that
+    /// carries no times the rooms could share (an Icecast station), a relay of it, which
+    /// the leader plays and serves like a live HLS stream; anything else as it is. Blocks
+    /// while the stream is opened and the relay gathers its first segments.
+    func playable(_ url: URL, index: Int) -> URL {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              !["m3u8", "m3u"].contains(url.pathExtension.lowercased()) else { return url }
+        if let running = relays.withLockAnnotated({ $0[index] }), running.failure == nil { return running.playlist }
+        guard let relay = LiveRelay.start(url: url.absoluteString, in: relayDirectory) else { return url }
+        guard relay.waitUntilReady(timeout: Self.relayReadyTimeout) else {
+            report(.error, "\(url.absoluteString): cannot relay the stream: \(relay.failure.map { "\($0)" } ?? "too little arrived")")
+            relay.stop()
+            return url
+        }
+        report(.notice, "\(url.absoluteString) is a live stream: relayed to the group as live HLS")
+        let old = relays.withLockAnnotated { relays in defer { relays[index] = relay }; return relays[index] }
+        old?.stop()
+        // The item's path is the relay's from now on.
+        published.withLockAnnotated { _ = $0.removeValue(forKey: index) }
+        return relay.playlist
+    }
+
+    /// Stops relaying item `index`, if it was.
+    func release(index: Int) {
+        relays.withLockAnnotated { $0.removeValue(forKey: index) }?.stop()
     }
 
     /// Starts answering the network.
@@ -146,6 +184,8 @@ final class LeaderNode: @unchecked Sendable {
         }
         socket.close()
         http.stop()
+        for relay in relays.withLockAnnotated({ relays in defer { relays = [:] }; return Array(relays.values) }) { relay.stop() }
+        try? FileManager.default.removeItem(at: relayDirectory)
     }
 
     /// Where the group's datagrams are received.

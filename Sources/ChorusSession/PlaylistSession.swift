@@ -42,7 +42,8 @@ public final class PlaylistSession: Sendable {
         var currentIndex = 0
         /// The next item, already in a queue player's queue so that it follows the current
         /// one without a gap, with its index.
-        var queued: (index: Int, watch: ItemWatch)?
+        /// `url` is what plays for it (`PlaybackTransport.playable(_:index:)`).
+        var queued: (index: Int, url: URL, watch: ItemWatch)?
     }
 
     /// An item and the notifications that say it was left: its end, its failure. Made with
@@ -306,7 +307,10 @@ public final class PlaylistSession: Sendable {
             jumped = jump != nil || !played
             index = jump ?? index + 1
         }
-        state.withLockAnnotated { $0.queued }?.watch.close()
+        if let queued = state.withLockAnnotated({ $0.queued }) {
+            queued.watch.close()
+            transport.left(index: queued.index)
+        }
         transport.finish(on: player)
         if let positionObserver { player.removeTimeObserver(positionObserver) }
         stateWatch.invalidate()
@@ -331,39 +335,52 @@ public final class PlaylistSession: Sendable {
     /// follows this one without a gap: when its turn comes it is already playing.
     private func play(index: Int, url: URL, from start: CMTime, afterJump: Bool) -> Bool {
         let queue = player as? AVQueuePlayer
-        let (stopped, followed): (Bool, ItemWatch?) = state.withLockAnnotated { state in
+        let (stopped, followed, dropped): (Bool, (url: URL, watch: ItemWatch)?, Int?) = state.withLockAnnotated { state in
             defer { state.queued = nil }
-            guard let queued = state.queued, queued.index == index, !afterJump else { return (state.stopRequested, nil) }
-            return (state.stopRequested, queued.watch)
+            guard let queued = state.queued else { return (state.stopRequested, nil, nil) }
+            guard queued.index == index, !afterJump else {
+                return (state.stopRequested, nil, queued.index == index ? nil : queued.index)
+            }
+            return (state.stopRequested, (queued.url, queued.watch), nil)
         }
+        // An item queued to follow and jumped away from no longer needs what was made for it.
+        if let dropped { transport.left(index: dropped) }
         let watch: ItemWatch
-        if let followed, let queue, followed.hasFinished || queue.items().contains(where: { $0 === followed.item }) {
+        let playing: URL
+        if let followed, let queue, followed.watch.hasFinished || queue.items().contains(where: { $0 === followed.watch.item }) {
             // The item before ended and this one follows in the queue: joined on gaplessly
             // (already current, or even over already when it is short and the output fast),
             // or made current by the queue's own advance. Nothing to start; a group hears of it.
-            watch = followed
-            transport.followed(watch.item, index: index, url: url, on: player)
+            watch = followed.watch
+            playing = followed.url
+            transport.followed(watch.item, index: index, url: playing, on: player)
         } else {
-            followed?.close()
-            watch = ItemWatch(url: url, pitchAlgorithm: pitchAlgorithm)
-            if stopped {
+            followed?.watch.close()
+            playing = stopped ? url : transport.playable(url, index: index)
+            watch = ItemWatch(url: playing, pitchAlgorithm: pitchAlgorithm)
+            if stopped || state.withLockAnnotated({ $0.stopRequested }) {
                 watch.close()
+                transport.left(index: index)
                 return true
             }
             // A jump: whatever was queued after the item left goes.
             if let queue { queue.removeAllItems() }
             player.replaceCurrentItem(with: watch.item)
-            transport.begin(watch.item, index: index, url: url, from: start, on: player)
+            transport.begin(watch.item, index: index, url: playing, from: start, on: player)
         }
-        defer { watch.close() }
+        defer {
+            watch.close()
+            transport.left(index: index)
+        }
         state.withLockAnnotated { $0.finished = watch.done }
         if state.withLockAnnotated({ $0.stopRequested }) { return true }
         channel.yield(.item(index: index, count: urls.count, url: url))
         if let queue, index + 1 < urls.count {
-            let next = ItemWatch(url: urls[index + 1], pitchAlgorithm: pitchAlgorithm)
-            state.withLockAnnotated { $0.queued = (index + 1, next) }
+            let nextURL = transport.playable(urls[index + 1], index: index + 1)
+            let next = ItemWatch(url: nextURL, pitchAlgorithm: pitchAlgorithm)
+            state.withLockAnnotated { $0.queued = (index + 1, nextURL, next) }
             queue.insert(next.item, after: nil)
-            if !(transport is LocalTransport) { offerNext(next.item, url: urls[index + 1], index: index + 1, in: queue) }
+            if !(transport is LocalTransport) { offerNext(next.item, url: nextURL, index: index + 1, in: queue) }
         }
         watch.done.wait()
         if let failure = watch.failed {

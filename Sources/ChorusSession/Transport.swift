@@ -7,6 +7,11 @@ import Synchronization
 /// How a session starts, pauses and seeks: on its own (local play) or for a whole group (a
 /// leader). Called on the session's threads; implementations are thread-safe.
 protocol PlaybackTransport: Sendable {
+    /// What to play for item `index` at `url`: the URL itself, or one the transport made for
+    /// it (a leader's relay of a live stream). Blocks while that is made.
+    func playable(_ url: URL, index: Int) -> URL
+    /// Item `index` is no longer playing (nor queued to follow).
+    func left(index: Int)
     /// The item at `index` is about to play from `start`; begin playing it.
     func begin(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime, on player: AVPlayer)
     /// Pause if playing, resume if paused.
@@ -28,6 +33,8 @@ protocol PlaybackTransport: Sendable {
 
 /// Plays on this machine alone.
 struct LocalTransport: PlaybackTransport {
+    func playable(_ url: URL, index: Int) -> URL { url }
+    func left(index: Int) {}
     func begin(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime, on player: AVPlayer) {
         if start != .zero { player.seek(to: start) }
         player.play()
@@ -71,6 +78,11 @@ final class GroupTransport: PlaybackTransport {
     private let lastAnchor = Mutex<(rate: Double, time: CMTime, leader: LeaderTime, joined: Bool)?>(nil)
 
     init(node: LeaderNode) { self.node = node }
+
+    /// A live stream with no times the rooms could share is relayed, and the relay played.
+    func playable(_ url: URL, index: Int) -> URL { node.playable(url, index: index) }
+
+    func left(index: Int) { node.release(index: index) }
 
     private func state(index: Int, path: String, duration: CMTime, rate: Double, at itemTime: CMTime, leader: LeaderTime,
                        streams: (audio: Int?, subtitles: Int?), joined: Bool) -> GroupState {

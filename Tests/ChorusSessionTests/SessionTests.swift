@@ -347,6 +347,45 @@ import Testing
         #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
     }
 
+    /// An Internet radio station over plain HTTP, which starts each listener where it then
+    /// stands and says nothing of where that is: the leader relays it, so the station is
+    /// asked once, and a room that joins seconds later plays the sound the leader plays at
+    /// the same instant.
+    @Test func aGroupHearsARadioStationAsOne() async throws {
+        let station = try StationServer(broadcasting: try TestMedia.station(seconds: 30), seconds: 30)
+        defer { station.stop() }
+        func capture(_ role: String) -> String { TestMedia.folder.appendingPathComponent("station-group-\(role).cap").path }
+        let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
+        let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: capture("leader")),
+                                       listen: loopback, httpPort: 0, urls: [station.url], positionInterval: nil)
+        let leaderLog = EventLog(leader.events)
+        let leading = Running([{ _ = leader.run() }])
+        #expect(await onThread { waitUntil(30) { leader.player.timeControlStatus == .playing } })
+        #expect(leader.player.currentItem?.duration.isIndefinite == true, "a station has no end")
+        try await Task.sleep(for: .milliseconds(1_700))
+        let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: 30), capturePath: capture("room"),
+                                                                            clock: .simulated(offset: .milliseconds(-400), skewPPM: -60)),
+                                           leader: leader.endpoint, name: "room", statisticsInterval: nil)
+        let followerLog = EventLog(follower.events)
+        let following = Running([{ follower.run() }])
+        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing } })
+        try await Task.sleep(for: .seconds(3))
+        follower.send(.stop)
+        leader.send(.stop)
+        await following.wait()
+        await leading.wait()
+        #expect(await leaderLog.messages().contains { $0.contains("relayed to the group") })
+        #expect(await followerLog.messages().allSatisfy { !$0.contains("cannot play") })
+        #expect(station.connections == 1, "only the leader's relay listens to the station")
+
+        let reference = try RenderCaptureLog(path: capture("leader"))
+        let room = try RenderCaptureLog(path: capture("room"))
+        let offsets = room.offsets(against: reference, skip: 48_000)
+        #expect(offsets.count > 50, "\(offsets.count) comparable positions")
+        let worst = offsets.map(abs).max() ?? 1
+        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
+    }
+
     /// Two items that join into one tone, played by a group: the leader joins the second on
     /// without a gap, and so does its follower, at the same sample; neither starts afresh.
     @Test func aGroupJoinsItsItemsWithoutAGap() async throws {

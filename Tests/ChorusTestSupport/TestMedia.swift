@@ -60,6 +60,18 @@ public enum TestMedia {
         }
     }
 
+    /// A radio station's broadcast: a stereo tone (left 440 Hz, right 660 Hz, 48 kHz) as MP3
+    /// at a constant 128 kbit/s, `seconds` long, without the header and tag a file has
+    /// (no Xing frame, no ID3), so that any byte of it may be where a listener joins and its
+    /// end may run on into its start (`StationServer`).
+    public static func station(seconds: Double) throws -> URL {
+        let name = "station-\(seconds).mp3"
+        return try make(name) { url in
+            ["-f", "lavfi", "-i", "aevalsrc=0.4*sin(2*PI*440*t)|0.4*sin(2*PI*660*t):s=48000:d=\(seconds):c=stereo",
+             "-c:a", "libmp3lame", "-b:a", "128k", "-write_xing", "0", "-id3v2_version", "0", url.path]
+        }
+    }
+
     /// An HLS presentation of a stereo tone (left 440 Hz, right 660 Hz, 48 kHz, AAC in MPEG-TS):
     /// `seconds` long in segments of `segmentSeconds`, in a folder of its own with an on-demand
     /// playlist, `index.m3u8`. Returns the folder and the segments' names in order.

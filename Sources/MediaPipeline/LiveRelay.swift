@@ -1,0 +1,281 @@
+import Foundation
+import MediaClock
+import MutexAnnotations
+import Synchronization
+internal import CFFmpeg
+
+/// A live stream that carries no time its listeners could share, passed on as a live HLS
+/// stream of its own, which does.
+///
+/// An Icecast or SHOUTcast station over plain HTTP starts each listener where the station
+/// stands when it connects, and the listener's demuxer counts time from there: two rooms
+/// that connect a second apart hear the station a second apart, and nothing in what they
+/// read says so. A group's leader reads such a stream once, through a relay, which copies
+/// its packets unchanged (no decoding, no encoding) into one-second segments of a live
+/// HLS playlist in a folder of its own. The leader plays the playlist and serves the
+/// folder, and each follower plays the same playlist from it: the same packets with the
+/// same timestamps in every room, which a live HLS item keeps as its item time, so the rooms
+/// align as on any other item.
+///
+/// The relay reads until the station ends or fails, or until `stop()`; then it closes the
+/// playlist (`EXT-X-ENDLIST`), so every player reaches its end after the last segment
+/// instead of waiting for more. Its own thread does the reading; nothing here is on a
+/// real-time path.
+public final class LiveRelay: Sendable {
+    /// Each segment's length, in seconds (FFmpeg's `hls_time`): one second, so that a player
+    /// opening the playlist starts about three seconds behind the station and a segment is
+    /// out a second after its first packet came, while a segment of 128 kbit/s sound (16 kB)
+    /// still far outweighs its request.
+    public static let segmentSeconds = 1
+    /// Segments the playlist lists (`hls_list_size`): the last thirty seconds, which a room
+    /// may seek or join within.
+    public static let listedSegments = 30
+    /// Segments kept on disk after they leave the list (`hls_delete_threshold`), for a
+    /// player still reading one it found there a moment before.
+    static let keptSegments = 5
+    /// How much must be relayed before the playlist is played, in seconds: the segments a
+    /// player starts behind the end (FFmpeg's live start, `HLSLiveWindow.defaultStartFromEnd`)
+    /// and the one being written, so that a player's first reading already holds all it starts with.
+    public static let readySeconds = Double((HLSLiveWindow.defaultStartFromEnd + 1) * segmentSeconds)
+    /// Codecs an MPEG transport stream carries, which the relay's segments are by default;
+    /// anything else goes in fragmented MP4 segments.
+    static let transportStreamCodecs: Set<String> = ["mp3", "mp2", "aac", "ac3", "eac3", "opus", "h264", "hevc", "mpeg2video"]
+    /// A jump in the station's timestamps beyond this, in seconds, either way, is taken as a
+    /// new start (a chained Ogg stream's next song, a server's restart) and closed up, so the
+    /// relayed time runs on without a hole or a step back.
+    static let discontinuitySeconds = 1.0
+
+    /// The playlist, a file in the relay's folder.
+    public let playlist: URL
+    /// The folder the playlist and its segments are written to, removed by `stop()`.
+    public let folder: URL
+    /// The station relayed.
+    public let url: String
+
+    private let source: MediaSource
+    private let thread = ReaderThread(name: "chorus.relay")
+    private let ready = WakeSignal()
+    private let shared = Shared()
+
+    /// What the relay's thread and its callers share (a lock cannot be captured by itself).
+    private final class Shared: Sendable {
+        let progress = Mutex(Progress())
+    }
+
+    private struct Progress {
+        /// Seconds relayed so far.
+        var seconds = 0.0
+        /// Set when the relay has stopped reading: the station ended, failed, or `stop()`.
+        var ended = false
+        /// Why the relay stopped, when it was not asked to.
+        var failure: MediaError?
+        var stopping = false
+        var removed = false
+    }
+
+    /// Whether `info` is a stream a group must relay: read over the network, not HLS (whose
+    /// stream times every client shares), and without a duration (no file, but a stream that
+    /// goes on).
+    public static func needsRelay(_ info: MediaInfo, url: String) -> Bool {
+        let scheme = URL(string: url)?.scheme?.lowercased()
+        return (scheme == "http" || scheme == "https") && info.formatName != "hls" && !info.duration.isNumeric
+            && (info.preferredAudioTrack != nil || info.preferredVideoTrack != nil)
+    }
+
+    /// Opens `url` and, when it is a stream a group must relay (`needsRelay`), starts relaying
+    /// it into a new folder inside `directory`; nil when it is not (a file, an HLS playlist),
+    /// or it cannot be opened (the item's own opening then says why).
+    public static func start(url: String, in directory: URL) -> LiveRelay? {
+        guard let source = try? MediaSource(url: url), needsRelay(source.info, url: url) else { return nil }
+        return try? LiveRelay(source: source, in: directory)
+    }
+
+    /// Starts relaying the opened `source` into a new folder inside `directory`.
+    public init(source: MediaSource, in directory: URL) throws(MediaError) {
+        self.source = source
+        url = source.url
+        folder = directory.appendingPathComponent("relay-\(UUID().uuidString)", isDirectory: true)
+        playlist = folder.appendingPathComponent("live.m3u8")
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw .outputFailure(device: folder.path, reason: "cannot make the relay's folder: \(error.localizedDescription)")
+        }
+        let muxer: Muxer
+        do throws(MediaError) {
+            muxer = try Muxer(source: source, playlist: playlist, folder: folder)
+        } catch {
+            try? FileManager.default.removeItem(at: folder)
+            throw error
+        }
+        let shared = self.shared
+        let ready = self.ready
+        thread.start { [source] in
+            let failure = muxer.run(source: source) { seconds in
+                shared.progress.withLockAnnotated { $0.seconds = seconds }
+                if seconds >= Self.readySeconds { ready.signal() }
+            }
+            shared.progress.withLockAnnotated { progress in
+                progress.ended = true
+                if !progress.stopping { progress.failure = failure ?? .networkFailure(url: source.url, reason: "the stream ended") }
+            }
+            ready.signal()
+        }
+    }
+
+    deinit { stop() }
+
+    /// Waits until `readySeconds` have been relayed, the relay has stopped, or `timeout` has
+    /// passed. Returns whether the playlist holds what a player starts with.
+    public func waitUntilReady(timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let (seconds, ended) = shared.progress.withLockAnnotated { ($0.seconds, $0.ended) }
+            if seconds >= Self.readySeconds { return true }
+            if ended { return false }
+            let left = deadline - ContinuousClock.now
+            if left <= .zero { return false }
+            ready.wait(timeout: left)
+        }
+    }
+
+    /// Seconds of the stream relayed so far.
+    public var secondsRelayed: Double { shared.progress.withLockAnnotated { $0.seconds } }
+
+    /// Why the relay stopped by itself (the station ended or failed); nil while it reads, and
+    /// after `stop()`.
+    public var failure: MediaError? { shared.progress.withLockAnnotated { $0.failure } }
+
+    /// Stops reading, closes the playlist, waits for the relay's thread and removes its
+    /// folder. Safe to call more than once, from any thread but the relay's.
+    public func stop() {
+        let first = shared.progress.withLockAnnotated { progress -> Bool in
+            defer { progress.stopping = true; progress.removed = true }
+            return !progress.removed
+        }
+        guard first else { return }
+        source.interrupt()
+        thread.waitForEnd()
+        try? FileManager.default.removeItem(at: folder)
+    }
+}
+
+/// The HLS muxer the relay writes through, with the stream it copies. Used by the relay's
+/// thread alone once made.
+// Not Sendable by nature (FFmpeg contexts); @unchecked because it is made on the caller's
+// thread and then handed whole to the relay's thread, which alone uses it from then on.
+private final class Muxer: @unchecked Sendable {
+    private let output: UnsafeMutablePointer<AVFormatContext>
+    /// Input stream index → output stream index, for the streams relayed.
+    private let mapping: [Int32: Int32]
+    private let inputTimeBases: [Int32: AVRational]
+    private let url: String
+
+    init(source: MediaSource, playlist: URL, folder: URL) throws(MediaError) {
+        url = source.url
+        let relayed = [source.info.preferredAudioTrack, source.info.preferredVideoTrack].compactMap { $0 }
+        let transportStream = relayed.allSatisfy { LiveRelay.transportStreamCodecs.contains($0.codec) }
+        var made: UnsafeMutablePointer<AVFormatContext>?
+        guard avformat_alloc_output_context2(&made, nil, "hls", playlist.path) >= 0, let output = made else {
+            throw .outputFailure(device: playlist.path, reason: "FFmpeg has no HLS muxer")
+        }
+        // Vorbis (a station in Ogg) goes into MP4 only as FFmpeg's experimental mapping.
+        output.pointee.strict_std_compliance = FF_COMPLIANCE_EXPERIMENTAL
+        var mapping: [Int32: Int32] = [:]
+        var timeBases: [Int32: AVRational] = [:]
+        let input = source.formatContext
+        for track in relayed {
+            guard track.streamIndex >= 0, track.streamIndex < Int(input.pointee.nb_streams),
+                  let inStream = input.pointee.streams[track.streamIndex],
+                  let outStream = avformat_new_stream(output, nil),
+                  avcodec_parameters_copy(outStream.pointee.codecpar, inStream.pointee.codecpar) >= 0 else {
+                avformat_free_context(output)
+                throw .outputFailure(device: playlist.path, reason: "cannot relay the stream's \(track.codec)")
+            }
+            outStream.pointee.codecpar.pointee.codec_tag = 0
+            outStream.pointee.time_base = inStream.pointee.time_base
+            mapping[Int32(track.streamIndex)] = outStream.pointee.index
+            timeBases[Int32(track.streamIndex)] = inStream.pointee.time_base
+        }
+        var options: OpaquePointer?
+        av_dict_set(&options, "hls_time", String(LiveRelay.segmentSeconds), 0)
+        av_dict_set(&options, "hls_list_size", String(LiveRelay.listedSegments), 0)
+        av_dict_set(&options, "hls_delete_threshold", String(LiveRelay.keptSegments), 0)
+        // A segment is written under a temporary name and renamed when whole, so a follower
+        // never fetches half of one; old ones are removed as the window moves on.
+        av_dict_set(&options, "hls_flags", "delete_segments+temp_file", 0)
+        av_dict_set(&options, "hls_segment_type", transportStream ? "mpegts" : "fmp4", 0)
+        let segmentName = transportStream ? "segment%d.ts" : "segment%d.m4s"
+        av_dict_set(&options, "hls_segment_filename", folder.appendingPathComponent(segmentName).path, 0)
+        let status = avformat_write_header(output, &options)
+        av_dict_free(&options)
+        guard status >= 0 else {
+            avformat_free_context(output)
+            throw .outputFailure(device: playlist.path, reason: "cannot start the relay's playlist (\(FFmpegCall.message(status)))")
+        }
+        self.output = output
+        self.mapping = mapping
+        inputTimeBases = timeBases
+    }
+
+    deinit { avformat_free_context(output) }
+
+    /// Copies packets until the input ends, fails or is interrupted, reporting the seconds
+    /// relayed after each; then closes the playlist. Returns why reading stopped (nil when
+    /// it was interrupted).
+    func run(source: MediaSource, relayed: (Double) -> Void) -> MediaError? {
+        guard let packet = av_packet_alloc() else {
+            av_write_trailer(output)
+            return .outputFailure(device: url, reason: "out of memory")
+        }
+        defer { var freed: UnsafeMutablePointer<AVPacket>? = packet; av_packet_free(&freed) }
+        let input = source.formatContext
+        /// Per input stream: the shift added to its timestamps, and the next timestamp
+        /// expected, in its own time base.
+        var shift: [Int32: Int64] = [:]
+        var expected: [Int32: Int64] = [:]
+        var first: Double?
+        var failure: MediaError?
+        while true {
+            let status = av_read_frame(input, packet)
+            if status < 0 {
+                // The end of the stream, or an interruption (`stop()`), is no failure of its own.
+                if status != chorus_averror_exit() && status != chorus_averror_eof() {
+                    failure = .networkFailure(url: url, reason: FFmpegCall.message(status))
+                }
+                break
+            }
+            let index = packet.pointee.stream_index
+            guard let outIndex = mapping[index], let inBase = inputTimeBases[index],
+                  let outStream = output.pointee.streams[Int(outIndex)] else {
+                av_packet_unref(packet)
+                continue
+            }
+            // A packet without times takes the one expected; times that jump are closed up.
+            let noTime = FFmpegCall.noPTS
+            var dts = packet.pointee.dts != noTime ? packet.pointee.dts : packet.pointee.pts
+            if dts == noTime { dts = expected[index] ?? 0 }
+            let pts = packet.pointee.pts != noTime ? packet.pointee.pts : dts
+            let limit = Int64(LiveRelay.discontinuitySeconds * Double(inBase.den) / Double(max(inBase.num, 1)))
+            var offset = shift[index] ?? 0
+            if let next = expected[index], abs(dts + offset - next) > limit { offset = next - dts }
+            shift[index] = offset
+            packet.pointee.dts = dts + offset
+            packet.pointee.pts = max(pts + offset, dts + offset)
+            expected[index] = dts + offset + max(packet.pointee.duration, 1)
+            let seconds = Double(dts + offset) * Double(inBase.num) / Double(max(inBase.den, 1))
+            packet.pointee.stream_index = outIndex
+            packet.pointee.pos = -1
+            av_packet_rescale_ts(packet, inBase, outStream.pointee.time_base)
+            let written = av_interleaved_write_frame(output, packet)
+            if written < 0 {
+                failure = .outputFailure(device: url, reason: "cannot write the relay's segment (\(FFmpegCall.message(written)))")
+                break
+            }
+            if first == nil { first = seconds }
+            relayed(seconds - (first ?? seconds))
+        }
+        av_write_trailer(output)
+        return failure
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import Synchronization
+
+/// An Internet radio station as Icecast serves one, on the loopback address: one broadcast
+/// that runs from the moment the server starts, which each listener joins where it then
+/// stands (with a little before it, as stations send at once to fill a player's buffer) and
+/// then receives at the broadcast's own pace, for ever, over a response with no length.
+/// Two listeners that connect a second apart hear it a second apart, and nothing in what
+/// they read says so.
+public final class StationServer: Sendable {
+    /// Seconds of the broadcast sent at once to a new listener, before the present.
+    public static let burstSeconds = 1.0
+    /// How often the broadcast's bytes go out to a listener, in seconds.
+    static let sendInterval = 0.05
+
+    /// The port it listens on.
+    public let port: UInt16
+    /// The station's address.
+    public var url: URL { URL(string: "http://127.0.0.1:\(port)/station.mp3")! }
+    /// Listeners that have connected.
+    public var connections: Int { state.withLock { $0.connections } }
+
+    private let broadcast: Data
+    private let bytesPerSecond: Double
+    private let started = ContinuousClock.now
+    private let listener: Int32
+    private let state = Mutex<(connections: Int, stopped: Bool)>((0, false))
+
+    /// Broadcasts `file` (a constant-rate stream `seconds` long) over and over, from now.
+    public init(broadcasting file: URL, seconds: Double) throws {
+        broadcast = try Data(contentsOf: file)
+        bytesPerSecond = Double(broadcast.count) / seconds
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestMediaError.ffmpegFailed("station", "no socket") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 16) == 0 else {
+            close(fd)
+            throw TestMediaError.ffmpegFailed("station", "cannot listen")
+        }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        listener = fd
+        port = UInt16(bigEndian: actual.sin_port)
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "test.station"
+        thread.start()
+    }
+
+    /// Goes off the air: stops listening and ends every listener's response.
+    public func stop() {
+        state.withLock { $0.stopped = true }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    /// The broadcast's byte now, counted from its start (it runs on past the file's end).
+    private func present() -> Int {
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        return Int(seconds * bytesPerSecond)
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                if state.withLock({ $0.stopped }) { return }
+                if errno == EINTR { continue }
+                return
+            }
+            state.withLock { $0.connections += 1 }
+            let thread = Thread { [self] in serve(client) }
+            thread.name = "test.station.listener"
+            thread.start()
+        }
+    }
+
+    private func serve(_ client: Int32) {
+        defer { close(client) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var request = Data()
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while !request.contains(Data("\r\n\r\n".utf8)) {
+            let count = recv(client, &buffer, buffer.count, 0)
+            if count <= 0 { return }
+            request.append(contentsOf: buffer[0..<count])
+        }
+        let header = "HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\nicy-name: Chorus test station\r\nCache-Control: no-cache\r\n\r\n"
+        guard sendAll(client, Data(header.utf8)) else { return }
+        if String(decoding: request, as: UTF8.self).hasPrefix("HEAD") { return }
+        var next = max(0, present() - Int(Self.burstSeconds * bytesPerSecond))
+        while !state.withLock({ $0.stopped }) {
+            let upTo = present()
+            while next < upTo {
+                let offset = next % broadcast.count
+                let end = min(broadcast.count, offset + (upTo - next))
+                guard sendAll(client, broadcast.subdata(in: offset..<end)) else { return }
+                next += end - offset
+            }
+            usleep(UInt32(Self.sendInterval * 1_000_000))
+        }
+    }
+
+    private func sendAll(_ client: Int32, _ data: Data) -> Bool {
+        data.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return true }
+            var sent = 0
+            while sent < raw.count {
+                let count = send(client, base + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
+                if count <= 0 { return false }
+                sent += count
+            }
+            return true
+        }
+    }
+}
