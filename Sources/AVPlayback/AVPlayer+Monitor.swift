@@ -66,6 +66,7 @@ extension AVPlayer {
                 case .stalled:
                     if status.stalls != state.lastStallCount {
                         state.lastStallCount = status.stalls
+                        item.noteStall()
                         setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: .toMinimizeStalls, &effects)
                         effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.playbackStalledNotification, object: item) }
                     }
@@ -100,6 +101,11 @@ extension AVPlayer {
             let time = currentTimeLocked(&state)
             publishVideoTimelineLocked(&state, status: status, now: now, time: time)
             let playing = state.timeControlStatus == .playing
+            // The access log's seconds played: the time since the last tick, while playing.
+            if playing, let last = state.lastTickHost, now > last, item.notePlayed(seconds: Double(now.nanoseconds - last.nanoseconds) / 1e9) {
+                effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.newAccessLogEntryNotification, object: item) }
+            }
+            state.lastTickHost = now
             fire = (time, playing, state.timeJumped, state.lastObservedTime, state.observers)
             if state.itemLoaded { legible = (item, time, state.timeJumped) }
             state.timeJumped = false

@@ -1338,6 +1338,9 @@ struct PlayerState {
     var rate: Float = 0
     var defaultRate: Float = 1
     var timeControlStatus = AVPlayer.TimeControlStatus.paused
+    /// When the monitor last ticked: the seconds an item plays between ticks go to its
+    /// access log.
+    var lastTickHost: HostTime?
     var waitingReason: AVPlayer.WaitingReason?
     var actionAtItemEnd = AVPlayer.ActionAtItemEnd.pause
     var waitsToMinimizeStalling = true

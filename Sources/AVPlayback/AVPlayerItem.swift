@@ -89,6 +89,9 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// The outputs added with `add(_:)`.
     let outputList = Mutex<[AVPlayerItemOutput]>([])
 
+    /// What the item's access and error logs are made from (`accessLog()`, `errorLog()`).
+    let networkLog = Mutex(NetworkLog())
+
     /// The queue player the item waits in (or plays in), if any: an item is in one queue at
     /// a time.
     var queue: AVQueuePlayer? {
@@ -733,6 +736,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
             defer { current.status = .failed; current.error = error }
             return current.status
         }
+        noteError(error)
         observationRegistry.notify(\AVPlayerItem.status, old: oldStatus, new: Status.failed)
         player?.observationRegistry.poke()
     }

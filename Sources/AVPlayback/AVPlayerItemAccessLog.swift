@@ -1,8 +1,8 @@
 import Foundation
+import MediaPipeline
+import MutexAnnotations
 
-/// An item's log of network access, one event per stretch of playback from one server
-/// (`AVPlayerItemAccessLog`). `AVPlayerItem.accessLog()` returns none here; the type exists
-/// so that code reading the log compiles and takes its nil branch.
+/// An item's log of network access (`AVPlayerItemAccessLog`): see `AVPlayerItem.accessLog()`.
 public final class AVPlayerItemAccessLog: Sendable {
     /// The events, oldest first.
     public let events: [AVPlayerItemAccessLogEvent]
@@ -42,8 +42,7 @@ public final class AVPlayerItemAccessLogEvent: Sendable {
     }
 }
 
-/// An item's log of network errors (`AVPlayerItemErrorLog`). `AVPlayerItem.errorLog()`
-/// returns none here, as `accessLog()`.
+/// An item's log of network errors (`AVPlayerItemErrorLog`): see `AVPlayerItem.errorLog()`.
 public final class AVPlayerItemErrorLog: Sendable {
     /// The events, oldest first.
     public let events: [AVPlayerItemErrorLogEvent]
@@ -73,5 +72,114 @@ public final class AVPlayerItemErrorLogEvent: Sendable {
         self.errorStatusCode = errorStatusCode
         self.errorDomain = errorDomain
         self.errorComment = errorComment
+    }
+}
+
+/// What an item's logs are made from, behind the item's `networkLog` lock (a leaf: nothing
+/// else is locked while it is held).
+struct NetworkLog {
+    /// When the item first played; nil until it has (the access log is empty until then).
+    var startDate: Date?
+    /// Seconds the item has played (its player's `timeControlStatus` `.playing` while it
+    /// was current).
+    var watched: Double = 0
+    var stalls = 0
+    var errors: [AVPlayerItemErrorLogEvent] = []
+}
+
+extension AVPlayerItem {
+    /// Whether the item is read over the network, which alone has access and error logs.
+    var isNetworkItem: Bool {
+        guard let scheme = URL(string: asset.location)?.scheme?.lowercased() else { return false }
+        return scheme == "http" || scheme == "https"
+    }
+
+    /// The item's network access log: for an item read over HTTP(S) (a file, or an HLS
+    /// stream) that has begun to play, one event for its playback so far, which goes on
+    /// growing; nil for local files, and before the item plays.
+    ///
+    /// An event holds the item's address, when it began to play, the seconds played, the
+    /// stalls, and the bit rate the media declares (an HLS variant's `BANDWIDTH`, or the
+    /// tracks' own rates). What FFmpeg reads for the player is not measured: the observed
+    /// bit rate and the bytes transferred are -1, the value Apple's log gives for what it
+    /// does not know. The server's address is given when the URL names it by number.
+    public func accessLog() -> AVPlayerItemAccessLog? {
+        guard isNetworkItem else { return nil }
+        let log = networkLog.withLockAnnotated { $0 }
+        guard let start = log.startDate else { return nil }
+        let url = URL(string: asset.location)
+        let host = url?.host
+        let numeric = host.map { host -> Bool in
+            var v4 = in_addr(), v6 = in6_addr()
+            return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+        } ?? false
+        let event = AVPlayerItemAccessLogEvent(uri: asset.location, serverAddress: numeric ? host : nil, playbackStartDate: start,
+                                               durationWatched: log.watched, numberOfStalls: log.stalls,
+                                               indicatedBitrate: indicatedBitrate, observedBitrate: -1, numberOfBytesTransferred: -1)
+        return AVPlayerItemAccessLog(events: [event])
+    }
+
+    /// The item's network error log: one event for each failure of an item read over
+    /// HTTP(S) (a server that answered with an error, went away or never answered; a
+    /// certificate that did not check out), oldest first; nil when there was none.
+    public func errorLog() -> AVPlayerItemErrorLog? {
+        let errors = networkLog.withLockAnnotated { $0.errors }
+        return errors.isEmpty ? nil : AVPlayerItemErrorLog(events: errors)
+    }
+
+    /// The bit rate the media declares for what plays, in bits per second: the played HLS
+    /// variant's `BANDWIDTH`, or the played tracks' own rates summed; -1 when none is known.
+    var indicatedBitrate: Double {
+        guard let info = loadedInfo ?? asset.loadedMediaInfo else { return -1 }
+        let played = info.playedTracks(audioStream: chosenAudioStream, within: variantLimit)
+        let indexes = Set([played.audio, played.video].compactMap { $0?.streamIndex })
+        if let variant = info.variants.first(where: { !$0.streamIndexes.isDisjoint(with: indexes) }), variant.bandwidth > 0 {
+            return Double(variant.bandwidth)
+        }
+        let rates = [played.audio, played.video].compactMap { $0?.bitRate }.filter { $0 > 0 }
+        return rates.isEmpty ? -1 : Double(rates.reduce(0, +))
+    }
+
+    /// The item played for `seconds` more, as its player's monitor saw. Returns true when
+    /// this began its access log (its first play), for the notification.
+    func notePlayed(seconds: Double) -> Bool {
+        guard isNetworkItem else { return false }
+        return networkLog.withLockAnnotated { log in
+            log.watched += seconds
+            guard log.startDate == nil else { return false }
+            log.startDate = Date()
+            return true
+        }
+    }
+
+    /// The item stalled (its sound ran dry while it played).
+    func noteStall() {
+        networkLog.withLockAnnotated { $0.stalls += 1 }
+    }
+
+    /// The item failed with `error`: an error log event when it was read over the network.
+    func noteError(_ error: MediaError) {
+        guard isNetworkItem else { return }
+        let reason: String
+        switch error {
+        case .networkFailure(_, let why), .badURL(_, let why), .unsupportedFormat(_, let why), .corruptData(_, let why): reason = why
+        default: reason = error.description
+        }
+        let host = URL(string: asset.location)?.host
+        let event = AVPlayerItemErrorLogEvent(date: Date(), uri: asset.location, serverAddress: host, errorStatusCode: Self.httpStatus(in: reason) ?? -1,
+                                              errorDomain: "CoreMediaErrorDomain", errorComment: reason)
+        networkLog.withLockAnnotated { $0.errors.append(event) }
+        // Where the item's other notifications go out: its failure is told on its player's
+        // event queue, and this with it.
+        NotificationCenter.default.post(name: AVPlayerItem.newErrorLogEntryNotification, object: self)
+    }
+
+    /// The HTTP status a failure's words give ("Server returned 404 Not Found", FFmpeg's
+    /// message for one), if any.
+    static func httpStatus(in reason: String) -> Int? {
+        guard let range = reason.range(of: "Server returned ") else { return nil }
+        let digits = reason[range.upperBound...].prefix { $0.isNumber }
+        guard digits.count == 3, let status = Int(digits) else { return nil }
+        return status
     }
 }

@@ -205,7 +205,34 @@ import MediaServer
         // Within the read timeout (5 s) and the time the decoded sound lasts.
         #expect(waitUntil(30) { failed.value > 0 || item.status == .failed })
         #expect(item.error.map { "\($0)" }?.contains("127.0.0.1:\(server.port)") == true, "\(String(describing: item.error))")
+        // The failure is in the item's error log, and what played before it in its access log.
+        let errors = try #require(item.errorLog()?.events)
+        #expect(errors.count == 1)
+        #expect(errors.first?.uri == server.url.absoluteString)
+        #expect(errors.first?.serverAddress == "127.0.0.1")
+        #expect(errors.first?.errorComment?.isEmpty == false)
+        let played = try #require(item.accessLog()?.events.first)
+        #expect(played.durationWatched > 0 && played.playbackStartDate != nil)
         player.close()
+    }
+
+    @Test("a file the server does not have fails the item, and its error log gives the server's status")
+    func aMissingFileIsInTheErrorLog() throws {
+        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
+        defer { server.stop() }
+        let url = try #require(URL(string: "http://127.0.0.1:\(server.port)/items/none/song.mp3"))
+        let item = AVPlayerItem(url: url)
+        let logged = NotificationCounter(AVPlayerItem.newErrorLogEntryNotification, object: item)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.play()
+        #expect(waitUntil(20) { item.status == .failed })
+        let event = try #require(item.errorLog()?.events.first)
+        #expect(event.errorStatusCode == 404, "\(event.errorComment ?? "")")
+        #expect(event.errorDomain == "CoreMediaErrorDomain")
+        #expect(event.uri == url.absoluteString)
+        #expect(waitUntil(5) { logged.value == 1 })
+        #expect(item.accessLog() == nil, "it never played")
     }
 
     @Test("a server that stalls starves the player, which says so and plays on by itself when data returns")
@@ -225,5 +252,13 @@ import MediaServer
         #expect(waitUntil(20) { player.timeControlStatus == .playing && player.currentTime().seconds > 6 })
         #expect(item.status == .readyToPlay, "\(String(describing: item.error))")
         #expect(player.rate == 1, "at \(player.currentTime().seconds) s, \(server.connections) connections, stalled on \(String(describing: server.faultedOn))")
+        // The access log counts the stall, the seconds played (more than six of the item's,
+        // at speed 1) and the rate the file declares (48 kHz, two channels of 16 bits).
+        let played = try #require(item.accessLog()?.events.first)
+        #expect(played.numberOfStalls >= 1)
+        #expect(played.durationWatched > 5, "\(played.durationWatched) s")
+        #expect(played.indicatedBitrate == 1_536_000)
+        #expect(played.uri == server.url.absoluteString && played.observedBitrate == -1)
+        #expect(item.errorLog() == nil)
     }
 }
