@@ -91,6 +91,8 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
 
     /// What the item's access and error logs are made from (`accessLog()`, `errorLog()`).
     let networkLog = Mutex(NetworkLog())
+    /// The bytes every opening of the item has read (its access log's bytes transferred).
+    let transfer = TransferCounter()
 
     /// The queue player the item waits in (or plays in), if any: an item is in one queue at
     /// a time.
@@ -457,14 +459,18 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// read through its audio mix. Every source a player plays an item from is opened here
     /// or by `openSource(soundStream:liveStartIndex:)`, so that none misses a setting.
     func openSource() throws(MediaError) -> MediaSource {
-        try MediaSource(url: asset.location, audioStream: chosenAudioStream, variantLimit: variantLimit, gain: gain)
+        let source = try MediaSource(url: asset.location, audioStream: chosenAudioStream, variantLimit: variantLimit, gain: gain)
+        source.transferCounter = transfer
+        return source
     }
 
     /// As `openSource()`, for a live HLS stream reopened from segment `liveStartIndex`,
     /// keeping the sound `soundStream` (an FFmpeg stream index) it was playing.
     func openSource(soundStream: Int?, liveStartIndex: Int) throws(MediaError) -> MediaSource {
-        try MediaSource(url: asset.location, audioStream: soundStream, variantLimit: variantLimit,
-                        liveStartIndex: liveStartIndex, gain: gain)
+        let source = try MediaSource(url: asset.location, audioStream: soundStream, variantLimit: variantLimit,
+                                     liveStartIndex: liveStartIndex, gain: gain)
+        source.transferCounter = transfer
+        return source
     }
 
     /// Makes `source`, opened by the asset's load before anyone knew this item's settings,
@@ -473,6 +479,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     func adopt(_ source: MediaSource) {
         source.choose(audioStream: chosenAudioStream, variantLimit: variantLimit)
         source.gain = gain
+        source.transferCounter = transfer
     }
 
     /// `value` as a whole limit: 0 (none) unless finite and positive, else at least 1, at
@@ -732,11 +739,13 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     }
 
     func failed(_ error: MediaError) {
+        // In the error log before the status says so, so that whoever sees the failure
+        // finds it there.
+        noteError(error)
         let oldStatus: Status = state.withLockAnnotated { current in
             defer { current.status = .failed; current.error = error }
             return current.status
         }
-        noteError(error)
         observationRegistry.notify(\AVPlayerItem.status, old: oldStatus, new: Status.failed)
         player?.observationRegistry.poke()
     }

@@ -100,9 +100,12 @@ extension AVPlayerItem {
     ///
     /// An event holds the item's address, when it began to play, the seconds played, the
     /// stalls, and the bit rate the media declares (an HLS variant's `BANDWIDTH`, or the
-    /// tracks' own rates). What FFmpeg reads for the player is not measured: the observed
-    /// bit rate and the bytes transferred are -1, the value Apple's log gives for what it
-    /// does not know. The server's address is given when the URL names it by number.
+    /// tracks' own rates), and the bytes read from the server for it by every opening (a
+    /// connection a demuxer keeps open, as FFmpeg's HLS demuxer keeps the one to its
+    /// segments, counts when it closes). How long those bytes took to come is not
+    /// measured (FFmpeg reads for the player, paced by its queues): the observed bit rate is
+    /// -1, the value Apple's log gives for what it does not know. The server's address is
+    /// given when the URL names it by number.
     public func accessLog() -> AVPlayerItemAccessLog? {
         guard isNetworkItem else { return nil }
         let log = networkLog.withLockAnnotated { $0 }
@@ -115,7 +118,7 @@ extension AVPlayerItem {
         } ?? false
         let event = AVPlayerItemAccessLogEvent(uri: asset.location, serverAddress: numeric ? host : nil, playbackStartDate: start,
                                                durationWatched: log.watched, numberOfStalls: log.stalls,
-                                               indicatedBitrate: indicatedBitrate, observedBitrate: -1, numberOfBytesTransferred: -1)
+                                               indicatedBitrate: indicatedBitrate, observedBitrate: -1, numberOfBytesTransferred: transfer.total)
         return AVPlayerItemAccessLog(events: [event])
     }
 

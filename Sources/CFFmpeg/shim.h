@@ -2,6 +2,7 @@
 #define CHORUS_CFFMPEG_SHIM_H
 
 #include <libavformat/avformat.h>
+#include <string.h>
 #include <libavcodec/avcodec.h>
 #include <libavutil/avutil.h>
 #include <libavutil/channel_layout.h>
@@ -76,6 +77,10 @@ static inline int chorus_thread_frame_and_slice(void) { return FF_THREAD_FRAME |
 typedef int (*ChorusIOOpen)(struct AVFormatContext *s, AVIOContext **pb, const char *url,
                             int flags, AVDictionary **options);
 
+/* Inputs of an HLS demuxer followed while open: its playlists' and its segments'
+   connections, a few more than it keeps open at once. */
+#define CHORUS_TRACKED_INPUTS 8
+
 /* What chorus_io_open needs for one format context (and the contexts a demuxer nests in
    it, which FFmpeg gives the same `opaque`). Owned by the caller, zeroed before install,
    and kept until the context is closed. Used by the one thread using the context. */
@@ -92,6 +97,18 @@ typedef struct ChorusFetchPolicy {
        (HLS skips a segment it cannot fetch, then finds no data): this says which fetch it was. */
     int failed_status;
     char *failed_url;
+    /* The context's io_close2 before chorus_io_close2 replaced it (FFmpeg's default). */
+    int (*original_close)(struct AVFormatContext *s, AVIOContext *pb);
+    /* Bytes read by the inputs the context opened and closed again (an HLS demuxer's
+       playlist refreshes and segment connections), counted at their close. */
+    int64_t closed_bytes;
+    /* The inputs an HLS demuxer has open now (its persistent connection to the segments,
+       kept for the whole stream, a playlist's), whose bytes count while they are open.
+       Only the HLS demuxer's: it closes every input it opens through io_close2
+       (ff_format_io_close), which takes it out of here first, so none is read after it is
+       freed; other demuxers' inputs count at their close. One that does not fit counts at
+       its close too. */
+    AVIOContext *open_inputs[CHORUS_TRACKED_INPUTS];
 } ChorusFetchPolicy;
 
 /* Adds the certificate checks to `options` (created when *options is NULL). Returns 0, or a
@@ -117,11 +134,42 @@ static inline int chorus_io_open(struct AVFormatContext *s, AVIOContext **pb, co
     int status = chorus_add_certificate_checks(used, policy->ca_file);
     if (status >= 0) status = policy->original(s, pb, url, flags, used);
     av_dict_free(&own);
+    if (status >= 0 && pb && *pb && s->iformat && s->iformat->name && strcmp(s->iformat->name, "hls") == 0) {
+        for (int i = 0; i < CHORUS_TRACKED_INPUTS; i++) {
+            if (!policy->open_inputs[i]) { policy->open_inputs[i] = *pb; break; }
+        }
+    }
     if (status < 0 && status != AVERROR_EXIT && policy->failed_status == 0) {
         policy->failed_status = status;
         policy->failed_url = url ? av_strdup(url) : NULL;
     }
     return status;
+}
+
+/* The io_close2 Chorus installs with chorus_io_open: counts what the input read, then
+   closes it as FFmpeg's own does. */
+static inline int chorus_io_close2(struct AVFormatContext *s, AVIOContext *pb) {
+    ChorusFetchPolicy *policy = s ? (ChorusFetchPolicy *)s->opaque : NULL;
+    if (policy && pb) {
+        policy->closed_bytes += pb->bytes_read;
+        for (int i = 0; i < CHORUS_TRACKED_INPUTS; i++) {
+            if (policy->open_inputs[i] == pb) { policy->open_inputs[i] = NULL; break; }
+        }
+    }
+    if (policy && policy->original_close) return policy->original_close(s, pb);
+    return avio_close(pb);
+}
+
+/* Bytes `context`'s inputs have read: its own input's so far, an HLS demuxer's open
+   inputs' so far, and those closed. Call on the thread reading the context, between its
+   calls (the inputs are that thread's). */
+static inline int64_t chorus_fetch_policy_bytes(const ChorusFetchPolicy *policy, const AVFormatContext *context) {
+    if (!policy || !context) return 0;
+    int64_t total = policy->closed_bytes + (context->pb ? context->pb->bytes_read : 0);
+    for (int i = 0; i < CHORUS_TRACKED_INPUTS; i++) {
+        if (policy->open_inputs[i]) total += policy->open_inputs[i]->bytes_read;
+    }
+    return total;
 }
 
 /* Makes every fetch of `context` go through chorus_io_open with `policy` (zeroed, its
@@ -133,8 +181,10 @@ static inline int chorus_fetch_policy_install(AVFormatContext *context, ChorusFe
     /* Never wrap ourselves: the original would call back into chorus_io_open for ever. */
     if (context->io_open == chorus_io_open) return AVERROR(EINVAL);
     policy->original = context->io_open;
+    policy->original_close = context->io_close2;
     context->opaque = policy;
     context->io_open = chorus_io_open;
+    if (context->io_close2) context->io_close2 = chorus_io_close2;
     return 0;
 }
 

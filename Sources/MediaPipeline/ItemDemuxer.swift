@@ -176,7 +176,7 @@ public final class ItemDemuxer: @unchecked Sendable {
                 wake.wait(timeout: Self.idlePoll)
                 continue
             }
-            let status = av_read_frame(source.formatContext, packet)
+            let status = source.readFrame(packet)
             if status == FFmpegCall.eof {
                 atEnd = true
                 for queue in queues { queue.push(.end) }

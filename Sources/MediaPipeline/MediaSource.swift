@@ -59,6 +59,28 @@ public final class MediaSource: @unchecked Sendable {
     /// before the stored properties go).
     private let fetchPolicy: FetchPolicy
     private let gainHolder: Mutex<ItemGain>
+    /// Where the bytes this source reads are counted (an item's, across all its openings);
+    /// nil: not counted. Set before reading starts.
+    private let counterHolder = Mutex<TransferCounter?>(nil)
+    /// The bytes already added to the counter, by the reading thread alone.
+    private let countedBytes = Atomic<Int64>(0)
+
+    /// Where the bytes this source reads from the network are added as it reads them:
+    /// an item's counter, shared by every opening of it (its access log's bytes transferred).
+    public var transferCounter: TransferCounter? {
+        get { counterHolder.withLockAnnotated { $0 } }
+        set { counterHolder.withLockAnnotated { $0 = newValue } }
+    }
+
+    /// Reads the next packet, as `av_read_frame`, and adds the bytes its inputs read
+    /// meanwhile to the transfer counter. On the thread reading the source.
+    func readFrame(_ packet: UnsafeMutablePointer<AVPacket>) -> Int32 {
+        let status = av_read_frame(formatContext, packet)
+        let total = chorus_fetch_policy_bytes(fetchPolicy.pointer, formatContext)
+        let added = total - countedBytes.exchange(total, ordering: .relaxed)
+        if added > 0, let counter = counterHolder.withLockAnnotated({ $0 }) { counter.add(added) }
+        return status
+    }
 
     /// The gain curves of the item this source plays, which its sound's readers apply to
     /// what they decode: given at the open, or set before reading starts (by default, none).
@@ -561,4 +583,16 @@ final class InterruptState: Sendable {
 private func chorusInterruptCallback(_ opaque: UnsafeMutableRawPointer?) -> Int32 {
     guard let opaque else { return 0 }
     return Unmanaged<InterruptState>.fromOpaque(opaque).takeUnretainedValue().shouldAbort() ? 1 : 0
+}
+
+/// Bytes read from the network for one item, across its openings and readers.
+public final class TransferCounter: Sendable {
+    private let bytes = Atomic<Int64>(0)
+
+    public init() {}
+
+    /// Bytes counted so far.
+    public var total: Int64 { bytes.load(ordering: .relaxed) }
+
+    func add(_ count: Int64) { bytes.add(count, ordering: .relaxed) }
 }

@@ -35,6 +35,8 @@ public final class ReverseVideoReader: @unchecked Sendable {
     }
 
     private let url: String
+    /// Where the bytes its openings read are counted (the item's).
+    private let transferCounter: TransferCounter?
     /// The item's sound and variant limit: the pictures are those of the variant it plays.
     private let audioStream: Int?
     private let variantLimit: VariantLimit
@@ -68,8 +70,9 @@ public final class ReverseVideoReader: @unchecked Sendable {
     /// `audioStream` within `variantLimit`, as `MediaSource` chooses them), queued into `queue`
     /// tagged with item number `item`; `onEvent` as for `VideoReader`.
     public init(url: String, audioStream: Int? = nil, variantLimit: VariantLimit = .none, queue: VideoFrameQueue, item: Int,
-                onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) {
+                transferCounter: TransferCounter? = nil, onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) {
         self.url = url
+        self.transferCounter = transferCounter
         self.audioStream = audioStream
         self.variantLimit = variantLimit
         self.queue = queue
@@ -174,6 +177,7 @@ public final class ReverseVideoReader: @unchecked Sendable {
         if decoder != nil { return true }
         do throws(MediaError) {
             let input = try MediaSource(url: url, audioStream: audioStream, variantLimit: variantLimit)
+            input.transferCounter = transferCounter
             opened.withLockAnnotated { $0 = input }
             if stopping { input.interrupt() }
             guard let track = input.info.preferredVideoTrack else { throw .noPlayableTrack(url: url) }
@@ -224,7 +228,7 @@ public final class ReverseVideoReader: @unchecked Sendable {
             }
         }
         while !stopping && !requestPending && !passed {
-            let status = av_read_frame(source.formatContext, packet)
+            let status = source.readFrame(packet)
             if status < 0 {
                 _ = decoder.send(nil)
                 receiveAll()

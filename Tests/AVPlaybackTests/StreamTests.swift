@@ -31,10 +31,38 @@ import MediaServer
         let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
         defer { server.stop() }
         let url = try publish(hls, on: server, id: "vod")
-        let rendered = try renderToPCM(url, name: "hls-vod")
+        let played = Collected<AVPlayerItem>()
+        let rendered = try renderToPCM(url, name: "hls-vod") { _, item in played.append(item) }
         let reference = try PCM.ffmpegDecode(hls.folder.appendingPathComponent("index.m3u8"), channels: 2)
         #expect(rendered.frameCount == reference.frameCount, "\(rendered.frameCount) frames of \(reference.frameCount)")
         #expect(rendered.maximumDifference(from: reference) <= 1e-6)
+        // Its access log counts every segment's bytes, read over the demuxer's one
+        // persistent connection to them, and the playlist's.
+        let segmentBytes = try hls.segments.reduce(0) { total, name in
+            total + (try FileManager.default.attributesOfItem(atPath: hls.folder.appendingPathComponent(name).path)[.size] as? Int ?? 0)
+        }
+        let event = try #require(played.all.first?.accessLog()?.events.first)
+        #expect(event.numberOfBytesTransferred >= Int64(segmentBytes), "\(event.numberOfBytesTransferred) bytes, segments \(segmentBytes)")
+        #expect(event.numberOfBytesTransferred <= Int64(segmentBytes) + 64 * 1024, "\(event.numberOfBytesTransferred) bytes, segments \(segmentBytes)")
+    }
+
+    @Test("an HLS stream's access log counts its segments' bytes as they come, over the demuxer's one connection to them")
+    func hlsBytesCountWhilePlaying() throws {
+        let hls = try TestMedia.hls(seconds: 8)
+        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
+        defer { server.stop() }
+        let item = AVPlayerItem(url: try publish(hls, on: server, id: "bytes"))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.play()
+        #expect(waitUntil(20) { player.currentTime().seconds > 3 })
+        // Three seconds heard: at least the first three segments read, while the
+        // connection they came over is still open.
+        let firstThree = try hls.segments.prefix(3).reduce(0) { total, name in
+            total + (try FileManager.default.attributesOfItem(atPath: hls.folder.appendingPathComponent(name).path)[.size] as? Int ?? 0)
+        }
+        let bytes = try #require(item.accessLog()?.events.first?.numberOfBytesTransferred)
+        #expect(bytes >= Int64(firstThree), "\(bytes) bytes, the first three segments \(firstThree)")
     }
 
     @Test("an asset whose kind is unknown loads its keys, then plays: the guide's route for any URL")
@@ -259,6 +287,11 @@ import MediaServer
         #expect(played.durationWatched > 5, "\(played.durationWatched) s")
         #expect(played.indicatedBitrate == 1_536_000)
         #expect(played.uri == server.url.absoluteString && played.observedBitrate == -1)
+        // The bytes read for it: at least the six seconds heard, and no byte counted twice
+        // (one connection, not cut: at most the file).
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: source.path)[.size] as? Int)
+        #expect(played.numberOfBytesTransferred >= 6 * 192_000, "\(played.numberOfBytesTransferred) bytes")
+        #expect(played.numberOfBytesTransferred <= Int64(size), "\(played.numberOfBytesTransferred) bytes of \(size)")
         #expect(item.errorLog() == nil)
     }
 }
