@@ -122,9 +122,11 @@ extension AVPlayerItem {
         return AVPlayerItemAccessLog(events: [event])
     }
 
-    /// The item's network error log: one event for each failure of an item read over
-    /// HTTP(S) (a server that answered with an error, went away or never answered; a
-    /// certificate that did not check out), oldest first; nil when there was none.
+    /// The item's network error log, oldest first: one event for each failure of an item
+    /// read over HTTP(S) (a server that answered with an error, went away or never
+    /// answered; a certificate that did not check out), and one for each fetch that failed
+    /// while it played and was gone without (an HLS segment the demuxer skipped, leaving a
+    /// gap). Nil when there was none.
     public func errorLog() -> AVPlayerItemErrorLog? {
         let errors = networkLog.withLockAnnotated { $0.errors }
         return errors.isEmpty ? nil : AVPlayerItemErrorLog(events: errors)
@@ -175,6 +177,19 @@ extension AVPlayerItem {
         // Where the item's other notifications go out: its failure is told on its player's
         // event queue, and this with it.
         NotificationCenter.default.post(name: AVPlayerItem.newErrorLogEntryNotification, object: self)
+    }
+
+    /// A fetch for the item failed while it was read, and the demuxer went on without it
+    /// (an HLS segment it skipped): an error log event for `url`. On the reading thread;
+    /// the notification goes out from another, so that no observer holds the reading up.
+    func noteFetchFailure(url: String, reason: String) {
+        let host = URL(string: url)?.host
+        let event = AVPlayerItemErrorLogEvent(date: Date(), uri: url, serverAddress: host, errorStatusCode: Self.httpStatus(in: reason) ?? -1,
+                                              errorDomain: "CoreMediaErrorDomain", errorComment: reason)
+        networkLog.withLockAnnotated { $0.errors.append(event) }
+        DispatchQueue.global().async { [self] in
+            NotificationCenter.default.post(name: AVPlayerItem.newErrorLogEntryNotification, object: self)
+        }
     }
 
     /// The HTTP status a failure's words give ("Server returned 404 Not Found", FFmpeg's

@@ -97,6 +97,13 @@ typedef struct ChorusFetchPolicy {
        (HLS skips a segment it cannot fetch, then finds no data): this says which fetch it was. */
     int failed_status;
     char *failed_url;
+    /* Every fetch that failed so far (not counting interruptions), and the latest's
+       status and URL (av_malloc'd, NULL while none or out of memory; freed by
+       chorus_fetch_policy_clear): a demuxer that skips what it cannot fetch (HLS, a
+       segment) goes on without a word, and its reader tells these to the item's error log. */
+    int failure_count;
+    int last_failed_status;
+    char *last_failed_url;
     /* The context's io_close2 before chorus_io_close2 replaced it (FFmpeg's default). */
     int (*original_close)(struct AVFormatContext *s, AVIOContext *pb);
     /* Bytes read by the inputs the context opened and closed again (an HLS demuxer's
@@ -138,6 +145,12 @@ static inline int chorus_io_open(struct AVFormatContext *s, AVIOContext **pb, co
         for (int i = 0; i < CHORUS_TRACKED_INPUTS; i++) {
             if (!policy->open_inputs[i]) { policy->open_inputs[i] = *pb; break; }
         }
+    }
+    if (status < 0 && status != AVERROR_EXIT) {
+        policy->failure_count += 1;
+        policy->last_failed_status = status;
+        av_freep(&policy->last_failed_url);
+        policy->last_failed_url = url ? av_strdup(url) : NULL;
     }
     if (status < 0 && status != AVERROR_EXIT && policy->failed_status == 0) {
         policy->failed_status = status;
@@ -193,6 +206,8 @@ static inline void chorus_fetch_policy_clear(ChorusFetchPolicy *policy) {
     if (!policy) return;
     av_freep(&policy->failed_url);
     policy->failed_status = 0;
+    av_freep(&policy->last_failed_url);
+    policy->last_failed_status = 0;
 }
 
 #endif

@@ -61,13 +61,15 @@ public final class MediaSource: @unchecked Sendable {
     private let gainHolder: Mutex<ItemGain>
     /// Where the bytes this source reads are counted (an item's, across all its openings);
     /// nil: not counted. Set before reading starts.
-    private let counterHolder = Mutex<TransferCounter?>(nil)
+    private let counterHolder = Mutex<NetworkActivity?>(nil)
     /// The bytes already added to the counter, by the reading thread alone.
     private let countedBytes = Atomic<Int64>(0)
+    /// The failed fetches already told to the counter, by the reading thread alone.
+    private let toldFailures = Atomic<Int32>(0)
 
     /// Where the bytes this source reads from the network are added as it reads them:
     /// an item's counter, shared by every opening of it (its access log's bytes transferred).
-    public var transferCounter: TransferCounter? {
+    public var networkActivity: NetworkActivity? {
         get { counterHolder.withLockAnnotated { $0 } }
         set { counterHolder.withLockAnnotated { $0 = newValue } }
     }
@@ -79,6 +81,12 @@ public final class MediaSource: @unchecked Sendable {
         let total = chorus_fetch_policy_bytes(fetchPolicy.pointer, formatContext)
         let added = total - countedBytes.exchange(total, ordering: .relaxed)
         if added > 0, let counter = counterHolder.withLockAnnotated({ $0 }) { counter.add(added) }
+        // A fetch that failed while reading (a segment the demuxer then skipped).
+        let failures = fetchPolicy.pointer.pointee.failure_count
+        if failures != toldFailures.exchange(failures, ordering: .relaxed), let counter = counterHolder.withLockAnnotated({ $0 }) {
+            let failedURL = fetchPolicy.pointer.pointee.last_failed_url.map { String(cString: $0) } ?? url
+            counter.fetchFailed(url: failedURL, reason: FFmpegCall.message(fetchPolicy.pointer.pointee.last_failed_status))
+        }
         return status
     }
 
@@ -585,14 +593,21 @@ private func chorusInterruptCallback(_ opaque: UnsafeMutableRawPointer?) -> Int3
     return Unmanaged<InterruptState>.fromOpaque(opaque).takeUnretainedValue().shouldAbort() ? 1 : 0
 }
 
-/// Bytes read from the network for one item, across its openings and readers.
-public final class TransferCounter: Sendable {
+/// What one item's openings and readers did on the network: the bytes they read, and the
+/// fetches that failed while they read (a segment an HLS demuxer skipped).
+public final class NetworkActivity: Sendable {
     private let bytes = Atomic<Int64>(0)
+    private let onFailure: @Sendable (_ url: String, _ reason: String) -> Void
 
-    public init() {}
+    /// `onFailure` is told of each fetch that failed while reading, on the reading thread.
+    public init(onFailure: @escaping @Sendable (_ url: String, _ reason: String) -> Void = { _, _ in }) {
+        self.onFailure = onFailure
+    }
 
     /// Bytes counted so far.
     public var total: Int64 { bytes.load(ordering: .relaxed) }
 
     func add(_ count: Int64) { bytes.add(count, ordering: .relaxed) }
+
+    func fetchFailed(url: String, reason: String) { onFailure(url, reason) }
 }

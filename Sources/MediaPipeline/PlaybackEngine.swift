@@ -236,13 +236,13 @@ public final class PlaybackEngine: Sendable {
     /// `lastVideoError` and reported through `onEvent`.
     /// The item is opened as `url` was, for the sound `audioStream` within `variantLimit`, so
     /// that its pictures are those of the variant the sound is read from.
-    private func loadVideo(url: String, audioStream: Int?, variantLimit: VariantLimit, transferCounter: TransferCounter?, serial: Int, startFrame: Int64,
+    private func loadVideo(url: String, audioStream: Int?, variantLimit: VariantLimit, networkActivity: NetworkActivity?, serial: Int, startFrame: Int64,
                            sampleRate: Int, item: Int, onEvent: (@Sendable (VideoReaderEvent) -> Void)?) {
         guard videoWanted.load(ordering: .acquiring), let queue = videoQueue else { return }
         let startNanoseconds = Self.nanoseconds(ofFrame: startFrame, sampleRate: sampleRate)
         do throws(MediaError) {
             let source = try MediaSource(url: url, audioStream: audioStream, variantLimit: variantLimit)
-            source.transferCounter = transferCounter
+            source.networkActivity = networkActivity
             let reader = try VideoReader(source: source, queue: queue, serial: serial, startNanoseconds: startNanoseconds, item: item) { [weak self] event in
                 if case .failed(_, let error) = event { self?.parts.withLockAnnotated { $0.videoError = error } }
                 onEvent?(event)
@@ -317,7 +317,7 @@ public final class PlaybackEngine: Sendable {
         let (reader, hasVideo, rate, item) = parts.withLockAnnotated { ($0.reader, $0.videoReader != nil, $0.output?.format.sampleRate, $0.currentNumber) }
         guard let reader, !hasVideo, let rate, reader.source.info.preferredVideoTrack != nil else { return }
         loadVideo(url: reader.source.url, audioStream: reader.source.info.preferredAudioTrack?.streamIndex,
-                  variantLimit: reader.source.variantLimit, transferCounter: reader.source.transferCounter, serial: serial,
+                  variantLimit: reader.source.variantLimit, networkActivity: reader.source.networkActivity, serial: serial,
                   startFrame: startFrame, sampleRate: rate, item: item,
                   onEvent: onVideoEvent)
     }
@@ -437,7 +437,7 @@ public final class PlaybackEngine: Sendable {
             let made = ReverseAudioReader(url: reader.source.url, audioStream: reader.source.info.preferredAudioTrack?.streamIndex,
                                           variantLimit: reader.source.variantLimit, ring: ring, item: parts.currentNumber,
                                           gain: reader.source.gain, gainTrackID: reader.source.info.preferredAudioTrack?.trackID,
-                                          transferCounter: reader.source.transferCounter, onEvent: events)
+                                          networkActivity: reader.source.networkActivity, onEvent: events)
             parts.reverseReader = made
             return made
         }
@@ -451,7 +451,7 @@ public final class PlaybackEngine: Sendable {
             guard let video = parts.videoReader, let queue = videoQueue else { return nil }
             let made = ReverseVideoReader(url: video.source.url, audioStream: video.source.info.preferredAudioTrack?.streamIndex,
                                           variantLimit: video.source.variantLimit, queue: queue, item: parts.currentNumber,
-                                          transferCounter: video.source.transferCounter) { event in handler?(event) }
+                                          networkActivity: video.source.networkActivity) { event in handler?(event) }
             parts.reverseVideoReader = made
             return made
         }

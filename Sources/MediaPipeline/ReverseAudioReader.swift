@@ -38,7 +38,7 @@ public final class ReverseAudioReader: @unchecked Sendable {
 
     private let url: String
     /// Where the bytes its openings read are counted (the item's).
-    private let transferCounter: TransferCounter?
+    private let networkActivity: NetworkActivity?
     /// The sound stream to read (the item's chosen language); nil for FFmpeg's choice.
     private let audioStream: Int?
     /// The variant limit the item was opened with (an HLS master playlist's).
@@ -68,10 +68,10 @@ public final class ReverseAudioReader: @unchecked Sendable {
     /// number `item`; `onEvent` as for `AudioReader` (its frames in the ring's reversed count).
     /// `gain` is the item's audio mix, its curve for track `gainTrackID` applied to the sound read.
     public init(url: String, audioStream: Int? = nil, variantLimit: VariantLimit = .none, ring: AudioRing, item: Int,
-                gain: ItemGain = ItemGain(), gainTrackID: Int32? = nil, transferCounter: TransferCounter? = nil,
+                gain: ItemGain = ItemGain(), gainTrackID: Int32? = nil, networkActivity: NetworkActivity? = nil,
                 onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) {
         self.url = url
-        self.transferCounter = transferCounter
+        self.networkActivity = networkActivity
         self.audioStream = audioStream
         self.variantLimit = variantLimit
         self.gain = gain
@@ -165,7 +165,7 @@ public final class ReverseAudioReader: @unchecked Sendable {
         if decoder != nil { return true }
         do throws(MediaError) {
             let input = try MediaSource(url: url, audioStream: audioStream, variantLimit: variantLimit)
-            input.transferCounter = transferCounter
+            input.networkActivity = networkActivity
             opened.withLockAnnotated { $0 = input }
             if stopping { input.interrupt() }
             guard let track = input.info.preferredAudioTrack else { throw .noPlayableTrack(url: url) }

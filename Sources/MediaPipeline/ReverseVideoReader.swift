@@ -36,7 +36,7 @@ public final class ReverseVideoReader: @unchecked Sendable {
 
     private let url: String
     /// Where the bytes its openings read are counted (the item's).
-    private let transferCounter: TransferCounter?
+    private let networkActivity: NetworkActivity?
     /// The item's sound and variant limit: the pictures are those of the variant it plays.
     private let audioStream: Int?
     private let variantLimit: VariantLimit
@@ -70,9 +70,9 @@ public final class ReverseVideoReader: @unchecked Sendable {
     /// `audioStream` within `variantLimit`, as `MediaSource` chooses them), queued into `queue`
     /// tagged with item number `item`; `onEvent` as for `VideoReader`.
     public init(url: String, audioStream: Int? = nil, variantLimit: VariantLimit = .none, queue: VideoFrameQueue, item: Int,
-                transferCounter: TransferCounter? = nil, onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) {
+                networkActivity: NetworkActivity? = nil, onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) {
         self.url = url
-        self.transferCounter = transferCounter
+        self.networkActivity = networkActivity
         self.audioStream = audioStream
         self.variantLimit = variantLimit
         self.queue = queue
@@ -177,7 +177,7 @@ public final class ReverseVideoReader: @unchecked Sendable {
         if decoder != nil { return true }
         do throws(MediaError) {
             let input = try MediaSource(url: url, audioStream: audioStream, variantLimit: variantLimit)
-            input.transferCounter = transferCounter
+            input.networkActivity = networkActivity
             opened.withLockAnnotated { $0 = input }
             if stopping { input.interrupt() }
             guard let track = input.info.preferredVideoTrack else { throw .noPlayableTrack(url: url) }

@@ -65,6 +65,29 @@ import MediaServer
         #expect(bytes >= Int64(firstThree), "\(bytes) bytes, the first three segments \(firstThree)")
     }
 
+    @Test("an HLS segment the server does not have is skipped, as FFmpeg's demuxer skips it, and is in the item's error log")
+    func aMissingSegmentIsInTheErrorLog() throws {
+        let hls = try TestMedia.hls(seconds: 6)
+        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
+        defer { server.stop() }
+        // Every segment but the third is served.
+        let missing = hls.segments[2]
+        for name in hls.segments where name != missing { _ = server.publish(hls.folder.appendingPathComponent(name), id: "gap") }
+        let url = try #require(URL(string: "http://127.0.0.1:\(server.port)\(server.publish(hls.folder.appendingPathComponent("index.m3u8"), id: "gap"))"))
+        let item = AVPlayerItem(url: url)
+        let logged = NotificationCounter(AVPlayerItem.newErrorLogEntryNotification, object: item)
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.play()
+        #expect(waitUntil(30) { ended.value > 0 || item.status == .failed })
+        #expect(item.status == .readyToPlay, "\(String(describing: item.error))")
+        let events = item.errorLog()?.events ?? []
+        let event = try #require(events.first { $0.uri?.hasSuffix("/\(missing)") == true }, "\(events.map { $0.uri ?? "" })")
+        #expect(event.errorStatusCode == 404, "\(event.errorComment ?? "")")
+        #expect(waitUntil(5) { logged.value >= 1 })
+    }
+
     @Test("an asset whose kind is unknown loads its keys, then plays: the guide's route for any URL")
     func anyURLThroughTheAssetsKeys() throws {
         let hls = try TestMedia.hls(seconds: 4)
