@@ -17,7 +17,10 @@ internal import CFFmpeg
 /// same timestamps in every room, which a live HLS item keeps as its item time, so the rooms
 /// align as on any other item.
 ///
-/// The relay reads until the station ends or fails, or until `stop()`; then it closes the
+/// A connection to the station that drops, or that the station closes, is made again
+/// within FFmpeg's reconnection limit (`MediaSource.reconnectLimit`), and the relay goes on
+/// from where the station then stands: the rooms hear a jump, not an end.
+/// The relay reads until the station is gone or fails, or until `stop()`; then it closes the
 /// playlist (`EXT-X-ENDLIST`), so every player reaches its end after the last segment
 /// instead of waiting for more. Its own thread does the reading; nothing here is on a
 /// real-time path.
@@ -87,6 +90,7 @@ public final class LiveRelay: Sendable {
     /// or it cannot be opened (the item's own opening then says why).
     public static func start(url: String, in directory: URL) -> LiveRelay? {
         guard let source = try? MediaSource(url: url), needsRelay(source.info, url: url) else { return nil }
+        source.reconnectWhenDroppedOrEnded()
         return try? LiveRelay(source: source, in: directory)
     }
 

@@ -74,6 +74,19 @@ public final class MediaSource: @unchecked Sendable {
         set { counterHolder.withLockAnnotated { $0 = newValue } }
     }
 
+    /// From now on, the connection is made again when it drops or ends, for an input that
+    /// is a stream going on for ever (a station): it is joined again where the station then
+    /// stands. FFmpeg's HTTP layer otherwise reconnects only an input it can resume within,
+    /// and a station that closes the connection looks like its end. Set on the open
+    /// connection rather than at the open, so that telling a file from a station first
+    /// costs a file nothing: reconnecting at the end would hold a file's probe at its end for
+    /// the reconnection limit. On the thread using the source.
+    func reconnectWhenDroppedOrEnded() {
+        guard let input = formatContext.pointee.pb else { return }
+        _ = av_opt_set(input, "reconnect_streamed", "1", AV_OPT_SEARCH_CHILDREN)
+        _ = av_opt_set(input, "reconnect_at_eof", "1", AV_OPT_SEARCH_CHILDREN)
+    }
+
     /// Reads the next packet, as `av_read_frame`, and adds the bytes its inputs read
     /// meanwhile to the transfer counter. On the thread reading the source.
     func readFrame(_ packet: UnsafeMutablePointer<AVPacket>) -> Int32 {

@@ -21,13 +21,17 @@ public final class StationServer: Sendable {
     public var connections: Int { state.withLock { $0.connections } }
 
     private let broadcast: Data
+    private let dropAfter: Double?
     private let bytesPerSecond: Double
     private let started = ContinuousClock.now
     private let listener: Int32
     private let state = Mutex<(connections: Int, stopped: Bool)>((0, false))
 
-    /// Broadcasts `file` (a constant-rate stream `seconds` long) over and over, from now.
-    public init(broadcasting file: URL, seconds: Double) throws {
+    /// Broadcasts `file` (a constant-rate stream `seconds` long) over and over, from now;
+    /// each listener's connection is dropped after `dropAfter` seconds, when given (a
+    /// station's network failing now and then).
+    public init(broadcasting file: URL, seconds: Double, dropAfter: Double? = nil) throws {
+        self.dropAfter = dropAfter
         broadcast = try Data(contentsOf: file)
         bytesPerSecond = Double(broadcast.count) / seconds
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -100,7 +104,9 @@ public final class StationServer: Sendable {
         guard sendAll(client, Data(header.utf8)) else { return }
         if String(decoding: request, as: UTF8.self).hasPrefix("HEAD") { return }
         var next = max(0, present() - Int(Self.burstSeconds * bytesPerSecond))
+        let connected = ContinuousClock.now
         while !state.withLock({ $0.stopped }) {
+            if let dropAfter, ContinuousClock.now - connected > .milliseconds(Int64(dropAfter * 1_000)) { return }
             let upTo = present()
             while next < upTo {
                 let offset = next % broadcast.count

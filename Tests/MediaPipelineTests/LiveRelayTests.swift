@@ -51,6 +51,21 @@ import Testing
         #expect(LiveRelay.start(url: "http://127.0.0.1:1/station.mp3", in: Self.folder()) == nil)
     }
 
+    /// The station's connection drops: the relay connects again and goes on, the rooms
+    /// hearing a jump in the station, not an end.
+    @Test func aDroppedConnectionIsMadeAgain() throws {
+        let station = try StationServer(broadcasting: try TestMedia.station(seconds: 20), seconds: 20, dropAfter: 5)
+        defer { station.stop() }
+        let relay = try #require(LiveRelay.start(url: station.url.absoluteString, in: Self.folder()))
+        defer { relay.stop() }
+        #expect(relay.waitUntilReady(timeout: .seconds(20)))
+        #expect(waitUntil(30) { relay.secondsRelayed > 9 || relay.failure != nil })
+        #expect(relay.failure == nil, "\(String(describing: relay.failure))")
+        #expect(station.connections >= 2, "the relay's, and the relay's again")
+        let text = try String(contentsOf: relay.playlist, encoding: .utf8)
+        #expect(HLSMediaPlaylist(parsing: text)?.ended == false, "\(text)")
+    }
+
     /// The station goes off the air: the relay says so and closes its playlist, so players
     /// reach its end instead of waiting for more.
     @Test func aStationGoingOffTheAirEndsThePlaylist() throws {
