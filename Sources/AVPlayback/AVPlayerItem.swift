@@ -92,7 +92,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// What the item's access and error logs are made from (`accessLog()`, `errorLog()`).
     let networkLog = Mutex(NetworkLog())
     /// The bytes every opening of the item has read (its access log's bytes transferred).
-    let transfer: NetworkActivity
+    let networkActivity: NetworkActivity
 
     /// The queue player the item waits in (or plays in), if any: an item is in one queue at
     /// a time.
@@ -145,7 +145,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         // A fetch that fails while the item is read (a segment the HLS demuxer skips and
         // plays on without) goes to its error log.
         let owner = WeakBox<AVPlayerItem>()
-        transfer = NetworkActivity { url, reason in owner.value?.noteFetchFailure(url: url, reason: reason) }
+        networkActivity = NetworkActivity { url, reason in owner.value?.noteFetchFailure(url: url, reason: reason) }
         defer { owner.value = self }
         // Subtitles read apart from the item (an HLS rendition) may fail while it plays on.
         let location = asset.location
@@ -465,7 +465,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// or by `openSource(soundStream:liveStartIndex:)`, so that none misses a setting.
     func openSource() throws(MediaError) -> MediaSource {
         let source = try MediaSource(url: asset.location, audioStream: chosenAudioStream, variantLimit: variantLimit, gain: gain)
-        source.networkActivity = transfer
+        source.networkActivity = networkActivity
         return source
     }
 
@@ -474,7 +474,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     func openSource(soundStream: Int?, liveStartIndex: Int) throws(MediaError) -> MediaSource {
         let source = try MediaSource(url: asset.location, audioStream: soundStream, variantLimit: variantLimit,
                                      liveStartIndex: liveStartIndex, gain: gain)
-        source.networkActivity = transfer
+        source.networkActivity = networkActivity
         return source
     }
 
@@ -484,7 +484,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     func adopt(_ source: MediaSource) {
         source.choose(audioStream: chosenAudioStream, variantLimit: variantLimit)
         source.gain = gain
-        source.networkActivity = transfer
+        source.networkActivity = networkActivity
     }
 
     /// `value` as a whole limit: 0 (none) unless finite and positive, else at least 1, at

@@ -118,7 +118,7 @@ extension AVPlayerItem {
         } ?? false
         let event = AVPlayerItemAccessLogEvent(uri: asset.location, serverAddress: numeric ? host : nil, playbackStartDate: start,
                                                durationWatched: log.watched, numberOfStalls: log.stalls,
-                                               indicatedBitrate: indicatedBitrate, observedBitrate: -1, numberOfBytesTransferred: transfer.total)
+                                               indicatedBitrate: indicatedBitrate, observedBitrate: -1, numberOfBytesTransferred: networkActivity.total)
         return AVPlayerItemAccessLog(events: [event])
     }
 

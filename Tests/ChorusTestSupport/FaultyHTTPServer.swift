@@ -36,26 +36,7 @@ public final class FaultyHTTPServer: Sendable {
         self.file = try Data(contentsOf: file)
         name = file.lastPathComponent
         self.fault = fault
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestMediaError.ffmpegFailed("server", "no socket") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            close(fd)
-            throw TestMediaError.ffmpegFailed("server", "cannot listen")
-        }
-        var actual = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &actual) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        listener = fd
-        port = UInt16(bigEndian: actual.sin_port)
+        (listener, port) = try LoopbackSocket.listen(name: "server")
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "test.http"
         thread.start()
@@ -118,7 +99,7 @@ public final class FaultyHTTPServer: Sendable {
         header += "Content-Length: \(file.count - start)\r\n"
         if start > 0 { header += "Content-Range: bytes \(start)-\(file.count - 1)/\(file.count)\r\n" }
         header += "\r\n"
-        guard sendAll(client, Data(header.utf8)) else { return }
+        guard LoopbackSocket.sendAll(client, Data(header.utf8)) else { return }
         if isHead { return }
         var offset = start
         let chunk = 16_384
@@ -146,20 +127,8 @@ public final class FaultyHTTPServer: Sendable {
                 }
             }
             let end = min(offset + chunk, file.count)
-            guard sendAll(client, file.subdata(in: offset..<end)) else { return }
+            guard LoopbackSocket.sendAll(client, file.subdata(in: offset..<end)) else { return }
             offset = end
-        }
-    }
-
-    private func sendAll(_ client: Int32, _ data: Data) -> Bool {
-        data.withUnsafeBytes { raw in
-            var sent = 0
-            while sent < raw.count {
-                let count = send(client, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
-                if count <= 0 { return false }
-                sent += count
-            }
-            return true
         }
     }
 }

@@ -34,26 +34,7 @@ public final class StationServer: Sendable {
         self.dropAfter = dropAfter
         broadcast = try Data(contentsOf: file)
         bytesPerSecond = Double(broadcast.count) / seconds
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestMediaError.ffmpegFailed("station", "no socket") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            close(fd)
-            throw TestMediaError.ffmpegFailed("station", "cannot listen")
-        }
-        var actual = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &actual) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        listener = fd
-        port = UInt16(bigEndian: actual.sin_port)
+        (listener, port) = try LoopbackSocket.listen(name: "station")
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "test.station"
         thread.start()
@@ -101,7 +82,7 @@ public final class StationServer: Sendable {
             request.append(contentsOf: buffer[0..<count])
         }
         let header = "HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\nicy-name: Chorus test station\r\nCache-Control: no-cache\r\n\r\n"
-        guard sendAll(client, Data(header.utf8)) else { return }
+        guard LoopbackSocket.sendAll(client, Data(header.utf8)) else { return }
         if String(decoding: request, as: UTF8.self).hasPrefix("HEAD") { return }
         var next = max(0, present() - Int(Self.burstSeconds * bytesPerSecond))
         let connected = ContinuousClock.now
@@ -111,23 +92,10 @@ public final class StationServer: Sendable {
             while next < upTo {
                 let offset = next % broadcast.count
                 let end = min(broadcast.count, offset + (upTo - next))
-                guard sendAll(client, broadcast.subdata(in: offset..<end)) else { return }
+                guard LoopbackSocket.sendAll(client, broadcast.subdata(in: offset..<end)) else { return }
                 next += end - offset
             }
             usleep(UInt32(Self.sendInterval * 1_000_000))
-        }
-    }
-
-    private func sendAll(_ client: Int32, _ data: Data) -> Bool {
-        data.withUnsafeBytes { raw in
-            guard let base = raw.baseAddress else { return true }
-            var sent = 0
-            while sent < raw.count {
-                let count = send(client, base + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
-                if count <= 0 { return false }
-                sent += count
-            }
-            return true
         }
     }
 }
