@@ -55,9 +55,17 @@ public enum KernelClock {
             guard let retry = bracketedRead(clock) else { return nil }
             if retry.after - retry.before < after - before { (before, kernelNow, after) = retry }
         }
+        return hostTime(ofStamp: stamp, kernelNow: kernelNow, readBetween: before, and: after,
+                        maximumAge: maximumAge, slack: slack)
+    }
+
+    /// The conversion itself, given a kernel read of `kernelNow` that was made between the
+    /// host times `before` and `after`: the read is placed at their midpoint and the stamp's
+    /// age subtracted, never past `after`.
+    static func hostTime(ofStamp stamp: Int128, kernelNow: Int128, readBetween before: HostTime, and after: HostTime,
+                         maximumAge: Duration, slack: Duration) -> HostTime? {
         let age = kernelNow - stamp
         guard age >= -slack.roundedNanoseconds, age <= maximumAge.roundedNanoseconds else { return nil }
-        // The kernel read lies between the two host reads; take their midpoint as its time.
         let now = before.nanoseconds / 2 + after.nanoseconds / 2 + (before.nanoseconds % 2 + after.nanoseconds % 2) / 2
         let converted = Int128(now) - max(0, age)
         return HostTime(nanoseconds: ExactArithmetic.clampToInt64(min(converted, Int128(after.nanoseconds))))

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import MediaClock
+@testable import MediaClock
 import Synchronization
 import MutexAnnotations
 
@@ -8,14 +8,32 @@ import MutexAnnotations
 /// on the host clock.
 @Suite struct KernelClockTests {
     @Test func aKernelStampBecomesTheHostTimeItsAgeAgo() throws {
+        // A read of the kernel's clock at 5_000_000 ns, made between host times 1_000_000
+        // and 1_000_400: the read stands at their midpoint, and the stamp its age before it.
+        let before = HostTime(nanoseconds: 1_000_000), after = HostTime(nanoseconds: 1_000_400)
+        func converted(_ stamp: Int128) -> HostTime? {
+            KernelClock.hostTime(ofStamp: stamp, kernelNow: 5_000_000, readBetween: before, and: after,
+                                 maximumAge: .milliseconds(4), slack: .microseconds(10))
+        }
+        #expect(converted(2_000_000) == HostTime(nanoseconds: 1_000_200 - 3_000_000))
+        #expect(converted(5_000_000) == HostTime(nanoseconds: 1_000_200))
+        // A stamp a little ahead of the read (within the slack) is taken as now, never later
+        // than the second host read.
+        #expect(converted(5_000_005) == HostTime(nanoseconds: 1_000_200))
+        // Beyond the slack the clock was stepped; beyond the maximum age it is too old.
+        #expect(converted(5_010_001) == nil)
+        #expect(converted(999_999) == nil)
+        #expect(converted(1_000_000) == HostTime(nanoseconds: 1_000_200 - 4_000_000))
+    }
+
+    @Test func theKernelsOwnClockConvertsToAnEarlierHostTime() throws {
         let stamp = try #require(KernelClock.nanoseconds(CLOCK_MONOTONIC))
-        let stampedAfter = HostTime.now()
         usleep(3_000)
         let converted = try #require(KernelClock.hostTime(ofStamp: stamp, on: CLOCK_MONOTONIC, maximumAge: .seconds(1)))
         let now = HostTime.now()
-        // The stamp was taken just before `stampedAfter`, and three milliseconds ago.
-        #expect(converted <= stampedAfter)
-        #expect(stampedAfter - converted < .microseconds(200))
+        // The stamp is at least the sleep old, whatever the scheduler did around the reads:
+        // the conversion's own read came after the sleep, and its error is at most half the
+        // bracket around that read, which ended before `now`.
         #expect(now - converted >= .milliseconds(3))
     }
 
