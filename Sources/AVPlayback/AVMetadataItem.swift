@@ -46,6 +46,10 @@ public struct AVMetadataKeySpace: RawRepresentable, Hashable, Sendable {
     /// as streams rather than tags (a Chorus addition: Apple's key spaces are the formats' own,
     /// ID3, iTunes, QuickTime, whose keys FFmpeg does not keep).
     public static let ffmpeg = AVMetadataKeySpace("ffmpeg")
+    /// ID3 frames, as a stream's timed metadata carries them (`TIT2`, `TPE1`, `TXXX`...).
+    public static let id3 = AVMetadataKeySpace("org.id3")
+    /// A SHOUTcast or Icecast station's in-stream metadata (`StreamTitle`, `StreamUrl`).
+    public static let icy = AVMetadataKeySpace("icy")
 }
 
 /// A key space and key together, as a string `keySpace/key` (`AVMetadataIdentifier`).
@@ -56,7 +60,7 @@ public struct AVMetadataIdentifier: RawRepresentable, Hashable, Sendable {
 
     /// The identifier of `key` in `keySpace`, as Apple spells it (`common/title`).
     init(keySpace: AVMetadataKeySpace, key: String) {
-        let space = keySpace == .common ? "common" : keySpace.rawValue
+        let space = keySpace == .common ? "common" : keySpace == .id3 ? "id3" : keySpace.rawValue
         self.init("\(space)/\(key)")
     }
 
@@ -84,6 +88,19 @@ public struct AVMetadataIdentifier: RawRepresentable, Hashable, Sendable {
     public static let commonIdentifierSoftware = AVMetadataIdentifier("common/software")
     /// The common language.
     public static let commonIdentifierLanguage = AVMetadataIdentifier("common/language")
+    /// ID3's title (`TIT2`).
+    public static let id3MetadataTitleDescription = AVMetadataIdentifier("id3/TIT2")
+    /// ID3's lead performer (`TPE1`).
+    public static let id3MetadataLeadPerformer = AVMetadataIdentifier("id3/TPE1")
+    /// ID3's album title (`TALB`).
+    public static let id3MetadataAlbumTitle = AVMetadataIdentifier("id3/TALB")
+    /// ID3's user-defined text (`TXXX`); the frame's description is the item's
+    /// `extraAttributes[.info]`.
+    public static let id3MetadataUserText = AVMetadataIdentifier("id3/TXXX")
+    /// A station's current title (ICY `StreamTitle`, usually "Artist - Song").
+    public static let icyMetadataStreamTitle = AVMetadataIdentifier("icy/StreamTitle")
+    /// A station's link for what plays (ICY `StreamUrl`).
+    public static let icyMetadataStreamURL = AVMetadataIdentifier("icy/StreamUrl")
 }
 
 /// One piece of an asset's metadata: a key in a key space, and its value (`AVMetadataItem`).
@@ -120,8 +137,11 @@ public final class AVMetadataItem: Sendable, CustomStringConvertible {
     public let dataType: String?
     /// What the item holds: a tag's text, or a picture's bytes.
     private let content: Content
-    /// A picture's caption and type, for `extraAttributes`.
+    /// A picture's caption and type (or an ID3 `TXXX` frame's description as the caption),
+    /// for `extraAttributes`.
     private let pictureCaption: String?, pictureType: String?
+    /// For timed metadata, where in the item it holds: its time and duration.
+    private let timing: (time: CMTime, duration: CMTime)?
     /// The media the item was read from: what `load(_:)` hands its properties.
     private let info: MediaInfo
 
@@ -140,8 +160,31 @@ public final class AVMetadataItem: Sendable, CustomStringConvertible {
         dataType = nil
         pictureCaption = nil
         pictureType = nil
+        timing = nil
         self.info = info
     }
+
+    /// The item for `entry` of a stream's timed metadata, holding from `time` for `duration`
+    /// (`.invalid` while the next is not known).
+    init(timed entry: TimedMetadataEntry, time: CMTime, duration: CMTime, info: MediaInfo) {
+        let space: AVMetadataKeySpace = entry.keySpace == .id3 ? .id3 : .icy
+        keySpace = space
+        keyName = entry.key
+        identifier = AVMetadataIdentifier(keySpace: space, key: entry.key)
+        commonKey = Self.timedCommonKeys[entry.key]
+        content = .text(entry.value)
+        dataType = nil
+        pictureCaption = entry.info
+        pictureType = nil
+        timing = (time, duration)
+        self.info = info
+    }
+
+    /// The timed metadata keys that have a common key: ID3's title, performer and album, and
+    /// a station's title.
+    static let timedCommonKeys: [String: AVMetadataKey] = [
+        "TIT2": .commonKeyTitle, "TPE1": .commonKeyArtist, "TALB": .commonKeyAlbumName, "StreamTitle": .commonKeyTitle,
+    ]
 
     /// The item for `picture`, under the common artwork key, in `keySpace`.
     init(picture: AttachedPicture, keySpace: AVMetadataKeySpace, info: MediaInfo) {
@@ -153,6 +196,7 @@ public final class AVMetadataItem: Sendable, CustomStringConvertible {
         dataType = Self.dataType(ofPicture: picture.data)
         pictureCaption = picture.caption
         pictureType = picture.pictureType
+        timing = nil
         self.info = info
     }
 
@@ -207,10 +251,12 @@ public final class AVMetadataItem: Sendable, CustomStringConvertible {
         return nil
     }
 
-    /// The item's time in its asset: every item here applies to the whole asset.
-    public var time: CMTime { .invalid }
-    /// The item's duration: invalid, as for the whole asset.
-    public var duration: CMTime { .invalid }
+    /// The item's time in its asset: where timed metadata takes effect; invalid for the
+    /// asset's own metadata, which applies to the whole of it.
+    public var time: CMTime { timing?.time ?? .invalid }
+    /// How long timed metadata holds (invalid until the next is known); invalid for the
+    /// asset's own metadata.
+    public var duration: CMTime { timing?.duration ?? .invalid }
 
     public var description: String {
         switch content {

@@ -93,7 +93,7 @@ extension AVPlayer {
         let queued: Bool
         do throws(MediaError) {
             queued = try engine.queueSuccessor(source: source, token: next.token, forwardBuffer: Self.forwardBuffer(of: item),
-                                               subtitles: item.subtitleCues, onEvent: readerEvents(of: item))
+                                               subtitles: item.subtitleCues, metadata: item.timedMetadataLog, onEvent: readerEvents(of: item))
         } catch {
             abandonSuccessor(token: next.token, openFailed: true)
             return

@@ -118,12 +118,12 @@ extension AVPlayer {
         do throws(MediaError) {
             if whole {
                 try engine.load(source: source, serial: reading.serial, startFrame: reading.startFrame, start: false,
-                                forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues,
+                                forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues, metadata: item.timedMetadataLog,
                                 onEvent: readerEvents(of: item))
             } else {
                 // The pictures, if shown, read on: only the sound is read anew.
                 try engine.reloadSound(source: source, serial: reading.serial, startFrame: reading.startFrame,
-                                       forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues,
+                                       forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues, metadata: item.timedMetadataLog,
                                        onEvent: readerEvents(of: item))
             }
         } catch {

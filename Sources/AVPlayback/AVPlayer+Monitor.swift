@@ -119,6 +119,12 @@ extension AVPlayer {
         if let fire, !fire.observers.isEmpty {
             fireTimeObservers(now: fire.time, playing: fire.playing, jumped: fire.jumped, previous: fire.previous, observers: fire.observers)
         }
+        if let legible, let info = legible.item.loadedInfo {
+            legible.item.noteMetadataPosition(legible.time, info: info)
+            for output in legible.item.metadataOutputs {
+                output.deliver(log: legible.item.timedMetadataLog, at: legible.time, jumped: legible.jumped, info: info)
+            }
+        }
         if let legible {
             let outputs = legible.item.legibleOutputs
             if !outputs.isEmpty {

@@ -626,7 +626,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         do throws(MediaError) {
             // Started below, once the item's readiness is queued: its events come after it.
             try engine.load(source: source, serial: reading.serial, startFrame: reading.startFrame, start: false,
-                            forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues,
+                            forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues, metadata: item.timedMetadataLog,
                             onEvent: readerEvents(of: item))
         } catch {
             eventQueue.async { item.failed(error) }
@@ -1172,7 +1172,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 }
                 guard current else { return }
                 try engine.load(source: source, serial: serial, startFrame: frame, start: false, forwardBuffer: Self.forwardBuffer(of: item),
-                                subtitles: item.subtitleCues, onEvent: readerEvents(of: item))
+                                subtitles: item.subtitleCues, metadata: item.timedMetadataLog, onEvent: readerEvents(of: item))
                 engine.startReader()
             } catch {
                 eventQueue.async { item.failed(error) }

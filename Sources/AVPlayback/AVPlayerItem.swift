@@ -85,6 +85,11 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// The lines of the item's text subtitles read so far, whichever is chosen: a choice
     /// shows at once what has been read of it.
     let subtitleCues = SubtitleCues()
+    /// The item's timed metadata read so far (a station's titles, a stream's ID3 tags).
+    let timedMetadataLog = TimedMetadataLog()
+    /// The group of timed metadata playback last stood in, as `timedMetadata` gives it:
+    /// the same objects while it stands there.
+    private let standingMetadata = Mutex<(time: CMTime, items: [AVMetadataItem])?>(nil)
 
     /// The outputs added with `add(_:)`.
     let outputList = Mutex<[AVPlayerItemOutput]>([])
@@ -590,6 +595,20 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
 
     /// The outputs added to this item.
     open var outputs: [AVPlayerItemOutput] { outputList.withLockAnnotated { $0 } }
+
+    /// The timed metadata that holds where playback stands (a station's current title, a
+    /// stream's latest ID3 tags); nil before any. Observable. Apple has deprecated this in
+    /// favour of `AVPlayerItemMetadataOutput`, which gives the same items as they come due.
+    open var timedMetadata: [AVMetadataItem]? { standingMetadata.withLockAnnotated { $0?.items } }
+
+    /// On the player's monitor: notes where playback stands, for `timedMetadata`.
+    func noteMetadataPosition(_ time: CMTime, info: MediaInfo) {
+        guard let (group, until) = timedMetadataLog.group(at: time) else { return }
+        guard standingMetadata.withLockAnnotated({ $0?.time != group.time }) else { return }
+        let duration = until.map { $0 - group.time } ?? .invalid
+        let items = group.entries.map { AVMetadataItem(timed: $0, time: group.time, duration: duration, info: info) }
+        standingMetadata.withLockAnnotated { $0 = (group.time, items) }
+    }
 
     // MARK: - Media selection
 

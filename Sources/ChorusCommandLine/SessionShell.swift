@@ -173,6 +173,11 @@ final class SessionShell: Sendable {
                 line.rate = rate
             }
             drawStatus()
+        case .title(let title):
+            if let title {
+                terminal?.clearLine()
+                log.notice("now playing: \(title)")
+            }
         case .item, .finished:
             break
         }

@@ -152,7 +152,9 @@ public final class FollowerSession: @unchecked Sendable {
                 }
             }
         }
+        let titleWatch = watchTitles(of: player, into: channel)
         done.wait()
+        titleWatch.invalidate()
         queue.sync {
             handle(.stop)
             timer?.cancel()

@@ -286,6 +286,7 @@ public final class PlaylistSession: Sendable {
         let stateWatch = player.observe(\.timeControlStatus, options: [.initial, .new]) { player, _ in
             channel.yield(.state(Self.playbackState(of: player)))
         }
+        let titleWatch = watchTitles(of: player, into: channel)
         var allGood = true
         var index = 0
         var first = true
@@ -314,6 +315,7 @@ public final class PlaylistSession: Sendable {
         transport.finish(on: player)
         if let positionObserver { player.removeTimeObserver(positionObserver) }
         stateWatch.invalidate()
+        titleWatch.invalidate()
         player.close()
         channel.yield(.state(.stopped))
         channel.yield(.finished(succeeded: allGood))

@@ -1,6 +1,7 @@
 import AVPlayback
 import Foundation
 import Logging
+import MutexAnnotations
 import Synchronization
 
 /// What a session is told to do: by keys, a script's commands, a JSON API or a remote.
@@ -94,6 +95,10 @@ public enum SessionEvent: Sendable {
     case position(CMTime, duration: CMTime, rate: Float)
     /// An item began: its place in the list, the list's length, and where it is.
     case item(index: Int, count: Int, url: URL)
+    /// What the item says plays now, as it changes: a station's current title, a stream's
+    /// ID3 title (with its performer when given, "Performer - Title"); nil when it stops
+    /// saying (another item).
+    case title(String?)
     /// A follower's clock and output figures.
     case clock(ClockStatistics)
     /// Something a person should know, with its severity: an item that cannot play, a
@@ -101,6 +106,34 @@ public enum SessionEvent: Sendable {
     case message(Logger.Level, String)
     /// The session ended; `succeeded` is false when any item failed.
     case finished(succeeded: Bool)
+}
+
+/// Reports the title `player`'s current item says is playing (`SessionEvent.title`) into
+/// `channel` whenever it changes; the session keeps the returned observation while it runs.
+func watchTitles(of player: AVPlayer, into channel: EventChannel) -> NSKeyValueObservation {
+    let last = Mutex<String?>(nil)
+    return player.observe(\.currentItem?.timedMetadata, options: [.new]) { _, change in
+        let items = (change.newValue ?? nil) ?? []
+        let title = nowPlaying(in: items)
+        let changed = last.withLockAnnotated { seen -> Bool in
+            defer { seen = title }
+            return seen != title
+        }
+        if changed { channel.yield(.title(title)) }
+    }
+}
+
+/// The title `items` (timed metadata in effect) say is playing: the performer and title
+/// joined as a station writes them, when both are there; nil when neither is.
+func nowPlaying(in items: [AVMetadataItem]) -> String? {
+    let title = items.first { $0.commonKey == .commonKeyTitle }?.stringValue
+    let artist = items.first { $0.commonKey == .commonKeyArtist }?.stringValue
+    switch (artist, title) {
+    case let (artist?, title?) where !artist.isEmpty && !title.isEmpty: return "\(artist) - \(title)"
+    case let (_, title?) where !title.isEmpty: return title
+    case let (artist?, _) where !artist.isEmpty: return artist
+    default: return nil
+    }
 }
 
 /// A session's event stream: yielded from any thread, read by one consumer. Events before

@@ -1,4 +1,5 @@
 internal import CFFmpeg
+import Foundation
 
 /// Helpers around FFmpeg's integer error codes.
 enum FFmpegCall {
@@ -14,6 +15,8 @@ enum FFmpegCall {
     static let invalidData = chorus_averror_invaliddata()
     static let exit = chorus_averror_exit()
     static let noPTS = chorus_av_nopts_value()
+    /// `AVERROR(ENOMEM)`: FFmpeg's codes are negated errno values.
+    static let outOfMemory = -Int32(ENOMEM)
 }
 
 /// A negative FFmpeg status code as an error value.

@@ -52,6 +52,20 @@ public final class ItemDemuxer: @unchecked Sendable {
     private let subtitleDecoders: [Int32: SubtitleDecoder]
     /// The item's subtitle renditions (an HLS master playlist's), each read on its own.
     private let renditionReaders: [RenditionSubtitleReader]
+    /// Where the item's timed metadata goes, when it is wanted.
+    private let metadataLog: TimedMetadataLog?
+    /// The item's timed metadata streams (ID3 tags in an HLS or MPEG-TS stream), read when
+    /// its metadata is wanted.
+    private let metadataStreams: Set<Int32>
+    /// Whether the input is an HTTP stream that may carry ICY blocks, and its metadata is wanted.
+    private let readsICY: Bool
+    /// The ICY block last seen, and packets read since the input was last asked for one.
+    private var lastICYBlock: [UInt8]?
+    private var packetsSinceICYCheck = 0
+    /// Packets read between looks at the input's ICY block (a look copies the block): a
+    /// few per second of a station's sound, far finer than the block's own spacing (16 KB
+    /// of the stream, a second or more).
+    static let icyCheckInterval = 8
     /// Set when a picture packet was dropped: the rest are dropped up to the next keyframe,
     /// which decodes without what came before.
     private var skipsToKeyframe = false
@@ -67,7 +81,7 @@ public final class ItemDemuxer: @unchecked Sendable {
     /// With `subtitles`, every text subtitle stream is read too, and its lines decoded into
     /// it as they come (they weigh nothing beside the sound).
     public init(source: MediaSource, sound: Bool, pictures: Bool, forwardBuffer: Duration = .zero,
-                readAhead: Duration = PlaybackEngine.readAhead, subtitles: SubtitleCues? = nil) {
+                readAhead: Duration = PlaybackEngine.readAhead, subtitles: SubtitleCues? = nil, metadata: TimedMetadataLog? = nil) {
         self.source = source
         let limits = PacketQueue.limits(forwardBuffer: forwardBuffer, readAhead: readAhead)
         let context = source.formatContext
@@ -96,7 +110,16 @@ public final class ItemDemuxer: @unchecked Sendable {
                 track.renditionURL.map { RenditionSubtitleReader(url: $0, streamIndex: track.streamIndex, cues: cues) }
             }
         } ?? []
-        let kept = Set([soundQueue?.streamIndex, pictureQueue?.streamIndex].compactMap { $0 } + decoders.keys)
+        var metadataStreams: Set<Int32> = []
+        if metadata != nil {
+            for index in 0..<Int(context.pointee.nb_streams) where context.pointee.streams[index]?.pointee.codecpar.pointee.codec_id == AV_CODEC_ID_TIMED_ID3 {
+                metadataStreams.insert(Int32(index))
+            }
+        }
+        metadataLog = metadata
+        self.metadataStreams = metadataStreams
+        readsICY = metadata != nil && source.mayCarryICY
+        let kept = Set([soundQueue?.streamIndex, pictureQueue?.streamIndex].compactMap { $0 } + decoders.keys + metadataStreams)
         for index in 0..<Int(context.pointee.nb_streams) where !kept.contains(Int32(index)) {
             context.pointee.streams[index]?.pointee.discard = AVDISCARD_ALL
         }
@@ -195,14 +218,50 @@ public final class ItemDemuxer: @unchecked Sendable {
                 continue
             }
             consecutiveErrors = 0
+            if readsICY { noteICY(after: packet) }
             route(packet)
             av_packet_unref(packet)
         }
     }
 
+    /// Adds the input's ICY block to the metadata when it changed, at the time of `packet`
+    /// (the one just read, which the block came before, give or take the input's read
+    /// buffer).
+    private func noteICY(after packet: UnsafeMutablePointer<AVPacket>) {
+        packetsSinceICYCheck += 1
+        guard packetsSinceICYCheck >= Self.icyCheckInterval || lastICYBlock == nil else { return }
+        packetsSinceICYCheck = 0
+        guard let block = source.icyMetadataBlock(), block != lastICYBlock else { return }
+        lastICYBlock = block
+        let entries = TimedMetadataFormat.icyFields(TimedMetadataFormat.icyText(block))
+        guard let time = itemTime(of: packet) else { return }
+        metadataLog?.add(TimedMetadataGroup(time: time, entries: entries))
+    }
+
+    /// The item time of `packet`'s presentation (its decoding time when it has none).
+    private func itemTime(of packet: UnsafeMutablePointer<AVPacket>) -> CMTime? {
+        let index = Int(packet.pointee.stream_index)
+        guard index >= 0, index < Int(source.formatContext.pointee.nb_streams),
+              let stream = source.formatContext.pointee.streams[index] else { return nil }
+        var stamp = packet.pointee.pts
+        if stamp == FFmpegCall.noPTS { stamp = packet.pointee.dts }
+        let tb = stream.pointee.time_base
+        guard stamp != FFmpegCall.noPTS, tb.num > 0, tb.den > 0 else { return nil }
+        let time = CMTime(value: stamp, timescale: tb.den) * tb.num - source.info.startTime
+        return time.isNumeric ? time : nil
+    }
+
     /// Hands `packet` to its stream's queue, or drops it.
     private func route(_ packet: UnsafeMutablePointer<AVPacket>) {
         let index = packet.pointee.stream_index
+        if metadataStreams.contains(index) {
+            if let data = packet.pointee.data, packet.pointee.size > 0, packet.pointee.size <= TimedMetadataFormat.longestTag,
+               let time = itemTime(of: packet) {
+                let entries = TimedMetadataFormat.id3TextFrames(inTimedPacket: Array(UnsafeBufferPointer(start: data, count: Int(packet.pointee.size))))
+                metadataLog?.add(TimedMetadataGroup(time: time, entries: entries))
+            }
+            return
+        }
         if let decoder = subtitleDecoders[index], let cues = subtitleCues {
             decoder.decode(packet, into: cues)
             return

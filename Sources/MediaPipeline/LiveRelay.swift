@@ -24,6 +24,12 @@ internal import CFFmpeg
 /// playlist (`EXT-X-ENDLIST`), so every player reaches its end after the last segment
 /// instead of waiting for more. Its own thread does the reading; nothing here is on a
 /// real-time path.
+///
+/// A station's titles (its ICY `StreamTitle`) go into the relayed stream as ID3 tags on a
+/// timed metadata track, at the point of the sound they came with, and again each segment:
+/// every room reads the same titles at the same item times, as any HLS stream's timed
+/// metadata. Only MPEG-TS segments carry the track; a station relayed in fragmented MP4
+/// (Vorbis, FLAC) has its sound relayed without titles.
 public final class LiveRelay: Sendable {
     /// Each segment's length, in seconds (FFmpeg's `hls_time`): one second, so that a player
     /// opening the playlist starts about three seconds behind the station and a segment is
@@ -47,6 +53,15 @@ public final class LiveRelay: Sendable {
     /// new start (a chained Ogg stream's next song, a server's restart) and closed up, so the
     /// relayed time runs on without a hole or a step back.
     static let discontinuitySeconds = 1.0
+    /// How often the station's current title is written into the relayed stream, in seconds
+    /// of it: once a segment, so that a room that joins late, or a player that opens the
+    /// playlist anew, reads it from its first segment instead of waiting for the next song.
+    static let titleRepeatSeconds = Double(segmentSeconds)
+    /// The muxer's interleaving limit, in microseconds: the least there is, as the relay
+    /// writes in time order already (see `Muxer`).
+    static let interleaveDelta: Int64 = 1
+    /// Packets copied between looks at the station's ICY block (a look copies the block).
+    static let icyCheckInterval = 8
 
     /// The playlist, a file in the relay's folder.
     public let playlist: URL
@@ -174,6 +189,8 @@ private final class Muxer: @unchecked Sendable {
     private let mapping: [Int32: Int32]
     private let inputTimeBases: [Int32: AVRational]
     private let url: String
+    /// The output's timed metadata track (ID3), in MPEG-TS segments; nil in MP4 ones.
+    private let titleStream: Int32?
 
     init(source: MediaSource, playlist: URL, folder: URL) throws(MediaError) {
         url = source.url
@@ -201,6 +218,19 @@ private final class Muxer: @unchecked Sendable {
             mapping[Int32(track.streamIndex)] = outStream.pointee.index
             timeBases[Int32(track.streamIndex)] = inStream.pointee.time_base
         }
+        var titleStream: Int32?
+        if transportStream, source.mayCarryICY, let stream = avformat_new_stream(output, nil) {
+            stream.pointee.codecpar.pointee.codec_type = AVMEDIA_TYPE_DATA
+            stream.pointee.codecpar.pointee.codec_id = AV_CODEC_ID_TIMED_ID3
+            stream.pointee.time_base = AVRational(num: 1, den: 90_000)
+            titleStream = stream.pointee.index
+        }
+        self.titleStream = titleStream
+        // Packets are written in the station's order, the titles among them by time. The
+        // muxer's interleaving would otherwise hold the sound back until the title track has
+        // a packet too: for ever at a station that sends no titles (up to its 10 s limit),
+        // and a second between two titles.
+        output.pointee.max_interleave_delta = LiveRelay.interleaveDelta
         var options: OpaquePointer?
         av_dict_set(&options, "hls_time", String(LiveRelay.segmentSeconds), 0)
         av_dict_set(&options, "hls_list_size", String(LiveRelay.listedSegments), 0)
@@ -240,6 +270,7 @@ private final class Muxer: @unchecked Sendable {
         var expected: [Int32: Int64] = [:]
         var first: Double?
         var failure: MediaError?
+        var titles = TitleWriter()
         while true {
             let status = av_read_frame(input, packet)
             if status < 0 {
@@ -270,6 +301,14 @@ private final class Muxer: @unchecked Sendable {
             let seconds = Double(dts + offset) * Double(inBase.num) / Double(max(inBase.den, 1))
             packet.pointee.stream_index = outIndex
             packet.pointee.pos = -1
+            if let titleStream, let tag = titles.tag(source: source, at: seconds) {
+                let time = av_rescale_q(dts + offset, inBase, AVRational(num: 1, den: 90_000))
+                let written = writeTag(tag, stream: titleStream, at: time)
+                if written < 0 {
+                    failure = .outputFailure(device: url, reason: "cannot write the relay's titles (\(FFmpegCall.message(written)))")
+                    break
+                }
+            }
             av_packet_rescale_ts(packet, inBase, outStream.pointee.time_base)
             let written = av_interleaved_write_frame(output, packet)
             if written < 0 {
@@ -281,5 +320,51 @@ private final class Muxer: @unchecked Sendable {
         }
         av_write_trailer(output)
         return failure
+    }
+
+    /// Writes `tag` on the timed metadata track at `time` (90 kHz).
+    private func writeTag(_ tag: [UInt8], stream: Int32, at time: Int64) -> Int32 {
+        guard let packet = av_packet_alloc() else { return FFmpegCall.outOfMemory }
+        defer { var freed: UnsafeMutablePointer<AVPacket>? = packet; av_packet_free(&freed) }
+        let status = av_new_packet(packet, Int32(tag.count))
+        guard status >= 0, let data = packet.pointee.data else { return status < 0 ? status : FFmpegCall.outOfMemory }
+        tag.withUnsafeBufferPointer { bytes in
+            if let base = bytes.baseAddress { data.update(from: base, count: tag.count) }
+        }
+        packet.pointee.stream_index = stream
+        packet.pointee.pts = time
+        packet.pointee.dts = time
+        packet.pointee.flags |= AV_PKT_FLAG_KEY
+        return av_interleaved_write_frame(output, packet)
+    }
+
+    /// When to write the station's title into the relayed stream: as it changes, and once
+    /// each `titleRepeatSeconds` of the stream.
+    struct TitleWriter {
+        private var title: String?
+        private var lastBlock: [UInt8]?
+        private var writtenAt: Double?
+        private var packetsSinceLook = 0
+
+        /// The tag to write before the packet at `seconds` of the relayed stream, if one is due.
+        mutating func tag(source: MediaSource, at seconds: Double) -> [UInt8]? {
+            packetsSinceLook += 1
+            var changed = false
+            if packetsSinceLook >= LiveRelay.icyCheckInterval || lastBlock == nil {
+                packetsSinceLook = 0
+                if let block = source.icyMetadataBlock(), block != lastBlock {
+                    lastBlock = block
+                    let fields = TimedMetadataFormat.icyFields(TimedMetadataFormat.icyText(block))
+                    if let streamTitle = fields.first(where: { $0.key == "StreamTitle" })?.value, streamTitle != title {
+                        title = streamTitle
+                        changed = true
+                    }
+                }
+            }
+            guard let title else { return nil }
+            guard changed || writtenAt.map({ seconds - $0 >= LiveRelay.titleRepeatSeconds || seconds < $0 }) ?? true else { return nil }
+            writtenAt = seconds
+            return TimedMetadataFormat.id3Tag(title: title)
+        }
     }
 }

@@ -103,6 +103,26 @@ public final class MediaSource: @unchecked Sendable {
         return status
     }
 
+    /// Whether the input is a single HTTP(S) stream, whose server may interleave ICY
+    /// metadata blocks (a SHOUTcast or Icecast station; FFmpeg asks for them).
+    var mayCarryICY: Bool {
+        guard url.hasPrefix("http://") || url.hasPrefix("https://"), formatContext.pointee.pb != nil,
+              let name = formatContext.pointee.iformat?.pointee.name else { return false }
+        return String(cString: name) != "hls"
+    }
+
+    /// The input's latest ICY metadata block, as the server sent it; nil before the first
+    /// (or when the input sends none). On the thread reading the source.
+    func icyMetadataBlock() -> [UInt8]? {
+        guard let input = formatContext.pointee.pb else { return nil }
+        var value: UnsafeMutablePointer<UInt8>? = nil
+        guard av_opt_get(input, "icy_metadata_packet", AV_OPT_SEARCH_CHILDREN, &value) >= 0, let value else { return nil }
+        defer { av_free(value) }
+        let length = strlen(value)
+        guard length > 0 else { return nil }
+        return Array(UnsafeBufferPointer(start: value, count: length))
+    }
+
     /// The gain curves of the item this source plays, which its sound's readers apply to
     /// what they decode: given at the open, or set before reading starts (by default, none).
     public var gain: ItemGain {

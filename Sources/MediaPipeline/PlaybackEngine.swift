@@ -158,9 +158,9 @@ public final class PlaybackEngine: Sendable {
     ///
     /// `forwardBuffer` (zero: the defaults) is how far ahead of the playhead to read: what the
     /// ring does not hold waits as packets. The item's text subtitles are decoded into
-    /// `subtitles` when it is given.
+    /// `subtitles` when it is given, and its timed metadata into `metadata`.
     public func load(source: MediaSource, serial: Int, startFrame: Int64, start: Bool = true, forwardBuffer: Duration = .zero,
-                     subtitles: SubtitleCues? = nil,
+                     subtitles: SubtitleCues? = nil, metadata: TimedMetadataLog? = nil,
                      onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
         unload()
         let ring: AudioRing? = parts.withLockAnnotated { $0.renderer?.ring }
@@ -175,7 +175,8 @@ public final class PlaybackEngine: Sendable {
         }
         let pictureQueue = videoWanted.load(ordering: .acquiring) && source.info.preferredVideoTrack != nil ? videoQueue : nil
         let wantsPictures = pictureQueue != nil
-        let demuxer = ItemDemuxer(source: source, sound: true, pictures: wantsPictures, forwardBuffer: forwardBuffer, subtitles: subtitles)
+        let demuxer = ItemDemuxer(source: source, sound: true, pictures: wantsPictures, forwardBuffer: forwardBuffer, subtitles: subtitles,
+                                  metadata: metadata)
         let events: @Sendable (AudioReaderEvent) -> Void = { [weak self] event in
             if case .failed(_, _, let error) = event { self?.parts.withLockAnnotated { $0.readerError = error } }
             onEvent(event)
@@ -266,18 +267,18 @@ public final class PlaybackEngine: Sendable {
     /// subtitles) alone, and a new one reads the sound. With no pictures being read, this is
     /// `load`. Nothing new starts before `startReader()`.
     public func reloadSound(source: MediaSource, serial: Int, startFrame: Int64, forwardBuffer: Duration = .zero,
-                            subtitles: SubtitleCues? = nil,
+                            subtitles: SubtitleCues? = nil, metadata: TimedMetadataLog? = nil,
                             onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
         let (video, shared, ring, item) = parts.withLockAnnotated { ($0.videoReader, $0.videoSharesDemuxer, $0.renderer?.ring, $0.currentNumber) }
         guard let video, let ring else {
             try load(source: source, serial: serial, startFrame: startFrame, start: false, forwardBuffer: forwardBuffer,
-                     subtitles: subtitles, onEvent: onEvent)
+                     subtitles: subtitles, metadata: metadata, onEvent: onEvent)
             return
         }
         source.resetInterrupt()
-        // The subtitles stay with a demuxer that reads on for the pictures.
+        // The subtitles and metadata stay with a demuxer that reads on for the pictures.
         let demuxer = ItemDemuxer(source: source, sound: true, pictures: false, forwardBuffer: forwardBuffer,
-                                  subtitles: shared ? nil : subtitles)
+                                  subtitles: shared ? nil : subtitles, metadata: shared ? nil : metadata)
         let events: @Sendable (AudioReaderEvent) -> Void = { [weak self] event in
             if case .failed(_, _, let error) = event { self?.parts.withLockAnnotated { $0.readerError = error } }
             onEvent(event)
@@ -479,7 +480,7 @@ public final class PlaybackEngine: Sendable {
     ///
     /// `token` names the item for `successorTokens`; `forwardBuffer` is as for `load`.
     public func queueSuccessor(source: MediaSource, token: Int, forwardBuffer: Duration = .zero, subtitles: SubtitleCues? = nil,
-                               onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) -> Bool {
+                               metadata: TimedMetadataLog? = nil, onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) -> Bool {
         let ring: AudioRing? = parts.withLockAnnotated { $0.renderer?.ring }
         guard let ring else { throw .outputFailure(device: spec.description, reason: "output not open") }
         source.resetInterrupt()
@@ -488,7 +489,8 @@ public final class PlaybackEngine: Sendable {
             return parts.itemCount
         }
         let wantsPictures = videoWanted.load(ordering: .acquiring) && source.info.preferredVideoTrack != nil && videoQueue != nil
-        let demuxer = ItemDemuxer(source: source, sound: true, pictures: wantsPictures, forwardBuffer: forwardBuffer, subtitles: subtitles)
+        let demuxer = ItemDemuxer(source: source, sound: true, pictures: wantsPictures, forwardBuffer: forwardBuffer, subtitles: subtitles,
+                                  metadata: metadata)
         let reader = try AudioReader(successorOf: demuxer, ring: ring, item: number, onEvent: onEvent)
         var successor = Successor(demuxer: demuxer, reader: reader, number: number, token: token, events: onEvent)
         if wantsPictures, let queue = videoQueue {

@@ -204,7 +204,7 @@ extension Set where Element == Character {
 
 extension Array {
     /// The first index whose element satisfies `belongs`, which must hold for a suffix.
-    fileprivate func partitioningIndex(where belongs: (Element) -> Bool) -> Int {
+    func partitioningIndex(where belongs: (Element) -> Bool) -> Int {
         var low = 0
         var high = count
         while low < high {

@@ -352,7 +352,7 @@ import Testing
     /// asked once, and a room that joins seconds later plays the sound the leader plays at
     /// the same instant.
     @Test func aGroupHearsARadioStationAsOne() async throws {
-        let station = try StationServer(broadcasting: try TestMedia.station(seconds: 30), seconds: 30)
+        let station = try StationServer(broadcasting: try TestMedia.station(seconds: 30), seconds: 30, titles: [(0, "Chorus – Morning Show")])
         defer { station.stop() }
         func capture(_ role: String) -> String { TestMedia.folder.appendingPathComponent("station-group-\(role).cap").path }
         let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
@@ -371,12 +371,19 @@ import Testing
         let following = Running([{ follower.run() }])
         #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing } })
         try await Task.sleep(for: .seconds(3))
+        // The station's title reaches every room, carried in the relayed stream.
+        for player in [leader.player, follower.player] {
+            #expect(player.currentItem?.timedMetadata?.map(\.stringValue) == ["Chorus – Morning Show"])
+        }
         follower.send(.stop)
         leader.send(.stop)
         await following.wait()
         await leading.wait()
         #expect(await leaderLog.messages().contains { $0.contains("relayed to the group") })
         #expect(await followerLog.messages().allSatisfy { !$0.contains("cannot play") })
+        for log in [leaderLog, followerLog] {
+            #expect(await log.all().contains { if case .title("Chorus – Morning Show") = $0 { true } else { false } })
+        }
         #expect(station.connections == leadersConnections, "only the leader's relay listens to the station")
 
         let reference = try RenderCaptureLog(path: capture("leader"))

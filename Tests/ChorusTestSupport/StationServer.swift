@@ -20,18 +20,32 @@ public final class StationServer: Sendable {
     /// Listeners that have connected.
     public var connections: Int { state.withLock { $0.connections } }
 
+    /// Bytes of sound between two ICY metadata blocks, for a listener that asks for them.
+    public static let icyInterval = 8_000
+
+    /// The broadcast second at which each listener joined (the first second it was sent).
+    public var joinedAt: [Double] { state.withLock { $0.joinedAt } }
+    /// The titles announced to listeners, each with the broadcast second of the sound that
+    /// followed its block (a title is announced at the first block after its second).
+    public var announced: [(title: String, second: Double)] { state.withLock { $0.announced } }
+
     private let broadcast: Data
     private let dropAfter: Double?
+    /// The titles announced, each from a second of the broadcast, in order.
+    private let titles: [(second: Double, title: String)]
     private let bytesPerSecond: Double
     private let started = ContinuousClock.now
     private let listener: Int32
-    private let state = Mutex<(connections: Int, stopped: Bool)>((0, false))
+    private let state = Mutex<(connections: Int, stopped: Bool, joinedAt: [Double], announced: [(title: String, second: Double)])>((0, false, [], []))
 
     /// Broadcasts `file` (a constant-rate stream `seconds` long) over and over, from now;
     /// each listener's connection is dropped after `dropAfter` seconds, when given (a
-    /// station's network failing now and then).
-    public init(broadcasting file: URL, seconds: Double, dropAfter: Double? = nil) throws {
+    /// station's network failing now and then). `titles` are announced in ICY metadata, each
+    /// from its second of the broadcast, to listeners that ask for it (`Icy-MetaData: 1`).
+    public init(broadcasting file: URL, seconds: Double, dropAfter: Double? = nil,
+                titles: [(second: Double, title: String)] = []) throws {
         self.dropAfter = dropAfter
+        self.titles = titles
         broadcast = try Data(contentsOf: file)
         bytesPerSecond = Double(broadcast.count) / seconds
         (listener, port) = try LoopbackSocket.listen(name: "station")
@@ -69,6 +83,16 @@ public final class StationServer: Sendable {
         }
     }
 
+    /// An ICY metadata block announcing `title`: its length in 16-byte units, then the
+    /// text padded with zeros; a lone zero when there is nothing new.
+    static func icyBlock(_ title: String?) -> Data {
+        guard let title else { return Data([0]) }
+        var text = Array("StreamTitle='\(title)';".utf8)
+        let units = (text.count + 15) / 16
+        text += [UInt8](repeating: 0, count: units * 16 - text.count)
+        return Data([UInt8(units)] + text)
+    }
+
     private func serve(_ client: Int32) {
         defer { close(client) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
@@ -81,19 +105,36 @@ public final class StationServer: Sendable {
             if count <= 0 { return }
             request.append(contentsOf: buffer[0..<count])
         }
-        let header = "HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\nicy-name: Chorus test station\r\nCache-Control: no-cache\r\n\r\n"
+        let text = String(decoding: request, as: UTF8.self)
+        let wantsTitles = !titles.isEmpty && text.lowercased().contains("icy-metadata: 1")
+        let header = "HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\nicy-name: Chorus test station\r\nCache-Control: no-cache\r\n"
+            + (wantsTitles ? "icy-metaint: \(Self.icyInterval)\r\n" : "") + "\r\n"
         guard LoopbackSocket.sendAll(client, Data(header.utf8)) else { return }
-        if String(decoding: request, as: UTF8.self).hasPrefix("HEAD") { return }
+        if text.hasPrefix("HEAD") { return }
         var next = max(0, present() - Int(Self.burstSeconds * bytesPerSecond))
+        state.withLock { $0.joinedAt.append(Double(next) / bytesPerSecond) }
         let connected = ContinuousClock.now
+        var sinceBlock = 0
+        var announced: String?
         while !state.withLock({ $0.stopped }) {
             if let dropAfter, ContinuousClock.now - connected > .milliseconds(Int64(dropAfter * 1_000)) { return }
             let upTo = present()
             while next < upTo {
                 let offset = next % broadcast.count
-                let end = min(broadcast.count, offset + (upTo - next))
+                var end = min(broadcast.count, offset + (upTo - next))
+                if wantsTitles { end = min(end, offset + Self.icyInterval - sinceBlock) }
                 guard LoopbackSocket.sendAll(client, broadcast.subdata(in: offset..<end)) else { return }
                 next += end - offset
+                sinceBlock += end - offset
+                if wantsTitles && sinceBlock == Self.icyInterval {
+                    sinceBlock = 0
+                    let title = titles.last { $0.second <= Double(next) / bytesPerSecond }?.title
+                    guard LoopbackSocket.sendAll(client, Self.icyBlock(title == announced ? nil : title)) else { return }
+                    if let title, title != announced {
+                        state.withLock { $0.announced.append((title, Double(next) / bytesPerSecond)) }
+                    }
+                    announced = title
+                }
             }
             usleep(UInt32(Self.sendInterval * 1_000_000))
         }

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+import ChorusTestSupport
+@testable import AVPlayback
+import MediaPipeline
+
+/// A stream's timed metadata (a station's titles) reaching an app as playback reaches it.
+@Suite struct TimedMetadataTests {
+    final class MetadataLog: AVPlayerItemMetadataOutputPushDelegate, @unchecked Sendable {
+        let lock = NSLock()
+        var groups: [AVTimedMetadataGroup] = []
+        var flushes = 0
+        func metadataOutput(_ output: AVPlayerItemMetadataOutput, didOutputTimedMetadataGroups groups: [AVTimedMetadataGroup],
+                            from track: AVPlayerItemTrack?) {
+            lock.withLock { self.groups += groups }
+        }
+        func outputSequenceWasFlushed(_ output: AVPlayerItemOutput) { lock.withLock { flushes += 1 } }
+        var all: [AVTimedMetadataGroup] { lock.withLock { groups } }
+    }
+
+    @Test("a station's titles reach a metadata output, in order and where the station put them, and the item's timedMetadata follows")
+    func stationTitlesArriveAsTheyArePlayed() throws {
+        let station = try StationServer(broadcasting: try TestMedia.station(seconds: 30), seconds: 30,
+                                        titles: [(0, "Alpha – One"), (4, "Bravo's Song; Part 2")])
+        defer { station.stop() }
+        let item = AVPlayerItem(url: station.url)
+        let everything = AVPlayerItemMetadataOutput(identifiers: nil)
+        let titles = MetadataLog()
+        everything.setDelegate(titles, queue: DispatchQueue(label: "metadata"))
+        item.add(everything)
+        // An output for other identifiers hears nothing of them.
+        let id3Only = AVPlayerItemMetadataOutput(identifiers: [AVMetadataIdentifier.id3MetadataTitleDescription.rawValue])
+        let other = MetadataLog()
+        id3Only.setDelegate(other, queue: DispatchQueue(label: "metadata.other"))
+        item.add(id3Only)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.play()
+        #expect(waitUntil(20) { titles.all.count >= 2 })
+        let heard = titles.all
+        #expect(heard.flatMap(\.items).map(\.stringValue) == ["Alpha – One", "Bravo's Song; Part 2"])
+        for metadata in heard.flatMap(\.items) {
+            #expect(metadata.identifier == .icyMetadataStreamTitle)
+            #expect(metadata.keySpace == .icy)
+            #expect(metadata.commonKey == .commonKeyTitle)
+        }
+        // The second title holds from where the station put it in the listener's stream (at
+        // its first block after four seconds of the broadcast): up to the input's read buffer
+        // early (32 KB, two seconds of the 128 kbit/s station), and at most the demuxer's
+        // look interval late (8 packets, 0.2 s).
+        let joined = try #require(station.joinedAt.first)
+        let put = try #require(station.announced.last).second - joined
+        if heard.count == 2 {
+            let start = heard[1].timeRange.start.seconds
+            #expect(start > put - 2.5 && start < put + 0.3, "second title at \(start) s, station put it at \(put) s")
+            #expect(heard[1].items[0].time == heard[1].timeRange.start)
+            // ... and it was told once playback got there, not when it was read.
+            #expect(player.currentTime() >= heard[1].timeRange.start)
+        }
+        #expect(item.timedMetadata?.map(\.stringValue) == ["Bravo's Song; Part 2"])
+        #expect(other.all.isEmpty)
+        #expect(titles.flushes == 0)
+    }
+
+    @Test("a relayed station's titles are in its live playlist as ID3 tags, which a player of the playlist hears in order")
+    func relayedTitlesArriveAsID3() throws {
+        let station = try StationServer(broadcasting: try TestMedia.station(seconds: 30), seconds: 30,
+                                        titles: [(0, "Alpha – One"), (6, "Bravo Two")])
+        defer { station.stop() }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-metadata-tests-\(getpid())", isDirectory: true)
+        let relay = try #require(LiveRelay.start(url: station.url.absoluteString, in: folder))
+        defer { relay.stop() }
+        #expect(relay.waitUntilReady(timeout: .seconds(20)))
+        let item = AVPlayerItem(url: relay.playlist)
+        let output = AVPlayerItemMetadataOutput(identifiers: nil)
+        let titles = MetadataLog()
+        output.setDelegate(titles, queue: DispatchQueue(label: "metadata"))
+        item.add(output)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.play()
+        // The first title is heard where playback starts (it is repeated in every segment),
+        // the second where it came.
+        #expect(waitUntil(20) { titles.all.count >= 2 })
+        let heard = titles.all
+        #expect(heard.flatMap(\.items).map(\.stringValue) == ["Alpha – One", "Bravo Two"])
+        #expect(heard.flatMap(\.items).allSatisfy { $0.identifier == .id3MetadataTitleDescription && $0.commonKey == .commonKeyTitle })
+        if heard.count == 2 { #expect(heard[1].timeRange.start > heard[0].timeRange.start) }
+        #expect(station.connections == 1)
+    }
+}
