@@ -88,4 +88,46 @@ import MediaPipeline
         if heard.count == 2 { #expect(heard[1].timeRange.start > heard[0].timeRange.start) }
         #expect(station.connections == 1)
     }
+
+    @Test("a metadata output hears each group as playback reaches it, the one in effect after a jump (flushed first), and backwards each group the falling time enters")
+    func deliveriesFollowTheTimeline() throws {
+        let info = try MediaSource(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000).path).info
+        let log = TimedMetadataLog()
+        for (seconds, title) in [(1.0, "A"), (3.0, "B"), (5.0, "C")] {
+            log.add(TimedMetadataGroup(time: CMTime(seconds: seconds, preferredTimescale: 1_000),
+                                       entries: [TimedMetadataEntry(keySpace: .icy, key: "StreamTitle", value: title)]))
+        }
+        let output = AVPlayerItemMetadataOutput(identifiers: nil)
+        let heard = MetadataLog()
+        let queue = DispatchQueue(label: "metadata")
+        output.setDelegate(heard, queue: queue)
+        var told = 0
+        /// What the delegate was told since the last look, after a tick at `seconds`.
+        func tick(_ seconds: Double, jumped: Bool = false) -> [String] {
+            output.deliver(log: log, at: CMTime(seconds: seconds, preferredTimescale: 1_000), jumped: jumped, info: info)
+            queue.sync {}
+            let all = heard.all
+            defer { told = all.count }
+            return all[told...].flatMap(\.items).compactMap(\.stringValue)
+        }
+        #expect(tick(0.5) == [])
+        #expect(tick(2) == ["A"])
+        #expect(tick(2.5) == [])
+        #expect(tick(6) == ["B", "C"])
+        // A seek back: flushed, then the group in effect where it landed.
+        #expect(tick(3.5, jumped: true) == ["B"])
+        #expect(heard.flushes == 1)
+        #expect(heard.all.last?.timeRange == CMTimeRange(start: CMTime(seconds: 3, preferredTimescale: 1_000),
+                                                         duration: CMTime(seconds: 2, preferredTimescale: 1_000)))
+        // Backwards: nothing new inside B, then A as the time falls into it.
+        #expect(tick(3.1) == [])
+        #expect(tick(2.9) == ["A"])
+        // Told early when asked: C a second before its time.
+        output.advanceIntervalForDelegateInvocation = 1
+        #expect(tick(3.5, jumped: true) == ["B"])
+        #expect(tick(4.2) == ["C"])
+        // No delegate, no deliveries; nothing is kept for later.
+        output.setDelegate(nil, queue: nil)
+        #expect(tick(0, jumped: true) == [])
+    }
 }
