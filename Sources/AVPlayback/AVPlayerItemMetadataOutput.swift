@@ -39,8 +39,8 @@ extension AVPlayerItemMetadataOutputPushDelegate {
 ///
 /// Two sources are read:
 /// - a SHOUTcast or Icecast station's in-stream titles, in the `.icy` key space
-///   (`icy/StreamTitle`, `icy/StreamUrl`), from the point of the stream they came in
-///   (give or take the input's read buffer, about two seconds of a 128 kbit/s station);
+///   (`icy/StreamTitle`, `icy/StreamUrl`), from the packet of sound they came with (a
+///   packet early at most, while the input has not read ahead of its demuxer);
 /// - ID3 tags in an HLS or MPEG-TS stream's timed metadata track, in the `.id3` key space
 ///   (`id3/TIT2`, `id3/TPE1`, `id3/TXXX`...), at their own times. Text frames are read;
 ///   pictures and private frames are not.
@@ -89,8 +89,9 @@ public final class AVPlayerItemMetadataOutput: AVPlayerItemOutput, @unchecked Se
     }
 
     /// On the player's monitor: tells the delegate of the groups of `log` that came due by
-    /// `time` (plus the advance) since it last heard; after a jump, or at the first look, of
-    /// the group in effect there. Backwards, each group is told as the falling time enters it.
+    /// `time` (plus the advance) since it last heard; after a jump, at the first look, or when
+    /// the group in effect there is one it has not heard (read late), of that group.
+    /// Backwards, each group is told as the falling time enters it.
     func deliver(log: TimedMetadataLog, at time: CMTime, jumped: Bool, info: MediaInfo) {
         guard time.isNumeric else { return }
         let advance = advanceIntervalForDelegateInvocation
@@ -102,8 +103,11 @@ public final class AVPlayerItemMetadataOutput: AVPlayerItemOutput, @unchecked Se
             let flush = jumped && current.deliveredThrough != nil
             if let through = current.deliveredThrough, !jumped, due >= through {
                 groups = log.groups(after: through, through: due)
-            } else if let inEffect = log.group(at: due)?.group, jumped || inEffect.time != current.lastGroup {
-                // The first look, a jump, or backwards into an earlier group.
+            }
+            if groups.isEmpty, let inEffect = log.group(at: due)?.group, jumped || inEffect.time != current.lastGroup {
+                // The first look, a jump, backwards into an earlier group, or a group read
+                // only once playback had passed its time (at the start of a stream, whose
+                // reader has not yet read where playback stands).
                 groups = [inEffect]
             }
             current.deliveredThrough = due

@@ -59,13 +59,10 @@ public final class ItemDemuxer: @unchecked Sendable {
     private let metadataStreams: Set<Int32>
     /// Whether the input is an HTTP stream that may carry ICY blocks, and its metadata is wanted.
     private let readsICY: Bool
-    /// The ICY block last seen, and packets read since the input was last asked for one.
+    /// The ICY block last seen. The input is asked after every packet (a copy of a short
+    /// string, some forty times a second): HTTP reads stop at each block, so the packet
+    /// read when a new one shows is the one it came before, give or take the packet.
     private var lastICYBlock: [UInt8]?
-    private var packetsSinceICYCheck = 0
-    /// Packets read between looks at the input's ICY block (a look copies the block): a
-    /// few per second of a station's sound, far finer than the block's own spacing (16 KB
-    /// of the stream, a second or more).
-    static let icyCheckInterval = 8
     /// Set when a picture packet was dropped: the rest are dropped up to the next keyframe,
     /// which decodes without what came before.
     private var skipsToKeyframe = false
@@ -225,12 +222,9 @@ public final class ItemDemuxer: @unchecked Sendable {
     }
 
     /// Adds the input's ICY block to the metadata when it changed, at the time of `packet`
-    /// (the one just read, which the block came before, give or take the input's read
-    /// buffer).
+    /// (the one just read, which the block came in or just before; earlier only by what
+    /// the input read ahead of the demuxer).
     private func noteICY(after packet: UnsafeMutablePointer<AVPacket>) {
-        packetsSinceICYCheck += 1
-        guard packetsSinceICYCheck >= Self.icyCheckInterval || lastICYBlock == nil else { return }
-        packetsSinceICYCheck = 0
         guard let block = source.icyMetadataBlock(), block != lastICYBlock else { return }
         lastICYBlock = block
         let entries = TimedMetadataFormat.icyFields(TimedMetadataFormat.icyText(block))

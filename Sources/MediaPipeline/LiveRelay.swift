@@ -60,8 +60,6 @@ public final class LiveRelay: Sendable {
     /// The muxer's interleaving limit, in microseconds: the least there is, as the relay
     /// writes in time order already (see `Muxer`).
     static let interleaveDelta: Int64 = 1
-    /// Packets copied between looks at the station's ICY block (a look copies the block).
-    static let icyCheckInterval = 8
 
     /// The playlist, a file in the relay's folder.
     public let playlist: URL
@@ -344,21 +342,17 @@ private final class Muxer: @unchecked Sendable {
         private var title: String?
         private var lastBlock: [UInt8]?
         private var writtenAt: Double?
-        private var packetsSinceLook = 0
 
         /// The tag to write before the packet at `seconds` of the relayed stream, if one is due.
         mutating func tag(source: MediaSource, at seconds: Double) -> [UInt8]? {
-            packetsSinceLook += 1
+            // Asked after every packet, as the item's demuxer does (see `ItemDemuxer`).
             var changed = false
-            if packetsSinceLook >= LiveRelay.icyCheckInterval || lastBlock == nil {
-                packetsSinceLook = 0
-                if let block = source.icyMetadataBlock(), block != lastBlock {
-                    lastBlock = block
-                    let fields = TimedMetadataFormat.icyFields(TimedMetadataFormat.icyText(block))
-                    if let streamTitle = fields.first(where: { $0.key == "StreamTitle" })?.value, streamTitle != title {
-                        title = streamTitle
-                        changed = true
-                    }
+            if let block = source.icyMetadataBlock(), block != lastBlock {
+                lastBlock = block
+                let fields = TimedMetadataFormat.icyFields(TimedMetadataFormat.icyText(block))
+                if let streamTitle = fields.first(where: { $0.key == "StreamTitle" })?.value, streamTitle != title {
+                    title = streamTitle
+                    changed = true
                 }
             }
             guard let title else { return nil }
