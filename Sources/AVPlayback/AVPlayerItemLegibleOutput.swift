@@ -5,16 +5,22 @@ import Synchronization
 
 /// What a legible output's delegate hears: the subtitle text showing from a given item
 /// time, each time it changes.
-public protocol AVPlayerItemLegibleOutputPushDelegate: AnyObject {
+public protocol AVPlayerItemLegibleOutputPushDelegate: AVPlayerItemOutputPushDelegate {
     /// From `itemTime`, `strings` show (one per line of text on screen); an empty list
     /// clears what showed. `nativeSamples` is always empty: Chorus decodes the text itself.
     func legibleOutput(_ output: AVPlayerItemLegibleOutput, didOutputAttributedStrings strings: [NSAttributedString],
                        nativeSampleBuffers nativeSamples: [Any], forItemTime itemTime: CMTime)
-    /// The item jumped (a seek): what was delivered before no longer applies.
+}
+
+/// What every pushing output's delegate may hear (`AVPlayerItemLegibleOutput`'s,
+/// `AVPlayerItemMetadataOutput`'s).
+public protocol AVPlayerItemOutputPushDelegate: AnyObject {
+    /// The item jumped (a seek): what was delivered before no longer applies, and what is
+    /// in effect where it landed follows.
     func outputSequenceWasFlushed(_ output: AVPlayerItemOutput)
 }
 
-extension AVPlayerItemLegibleOutputPushDelegate {
+extension AVPlayerItemOutputPushDelegate {
     public func outputSequenceWasFlushed(_ output: AVPlayerItemOutput) {}
 }
 

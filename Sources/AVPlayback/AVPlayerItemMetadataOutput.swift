@@ -20,18 +20,11 @@ public final class AVTimedMetadataGroup: Sendable {
 
 /// What a metadata output's delegate hears: each group of the item's timed metadata as
 /// playback reaches it.
-public protocol AVPlayerItemMetadataOutputPushDelegate: AnyObject {
+public protocol AVPlayerItemMetadataOutputPushDelegate: AVPlayerItemOutputPushDelegate {
     /// `groups` have come due, oldest first. `track` is nil: Chorus reads the metadata from
     /// the container and the station, not from a track of the item's own.
     func metadataOutput(_ output: AVPlayerItemMetadataOutput, didOutputTimedMetadataGroups groups: [AVTimedMetadataGroup],
                         from track: AVPlayerItemTrack?)
-    /// The item jumped (a seek): what was delivered before no longer applies, and the group
-    /// in effect where it landed follows.
-    func outputSequenceWasFlushed(_ output: AVPlayerItemOutput)
-}
-
-extension AVPlayerItemMetadataOutputPushDelegate {
-    public func outputSequenceWasFlushed(_ output: AVPlayerItemOutput) {}
 }
 
 /// An output that hands an item's timed metadata to a delegate as playback reaches it:
