@@ -46,9 +46,9 @@ public struct TimedMetadataGroup: Sendable, Hashable {
 /// the playhead) and kept for the item's life, like its subtitles: a seek back finds what
 /// was read before.
 public final class TimedMetadataLog: Sendable {
-    /// The most groups kept: a station announcing a title every song holds a few a hour, and a
-    /// stream repeating its tags every segment is held to its latest day or so at 2 s
-    /// segments. The oldest go first.
+    /// The most groups kept, the oldest going first. Only changes are kept, so a station's
+    /// titles (a few an hour) never reach it; it bounds a stream whose tags change with every
+    /// segment, to its latest day or so at 2 s segments.
     public static let capacity = 50_000
 
     /// Sorted by time; at most one group per time.
