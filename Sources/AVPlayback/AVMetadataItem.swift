@@ -180,6 +180,12 @@ public final class AVMetadataItem: Sendable, CustomStringConvertible {
         self.info = info
     }
 
+    /// The items of `group`, which holds until `until` (unknown: nil), read from media `info`.
+    static func items(of group: TimedMetadataGroup, until: CMTime?, info: MediaInfo) -> [AVMetadataItem] {
+        let duration = until.map { $0 - group.time } ?? .invalid
+        return group.entries.map { AVMetadataItem(timed: $0, time: group.time, duration: duration, info: info) }
+    }
+
     /// The timed metadata keys that have a common key: ID3's title, performer and album, and
     /// a station's title.
     static let timedCommonKeys: [String: AVMetadataKey] = [

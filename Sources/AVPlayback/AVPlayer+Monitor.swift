@@ -51,7 +51,8 @@ extension AVPlayer {
         let realtime = engine.isRealtime
         let now = HostTime(hostClock.time) ?? .now()
         var fire: (time: CMTime, playing: Bool, jumped: Bool, previous: CMTime, observers: [TimeObserver])?
-        var legible: (item: AVPlayerItem, time: CMTime, jumped: Bool)?
+        // Where the item stands, for its pushing outputs (subtitles, timed metadata).
+        var pushed: (item: AVPlayerItem, time: CMTime, jumped: Bool)?
         state.withLockAnnotated { state in
             promoteIfHeardLocked(&state, status: status, now: now, realtime: realtime, &effects)
             guard let item = state.item else { return }
@@ -107,7 +108,7 @@ extension AVPlayer {
             }
             state.lastTickHost = now
             fire = (time, playing, state.timeJumped, state.lastObservedTime, state.observers)
-            if state.itemLoaded { legible = (item, time, state.timeJumped) }
+            if state.itemLoaded { pushed = (item, time, state.timeJumped) }
             state.timeJumped = false
             state.lastObservedTime = time
         }
@@ -119,18 +120,18 @@ extension AVPlayer {
         if let fire, !fire.observers.isEmpty {
             fireTimeObservers(now: fire.time, playing: fire.playing, jumped: fire.jumped, previous: fire.previous, observers: fire.observers)
         }
-        if let legible, let info = legible.item.loadedInfo {
-            legible.item.noteMetadataPosition(legible.time, info: info)
-            for output in legible.item.metadataOutputs {
-                output.deliver(log: legible.item.timedMetadataLog, at: legible.time, jumped: legible.jumped, info: info)
+        if let pushed {
+            if let info = pushed.item.loadedInfo {
+                pushed.item.noteMetadataPosition(pushed.time, info: info)
+                for output in pushed.item.metadataOutputs {
+                    output.deliver(log: pushed.item.timedMetadataLog, at: pushed.time, jumped: pushed.jumped, info: info)
+                }
             }
-        }
-        if let legible {
-            let outputs = legible.item.legibleOutputs
+            let outputs = pushed.item.legibleOutputs
             if !outputs.isEmpty {
-                let stream = legible.item.shownSubtitleStream
+                let stream = pushed.item.shownSubtitleStream
                 for output in outputs {
-                    output.deliver(cues: legible.item.subtitleCues, stream: stream, at: legible.time, jumped: legible.jumped)
+                    output.deliver(cues: pushed.item.subtitleCues, stream: stream, at: pushed.time, jumped: pushed.jumped)
                 }
             }
         }

@@ -605,8 +605,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     func noteMetadataPosition(_ time: CMTime, info: MediaInfo) {
         guard let (group, until) = timedMetadataLog.group(at: time) else { return }
         guard standingMetadata.withLockAnnotated({ $0?.time != group.time }) else { return }
-        let duration = until.map { $0 - group.time } ?? .invalid
-        let items = group.entries.map { AVMetadataItem(timed: $0, time: group.time, duration: duration, info: info) }
+        let items = AVMetadataItem.items(of: group, until: until, info: info)
         standingMetadata.withLockAnnotated { $0 = (group.time, items) }
     }
 

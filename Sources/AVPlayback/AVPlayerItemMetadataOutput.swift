@@ -110,12 +110,10 @@ public final class AVPlayerItemMetadataOutput: AVPlayerItemOutput, @unchecked Se
         }
         guard let tell else { return }
         let made = tell.groups.compactMap { group -> AVTimedMetadataGroup? in
-            let next = log.group(at: group.time)?.until
-            let duration = next.map { $0 - group.time } ?? .invalid
-            let items = group.entries.map { AVMetadataItem(timed: $0, time: group.time, duration: duration, info: info) }
+            let items = AVMetadataItem.items(of: group, until: log.group(at: group.time)?.until, info: info)
                 .filter { item in identifiers.map { wanted in item.identifier.map { wanted.contains($0.rawValue) } ?? false } ?? true }
             guard !items.isEmpty else { return nil }
-            return AVTimedMetadataGroup(items: items, timeRange: CMTimeRange(start: group.time, duration: duration))
+            return AVTimedMetadataGroup(items: items, timeRange: CMTimeRange(start: group.time, duration: items[0].duration))
         }
         guard tell.flush || !made.isEmpty else { return }
         tell.queue.async { [self] in

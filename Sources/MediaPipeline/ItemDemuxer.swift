@@ -59,10 +59,9 @@ public final class ItemDemuxer: @unchecked Sendable {
     private let metadataStreams: Set<Int32>
     /// Whether the input is an HTTP stream that may carry ICY blocks, and its metadata is wanted.
     private let readsICY: Bool
-    /// The ICY block last seen. The input is asked after every packet (a copy of a short
-    /// string, some forty times a second): HTTP reads stop at each block, so the packet
-    /// read when a new one shows is the one it came before, give or take the packet.
-    private var lastICYBlock: [UInt8]?
+    /// The input's ICY blocks, asked for after every packet (a copy of a short string, some
+    /// forty times a second).
+    private var icy = ICYWatcher()
     /// Set when a picture packet was dropped: the rest are dropped up to the next keyframe,
     /// which decodes without what came before.
     private var skipsToKeyframe = false
@@ -225,10 +224,7 @@ public final class ItemDemuxer: @unchecked Sendable {
     /// (the one just read, which the block came in or just before; earlier only by what
     /// the input read ahead of the demuxer).
     private func noteICY(after packet: UnsafeMutablePointer<AVPacket>) {
-        guard let block = source.icyMetadataBlock(), block != lastICYBlock else { return }
-        lastICYBlock = block
-        let entries = TimedMetadataFormat.icyFields(TimedMetadataFormat.icyText(block))
-        guard let time = itemTime(of: packet) else { return }
+        guard let entries = icy.newFields(of: source), let time = itemTime(of: packet) else { return }
         metadataLog?.add(TimedMetadataGroup(time: time, entries: entries))
     }
 

@@ -340,16 +340,13 @@ private final class Muxer: @unchecked Sendable {
     /// each `titleRepeatSeconds` of the stream.
     struct TitleWriter {
         private var title: String?
-        private var lastBlock: [UInt8]?
+        private var icy = ICYWatcher()
         private var writtenAt: Double?
 
         /// The tag to write before the packet at `seconds` of the relayed stream, if one is due.
         mutating func tag(source: MediaSource, at seconds: Double) -> [UInt8]? {
-            // Asked after every packet, as the item's demuxer does (see `ItemDemuxer`).
             var changed = false
-            if let block = source.icyMetadataBlock(), block != lastBlock {
-                lastBlock = block
-                let fields = TimedMetadataFormat.icyFields(TimedMetadataFormat.icyText(block))
+            if let fields = icy.newFields(of: source) {
                 if let streamTitle = fields.first(where: { $0.key == "StreamTitle" })?.value, streamTitle != title {
                     title = streamTitle
                     changed = true

@@ -194,6 +194,11 @@ public enum TimedMetadataFormat {
         return entries
     }
 
+    /// The fields of an ICY block's raw bytes (`icyFields` of `icyText`).
+    public static func icyFields(ofBlock bytes: [UInt8]) -> [TimedMetadataEntry] {
+        icyFields(icyText(bytes))
+    }
+
     /// Text from the raw bytes of an ICY block: UTF-8 when it is that, else Latin-1; the
     /// block's padding (zeros) removed.
     public static func icyText(_ bytes: [UInt8]) -> String {
@@ -265,5 +270,20 @@ public enum TimedMetadataFormat {
             return String(validating: units, as: UTF16.self)
         default: return nil
         }
+    }
+}
+
+/// Watches an HTTP input's ICY block (for the reader of that input, on its thread): the
+/// input is asked after every packet, and a block is read only when it changed. HTTP reads
+/// stop at each block, so the packet just read when a new one shows is the one it came
+/// with, give or take the packet.
+struct ICYWatcher {
+    private var lastBlock: [UInt8]?
+
+    /// The fields of `source`'s ICY block when it changed since the last call; nil otherwise.
+    mutating func newFields(of source: MediaSource) -> [TimedMetadataEntry]? {
+        guard let block = source.icyMetadataBlock(), block != lastBlock else { return nil }
+        lastBlock = block
+        return TimedMetadataFormat.icyFields(ofBlock: block)
     }
 }
