@@ -1,5 +1,6 @@
 internal import CSDL2
 import Glibc
+import MutexAnnotations
 import Synchronization
 import Testing
 @testable import VideoDisplay
@@ -12,9 +13,9 @@ let hasDisplay = getenv("DISPLAY") != nil
 private final class EventLog: Sendable {
     private let events = Mutex<[WindowEvent]>([])
 
-    var all: [WindowEvent] { events.withLock { $0 } }
+    var all: [WindowEvent] { events.withLockAnnotated { $0 } }
 
-    func record(_ event: WindowEvent) { events.withLock { $0.append(event) } }
+    func record(_ event: WindowEvent) { events.withLockAnnotated { $0.append(event) } }
 }
 
 /// Planes a test source owns. `@unchecked Sendable`: the buffers are written
@@ -88,10 +89,10 @@ private final class SolidSource: VideoFrameSource {
         overlayState = overlay
     }
 
-    var presented: [Int64] { state.withLock { $0.presented } }
+    var presented: [Int64] { state.withLockAnnotated { $0.presented } }
 
     func frame(forRefreshAt hostNanoseconds: Int64, refreshNanoseconds: Int64) -> DisplayFrame? {
-        let first = state.withLock { s in
+        let first = state.withLockAnnotated { s in
             defer { s.handedOut = true }
             return !s.handedOut
         }
@@ -102,7 +103,7 @@ private final class SolidSource: VideoFrameSource {
     }
 
     func presented(identity: Int64, atHostNanoseconds: Int64) {
-        state.withLock { $0.presented.append(identity) }
+        state.withLockAnnotated { $0.presented.append(identity) }
     }
 
     func overlay() -> OverlayState { overlayState }
@@ -116,10 +117,10 @@ private final class CountingSource: VideoFrameSource {
     let planes = Planes(width: CountingSource.bits * CountingSource.blockWidth, height: 64, y: 16, u: 128, v: 128)
     private let state = Mutex<(next: Int64, presented: [Int64])>((1, []))
 
-    var presented: [Int64] { state.withLock { $0.presented } }
+    var presented: [Int64] { state.withLockAnnotated { $0.presented } }
 
     func frame(forRefreshAt hostNanoseconds: Int64, refreshNanoseconds: Int64) -> DisplayFrame? {
-        let identity = state.withLock { s in
+        let identity = state.withLockAnnotated { s in
             defer { s.next += 1 }
             return s.next
         }
@@ -134,7 +135,7 @@ private final class CountingSource: VideoFrameSource {
     }
 
     func presented(identity: Int64, atHostNanoseconds: Int64) {
-        state.withLock { $0.presented.append(identity) }
+        state.withLockAnnotated { $0.presented.append(identity) }
     }
 
     func overlay() -> OverlayState { OverlayState() }
@@ -150,11 +151,11 @@ private final class DueSource: VideoFrameSource {
     init(due: Int64) { self.due = due }
 
     /// The refresh the frame was handed out for, and the refresh periods asked with.
-    var handedOutFor: Int64? { state.withLock { $0.handedOutFor } }
-    var refreshPeriods: Set<Int64> { state.withLock { $0.periods } }
+    var handedOutFor: Int64? { state.withLockAnnotated { $0.handedOutFor } }
+    var refreshPeriods: Set<Int64> { state.withLockAnnotated { $0.periods } }
 
     func frame(forRefreshAt hostNanoseconds: Int64, refreshNanoseconds: Int64) -> DisplayFrame? {
-        let hand = state.withLock { s -> Bool in
+        let hand = state.withLockAnnotated { s -> Bool in
             s.periods.insert(refreshNanoseconds)
             guard s.handedOutFor == nil, hostNanoseconds >= due else { return false }
             s.handedOutFor = hostNanoseconds
@@ -163,7 +164,7 @@ private final class DueSource: VideoFrameSource {
         return hand ? planes.frame(.yuv420p, identity: 7) : nil
     }
 
-    func nextFrameDue() -> Int64? { state.withLock { $0.handedOutFor == nil ? due : nil } }
+    func nextFrameDue() -> Int64? { state.withLockAnnotated { $0.handedOutFor == nil ? due : nil } }
 
     func presented(identity: Int64, atHostNanoseconds: Int64) {}
 
