@@ -66,6 +66,16 @@ public final class ItemDemuxer: @unchecked Sendable {
     /// which decodes without what came before.
     private var skipsToKeyframe = false
     private var skippedPictures = 0
+    /// The jumps of an input spliced from several (MPEG-TS, HLS), closed up so the item's
+    /// timeline runs on as its sound does; nil for inputs whose times never jump.
+    private var continuity: TimestampContinuity?
+    /// Pictures that met a jump before the sound did, held back with the shift they were
+    /// given until the sound sets their epoch's shift (`TimestampContinuity.isProvisional`).
+    private var heldPictures: [(packet: OwnedPacket, shift: Int64)] = []
+    /// The most pictures held back: the sound of the same moment comes within a few packets
+    /// in any interleaved input, and a stream whose sound never jumps with its pictures
+    /// must not starve the pictures (16 are two thirds of a second at 25 a second).
+    static let mostHeldPictures = 16
 
     /// A demuxer of `source` for its preferred audio track (when `sound`) and its preferred
     /// video track (when `pictures`); every other stream is discarded. Reading starts at the
@@ -115,6 +125,9 @@ public final class ItemDemuxer: @unchecked Sendable {
         metadataLog = metadata
         self.metadataStreams = metadataStreams
         readsICY = metadata != nil && source.mayCarryICY
+        if let format = context.pointee.iformat, format.pointee.flags & AVFMT_TS_DISCONT != 0 {
+            continuity = TimestampContinuity(leadingStream: soundQueue?.streamIndex)
+        }
         let kept = Set([soundQueue?.streamIndex, pictureQueue?.streamIndex].compactMap { $0 } + decoders.keys + metadataStreams)
         for index in 0..<Int(context.pointee.nb_streams) where !kept.contains(Int32(index)) {
             context.pointee.streams[index]?.pointee.discard = AVDISCARD_ALL
@@ -197,6 +210,9 @@ public final class ItemDemuxer: @unchecked Sendable {
             }
             let status = source.readFrame(packet)
             if status == FFmpegCall.eof {
+                // Pictures still held at the end keep their guess.
+                continuity?.acceptGuess()
+                releaseHeldPictures()
                 atEnd = true
                 for queue in queues { queue.push(.end) }
                 continue
@@ -214,6 +230,7 @@ public final class ItemDemuxer: @unchecked Sendable {
                 continue
             }
             consecutiveErrors = 0
+            if continuity != nil, closeUp(packet) { continue }
             if readsICY { noteICY(after: packet) }
             route(packet)
             av_packet_unref(packet)
@@ -240,6 +257,64 @@ public final class ItemDemuxer: @unchecked Sendable {
         let time = CMTime(value: stamp, timescale: tb.den) * tb.num - source.info.startTime
         return time.isNumeric ? time : nil
     }
+
+    /// Shifts `packet`'s times by its epoch's shift (`TimestampContinuity`): the sound's and
+    /// the pictures' packets are watched for jumps, the sparse streams' follow them. Returns
+    /// true when the packet was taken to be held back (a picture whose shift is a guess).
+    private func closeUp(_ packet: UnsafeMutablePointer<AVPacket>) -> Bool {
+        let index = packet.pointee.stream_index
+        guard index >= 0, index < Int32(source.formatContext.pointee.nb_streams),
+              let stream = source.formatContext.pointee.streams[Int(index)] else { return false }
+        let base = stream.pointee.time_base
+        guard base.num > 0, base.den > 0 else { return false }
+        let noTime = FFmpegCall.noPTS
+        let stamp = packet.pointee.dts != noTime ? packet.pointee.dts : packet.pointee.pts
+        guard stamp != noTime else { return false }
+        let isPicture = index == pictureQueue?.streamIndex
+        let shift: Int64
+        if isPicture || index == soundQueue?.streamIndex {
+            let duration = packet.pointee.duration > 0 ? av_rescale_q(packet.pointee.duration, base, Self.nanosecondBase) : 0
+            shift = continuity?.shift(stream: index, at: av_rescale_q(stamp, base, Self.nanosecondBase), duration: duration) ?? 0
+        } else {
+            shift = continuity?.sparseShift ?? 0
+        }
+        Self.move(packet, by: av_rescale_q(shift, Self.nanosecondBase, base))
+        if isPicture, continuity?.isProvisional(index) == true {
+            if heldPictures.count < Self.mostHeldPictures, let owned = OwnedPacket(movingFrom: packet) {
+                heldPictures.append((owned, shift))
+                return true
+            }
+            continuity?.acceptGuess()
+        }
+        releaseHeldPictures()
+        return false
+    }
+
+    /// Routes the held pictures, moved from the shift each was given to the one their
+    /// stream takes now, once it is no longer a guess.
+    private func releaseHeldPictures() {
+        guard !heldPictures.isEmpty, let pictures = pictureQueue, let continuity,
+              !continuity.isProvisional(pictures.streamIndex),
+              let stream = source.formatContext.pointee.streams[Int(pictures.streamIndex)] else { return }
+        let base = stream.pointee.time_base
+        let final = av_rescale_q(continuity.shift(of: pictures.streamIndex), Self.nanosecondBase, base)
+        let held = heldPictures
+        heldPictures.removeAll()
+        for (packet, given) in held {
+            Self.move(packet.pointer, by: final &- av_rescale_q(given, Self.nanosecondBase, base))
+            route(packet.pointer)
+        }
+    }
+
+    /// Adds `ticks` to `packet`'s times, those it has.
+    private static func move(_ packet: UnsafeMutablePointer<AVPacket>, by ticks: Int64) {
+        guard ticks != 0 else { return }
+        if packet.pointee.pts != FFmpegCall.noPTS { packet.pointee.pts &+= ticks }
+        if packet.pointee.dts != FFmpegCall.noPTS { packet.pointee.dts &+= ticks }
+    }
+
+    /// Nanoseconds, as FFmpeg's rational time base.
+    private static let nanosecondBase = AVRational(num: 1, den: 1_000_000_000)
 
     /// Hands `packet` to its stream's queue, or drops it.
     private func route(_ packet: UnsafeMutablePointer<AVPacket>) {
@@ -282,12 +357,23 @@ public final class ItemDemuxer: @unchecked Sendable {
         atEnd = false
         skipsToKeyframe = false
         skippedPictures = 0
+        heldPictures.removeAll()
         let start = source.info.startTime.convertScale(1_000_000, method: .roundTowardNegativeInfinity).value
-        let target = source.seekTimestamp(itemNanoseconds: seek.itemNanoseconds)
+        var itemNanoseconds = seek.itemNanoseconds
+        if continuity != nil {
+            // The item's timeline is the closed-up one. An MPEG-TS input seeks on its own
+            // times, so the target is moved into them; FFmpeg's HLS demuxer seeks on the
+            // playlist's durations, which run on as the closed-up times do.
+            let first = source.info.startTime.convertScale(1_000_000_000, method: .roundTowardNegativeInfinity).value
+            let own = (continuity?.prepareSeek(to: itemNanoseconds &+ first) ?? itemNanoseconds) &- first
+            if source.info.formatName != "hls" { itemNanoseconds = own }
+        }
+        let target = source.seekTimestamp(itemNanoseconds: itemNanoseconds)
         let status = avformat_seek_file(source.formatContext, -1, Int64.min, target, target, 0)
         if status < 0 && target != start {
             // Inputs that cannot seek (pipes, some live streams) restart only from the top.
             _ = avformat_seek_file(source.formatContext, -1, Int64.min, start, start, 0)
+            _ = continuity?.prepareSeek(to: .min)
         }
         for queue in feeding { queue.flush(serial: seek.serial) }
         for decoder in subtitleDecoders.values { decoder.flush() }

@@ -110,6 +110,50 @@ import MediaServer
         #expect(item.duration.isNumeric && abs(item.duration.seconds - 4) < 0.1)
     }
 
+    /// An HLS stream spliced with `EXT-X-DISCONTINUITY` at 2 s, over HTTP: its times jump
+    /// forward 50 s (an advertisement cut in) or back 50 s (an encoder restarting at zero).
+    /// The pictures after the splice are shown in turn with the sound, not left frozen on
+    /// the last one before it.
+    @Test("pictures play on across an HLS discontinuity, each shown at its number's time", arguments: [(0, 50), (50, 0)])
+    func picturesPlayOnAcrossADiscontinuity(offsets: (Int, Int)) throws {
+        let hls = try TestMedia.splicedHLS(seconds: 4, offsets: offsets)
+        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
+        defer { server.stop() }
+        let url = try publish(hls, on: server, id: "spliced")
+        let item = AVPlayerItem(url: url)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        #expect(waitUntil { item.status == .readyToPlay })
+        player.play()
+        // Refreshed every 3 ms on this thread, as a display's own thread refreshes.
+        var shown: [(number: Int, itemNanoseconds: Int64)] = []
+        let deadline = HostTime.now() + .seconds(15)
+        while HostTime.now() < deadline, player.timeControlStatus != .paused || shown.isEmpty {
+            if let planes = layer.picture(forRefreshAt: HostTime.now()), let luma = planes.plane0 {
+                layer.didPresent(number: planes.info.number, at: HostTime.now())
+                let number = TestMedia.identity(luma: luma, stride: planes.stride0, width: planes.info.width, height: planes.info.height)
+                if shown.last?.number != number { shown.append((number, planes.info.itemNanoseconds)) }
+            }
+            usleep(3_000)
+        }
+        #expect(player.timeControlStatus == .paused, "played to the end")
+        // The pictures after the splice were shown, in order, nearly every one of them.
+        let after = shown.filter { $0.number >= 50 }
+        #expect(after.count >= 40, "\(after.count) of the 50 pictures after the splice shown")
+        #expect(zip(shown, shown.dropFirst()).allSatisfy { $0.number < $1.number })
+        // Each at its place on the item's timeline: its number's picture period after the
+        // first one shown of its half (the sound, which ran on, sets where the half starts).
+        for half in [shown.filter { $0.number < 50 }, after] {
+            guard let first = half.first else { continue }
+            // (To a µs: each time is rounded to the ns from the stream's 90 kHz clock.)
+            let offPeriods = half.filter { abs($0.itemNanoseconds - first.itemNanoseconds - Int64($0.number - first.number) * 40_000_000) > 1_000 }
+            #expect(offPeriods.count <= 0, "\(offPeriods.prefix(3)) not at their numbers' times")
+        }
+        // The item's time ran on through the splice: it ended four seconds in, not 54 (or -46).
+        #expect(abs(player.currentTime().seconds - 4.05) < 0.1, "ended at \(player.currentTime().seconds) s")
+    }
+
     @Test("a live HLS playlist plays, its duration indefinite")
     func liveHLSPlays() throws {
         let hls = try TestMedia.hls(seconds: 12)

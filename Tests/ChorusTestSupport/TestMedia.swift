@@ -301,6 +301,45 @@ public enum TestMedia {
         }
     }
 
+    /// An HLS presentation spliced from two encodings, as an advertisement or an encoder's
+    /// restart splices a live stream: `identityVideo`'s numbered pictures (25 a second, 320×240)
+    /// with a 440 Hz tone, `seconds` in all, in MPEG-TS segments of a second. The halves' times
+    /// start at `offsets` seconds (plus the muxer's own 1.4 s), with an `EXT-X-DISCONTINUITY`
+    /// between them in the on-demand playlist `index.m3u8`; the picture numbers run on across
+    /// the splice. Returns the folder and the segments' names in playing order.
+    public static func splicedHLS(seconds: Int = 4, offsets: (Int, Int)) throws -> (folder: URL, segments: [String]) {
+        let directory = folder.appendingPathComponent("spliced-hls-\(seconds)-\(offsets.0)-\(offsets.1)")
+        let playlist = directory.appendingPathComponent("index.m3u8")
+        let half = seconds / 2
+        let parts = [(name: "a", firstPicture: 0, offset: offsets.0), (name: "b", firstPicture: half * 25, offset: offsets.1)]
+        try lock.withLock {
+            if FileManager.default.fileExists(atPath: playlist.path) { return }
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:1\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+            for (index, part) in parts.enumerated() {
+                let pattern = "nullsrc=size=320x240:rate=25:duration=\(half),"
+                    + "geq=lum='if(bitand(N+\(part.firstPicture)\\,pow(2\\,floor(X*\(identityBits)/W)))\\,235\\,16)':cb=128:cr=128"
+                let partList = directory.appendingPathComponent("\(part.name).m3u8")
+                let result = try Run.command("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", pattern,
+                                                        "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(half)",
+                                                        "-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", "-g", "25",
+                                                        "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2",
+                                                        "-output_ts_offset", "\(part.offset)",
+                                                        "-f", "hls", "-hls_time", "1", "-hls_playlist_type", "vod",
+                                                        "-hls_segment_filename", directory.appendingPathComponent("\(part.name)%03d.ts").path,
+                                                        partList.path])
+                guard result.status == 0 else { throw TestMediaError.ffmpegFailed("spliced HLS", result.standardError) }
+                if index > 0 { text += "#EXT-X-DISCONTINUITY\n" }
+                let lines = try String(contentsOf: partList, encoding: .utf8).split(separator: "\n")
+                for (line, next) in zip(lines, lines.dropFirst()) where line.hasPrefix("#EXTINF") { text += "\(line)\n\(next)\n" }
+            }
+            text += "#EXT-X-ENDLIST\n"
+            try text.write(to: playlist, atomically: true, encoding: .utf8)
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".ts") }.sorted()
+        return (directory, names)
+    }
+
     /// A video with sound whose keyframes come every `keyframeInterval` pictures (x264's own
     /// default puts one in ten seconds), for the paths that depend on where keyframes fall.
     public static func keyframedVideo(seconds: Double = 4, rate: Int = 25, keyframeInterval: Int = 25) throws -> URL {

@@ -30,6 +30,49 @@ private func packets(_ entries: [PacketQueueEntry]) -> [OwnedPacket] {
     entries.compactMap { if case .packet(let packet) = $0 { return packet } else { return nil } }
 }
 
+/// An item's packet times (stream seconds) as one demuxer reads them to the end: the
+/// pictures' and the sound's (with each sound packet's duration), and with `seekingTo`, the
+/// pictures' after each of those seeks in turn, once the whole was read.
+private struct SplicedRead {
+    var pictures: [Double] = []
+    var sound: [(time: Double, duration: Double)] = []
+    var afterSeeks: [[Double]] = []
+
+    init(_ url: URL, seekingTo seeks: [Int64] = []) throws {
+        let source = try MediaSource(url: url.path)
+        let demuxer = ItemDemuxer(source: source, sound: true, pictures: true)
+        let soundQueue = try #require(demuxer.soundQueue)
+        let pictureQueue = try #require(demuxer.pictureQueue)
+        demuxer.start()
+        defer { demuxer.stop() }
+        func base(_ queue: PacketQueue) throws -> Double {
+            let stream = try #require(source.formatContext.pointee.streams[Int(queue.streamIndex)])
+            return Double(stream.pointee.time_base.num) / Double(stream.pointee.time_base.den)
+        }
+        let soundBase = try base(soundQueue), pictureBase = try base(pictureQueue)
+        var soundEntries: [PacketQueueEntry] = [], pictureEntries: [PacketQueueEntry] = []
+        let deadline = HostTime.now() + .seconds(20)
+        while !(soundEntries.last.map(isEnd) ?? false && pictureEntries.last.map(isEnd) ?? false) && HostTime.now() < deadline {
+            if let entry = soundQueue.take() { soundEntries.append(entry) }
+            if let entry = pictureQueue.take() { pictureEntries.append(entry) }
+            if soundQueue.packetCount == 0 && pictureQueue.packetCount == 0 { soundQueue.consumerSignal.wait(timeout: .milliseconds(5)) }
+        }
+        pictures = packets(pictureEntries).map { Double($0.pointer.pointee.dts) * pictureBase }
+        sound = packets(soundEntries).map { (Double($0.pointer.pointee.dts) * soundBase, Double($0.pointer.pointee.duration) * soundBase) }
+        for (serial, seek) in seeks.enumerated() {
+            demuxer.seek(toItemNanoseconds: seek, serial: serial + 1)
+            var entries: [PacketQueueEntry] = []
+            let seekDeadline = HostTime.now() + .seconds(20)
+            while !(entries.last.map(isEnd) ?? false) && HostTime.now() < seekDeadline {
+                _ = soundQueue.take()
+                if let entry = pictureQueue.take() { entries.append(entry) } else { soundQueue.consumerSignal.wait(timeout: .milliseconds(5)) }
+            }
+            let flushed = entries.drop { if case .flush(let marked) = $0 { return marked != serial + 1 } else { return true } }
+            afterSeeks.append(packets(Array(flushed)).map { Double($0.pointer.pointee.dts) * pictureBase })
+        }
+    }
+}
+
 /// One demuxer per item: every stream decoded comes from the same reading of the file.
 @Suite struct ItemDemuxerTests {
     @Test("one demuxer feeds the sound's and the pictures' queues, each only its own stream's packets")
@@ -197,6 +240,55 @@ private func packets(_ entries: [PacketQueueEntry]) -> [OwnedPacket] {
         #expect(gate.admit(.end) == nil)
         #expect(gate.admit(.flush(serial: 4)) == nil)
         #expect(gate.admit(.end) != nil)
+    }
+
+    /// Jumps back (an encoder restarting at zero) and forward (an advertisement cut in).
+    @Test("a spliced HLS stream's times run on across its discontinuity: the sound without a gap, the pictures at their own distance from it", arguments: [(50, 0), (0, 50)])
+    func splicedTimesRunOn(offsets: (Int, Int)) throws {
+        let hls = try TestMedia.splicedHLS(seconds: 4, offsets: offsets)
+        // Each half read on its own (no jump in either), and the whole.
+        let first = try SplicedRead(hls.folder.appendingPathComponent("a.m3u8"))
+        let second = try SplicedRead(hls.folder.appendingPathComponent("b.m3u8"))
+        let whole = try SplicedRead(hls.folder.appendingPathComponent("index.m3u8"))
+        // The second half's sound is heard straight after the first's, so its times take the
+        // shift that puts its first packet where the first half's sound ended; its pictures
+        // take the same shift, keeping their distance from their sound.
+        let firstSoundEnd = try #require(first.sound.last.map { $0.time + $0.duration })
+        let shift = firstSoundEnd - (try #require(second.sound.first?.time))
+        let expectedPictures = first.pictures + second.pictures.map { $0 + shift }
+        let expectedSound = first.sound.map(\.time) + second.sound.map { $0.time + shift }
+        // Within a tick of the 90 kHz clock, to which the shift is rounded.
+        let tick = 1.0 / 90_000
+        #expect(whole.pictures.count == 100)
+        #expect(whole.pictures.count == expectedPictures.count)
+        #expect(zip(whole.pictures, expectedPictures).allSatisfy { abs($0 - $1) <= tick },
+                "first off: \(zip(whole.pictures, expectedPictures).first { abs($0 - $1) > tick }.map { "\($0)" } ?? "none")")
+        #expect(whole.sound.count == expectedSound.count)
+        #expect(zip(whole.sound.map(\.time), expectedSound).allSatisfy { abs($0 - $1) <= tick })
+        // So the sound runs on with no gap: each packet one AAC frame after the last.
+        let soundSteps = zip(whole.sound, whole.sound.dropFirst()).map { $1.time - $0.time }
+        #expect(soundSteps.allSatisfy { abs($0 - 1024.0 / 48_000) <= tick })
+    }
+
+    @Test("a seek past a splice reads on in the item's run-on times")
+    func seekPastASplice() throws {
+        // A jump forward: FFmpeg's HLS demuxer seeks by the playlist's durations (which run on
+        // as the closed-up times do) and then skips packets by their own times, so after a
+        // jump back it skips every packet, and that is left to it.
+        let hls = try TestMedia.splicedHLS(seconds: 4, offsets: (0, 50))
+        // Read to the end (past the splice), then back before it, then past it again: each
+        // seek's pictures take the times of the stretch it lands in.
+        let read = try SplicedRead(hls.folder.appendingPathComponent("index.m3u8"), seekingTo: [1_000_000_000, 3_000_000_000])
+        let playedThrough = read.pictures
+        #expect(playedThrough.count == 100)
+        for (afterSeek, target) in zip(read.afterSeeks, [25, 75]) {
+            let first = try #require(afterSeek.first)
+            // From the keyframe at or before the target (the decoders skip the rest), at the
+            // times the same pictures had when played through.
+            #expect(first <= playedThrough[target] + 1e-6 && first >= playedThrough[target - 25] - 1e-6, "from \(first) s")
+            #expect(afterSeek.count >= 100 - target)
+            #expect(afterSeek == Array(playedThrough.suffix(afterSeek.count)))
+        }
     }
 
     @Test("packets without a duration still fill a queue, by count")

@@ -145,10 +145,14 @@ private final class CountingSource: VideoFrameSource {
 /// asked about, and hands the frame out for the first refresh at or after its due time.
 private final class DueSource: VideoFrameSource {
     let planes = Planes(width: 64, height: 64, y: 200, u: 128, v: 128)
-    let due: Int64
-    private let state = Mutex<(periods: Set<Int64>, handedOutFor: Int64?)>(([], nil))
+    private let state = Mutex<(due: Int64?, periods: Set<Int64>, handedOutFor: Int64?)>((nil, [], nil))
 
-    init(due: Int64) { self.due = due }
+    /// The frame's due time, set once the window's loop is running, so that opening the
+    /// window (slow on a loaded machine) is not part of what is timed.
+    var due: Int64? {
+        get { state.withLockAnnotated { $0.due } }
+        set { state.withLockAnnotated { $0.due = newValue } }
+    }
 
     /// The refresh the frame was handed out for, and the refresh periods asked with.
     var handedOutFor: Int64? { state.withLockAnnotated { $0.handedOutFor } }
@@ -157,14 +161,14 @@ private final class DueSource: VideoFrameSource {
     func frame(forRefreshAt hostNanoseconds: Int64, refreshNanoseconds: Int64) -> DisplayFrame? {
         let hand = state.withLockAnnotated { s -> Bool in
             s.periods.insert(refreshNanoseconds)
-            guard s.handedOutFor == nil, hostNanoseconds >= due else { return false }
+            guard s.handedOutFor == nil, let due = s.due, hostNanoseconds >= due else { return false }
             s.handedOutFor = hostNanoseconds
             return true
         }
         return hand ? planes.frame(.yuv420p, identity: 7) : nil
     }
 
-    func nextFrameDue() -> Int64? { state.withLockAnnotated { $0.handedOutFor == nil ? due : nil } }
+    func nextFrameDue() -> Int64? { state.withLockAnnotated { $0.handedOutFor == nil ? $0.due : nil } }
 
     func presented(identity: Int64, atHostNanoseconds: Int64) {}
 
@@ -297,12 +301,14 @@ private func push(_ event: SDL_Event) {
     /// A display with no refresh rate of its own (Xvfb) takes a frame for the instant it is
     /// due, not for the next instant of the window's own grid.
     @Test(.enabled(if: hasDisplay)) func aDisplayWithoutRefreshRateShowsAFrameAtItsDueTime() async throws {
-        // Well ahead, so the loop is not late for it even on a busy machine, and a third of a
-        // millisecond off any 60 Hz grid instant.
-        let due = HostClock.now() + 300_333_333
-        let source = DueSource(due: due)
+        let source = DueSource()
         let window = try open(source)
         defer { window.close() }
+        #expect(await eventually { !source.refreshPeriods.isEmpty })
+        // Set once the loop runs, well ahead so the loop is not late for it even on a busy
+        // machine, and a third of a millisecond off any 60 Hz grid instant.
+        let due = HostClock.now() + 300_333_333
+        source.due = due
         #expect(await eventually { window.isReadyForDisplay })
         let periods = source.refreshPeriods
         try #require(periods == [0], "the display reports a refresh rate (\(periods)): nothing to check here")

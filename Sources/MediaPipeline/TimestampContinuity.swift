@@ -1,0 +1,141 @@
+/// Keeps an input's timestamps continuous across the jumps of a stream spliced from
+/// several: an HLS playlist's `EXT-X-DISCONTINUITY` (an advertisement, an encoder that
+/// restarted), an MPEG-TS broadcast whose clock was reset, the 33-bit wrap of MPEG-TS times.
+/// A pure value type, in nanoseconds of the streams' own time.
+///
+/// Why: the sound is laid out by counting its samples from the first one's time, so it
+/// plays on through a jump as if nothing happened, while pictures, subtitles and timed
+/// metadata are placed by their own times. Without this, the pictures after a jump are due
+/// seconds or hours away from the sound beside them (a still picture, or a burst of late
+/// ones dropped), and a title arrives at the wrong moment. Each jump is closed up instead:
+/// what follows it is shifted to start where its stream left off, so the item's timeline
+/// runs on as the sound does.
+///
+/// One shift serves every stream between two jumps (an *epoch*), so that what the source
+/// put together (a picture and its sound) stays together after the jump. The sound's
+/// stream, when there is one, sets the epoch's shift exactly, since the sound after the
+/// jump is heard right after the sound before it: a picture stream that meets the jump
+/// first opens the epoch with its own guess, which stays *provisional* (`isProvisional`)
+/// until the sound arrives and corrects it. (In a spliced HLS test stream the guess was
+/// 27 ms off: the second encoding's sound starts with its encoder's priming, and the first
+/// one's ran on past its last picture.) `ItemDemuxer` holds such pictures back meanwhile.
+/// A stream whose packets still come from before the jump (a demuxer hands out the last
+/// picture of a segment only when the next one's first arrives) keeps its own shift until
+/// it meets the jump itself.
+///
+/// Sparse streams (subtitles, timed metadata) may be silent for minutes, so a gap in them
+/// says nothing: they take the newest epoch's shift and never open one.
+struct TimestampContinuity {
+    /// How far a packet's time may lie from where its stream left off before it counts as a
+    /// jump (ns): a second, beyond any gap or overlap an encoder leaves between segments
+    /// (tens of ms) and any decoding-order reach of a picture stream, and short of any
+    /// splice worth closing up (an encoder restarting at zero, a clock reset, a wrap).
+    static let jumpLimitNanoseconds: Int64 = 1_000_000_000
+    /// The most epochs remembered for seeking back: a broadcast spliced every few minutes
+    /// fills this in days, while a forged stream that jumps at every packet cannot grow the
+    /// record without bound. The oldest after the first are let go; a seek into one lands
+    /// by the epoch before it.
+    static let maximumEpochs = 1024
+
+    /// A stretch of the input between two jumps: its first item time (ns, after shifting)
+    /// and the shift its packets take (ns).
+    struct Epoch: Equatable {
+        var start: Int64
+        var shift: Int64
+        /// Whether the shift is a guess that the sound has yet to correct.
+        var provisional = false
+    }
+
+    /// The sound's stream, which sets each epoch's shift exactly, if the item has sound.
+    let leadingStream: Int32?
+    /// Every epoch seen since the item opened, in order; the first has no shift.
+    private(set) var epochs: [Epoch] = [Epoch(start: .min, shift: 0)]
+    /// The epoch packets are taken into when their stream has no history (after a start or
+    /// a seek), and sparse streams always.
+    private var current = 0
+    /// Per stream: the shift it takes now, and where its next packet is expected (ns,
+    /// shifted).
+    private var streams: [Int32: (shift: Int64, expected: Int64?)] = [:]
+
+    init(leadingStream: Int32?) {
+        self.leadingStream = leadingStream
+    }
+
+    /// The shift (ns) for a packet of `stream` that decodes at `nanoseconds` (unshifted) and
+    /// lasts `duration` (ns; 0 when unknown). A jump of more than `jumpLimitNanoseconds`
+    /// from where the stream left off joins the newest epoch when that closes it up, and
+    /// opens an epoch of its own otherwise.
+    mutating func shift(stream: Int32, at nanoseconds: Int64, duration: Int64) -> Int64 {
+        let newest = epochs[current].shift
+        var shift = streams[stream]?.shift ?? newest
+        if let expected = streams[stream]?.expected, !Self.near(nanoseconds &+ shift, expected) {
+            let exact = expected &- nanoseconds
+            if shift != newest, Self.near(nanoseconds &+ newest, expected) {
+                // Another stream met this jump first: this one joins its epoch.
+                shift = newest
+                if stream == leadingStream { shift = correctNewest(to: exact, start: expected) }
+            } else {
+                let guess = leadingStream != nil && stream != leadingStream && streams[leadingStream ?? 0] != nil
+                shift = open(Epoch(start: expected, shift: exact, provisional: guess))
+            }
+        }
+        let end = nanoseconds &+ shift &+ max(duration, 0)
+        streams[stream] = (shift, end)
+        return shift
+    }
+
+    /// The shift for a packet of a sparse stream (subtitles, timed metadata): the newest
+    /// epoch's.
+    var sparseShift: Int64 { epochs[current].shift }
+
+    /// Whether `stream`'s shift is still a guess: it opened the newest epoch, and the sound
+    /// has not yet met the jump.
+    func isProvisional(_ stream: Int32) -> Bool {
+        epochs[current].provisional && streams[stream]?.shift == epochs[current].shift
+    }
+
+    /// The shift `stream` takes now (the newest epoch's for a stream with no history).
+    func shift(of stream: Int32) -> Int64 { streams[stream]?.shift ?? epochs[current].shift }
+
+    /// Lets the newest epoch's guess stand (the sound did not meet the jump in time).
+    mutating func acceptGuess() { epochs[current].provisional = false }
+
+    /// Prepares for a seek to the shifted time `nanoseconds`: returns the unshifted time to
+    /// seek the input to, by the epoch that time lies in, and forgets where each stream left
+    /// off. An input whose own seek lands in another epoch than the one asked for is not
+    /// told apart: its packets take the asked epoch's shift until the next jump.
+    mutating func prepareSeek(to nanoseconds: Int64) -> Int64 {
+        current = epochs.lastIndex { $0.start <= nanoseconds } ?? 0
+        streams = [:]
+        // A guess still open stands: the sound read after the seek has no history to
+        // correct it from.
+        for index in epochs.indices { epochs[index].provisional = false }
+        return nanoseconds &- epochs[current].shift
+    }
+
+    /// Opens `epoch` after the current one (an epoch met again after a seek back replaces
+    /// the record of it and of any after it); returns its shift.
+    private mutating func open(_ epoch: Epoch) -> Int64 {
+        epochs.removeSubrange((current + 1)...)
+        if epochs.count >= Self.maximumEpochs { epochs.remove(at: 1) }
+        epochs.append(epoch)
+        current = epochs.count - 1
+        return epoch.shift
+    }
+
+    /// Moves the newest epoch's shift to the sound's exact one, and every stream already
+    /// in it with it.
+    private mutating func correctNewest(to shift: Int64, start: Int64) -> Int64 {
+        let guess = epochs[current].shift
+        epochs[current] = Epoch(start: start, shift: shift)
+        for (stream, state) in streams where state.shift == guess {
+            streams[stream] = (shift, state.expected.map { $0 &- guess &+ shift })
+        }
+        return shift
+    }
+
+    private static func near(_ time: Int64, _ expected: Int64) -> Bool {
+        let difference = time.subtractingReportingOverflow(expected)
+        return !difference.overflow && difference.partialValue.magnitude <= UInt64(jumpLimitNanoseconds)
+    }
+}
