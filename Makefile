@@ -99,7 +99,7 @@ test: deps
 # libfaketime, which does not run under the sanitizer).
 # The windows run on a private Xvfb here too (their display thread is the one to watch), but
 # for the check that a picture reaches the screen within two refreshes of its sound, and the
-# one that a picture is taken for its exact due time 300 ms after the window opens, and the
+# one that a picture is taken for its exact due time 300 ms after the window's loop starts, and the
 # look at the pictures' timeline in the 70 ms between an item's end being written and heard
 # (a loaded run under the sanitizer found no monitor tick inside it): times the sanitizer's
 # slowness stretches. So is a scheduled start's lead of one second, which a
@@ -119,7 +119,10 @@ test: deps
 # Skipped because it holds each picture an application pulls to 41 ms of when it is due,
 # which the sanitizer's slowness breaks when other suites decode beside it (seen: 61 to
 # 244 ms): an application's pull (its pull path still runs under the sanitizer in the
-# other video output tests).
+# other video output tests). Skipped for the same reason: the two that hold a queue's
+# pictures to the refresh at which the next item's sound joins, alone and in a group
+# (seen under the sanitizer: the item before still shown 2.9 ms after the join, a picture
+# 122 ms late); the queue's joins still run under it in the gapless sound tests.
 TSAN_SCRATCH := .build-tsan
 TSAN_TESTS := \
 	--filter MediaClockTests --filter GroupSyncTests --filter MediaServerTests \
@@ -132,7 +135,8 @@ TSAN_TESTS := \
 	--skip leaderAndFollowerCoresTalkOverRealSockets --skip followerConvergesThroughALossyRelay \
 	--skip RenderAllocationTests --skip aFollowersPicturesAreTheGroupsFromTheFirst --skip aFollowersPicturesGoBackwardsWithTheGroup \
 	--skip GuideCodeTests --skip aTickingRelayDeliversOnItsTicks \
-	--skip ClockEstimatorTests --skip SoftFloorFitTests --skip RecordedJoinTests --skip FollowedPitchTests --skip pullsPicturesDue
+	--skip ClockEstimatorTests --skip SoftFloorFitTests --skip RecordedJoinTests --skip FollowedPitchTests --skip pullsPicturesDue \
+	--skip GaplessPicturesTests --skip aGroupJoinsShownVideoItemsAtTheSample
 # Every process the tests start (the chorus binary too) writes its reports here rather than
 # to a standard error a test may swallow; any report fails the run, and halt_on_error stops
 # the process that raced at its first.
