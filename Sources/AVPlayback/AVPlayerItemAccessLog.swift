@@ -102,10 +102,12 @@ extension AVPlayerItem {
     /// stalls, and the bit rate the media declares (an HLS variant's `BANDWIDTH`, or the
     /// tracks' own rates), and the bytes read from the server for it by every opening (a
     /// connection a demuxer keeps open, as FFmpeg's HLS demuxer keeps the one to its
-    /// segments, counts when it closes). How long those bytes took to come is not
-    /// measured (FFmpeg reads for the player, paced by its queues): the observed bit rate is
-    /// -1, the value Apple's log gives for what it does not know. The server's address is
-    /// given when the URL names it by number.
+    /// segments, counts when it closes). The observed bit rate is those bytes over the time
+    /// the reads that brought them took (`NetworkActivity.observedBitsPerSecond`): time the
+    /// reader was held back by full queues is not counted, but bytes the system received
+    /// meanwhile come at once when reading resumes, so on a fast path it reads high. It is
+    /// -1 (Apple's value for what is not known) before any byte came. The server's address
+    /// is given when the URL names it by number.
     public func accessLog() -> AVPlayerItemAccessLog? {
         guard isNetworkItem else { return nil }
         let log = networkLog.withLockAnnotated { $0 }
@@ -118,7 +120,8 @@ extension AVPlayerItem {
         } ?? false
         let event = AVPlayerItemAccessLogEvent(uri: asset.location, serverAddress: numeric ? host : nil, playbackStartDate: start,
                                                durationWatched: log.watched, numberOfStalls: log.stalls,
-                                               indicatedBitrate: indicatedBitrate, observedBitrate: -1, numberOfBytesTransferred: networkActivity.total)
+                                               indicatedBitrate: indicatedBitrate, observedBitrate: networkActivity.observedBitsPerSecond ?? -1,
+                                               numberOfBytesTransferred: networkActivity.total)
         return AVPlayerItemAccessLog(events: [event])
     }
 

@@ -64,6 +64,9 @@ public final class MediaSource: @unchecked Sendable {
     private let counterHolder = Mutex<NetworkActivity?>(nil)
     /// The bytes already added to the counter, by the reading thread alone.
     private let countedBytes = Atomic<Int64>(0)
+    /// How long opening and probing took (ns): the bytes they read are counted at the first
+    /// read, over this time as well as that read's.
+    private let openingNanoseconds: Int64
     /// The failed fetches already told to the counter, by the reading thread alone.
     private let toldFailures = Atomic<Int32>(0)
 
@@ -88,12 +91,18 @@ public final class MediaSource: @unchecked Sendable {
     }
 
     /// Reads the next packet, as `av_read_frame`, and adds the bytes its inputs read
-    /// meanwhile to the transfer counter. On the thread reading the source.
+    /// meanwhile to the transfer counter, with the time the read took. On the thread reading
+    /// the source.
     func readFrame(_ packet: UnsafeMutablePointer<AVPacket>) -> Int32 {
+        let started = HostTime.now()
         let status = av_read_frame(formatContext, packet)
+        let took = (HostTime.now() - started).nanosecondsClamped
         let total = chorus_fetch_policy_bytes(fetchPolicy.pointer, formatContext)
-        let added = total - countedBytes.exchange(total, ordering: .relaxed)
-        if added > 0, let counter = counterHolder.withLockAnnotated({ $0 }) { counter.add(added) }
+        let before = countedBytes.exchange(total, ordering: .relaxed)
+        let added = total - before
+        if added > 0, let counter = counterHolder.withLockAnnotated({ $0 }) {
+            counter.add(added, over: before == 0 ? took + openingNanoseconds : took)
+        }
         // A fetch that failed while reading (a segment the demuxer then skipped).
         let failures = fetchPolicy.pointer.pointee.failure_count
         if failures != toldFailures.exchange(failures, ordering: .relaxed), let counter = counterHolder.withLockAnnotated({ $0 }) {
@@ -223,6 +232,7 @@ public final class MediaSource: @unchecked Sendable {
         // its own connections from the options rather than through io_open.
         Self.addCertificateChecks(to: &options)
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
+        let openingStarted = HostTime.now()
         let openStatus = avformat_open_input(&opened, target, nil, &options)
         av_dict_free(&options)
         guard openStatus >= 0, let context = opened else {
@@ -240,6 +250,7 @@ public final class MediaSource: @unchecked Sendable {
             if let failed = policy.failedFetch(of: url, other: target) { throw failed }
             throw .corruptData(url: url, reason: "cannot read stream information (\(FFmpegCall.message(probeStatus)))")
         }
+        openingNanoseconds = (HostTime.now() - openingStarted).nanosecondsClamped
         var described = Self.describe(context, url: url)
         openedAt = described.startTime
         // A live stream's item time is its own stream time, not counted from where this
@@ -630,6 +641,8 @@ private func chorusInterruptCallback(_ opaque: UnsafeMutableRawPointer?) -> Int3
 /// fetches that failed while they read (a segment an HLS demuxer skipped).
 public final class NetworkActivity: Sendable {
     private let bytes = Atomic<Int64>(0)
+    /// The time spent in the reads that brought `bytes` (ns): how long they took to come.
+    private let transferNanoseconds = Atomic<Int64>(0)
     private let onFailure: @Sendable (_ url: String, _ reason: String) -> Void
 
     /// `onFailure` is told of each fetch that failed while reading, on the reading thread.
@@ -640,7 +653,25 @@ public final class NetworkActivity: Sendable {
     /// Bytes counted so far.
     public var total: Int64 { bytes.load(ordering: .relaxed) }
 
-    func add(_ count: Int64) { bytes.add(count, ordering: .relaxed) }
+    /// The throughput seen so far (bits a second): the bytes counted over the time the reads
+    /// that brought them took, as Apple's access log gives it ("the empirical throughput
+    /// across all media downloaded"); nil before any byte came. A read that finds its bytes
+    /// already in the system's buffers (they arrived while the player's queues were full
+    /// and nothing read) takes next to no time, so on a fast path this reads high, as a
+    /// measure of transfers timed by their requests does.
+    public var observedBitsPerSecond: Double? {
+        let nanoseconds = transferNanoseconds.load(ordering: .relaxed)
+        let total = bytes.load(ordering: .relaxed)
+        guard nanoseconds > 0, total > 0 else { return nil }
+        return Double(total) * 8 * 1e9 / Double(nanoseconds)
+    }
+
+    /// Counts `count` bytes, which took `nanoseconds` to read (nothing, when none came).
+    func add(_ count: Int64, over nanoseconds: Int64) {
+        guard count > 0 else { return }
+        bytes.add(count, ordering: .relaxed)
+        transferNanoseconds.add(max(nanoseconds, 0), ordering: .relaxed)
+    }
 
     func fetchFailed(url: String, reason: String) { onFailure(url, reason) }
 }
