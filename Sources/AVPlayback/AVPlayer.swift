@@ -1172,7 +1172,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 }
                 guard current else { return }
                 try engine.load(source: source, serial: serial, startFrame: frame, start: false, forwardBuffer: Self.forwardBuffer(of: item),
-                                subtitles: item.subtitleCues, metadata: item.timedMetadataLog, onEvent: readerEvents(of: item))
+                                subtitles: item.subtitleCues, metadata: item.timedMetadataLog, continuing: true, onEvent: readerEvents(of: item))
                 engine.startReader()
             } catch {
                 eventQueue.async { item.failed(error) }

@@ -76,6 +76,10 @@ public final class ItemDemuxer: @unchecked Sendable {
     /// in any interleaved input, and a stream whose sound never jumps with its pictures
     /// must not starve the pictures (16 are two thirds of a second at 25 a second).
     static let mostHeldPictures = 16
+    /// The epochs `continuity` has seen, copied out for an opening that continues this one
+    /// (`timestampEpochs`), and the revision copied.
+    private let epochRecord = Mutex<[TimestampContinuity.Epoch]?>(nil)
+    private var recordedRevision = 0
 
     /// A demuxer of `source` for its preferred audio track (when `sound`) and its preferred
     /// video track (when `pictures`); every other stream is discarded. Reading starts at the
@@ -132,6 +136,21 @@ public final class ItemDemuxer: @unchecked Sendable {
         for index in 0..<Int(context.pointee.nb_streams) where !kept.contains(Int32(index)) {
             context.pointee.streams[index]?.pointee.discard = AVDISCARD_ALL
         }
+    }
+
+    /// The stretches between the jumps this input's times made so far, for an opening that
+    /// continues its timeline (`continueTimeline(from:)`); nil for an input whose times never
+    /// jump, or before any jump.
+    var timestampEpochs: [TimestampContinuity.Epoch]? { epochRecord.withLockAnnotated { $0 } }
+
+    /// Continues the timeline of an earlier opening of the same stream (a live stream opened
+    /// again for a seek), given its `timestampEpochs`: a jump that opening closed up is
+    /// closed up the same way here. Before `start()`, and before the seek to the opening's
+    /// first position.
+    func continueTimeline(from epochs: [TimestampContinuity.Epoch]) {
+        guard continuity != nil else { return }
+        continuity = TimestampContinuity(leadingStream: soundQueue?.streamIndex, earlier: epochs)
+        epochRecord.withLockAnnotated { $0 = epochs }
     }
 
     /// Whether any stream is read at all (a silent item shown nowhere reads none).
@@ -279,6 +298,10 @@ public final class ItemDemuxer: @unchecked Sendable {
             shift = continuity?.sparseShift ?? 0
         }
         Self.move(packet, by: av_rescale_q(shift, Self.nanosecondBase, base))
+        if let continuity, continuity.revision != recordedRevision {
+            recordedRevision = continuity.revision
+            epochRecord.withLockAnnotated { $0 = continuity.epochs }
+        }
         if isPicture, continuity?.isProvisional(index) == true {
             if heldPictures.count < Self.mostHeldPictures, let owned = OwnedPacket(movingFrom: packet) {
                 heldPictures.append((owned, shift))
@@ -368,12 +391,19 @@ public final class ItemDemuxer: @unchecked Sendable {
             let own = (continuity?.prepareSeek(to: itemNanoseconds &+ first) ?? itemNanoseconds) &- first
             if source.info.formatName != "hls" { itemNanoseconds = own }
         }
-        let target = source.seekTimestamp(itemNanoseconds: itemNanoseconds)
-        let status = avformat_seek_file(source.formatContext, -1, Int64.min, target, target, 0)
-        if status < 0 && target != start {
-            // Inputs that cannot seek (pipes, some live streams) restart only from the top.
-            _ = avformat_seek_file(source.formatContext, -1, Int64.min, start, start, 0)
-            _ = continuity?.prepareSeek(to: .min)
+        // A live HLS stream is not sought in: it is opened again at the segment that holds
+        // the target (AVPlayer), and its decoders skip to the target from there. FFmpeg's HLS
+        // demuxer refuses the seek, but only after libavformat has dropped the packets it
+        // read ahead while probing: with pictures, most of a second of that segment, so the
+        // stream started past its target.
+        if !source.info.isLiveHLS {
+            let target = source.seekTimestamp(itemNanoseconds: itemNanoseconds)
+            let status = avformat_seek_file(source.formatContext, -1, Int64.min, target, target, 0)
+            if status < 0 && target != start {
+                // Inputs that cannot seek (pipes, some live streams) restart only from the top.
+                _ = avformat_seek_file(source.formatContext, -1, Int64.min, start, start, 0)
+                continuity?.restartFromTop()
+            }
         }
         for queue in feeding { queue.flush(serial: seek.serial) }
         for decoder in subtitleDecoders.values { decoder.flush() }

@@ -159,9 +159,14 @@ public final class PlaybackEngine: Sendable {
     /// `forwardBuffer` (zero: the defaults) is how far ahead of the playhead to read: what the
     /// ring does not hold waits as packets. The item's text subtitles are decoded into
     /// `subtitles` when it is given, and its timed metadata into `metadata`.
+    ///
+    /// With `continuing`, `source` is the item loaded now opened again (a live stream, for a
+    /// seek): a jump in its times that the earlier opening closed up is closed up the same
+    /// way (`TimestampContinuity`), so the item's time runs on as it did.
     public func load(source: MediaSource, serial: Int, startFrame: Int64, start: Bool = true, forwardBuffer: Duration = .zero,
-                     subtitles: SubtitleCues? = nil, metadata: TimedMetadataLog? = nil,
+                     subtitles: SubtitleCues? = nil, metadata: TimedMetadataLog? = nil, continuing: Bool = false,
                      onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
+        let earlierEpochs = continuing ? parts.withLockAnnotated({ $0.demuxer?.timestampEpochs }) : nil
         unload()
         let ring: AudioRing? = parts.withLockAnnotated { $0.renderer?.ring }
         guard let ring else { throw .outputFailure(device: spec.description, reason: "output not open") }
@@ -177,6 +182,7 @@ public final class PlaybackEngine: Sendable {
         let wantsPictures = pictureQueue != nil
         let demuxer = ItemDemuxer(source: source, sound: true, pictures: wantsPictures, forwardBuffer: forwardBuffer, subtitles: subtitles,
                                   metadata: metadata)
+        if let earlierEpochs { demuxer.continueTimeline(from: earlierEpochs) }
         let events: @Sendable (AudioReaderEvent) -> Void = { [weak self] event in
             if case .failed(_, _, let error) = event { self?.parts.withLockAnnotated { $0.readerError = error } }
             onEvent(event)

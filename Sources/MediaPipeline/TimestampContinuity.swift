@@ -56,9 +56,23 @@ struct TimestampContinuity {
     /// Per stream: the shift it takes now, and where its next packet is expected (ns,
     /// shifted).
     private var streams: [Int32: (shift: Int64, expected: Int64?)] = [:]
+    /// Where the last seek asked to go (ns, shifted), until a watched stream's first packet
+    /// after it chooses its epoch.
+    private var seekTarget: Int64?
 
-    init(leadingStream: Int32?) {
+    /// Counts the changes to `epochs`, for a reader that copies them out.
+    private(set) var revision = 0
+
+    /// A continuity with no jumps seen; with `earlier`, the epochs an earlier opening of the
+    /// same stream saw (a live stream opened again for a seek), so that this one runs on the
+    /// same timeline: its first packets take the newest epoch's shift, or, after
+    /// `prepareSeek(to:)`, the one its target lies in.
+    init(leadingStream: Int32?, earlier: [Epoch]? = nil) {
         self.leadingStream = leadingStream
+        if let earlier, earlier.first?.start == .min, earlier.count <= Self.maximumEpochs {
+            epochs = earlier.map { Epoch(start: $0.start, shift: $0.shift) }
+            current = epochs.count - 1
+        }
     }
 
     /// The shift (ns) for a packet of `stream` that decodes at `nanoseconds` (unshifted) and
@@ -66,6 +80,17 @@ struct TimestampContinuity {
     /// from where the stream left off joins the newest epoch when that closes it up, and
     /// opens an epoch of its own otherwise.
     mutating func shift(stream: Int32, at nanoseconds: Int64, duration: Int64) -> Int64 {
+        if let target = seekTarget, streams[stream] == nil {
+            // The first packet after a seek: the epoch whose shift puts it nearest the
+            // target. An input lands before its target by up to a segment or a keyframe
+            // distance, seconds, while a jump moves times by more, and the target's own time
+            // alone can miss: a playlist's durations place a splice a few ms from where its
+            // sound puts it.
+            seekTarget = nil
+            current = epochs.indices.min { a, b in
+                Self.distance(nanoseconds &+ epochs[a].shift, target) < Self.distance(nanoseconds &+ epochs[b].shift, target)
+            } ?? current
+        }
         let newest = epochs[current].shift
         var shift = streams[stream]?.shift ?? newest
         if let expected = streams[stream]?.expected, !Self.near(nanoseconds &+ shift, expected) {
@@ -102,15 +127,25 @@ struct TimestampContinuity {
 
     /// Prepares for a seek to the shifted time `nanoseconds`: returns the unshifted time to
     /// seek the input to, by the epoch that time lies in, and forgets where each stream left
-    /// off. An input whose own seek lands in another epoch than the one asked for is not
-    /// told apart: its packets take the asked epoch's shift until the next jump.
+    /// off. The first packet of the sound or the pictures after it chooses the epoch whose
+    /// shift puts it nearest the target, wherever the input's own seek landed.
     mutating func prepareSeek(to nanoseconds: Int64) -> Int64 {
         current = epochs.lastIndex { $0.start <= nanoseconds } ?? 0
         streams = [:]
+        seekTarget = nanoseconds
         // A guess still open stands: the sound read after the seek has no history to
         // correct it from.
         for index in epochs.indices { epochs[index].provisional = false }
         return nanoseconds &- epochs[current].shift
+    }
+
+    /// Prepares for reading again from the input's start (an input that could not seek
+    /// restarts there): its first epoch, and no stream's history.
+    mutating func restartFromTop() {
+        current = 0
+        streams = [:]
+        seekTarget = nil
+        for index in epochs.indices { epochs[index].provisional = false }
     }
 
     /// Opens `epoch` after the current one (an epoch met again after a seek back replaces
@@ -120,6 +155,7 @@ struct TimestampContinuity {
         if epochs.count >= Self.maximumEpochs { epochs.remove(at: 1) }
         epochs.append(epoch)
         current = epochs.count - 1
+        revision &+= 1
         return epoch.shift
     }
 
@@ -128,10 +164,16 @@ struct TimestampContinuity {
     private mutating func correctNewest(to shift: Int64, start: Int64) -> Int64 {
         let guess = epochs[current].shift
         epochs[current] = Epoch(start: start, shift: shift)
+        revision &+= 1
         for (stream, state) in streams where state.shift == guess {
             streams[stream] = (shift, state.expected.map { $0 &- guess &+ shift })
         }
         return shift
+    }
+
+    private static func distance(_ time: Int64, _ target: Int64) -> UInt64 {
+        let difference = time.subtractingReportingOverflow(target)
+        return difference.overflow ? .max : difference.partialValue.magnitude
     }
 
     private static func near(_ time: Int64, _ expected: Int64) -> Bool {

@@ -18,10 +18,11 @@ import MediaServer
 
     /// A live stream over `hls`'s segments on a server of its own: a window of `window`
     /// segments moved on by one a second, as a live encoder's is, published as `name`.
-    func serveLive(_ hls: (folder: URL, segments: [String]), window: Int, name: String) throws
+    func serveLive(_ hls: (folder: URL, segments: [String]), window: Int, name: String, discontinuityBefore: String? = nil) throws
         -> (server: MediaHTTPServer, live: SlidingPlaylist, url: URL) {
         let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
-        let live = try SlidingPlaylist(segments: hls.segments, in: hls.folder, name: "\(name).m3u8", window: window)
+        let live = try SlidingPlaylist(segments: hls.segments, in: hls.folder, name: "\(name).m3u8", window: window,
+                                       discontinuityBefore: discontinuityBefore)
         return (server, live, try publish(hls, on: server, id: name, playlist: live.playlist))
     }
 
@@ -153,6 +154,47 @@ import MediaServer
         }
         // The item's time ran on through the splice: it ended four seconds in, not 54 (or -46).
         #expect(abs(player.currentTime().seconds - 4.05) < 0.1, "ended at \(player.currentTime().seconds) s")
+    }
+
+    /// A live stream spliced at 4 s, its times jumping back 50 s there (an encoder restarted
+    /// at zero): played across the splice, then sought back to just after it, which opens the
+    /// stream again at that segment. The new opening closes the jump up as the first did, so
+    /// the seek lands on its exact sample of the item's run-on time (without it, every packet
+    /// of the new opening lay 50 s before the target, and none was ever due).
+    @Test("a live stream opened again for a seek past a splice keeps the item's run-on time")
+    func liveSeekPastASplice() throws {
+        let hls = try TestMedia.splicedHLS(seconds: 8, offsets: (50, 0))
+        let (server, live, url) = try serveLive(hls, window: 6, name: "live-spliced", discontinuityBefore: "b000.ts")
+        defer {
+            live.stop()
+            server.stop()
+        }
+        let path = TestMedia.folder.appendingPathComponent("live-splice-\(UUID().uuidString).cap").path
+        let item = AVPlayerItem(url: url)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0), hostClock: .hostTimeClock, hostMapping: { $0 },
+                              capture: try RenderCapture(path: path))
+        defer { player.close() }
+        player.play()
+        #expect(waitUntil(20) { item.status == .readyToPlay })
+        // The first half's sound runs from 51.4 s of the stream's time (ffmpeg's muxer adds
+        // 1.4 s) for 4.027 s (its AAC frames, with the encoder's priming); the second half's
+        // is closed up onto its end.
+        let splice = 51.4 + 4.0267
+        // Once the window has moved on far enough for the range to reach past the splice.
+        #expect(waitUntil(20) {
+            player.currentTime().seconds > splice + 0.5 && (item.seekableTimeRanges.first?.timeRangeValue.end.seconds ?? 0) > splice + 0.5
+        }, "at \(player.currentTime().seconds) s, the range \(String(describing: item.seekableTimeRanges.first?.timeRangeValue))")
+        let target = CMTime(value: Int64((splice + 0.25) * 48_000), timescale: 48_000)
+        let range = item.seekableTimeRanges.first?.timeRangeValue
+        #expect(range.map { $0.containsTime(target) } == true, "the range \(String(describing: range)) holds \(target.seconds) s")
+        let before = try #require(try RenderCaptureLog(path: path).periods.last?.serial)
+        let finished = Collected<Bool>()
+        player.seek(to: target) { finished.append($0) }
+        #expect(waitUntil(20) { finished.all == [true] })
+        #expect(waitUntil(20) { (try? RenderCaptureLog(path: path).periods.contains { $0.serial > before }) == true })
+        let run = try RenderCaptureLog(path: path).periods.filter { $0.serial > before }
+        #expect(run.first?.position == Double(target.value), "the seek's first frame heard: \(run.first?.position ?? -1), asked \(target.value)")
+        #expect(waitUntil(10) { player.currentTime() > target + CMTime(value: 1, timescale: 2) }, "at \(player.currentTime().seconds) s")
     }
 
     @Test("a live HLS playlist plays, its duration indefinite")

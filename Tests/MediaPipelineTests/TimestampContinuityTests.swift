@@ -146,6 +146,26 @@ import Testing
         #expect(continuity.epochs.count == 3)
     }
 
+    @Test("an opening that continues an earlier one's timeline takes, after its seek, the stretch that puts its first packet nearest the target")
+    func anOpeningContinuesTheTimeline() {
+        var first = TimestampContinuity(leadingStream: Self.sound)
+        _ = first.shift(stream: Self.sound, at: 55 * Self.second, duration: Self.soundFrame)
+        let shift = first.shift(stream: Self.sound, at: Self.second, duration: Self.soundFrame)
+        #expect(shift == 54 * Self.second + Self.soundFrame)
+        // A playlist's durations put the splice 21 ms before the sound does, and the target
+        // lies in those 21 ms; the new opening starts at the splice's segment.
+        var again = TimestampContinuity(leadingStream: Self.sound, earlier: first.epochs)
+        #expect(again.epochs == first.epochs)
+        _ = again.prepareSeek(to: 55 * Self.second + 10_000_000)
+        #expect(again.shift(stream: Self.sound, at: Self.second, duration: Self.soundFrame) == shift)
+        // Restarted from the top instead, it reads its first stretch again.
+        again.restartFromTop()
+        #expect(again.shift(stream: Self.sound, at: 50 * Self.second, duration: Self.soundFrame) == 0)
+        // A record that does not begin with the first stretch is not taken.
+        let foreign = TimestampContinuity(leadingStream: Self.sound, earlier: [.init(start: 0, shift: 5)])
+        #expect(foreign.epochs == [.init(start: .min, shift: 0)])
+    }
+
     @Test("forged times (the extremes of Int64, a jump at every packet) neither trap nor grow the record without bound")
     func forgedTimesAreSafe() {
         var continuity = TimestampContinuity(leadingStream: Self.sound)
