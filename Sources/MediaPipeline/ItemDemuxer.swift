@@ -20,8 +20,8 @@ internal import CFFmpeg
 /// Contract: `start()` once; `seek`, `stopReadingPictures`, `stopReadingSound` and `stop`
 /// from any thread.
 // @unchecked: the vars below belong to the demuxer's thread once `start()` has begun it
-// (`init` sets them before); other threads reach it through Mutexes, atomics and the wake
-// signal.
+// (`init` and `continueTimeline(from:)` set them before); other threads reach it through
+// Mutexes, atomics and the wake signal.
 public final class ItemDemuxer: @unchecked Sendable {
     /// Consecutive read errors tolerated before the input counts as unreadable: single
     /// damaged packets are skipped, a dead file or connection is not retried for ever.

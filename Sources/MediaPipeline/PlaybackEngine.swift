@@ -250,10 +250,15 @@ public final class PlaybackEngine: Sendable {
         do throws(MediaError) {
             let source = try MediaSource(url: url, audioStream: audioStream, variantLimit: variantLimit)
             source.networkActivity = networkActivity
-            let reader = try VideoReader(source: source, queue: queue, serial: serial, startNanoseconds: startNanoseconds, item: item) { [weak self] event in
+            // The pictures run on the sound's timeline, across any splice its demuxer closed up.
+            let demuxer = ItemDemuxer(source: source, sound: false, pictures: true)
+            if let epochs = parts.withLockAnnotated({ $0.demuxer?.timestampEpochs }) { demuxer.continueTimeline(from: epochs) }
+            let reader = try VideoReader(demuxer: demuxer, owned: true, queue: queue, serial: serial, startNanoseconds: startNanoseconds,
+                                         item: item) { [weak self] event in
                 if case .failed(_, let error) = event { self?.parts.withLockAnnotated { $0.videoError = error } }
                 onEvent?(event)
             }
+            if startNanoseconds > 0 { demuxer.seek(toItemNanoseconds: startNanoseconds, serial: serial) }
             parts.withLockAnnotated { parts in
                 parts.videoReader = reader
                 parts.videoSharesDemuxer = false

@@ -64,14 +64,14 @@ struct TimestampContinuity {
     private(set) var revision = 0
 
     /// A continuity with no jumps seen; with `earlier`, the epochs an earlier opening of the
-    /// same stream saw (a live stream opened again for a seek), so that this one runs on the
-    /// same timeline: its first packets take the newest epoch's shift, or, after
-    /// `prepareSeek(to:)`, the one its target lies in.
+    /// same stream saw (a live stream opened again for a seek, pictures opened for a display
+    /// that came later), so that this one runs on the same timeline: read from the top, its
+    /// first packets take the first epoch's shift; after `prepareSeek(to:)`, the one that
+    /// puts them nearest the target.
     init(leadingStream: Int32?, earlier: [Epoch]? = nil) {
         self.leadingStream = leadingStream
         if let earlier, earlier.first?.start == .min, earlier.count <= Self.maximumEpochs {
             epochs = earlier.map { Epoch(start: $0.start, shift: $0.shift) }
-            current = epochs.count - 1
         }
     }
 

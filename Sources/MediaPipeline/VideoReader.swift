@@ -114,8 +114,8 @@ public final class VideoReader: @unchecked Sendable {
         awaitsTurn = turn
     }
 
-    private init(demuxer: ItemDemuxer, owned: Bool, queue: VideoFrameQueue, serial: Int, startNanoseconds: Int64, item: Int,
-                 restartsQueue: Bool = true, onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) throws(MediaError) {
+    init(demuxer: ItemDemuxer, owned: Bool, queue: VideoFrameQueue, serial: Int, startNanoseconds: Int64, item: Int,
+         restartsQueue: Bool = true, onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) throws(MediaError) {
         let source = demuxer.source
         self.item = item
         guard let track = source.info.preferredVideoTrack else { throw .noPlayableTrack(url: source.url) }
