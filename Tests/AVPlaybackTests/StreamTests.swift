@@ -26,6 +26,18 @@ import MediaServer
         return (server, live, try publish(hls, on: server, id: name, playlist: live.playlist))
     }
 
+    /// A player of `url` on a silent device, recording when each period was heard into the
+    /// returned capture file, playing once its item is ready (the caller closes it).
+    func playCapturing(_ url: URL, name: String) throws -> (player: AVPlayer, item: AVPlayerItem, capture: String) {
+        let path = TestMedia.folder.appendingPathComponent("\(name)-\(UUID().uuidString).cap").path
+        let item = AVPlayerItem(url: url)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0), hostClock: .hostTimeClock, hostMapping: { $0 },
+                              capture: try RenderCapture(path: path))
+        player.play()
+        #expect(waitUntil(20) { item.status == .readyToPlay })
+        return (player, item, path)
+    }
+
     @Test("an HLS playlist on demand plays to its end, sample for sample as FFmpeg decodes it")
     func hlsOnDemandPlays() throws {
         let hls = try TestMedia.hls(seconds: 4)
@@ -169,13 +181,8 @@ import MediaServer
             live.stop()
             server.stop()
         }
-        let path = TestMedia.folder.appendingPathComponent("live-splice-\(UUID().uuidString).cap").path
-        let item = AVPlayerItem(url: url)
-        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0), hostClock: .hostTimeClock, hostMapping: { $0 },
-                              capture: try RenderCapture(path: path))
+        let (player, item, path) = try playCapturing(url, name: "live-splice")
         defer { player.close() }
-        player.play()
-        #expect(waitUntil(20) { item.status == .readyToPlay })
         // The first half's sound runs from 51.4 s of the stream's time (ffmpeg's muxer adds
         // 1.4 s) for 4.027 s (its AAC frames, with the encoder's priming); the second half's
         // is closed up onto its end.
@@ -227,13 +234,8 @@ import MediaServer
             live.stop()
             server.stop()
         }
-        let path = TestMedia.folder.appendingPathComponent("live-seek-\(UUID().uuidString).cap").path
-        let item = AVPlayerItem(url: url)
-        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0), hostClock: .hostTimeClock, hostMapping: { $0 },
-                              capture: try RenderCapture(path: path))
+        let (player, item, path) = try playCapturing(url, name: "live-seek")
         defer { player.close() }
-        player.play()
-        #expect(waitUntil(20) { item.status == .readyToPlay })
         #expect(item.duration == .indefinite)
         // The range: from the first segment listed to three target durations before the end,
         // in the stream's own time (the same for every client). It moves on a second a second.

@@ -40,13 +40,20 @@ import Testing
         #expect(continuity.sparseShift == soundShift)
     }
 
+    /// Sound and pictures at 10 s, then the pictures alone jumped to 100 s: the continuity,
+    /// and the shift the pictures guessed.
+    static func picturesJumpedFirst() -> (TimestampContinuity, guess: Int64) {
+        var continuity = TimestampContinuity(leadingStream: sound)
+        _ = continuity.shift(stream: sound, at: 10 * second, duration: soundFrame)
+        _ = continuity.shift(stream: pictures, at: 10 * second, duration: picture)
+        let guess = continuity.shift(stream: pictures, at: 100 * second, duration: picture)
+        return (continuity, guess)
+    }
+
     @Test("a jump the pictures meet first is a guess, held as provisional until the sound corrects it")
     func thePicturesGuessAndTheSoundCorrects() {
-        var continuity = TimestampContinuity(leadingStream: Self.sound)
-        _ = continuity.shift(stream: Self.sound, at: 10 * Self.second, duration: Self.soundFrame)
-        _ = continuity.shift(stream: Self.pictures, at: 10 * Self.second, duration: Self.picture)
-        // The pictures jump to 100 s first: their guess runs on from their own end.
-        let guess = continuity.shift(stream: Self.pictures, at: 100 * Self.second, duration: Self.picture)
+        var (continuity, guess) = Self.picturesJumpedFirst()
+        // Their guess runs on from their own end.
         #expect(guess == 10 * Self.second + Self.picture - 100 * Self.second)
         #expect(continuity.isProvisional(Self.pictures))
         #expect(continuity.shift(stream: Self.pictures, at: 100 * Self.second + Self.picture, duration: Self.picture) == guess)
@@ -66,10 +73,7 @@ import Testing
 
     @Test("a seek while the pictures' guess is open lets the guess stand")
     func aSeekEndsTheGuess() {
-        var continuity = TimestampContinuity(leadingStream: Self.sound)
-        _ = continuity.shift(stream: Self.sound, at: 10 * Self.second, duration: Self.soundFrame)
-        _ = continuity.shift(stream: Self.pictures, at: 10 * Self.second, duration: Self.picture)
-        let guess = continuity.shift(stream: Self.pictures, at: 100 * Self.second, duration: Self.picture)
+        var (continuity, guess) = Self.picturesJumpedFirst()
         #expect(continuity.isProvisional(Self.pictures))
         // Into the new stretch: the sound comes without history and takes the guess.
         #expect(continuity.prepareSeek(to: 100 * Self.second + guess) == 100 * Self.second)
