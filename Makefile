@@ -122,7 +122,11 @@ test: deps
 # other video output tests). Skipped for the same reason: the two that hold a queue's
 # pictures to the refresh at which the next item's sound joins, alone and in a group
 # (seen under the sanitizer: the item before still shown 2.9 ms after the join, a picture
-# 122 ms late); the queue's joins still run under it in the gapless sound tests.
+# 122 ms late); the queue's joins still run under it in the gapless sound tests. Skipped
+# because it measures the pitch heard through PulseAudio while a start at 2x keeps it in real
+# time, which a render thread slowed by the sanitizer does not keep up with (heard at 522 Hz
+# for 440): the pitch kept on a real device (the pitch stage runs under the sanitizer in the
+# other pitch tests).
 TSAN_SCRATCH := .build-tsan
 TSAN_TESTS := \
 	--filter MediaClockTests --filter GroupSyncTests --filter MediaServerTests \
@@ -136,7 +140,7 @@ TSAN_TESTS := \
 	--skip RenderAllocationTests --skip aFollowersPicturesAreTheGroupsFromTheFirst --skip aFollowersPicturesGoBackwardsWithTheGroup \
 	--skip GuideCodeTests --skip aTickingRelayDeliversOnItsTicks \
 	--skip ClockEstimatorTests --skip SoftFloorFitTests --skip RecordedJoinTests --skip FollowedPitchTests --skip pullsPicturesDue \
-	--skip GaplessPicturesTests --skip aGroupJoinsShownVideoItemsAtTheSample
+	--skip GaplessPicturesTests --skip aGroupJoinsShownVideoItemsAtTheSample --skip aScheduledStartOnARealDeviceKeepsThePitch
 # Every process the tests start (the chorus binary too) writes its reports here rather than
 # to a standard error a test may swallow; any report fails the run, and halt_on_error stops
 # the process that raced at its first.
