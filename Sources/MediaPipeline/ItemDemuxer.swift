@@ -231,7 +231,7 @@ public final class ItemDemuxer: @unchecked Sendable {
             if status == FFmpegCall.eof {
                 // Pictures still held at the end keep their guess.
                 continuity?.acceptGuess()
-                releaseHeldPictures()
+                releaseHeldPictures(continuity)
                 atEnd = true
                 for queue in queues { queue.push(.end) }
                 continue
@@ -249,7 +249,7 @@ public final class ItemDemuxer: @unchecked Sendable {
                 continue
             }
             consecutiveErrors = 0
-            if continuity != nil, closeUp(packet) { continue }
+            if closeUp(packet) { continue }
             if readsICY { noteICY(after: packet) }
             route(packet)
             av_packet_unref(packet)
@@ -281,6 +281,10 @@ public final class ItemDemuxer: @unchecked Sendable {
     /// the pictures' packets are watched for jumps, the sparse streams' follow them. Returns
     /// true when the packet was taken to be held back (a picture whose shift is a guess).
     private func closeUp(_ packet: UnsafeMutablePointer<AVPacket>) -> Bool {
+        // Taken out for the call and put back, so that its dictionary is changed in place
+        // rather than copied at every packet.
+        guard var continuity = continuity.take() else { return false }
+        defer { self.continuity = continuity }
         let index = packet.pointee.stream_index
         guard index >= 0, index < Int32(source.formatContext.pointee.nb_streams),
               let stream = source.formatContext.pointee.streams[Int(index)] else { return false }
@@ -293,29 +297,29 @@ public final class ItemDemuxer: @unchecked Sendable {
         let shift: Int64
         if isPicture || index == soundQueue?.streamIndex {
             let duration = packet.pointee.duration > 0 ? av_rescale_q(packet.pointee.duration, base, Self.nanosecondBase) : 0
-            shift = continuity?.shift(stream: index, at: av_rescale_q(stamp, base, Self.nanosecondBase), duration: duration) ?? 0
+            shift = continuity.shift(stream: index, at: av_rescale_q(stamp, base, Self.nanosecondBase), duration: duration)
         } else {
-            shift = continuity?.sparseShift ?? 0
+            shift = continuity.sparseShift
         }
         Self.move(packet, by: av_rescale_q(shift, Self.nanosecondBase, base))
-        if let continuity, continuity.revision != recordedRevision {
+        if continuity.revision != recordedRevision {
             recordedRevision = continuity.revision
             epochRecord.withLockAnnotated { $0 = continuity.epochs }
         }
-        if isPicture, continuity?.isProvisional(index) == true {
+        if isPicture, continuity.isProvisional(index) {
             if heldPictures.count < Self.mostHeldPictures, let owned = OwnedPacket(movingFrom: packet) {
                 heldPictures.append((owned, shift))
                 return true
             }
-            continuity?.acceptGuess()
+            continuity.acceptGuess()
         }
-        releaseHeldPictures()
+        releaseHeldPictures(continuity)
         return false
     }
 
     /// Routes the held pictures, moved from the shift each was given to the one their
     /// stream takes now, once it is no longer a guess.
-    private func releaseHeldPictures() {
+    private func releaseHeldPictures(_ continuity: TimestampContinuity?) {
         guard !heldPictures.isEmpty, let pictures = pictureQueue, let continuity,
               !continuity.isProvisional(pictures.streamIndex),
               let stream = source.formatContext.pointee.streams[Int(pictures.streamIndex)] else { return }

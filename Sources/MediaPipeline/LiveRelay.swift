@@ -49,10 +49,6 @@ public final class LiveRelay: Sendable {
     /// Codecs an MPEG transport stream carries, which the relay's segments are by default;
     /// anything else goes in fragmented MP4 segments.
     static let transportStreamCodecs: Set<String> = ["mp3", "mp2", "aac", "ac3", "eac3", "opus", "h264", "hevc", "mpeg2video"]
-    /// A jump in the station's timestamps beyond this, in seconds, either way, is taken as a
-    /// new start (a chained Ogg stream's next song, a server's restart) and closed up, so the
-    /// relayed time runs on without a hole or a step back.
-    static let discontinuitySeconds = 1.0
     /// How often the station's current title is written into the relayed stream, in seconds
     /// of it: once a segment, so that a room that joins late, or a player that opens the
     /// playlist anew, reads it from its first segment instead of waiting for the next song.
@@ -189,6 +185,10 @@ private final class Muxer: @unchecked Sendable {
     private let url: String
     /// The output's timed metadata track (ID3), in MPEG-TS segments; nil in MP4 ones.
     private let titleStream: Int32?
+    /// The input's sound stream, whose times set the shift across a jump.
+    private let soundStream: Int32?
+    /// Nanoseconds, as FFmpeg's rational time base.
+    private static let nanosecondBase = AVRational(num: 1, den: 1_000_000_000)
 
     init(source: MediaSource, playlist: URL, folder: URL) throws(MediaError) {
         url = source.url
@@ -224,6 +224,7 @@ private final class Muxer: @unchecked Sendable {
             titleStream = stream.pointee.index
         }
         self.titleStream = titleStream
+        soundStream = source.info.preferredAudioTrack.map { Int32($0.streamIndex) }
         // Packets are written in the station's order, the titles among them by time. The
         // muxer's interleaving would otherwise hold the sound back until the title track has
         // a packet too: for ever at a station that sends no titles (up to its 10 s limit),
@@ -261,63 +262,133 @@ private final class Muxer: @unchecked Sendable {
             return .outputFailure(device: url, reason: "out of memory")
         }
         defer { var freed: UnsafeMutablePointer<AVPacket>? = packet; av_packet_free(&freed) }
-        let input = source.formatContext
-        /// Per input stream: the shift added to its timestamps, and the next timestamp
-        /// expected, in its own time base.
-        var shift: [Int32: Int64] = [:]
-        var expected: [Int32: Int64] = [:]
-        var first: Double?
+        var state = RelayState(soundStream: soundStream)
+        defer { state.freeHeld() }
         var failure: MediaError?
-        var titles = TitleWriter()
-        while true {
-            let status = av_read_frame(input, packet)
+        while failure == nil {
+            let status = av_read_frame(source.formatContext, packet)
             if status < 0 {
                 // The end of the stream, or an interruption (`stop()`), is no failure of its own.
                 if status != chorus_averror_exit() && status != chorus_averror_eof() {
                     failure = .networkFailure(url: url, reason: FFmpegCall.message(status))
                 }
+                // Pictures still held at the end keep their guess.
+                state.continuity.acceptGuess()
+                failure = releaseHeld(&state, source: source, relayed: relayed) ?? failure
                 break
             }
+            defer { av_packet_unref(packet) }
             let index = packet.pointee.stream_index
-            guard let outIndex = mapping[index], let inBase = inputTimeBases[index],
-                  let outStream = output.pointee.streams[Int(outIndex)] else {
-                av_packet_unref(packet)
-                continue
-            }
-            // A packet without times takes the one expected; times that jump are closed up.
+            guard let inBase = inputTimeBases[index] else { continue }
+            // A jump in the station's times (a chained Ogg stream's next song, a server's
+            // restart, a reconnection) is closed up, so the relayed time runs on without a
+            // hole or a step back, and a picture keeps its place beside its sound.
             let noTime = FFmpegCall.noPTS
-            var dts = packet.pointee.dts != noTime ? packet.pointee.dts : packet.pointee.pts
-            if dts == noTime { dts = expected[index] ?? 0 }
-            let pts = packet.pointee.pts != noTime ? packet.pointee.pts : dts
-            let limit = Int64(LiveRelay.discontinuitySeconds * Double(inBase.den) / Double(max(inBase.num, 1)))
-            var offset = shift[index] ?? 0
-            if let next = expected[index], abs(dts + offset - next) > limit { offset = next - dts }
-            shift[index] = offset
-            packet.pointee.dts = dts + offset
-            packet.pointee.pts = max(pts + offset, dts + offset)
-            expected[index] = dts + offset + max(packet.pointee.duration, 1)
-            let seconds = Double(dts + offset) * Double(inBase.num) / Double(max(inBase.den, 1))
-            packet.pointee.stream_index = outIndex
-            packet.pointee.pos = -1
-            if let titleStream, let tag = titles.tag(source: source, at: seconds) {
-                let time = av_rescale_q(dts + offset, inBase, AVRational(num: 1, den: 90_000))
-                let written = writeTag(tag, stream: titleStream, at: time)
-                if written < 0 {
-                    failure = .outputFailure(device: url, reason: "cannot write the relay's titles (\(FFmpegCall.message(written)))")
-                    break
+            let stamp = packet.pointee.dts != noTime ? packet.pointee.dts : packet.pointee.pts
+            if stamp != noTime {
+                let duration = packet.pointee.duration > 0 ? av_rescale_q(packet.pointee.duration, inBase, Self.nanosecondBase) : 0
+                _ = state.continuity.shift(stream: index, at: av_rescale_q(stamp, inBase, Self.nanosecondBase), duration: duration)
+            }
+            if index != soundStream, state.continuity.isProvisional(index) {
+                // A picture that met a jump before the sound did: held back until the sound
+                // sets the shift, up to the demuxer's own limit (`ItemDemuxer.mostHeldPictures`).
+                if state.held.count < ItemDemuxer.mostHeldPictures, let copy = av_packet_clone(packet) {
+                    state.held.append(copy)
+                    continue
                 }
+                state.continuity.acceptGuess()
             }
-            av_packet_rescale_ts(packet, inBase, outStream.pointee.time_base)
-            let written = av_interleaved_write_frame(output, packet)
-            if written < 0 {
-                failure = .outputFailure(device: url, reason: "cannot write the relay's segment (\(FFmpegCall.message(written)))")
-                break
-            }
-            if first == nil { first = seconds }
-            relayed(seconds - (first ?? seconds))
+            if let failed = releaseHeld(&state, source: source, relayed: relayed) { failure = failed; break }
+            failure = write(packet, state: &state, source: source, relayed: relayed)
         }
         av_write_trailer(output)
         return failure
+    }
+
+    /// What `run` keeps from packet to packet.
+    private struct RelayState {
+        /// The jumps of the station's times, closed up (`TimestampContinuity`).
+        var continuity: TimestampContinuity
+        /// Pictures held back while their shift is a guess, each a copy to free.
+        var held: [UnsafeMutablePointer<AVPacket>] = []
+        /// Per input stream: the last decoding time written, in its own time base.
+        var written: [Int32: Int64] = [:]
+        /// The relayed time of the first packet written, in seconds.
+        var first: Double?
+        var titles = TitleWriter()
+
+        init(soundStream: Int32?) { continuity = TimestampContinuity(leadingStream: soundStream) }
+
+        mutating func freeHeld() {
+            for copy in held { var freed: UnsafeMutablePointer<AVPacket>? = copy; av_packet_free(&freed) }
+            held.removeAll()
+        }
+    }
+
+    /// Writes the held pictures, once their stream's shift is no longer a guess.
+    private func releaseHeld(_ state: inout RelayState, source: MediaSource,
+                             relayed: (Double) -> Void) -> MediaError? {
+        guard let copy = state.held.first, !state.continuity.isProvisional(copy.pointee.stream_index) else { return nil }
+        let held = state.held
+        state.held.removeAll()
+        var failure: MediaError?
+        for copy in held {
+            if failure == nil { failure = write(copy, state: &state, source: source, relayed: relayed) }
+            var freed: UnsafeMutablePointer<AVPacket>? = copy
+            av_packet_free(&freed)
+        }
+        return failure
+    }
+
+    /// Writes `packet` (with the station's own times) to its output stream, shifted by the
+    /// shift its stream takes now, and the station's title before it when one is due.
+    private func write(_ packet: UnsafeMutablePointer<AVPacket>, state: inout RelayState, source: MediaSource,
+                       relayed: (Double) -> Void) -> MediaError? {
+        let index = packet.pointee.stream_index
+        guard let outIndex = mapping[index], let inBase = inputTimeBases[index],
+              let outStream = output.pointee.streams[Int(outIndex)] else { return nil }
+        let noTime = FFmpegCall.noPTS
+        let last = state.written[index]
+        let stamp = packet.pointee.dts != noTime ? packet.pointee.dts : packet.pointee.pts
+        var dts: Int64
+        var pts: Int64
+        if stamp != noTime {
+            let shift = av_rescale_q(state.continuity.shift(of: index), Self.nanosecondBase, inBase)
+            dts = stamp &+ shift
+            pts = packet.pointee.pts != noTime ? packet.pointee.pts &+ shift : dts
+        } else {
+            // A packet without times follows the last one written.
+            dts = (last ?? 0) &+ 1
+            pts = dts
+        }
+        // The muxer refuses a step back in a stream's decoding times, which a forged stream,
+        // or a guess let stand and then corrected, can make: such a packet follows the last
+        // one written instead.
+        if let last, dts <= last {
+            pts = max(pts, last &+ 1)
+            dts = last &+ 1
+        }
+        state.written[index] = dts
+        packet.pointee.dts = dts
+        packet.pointee.pts = max(pts, dts)
+        let seconds = Double(dts) * Double(inBase.num) / Double(max(inBase.den, 1))
+        packet.pointee.stream_index = outIndex
+        packet.pointee.pos = -1
+        if let titleStream, let tag = state.titles.tag(source: source, at: seconds) {
+            let time = av_rescale_q(dts, inBase, AVRational(num: 1, den: 90_000))
+            let written = writeTag(tag, stream: titleStream, at: time)
+            if written < 0 {
+                return .outputFailure(device: url, reason: "cannot write the relay's titles (\(FFmpegCall.message(written)))")
+            }
+        }
+        av_packet_rescale_ts(packet, inBase, outStream.pointee.time_base)
+        let written = av_interleaved_write_frame(output, packet)
+        if written < 0 {
+            return .outputFailure(device: url, reason: "cannot write the relay's segment (\(FFmpegCall.message(written)))")
+        }
+        if state.first == nil { state.first = seconds }
+        relayed(seconds - (state.first ?? seconds))
+        return nil
     }
 
     /// Writes `tag` on the timed metadata track at `time` (90 kHz).

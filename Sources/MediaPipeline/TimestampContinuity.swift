@@ -177,7 +177,6 @@ struct TimestampContinuity {
     }
 
     private static func near(_ time: Int64, _ expected: Int64) -> Bool {
-        let difference = time.subtractingReportingOverflow(expected)
-        return !difference.overflow && difference.partialValue.magnitude <= UInt64(jumpLimitNanoseconds)
+        distance(time, expected) <= UInt64(jumpLimitNanoseconds)
     }
 }

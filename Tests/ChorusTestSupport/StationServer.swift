@@ -30,6 +30,7 @@ public final class StationServer: Sendable {
     public var announced: [(title: String, second: Double)] { state.withLock { $0.announced } }
 
     private let broadcast: Data
+    private let contentType: String
     private let dropAfter: Double?
     /// The titles announced, each from a second of the broadcast, in order.
     private let titles: [(second: Double, title: String)]
@@ -42,9 +43,11 @@ public final class StationServer: Sendable {
     /// each listener's connection is dropped after `dropAfter` seconds, when given (a
     /// station's network failing now and then). `titles` are announced in ICY metadata, each
     /// from its second of the broadcast, to listeners that ask for it (`Icy-MetaData: 1`).
+    /// The response names `contentType`.
     public init(broadcasting file: URL, seconds: Double, dropAfter: Double? = nil,
-                titles: [(second: Double, title: String)] = []) throws {
+                titles: [(second: Double, title: String)] = [], contentType: String = "audio/mpeg") throws {
         self.dropAfter = dropAfter
+        self.contentType = contentType
         self.titles = titles
         broadcast = try Data(contentsOf: file)
         bytesPerSecond = Double(broadcast.count) / seconds
@@ -107,7 +110,7 @@ public final class StationServer: Sendable {
         }
         let text = String(decoding: request, as: UTF8.self)
         let wantsTitles = !titles.isEmpty && text.lowercased().contains("icy-metadata: 1")
-        let header = "HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\nicy-name: Chorus test station\r\nCache-Control: no-cache\r\n"
+        let header = "HTTP/1.0 200 OK\r\nContent-Type: \(contentType)\r\nicy-name: Chorus test station\r\nCache-Control: no-cache\r\n"
             + (wantsTitles ? "icy-metaint: \(Self.icyInterval)\r\n" : "") + "\r\n"
         guard LoopbackSocket.sendAll(client, Data(header.utf8)) else { return }
         if text.hasPrefix("HEAD") { return }
