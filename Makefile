@@ -23,7 +23,7 @@ APT_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswres
 # The benchmarks also run Snapcast and mpv side by side.
 BENCH_PACKAGES := snapserver snapclient mpv
 
-.PHONY: all build deps bench-deps demo test test-tsan bench clean example-player
+.PHONY: all build deps bench-deps demo test test-tsan build-tsan bench clean example-player
 
 all: build
 
@@ -149,6 +149,12 @@ TSAN_REPORTS = $(RUNTIME)/tsan-reports
 # benchmarks and the guide's program (its test is skipped here) are left to `make test`'s
 # build, which compiles everything (about half a minute saved under the sanitizer).
 TSAN_PRODUCTS := ChorusPackageTests chorus chorus-sim example-player
+
+# The sanitizer's build alone (`.ci/run` makes it beside `make test`, at idle priority).
+build-tsan: deps
+	@for product in $(TSAN_PRODUCTS); do \
+		$(SWIFT) build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --product $$product || exit 1; \
+	done
 
 test-tsan: deps
 	@mkdir -p $(RUNTIME)
