@@ -79,11 +79,16 @@ example-player:
 # sound and pictures to the millisecond were starved on two cores.
 LATER_TESTS := GuideCodeTests GuideConformanceTests
 
+# What the tests run: the test bundle and the programs they start. The benchmarks are left to
+# `make bench` (and to `.ci/run`'s sanitizer build, which compiles them), a tenth of the build.
+TEST_PRODUCTS := ChorusPackageTests chorus chorus-sim example-player
+
 test: deps
 	@mkdir -p $(RUNTIME)
+	@for product in $(TEST_PRODUCTS); do $(SWIFT) build --product $$product || exit 1; done
 	@eval "$$(scripts/pulse.sh start $(PULSE_DIR))"; \
 	eval "$$(scripts/xvfb.sh start $(PULSE_DIR))"; \
-	CHORUS_PULSE=1 $(SWIFT) test $(LATER_TESTS:%=--skip %); status=$$?; \
+	CHORUS_PULSE=1 $(SWIFT) test --skip-build $(LATER_TESTS:%=--skip %); status=$$?; \
 	CHORUS_PULSE=1 $(SWIFT) test --skip-build $(LATER_TESTS:%=--filter %) || status=1; \
 	scripts/xvfb.sh stop $(PULSE_DIR); \
 	scripts/pulse.sh stop $(PULSE_DIR); exit $$status
@@ -145,14 +150,13 @@ TSAN_TESTS := \
 # to a standard error a test may swallow; any report fails the run, and halt_on_error stops
 # the process that raced at its first.
 TSAN_REPORTS = $(RUNTIME)/tsan-reports
-# Only what the tests run is built: the test bundle and the programs they start. The
-# benchmarks and the guide's program (its test is skipped here) are left to `make test`'s
-# build, which compiles everything (about half a minute saved under the sanitizer).
-TSAN_PRODUCTS := ChorusPackageTests chorus chorus-sim example-player
+# Only what the tests run is built: the test bundle and the programs they start.
+TSAN_PRODUCTS := $(TEST_PRODUCTS)
 
-# The sanitizer's build alone (`.ci/run` makes it beside `make test`, at idle priority).
+# The sanitizer's build alone, and the benchmarks with it, so that their code is compiled
+# too (`.ci/run` makes it beside `make test`, at idle priority).
 build-tsan: deps
-	@for product in $(TSAN_PRODUCTS); do \
+	@for product in $(TSAN_PRODUCTS) chorus-bench; do \
 		$(SWIFT) build --sanitize=thread --scratch-path $(TSAN_SCRATCH) --product $$product || exit 1; \
 	done
 
