@@ -86,7 +86,7 @@ let package = Package(
         // front end (a JSON API, a remote), drives.
         .target(
             name: "ChorusSession",
-            dependencies: ["AVPlayback", "MediaPipeline", "GroupSync", "MediaServer", "MutexAnnotations", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["AVPlayback", "MediaClock", "MediaPipeline", "GroupSync", "MediaServer", "MutexAnnotations", .product(name: "Logging", package: "swift-log")]
         ),
 
         // The command line: arguments into sessions, keys and script commands into session

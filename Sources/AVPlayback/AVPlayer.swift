@@ -1,4 +1,5 @@
 import Foundation
+import MediaClock
 import MediaPipeline
 import MutexAnnotations
 import Synchronization
@@ -627,7 +628,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             // Started below, once the item's readiness is queued: its events come after it.
             try engine.load(source: source, serial: reading.serial, startFrame: reading.startFrame, start: false,
                             forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues, metadata: item.timedMetadataLog,
-                            onEvent: readerEvents(of: item))
+                            splices: item.timelineSplices, onEvent: readerEvents(of: item))
         } catch {
             eventQueue.async { item.failed(error) }
             return
@@ -1178,6 +1179,15 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 eventQueue.async { item.failed(error) }
             }
         }
+    }
+
+    /// Where the times of the item read now jumped and were closed up (a live stream spliced
+    /// from several), as a group's leader announces them to the rooms that open the item
+    /// after such a jump (`AVPlayerItem.countsAcrossSplices(_:)`); empty when they never jumped,
+    /// and while the current item is still being opened (the engine then reads the item
+    /// before it, whose splices are not this one's).
+    package var currentSplices: [TimelineSplice] {
+        state.withLockAnnotated { $0.itemLoaded } ? engine.timelineSplices : []
     }
 
     /// Makes the pitch stage for `mode` on a utility thread, so that nothing in order with

@@ -1,4 +1,5 @@
 import Foundation
+import MediaClock
 import MediaPipeline
 import MutexAnnotations
 import Synchronization
@@ -70,6 +71,11 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         var timebase: CMTimebase?
         /// A live HLS item's playlist, followed while a player plays the item.
         var live: HLSLiveWindow?
+        /// Where a player last opened the live stream, on the item's timeline.
+        var liveOpening: CMTime?
+        /// Where another player of the same live stream closed up its jumps, for this item to
+        /// count as it does (`countsAcrossSplices(_:)`).
+        var splices: [TimelineSplice] = []
         /// Options chosen with `select(_:in:)`, by characteristic: a stream index, or nil
         /// for "none".
         var chosen: [AVMediaCharacteristic: Int?] = [:]
@@ -358,6 +364,11 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
 
     deinit { state.withLockAnnotated { $0.live }?.stop() }
 
+    /// Where a player opened this live stream, on the item's timeline (the start of the
+    /// segment it opened at): a live item has no time 0, its times being the stream's own.
+    /// Nil until a player has opened it, and for any item that is not live.
+    package var liveOpening: CMTime? { state.withLockAnnotated { $0.liveOpening } }
+
     /// The live playlist followed, for a player opening the stream again for a seek; nil for
     /// any other item.
     var live: HLSLiveWindow? { state.withLockAnnotated { $0.live } }
@@ -366,8 +377,18 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// where its first packet was stamped); any other item is left alone.
     func followLive(_ source: MediaSource) {
         guard source.info.isLiveHLS else { return }
-        let window = HLSLiveWindow(url: source.url, openedAt: source.openedAt.seconds)
-        let old = state.withLockAnnotated { current in defer { current.live = window }; return current.live }
+        // Where the stream was opened, on the item's timeline: past a splice another player
+        // closed up, by that splice's shift.
+        let opened = source.openedAt.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
+        let item = TimelineSplice.itemNanoseconds(ofStream: opened, after: timelineSplices)
+        let window = HLSLiveWindow(url: source.url, openedAt: Double(item) / 1e9)
+        let old = state.withLockAnnotated { current in
+            defer {
+                current.live = window
+                current.liveOpening = CMTime(value: item, timescale: HostTime.nanosecondTimescale)
+            }
+            return current.live
+        }
         old?.stop()
     }
 
@@ -678,6 +699,17 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// The sound (nil: the item's default) and subtitles (nil: none) the item plays and
     /// shows, by stream index: what a group's leader announces.
     package var chosenStreams: (audio: Int?, subtitles: Int?) { (chosenAudioStream, shownSubtitleStream) }
+
+    /// Where a group's leader closed up the jumps of this live stream (`AVPlayer.currentSplices`),
+    /// for a follower's item to count as the leader's does: given before the item is loaded,
+    /// its first opening takes them as its own. A player that reads across a jump itself
+    /// closes it up the same way, so these matter only for the jumps before its opening.
+    package func countsAcrossSplices(_ splices: [TimelineSplice]) {
+        state.withLockAnnotated { $0.splices = splices }
+    }
+
+    /// The splices given with `countsAcrossSplices(_:)`.
+    var timelineSplices: [TimelineSplice] { state.withLockAnnotated { $0.splices } }
 
     /// Chooses by stream index, as a group's follower does what its leader announces: a
     /// sound (nil: the item's default) and subtitles (nil: none). Indexes that are not a

@@ -327,6 +327,8 @@ public final class FollowerSession: @unchecked Sendable {
         let item = makeItem(url)
         // Chosen before it opens, so it opens with the group's sound.
         item.chooseStreams(audio: state.audioStream.map(Int.init), subtitles: state.subtitleStream.map(Int.init))
+        // A live item opened after its times jumped counts as the leader's does.
+        item.countsAcrossSplices(state.splices)
         (player as? AVQueuePlayer)?.removeAllItems()
         player.replaceCurrentItem(with: item)
         watch(item, url: url)

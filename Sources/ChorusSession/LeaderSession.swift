@@ -1,5 +1,6 @@
 import AVPlayback
 import Foundation
+import MediaClock
 import GroupSync
 import Logging
 import MediaPipeline
@@ -70,6 +71,13 @@ final class LeaderNode: @unchecked Sendable {
     private let queue = DispatchQueue(label: "chorus.lead")
     private var core: LeaderCore
     private var timer: RepeatingTimer?
+    /// Where the live item playing has jumped in time, asked every `spliceCheckTicks`
+    /// (`watchSplices(_:)`), and the ticks since it was last asked.
+    private let spliceSource = Mutex<(@Sendable () -> [TimelineSplice])?>(nil)
+    private var ticksSinceSpliceCheck = 0
+    /// How often the player is asked for new splices, in ticks: once a State period, so a
+    /// room opening the item after a jump reads it in the next State it is sent.
+    static let spliceCheckTicks = 25
     private let published = Mutex<[Int: String]>([:])
     /// The live streams relayed, by item index (`playable(_:index:)`).
     private let relays = Mutex<[Int: LiveRelay]>([:])
@@ -176,6 +184,12 @@ final class LeaderNode: @unchecked Sendable {
         queue.async { self.handle(.stateChanged(state)) }
     }
 
+    /// Asks `source` once a State period where the item playing has jumped in time, and
+    /// carries what it says in the States from then on (`LeaderCore.Event.splicesFound`).
+    func watchSplices(_ source: @escaping @Sendable () -> [TimelineSplice]) {
+        spliceSource.withLockAnnotated { $0 = source }
+    }
+
     /// Says goodbye to every follower and stops.
     func stop() {
         queue.sync {
@@ -200,6 +214,12 @@ final class LeaderNode: @unchecked Sendable {
         switch event {
         case .tick:
             reportDrops(now: now)
+            ticksSinceSpliceCheck += 1
+            if ticksSinceSpliceCheck >= Self.spliceCheckTicks, let source = spliceSource.withLockAnnotated({ $0 }) {
+                ticksSinceSpliceCheck = 0
+                let splices = GroupState.rising(source())
+                if splices != core.state.splices { _ = core.handle(.splicesFound(splices), at: now) }
+            }
         case .stop:
             reportDrops(now: now, finally: true)
         default:

@@ -1,5 +1,6 @@
 import AVPlayback
 import Foundation
+import MediaClock
 import GroupSync
 import MutexAnnotations
 import Synchronization
@@ -85,18 +86,40 @@ final class GroupTransport: PlaybackTransport {
     func left(index: Int) { node.release(index: index) }
 
     private func state(index: Int, path: String, duration: CMTime, rate: Double, at itemTime: CMTime, leader: LeaderTime,
-                       streams: (audio: Int?, subtitles: Int?), joined: Bool) -> GroupState {
+                       streams: (audio: Int?, subtitles: Int?), joined: Bool, splices: [TimelineSplice]) -> GroupState {
         GroupState(sequence: 0, itemIndex: UInt32(index), itemURL: path, itemDuration: duration, rate: rate,
                    anchorItemTime: itemTime, anchorLeaderTime: leader, ended: false, stopped: false,
                    audioStream: streams.audio.flatMap { Int32(exactly: $0) }, subtitleStream: streams.subtitles.flatMap { Int32(exactly: $0) },
-                   nextItemURL: next.withLockAnnotated { $0 }, joinsPrevious: joined)
+                   nextItemURL: next.withLockAnnotated { $0 }, joinsPrevious: joined, splices: splices)
     }
 
     func begin(_ item: AVPlayerItem, index: Int, url: URL, from start: CMTime, on player: AVPlayer) {
         let path = node.publish(url, index: index)
         current.withLockAnnotated { $0 = (index, path) }
         next.withLockAnnotated { $0 = "" }
-        schedule(rate: Double(player.defaultRate), at: start, lead: Self.startLead, on: player)
+        let from = url.pathExtension.lowercased() == "m3u8" ? Self.liveOpening(of: item) ?? start : start
+        schedule(rate: Double(player.defaultRate), at: from, lead: Self.startLead, on: player)
+    }
+
+    /// The longest `begin` waits for a playlist to open, to learn whether it is live and
+    /// where: as long as a follower is given to open an item over a slow network.
+    static let liveOpenTimeout: Duration = .seconds(20)
+    /// How often it looks meanwhile.
+    static let liveOpenPoll: Duration = .milliseconds(10)
+
+    /// Where a live playlist was opened, on its item time, once the leader's player has
+    /// opened it: a live item's times are its stream's own, a broadcast's often hours, so a
+    /// start scheduled at item time 0 would wait as long. Nil for an item that is not live,
+    /// or that failed or did not open in time (its own failure then says why).
+    private static func liveOpening(of item: AVPlayerItem) -> CMTime? {
+        let deadline = ContinuousClock.now + liveOpenTimeout
+        let pause = WakeSignal()
+        while ContinuousClock.now < deadline {
+            if let opening = item.liveOpening { return opening }
+            if item.status == .failed || (item.status == .readyToPlay && item.duration.isNumeric) { return nil }
+            _ = pause.wait(timeout: liveOpenPoll)
+        }
+        return nil
     }
 
     /// Every room queues the next item to follow on, on the timeline it keeps.
@@ -201,6 +224,9 @@ final class GroupTransport: PlaybackTransport {
         let duration = player.currentItem?.asset.loadedDuration ?? .indefinite
         lastAnchor.withLockAnnotated { $0 = (rate, time, leader, joined) }
         let streams = player.currentItem?.chosenStreams ?? (nil, nil)
-        node.announce(state(index: index, path: path, duration: duration, rate: rate, at: time, leader: leader, streams: streams, joined: joined))
+        // A live item's later jumps go out with the States that repeat this one.
+        node.watchSplices { [weak player] in player?.currentSplices ?? [] }
+        node.announce(state(index: index, path: path, duration: duration, rate: rate, at: time, leader: leader, streams: streams,
+                            joined: joined, splices: player.currentSplices))
     }
 }

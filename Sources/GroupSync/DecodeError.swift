@@ -23,6 +23,9 @@ public enum DecodeError: Error, Sendable, Equatable {
     case invalidTimescale(field: String)
     /// A chosen stream's index is negative but not the "none" value (`field` names it).
     case invalidStreamIndex(field: String)
+    /// A State carries more than `GroupState.maximumSplices` splices, or splices whose
+    /// starts do not rise.
+    case invalidSplices
     /// The body is longer than its message type's fields.
     case bodyLengthMismatch
     /// Bytes follow the body (and tag) inside the datagram.

@@ -40,9 +40,18 @@ public struct GroupState: Sendable, Equatable {
     /// leader has it open to follow; empty when none does. A follower queues it so that it
     /// joins on at the same sample as the leader's.
     public var nextItemURL: String
+    /// Where the times of a live item jumped and the leader closed them up (an advertisement
+    /// spliced into a broadcast), oldest first: a follower that opens the item after such a
+    /// jump counts as the leader does (`AVPlayerItem.countsAcrossSplices`). Empty for an item
+    /// whose times never jumped; at most `maximumSplices`, the newest.
+    public var splices: [TimelineSplice]
 
     /// The wire's value for "no stream chosen".
     public static let noSelection: Int32 = -1
+    /// The most splices a State carries: the newest, since a room opens a live item near its
+    /// end. Eight cover a live playlist's listing of a few minutes cut every few seconds,
+    /// in 128 bytes.
+    public static let maximumSplices = 8
 
     /// A state with every field given; `sequence` defaults to 0 for `LeaderCore` to assign.
     public init(
@@ -58,7 +67,8 @@ public struct GroupState: Sendable, Equatable {
         audioStream: Int32? = nil,
         subtitleStream: Int32? = nil,
         nextItemURL: String = "",
-        joinsPrevious: Bool = false
+        joinsPrevious: Bool = false,
+        splices: [TimelineSplice] = []
     ) {
         self.sequence = sequence
         self.itemIndex = itemIndex
@@ -73,6 +83,19 @@ public struct GroupState: Sendable, Equatable {
         self.subtitleStream = subtitleStream
         self.nextItemURL = nextItemURL
         self.joinsPrevious = joinsPrevious
+        self.splices = Self.rising(splices)
+    }
+
+    /// `splices` as the wire carries them: starts that rise (a later splice that starts no
+    /// later than one before it replaces it, as a stream read again after a seek back
+    /// replaces what it met before), the newest `maximumSplices`.
+    public static func rising(_ splices: [TimelineSplice]) -> [TimelineSplice] {
+        var kept: [TimelineSplice] = []
+        for splice in splices {
+            while let last = kept.last, last.startNanoseconds >= splice.startNanoseconds { kept.removeLast() }
+            kept.append(splice)
+        }
+        return Array(kept.suffix(maximumSplices))
     }
 
     /// The "nothing is playing" state a leader announces before its first item.

@@ -52,6 +52,10 @@ public struct LeaderCore: Sendable {
         case tick
         /// The group's playback changed; the core assigns the state sequence and sends it.
         case stateChanged(GroupState)
+        /// The live item playing has jumped in time again and the leader closed the jump up:
+        /// its State carries `splices` from its next repeat on, for the rooms that open the
+        /// item after the jump. The sequence stays: what plays has not changed.
+        case splicesFound([TimelineSplice])
         /// The leader is shutting down: Goodbye to every follower; later events are ignored.
         case stop
     }
@@ -132,6 +136,8 @@ public struct LeaderCore: Sendable {
             stamped.sequence = state.sequence + 1
             state = stamped
             broadcastState(now: now, into: &actions)
+        case let .splicesFound(splices):
+            if !state.stopped { state.splices = GroupState.rising(splices) }
         case .stop:
             for follower in followers.values.sorted(by: { $0.senderID < $1.senderID }) {
                 append(.goodbye, to: follower.endpoint, into: &actions)

@@ -9,9 +9,10 @@ import MediaClock
 public struct WireCodec: Sendable {
     /// The first four bytes of every datagram: "CHRS".
     public static let magic: [UInt8] = Array("CHRS".utf8)
-    /// The protocol version this codec speaks: 2, whose State carries the item's chosen
-    /// sound and subtitle streams and the item that follows it without a gap.
-    public static let version: UInt8 = 2
+    /// The protocol version this codec speaks: 3, whose State carries the item's chosen
+    /// sound and subtitle streams, the item that follows it without a gap, and where a live
+    /// item's times jumped.
+    public static let version: UInt8 = 3
     /// Flags bit 0: a 32-byte HMAC-SHA256 tag follows the body.
     public static let taggedFlag: UInt8 = 0x01
     /// Longest follower name (one-byte length prefix).
@@ -155,6 +156,13 @@ public struct WireCodec: Sendable {
             let next = Array(state.nextItemURL.utf8)
             guard next.count <= maximumURLBytes else { throw .stringTooLong(field: "next item URL", byteCount: next.count) }
             writer.writeLongString(next)
+            // The property may have been set since the state was made.
+            let splices = GroupState.rising(state.splices)
+            writer.write(UInt8(splices.count))
+            for splice in splices {
+                writer.write(splice.startNanoseconds)
+                writer.write(splice.shiftNanoseconds)
+            }
         case .goodbye:
             break
         }
@@ -207,12 +215,21 @@ public struct WireCodec: Sendable {
             let audio = try readStream(from: &reader, field: "audio stream")
             let subtitles = try readStream(from: &reader, field: "subtitle stream")
             let next = try reader.readString(lengthBytes: 2, field: "next item URL")
+            let spliceCount = Int(try reader.read(UInt8.self, field: "splice count"))
+            guard spliceCount <= GroupState.maximumSplices else { throw .invalidSplices }
+            var splices: [TimelineSplice] = []
+            for _ in 0..<spliceCount {
+                let start = try reader.read(Int64.self, field: "splice start")
+                let shift = try reader.read(Int64.self, field: "splice shift")
+                if let last = splices.last, start <= last.startNanoseconds { throw .invalidSplices }
+                splices.append(TimelineSplice(startNanoseconds: start, shiftNanoseconds: shift))
+            }
             return .state(GroupState(
                 sequence: sequence, itemIndex: index, itemURL: url, itemDuration: duration, rate: rate,
                 anchorItemTime: anchorItem, anchorLeaderTime: LeaderTime(nanoseconds: anchorLeader),
                 ended: flags & stateEndedFlag != 0, stopped: flags & stateStoppedFlag != 0,
                 audioStream: audio, subtitleStream: subtitles, nextItemURL: next,
-                joinsPrevious: flags & stateJoinsPreviousFlag != 0
+                joinsPrevious: flags & stateJoinsPreviousFlag != 0, splices: splices
             ))
         case .goodbye:
             return .goodbye

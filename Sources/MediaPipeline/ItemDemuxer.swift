@@ -147,9 +147,15 @@ public final class ItemDemuxer: @unchecked Sendable {
     /// again for a seek), given its `timestampEpochs`: a jump that opening closed up is
     /// closed up the same way here. Before `start()`, and before the seek to the opening's
     /// first position.
-    func continueTimeline(from epochs: [TimestampContinuity.Epoch]) {
+    ///
+    /// With `near` (ns of item time), the first packets read take the epoch whose shift
+    /// puts them nearest it, as after a seek there (an opening of a live stream after a jump
+    /// another player closed up, counting as that player does).
+    func continueTimeline(from epochs: [TimestampContinuity.Epoch], near target: Int64? = nil) {
         guard continuity != nil else { return }
-        continuity = TimestampContinuity(leadingStream: soundQueue?.streamIndex, earlier: epochs)
+        var continued = TimestampContinuity(leadingStream: soundQueue?.streamIndex, earlier: epochs)
+        if let target { _ = continued.prepareSeek(to: target) }
+        continuity = continued
         epochRecord.withLockAnnotated { $0 = epochs }
     }
 

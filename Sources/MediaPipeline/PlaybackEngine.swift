@@ -162,9 +162,13 @@ public final class PlaybackEngine: Sendable {
     ///
     /// With `continuing`, `source` is the item loaded now opened again (a live stream, for a
     /// seek): a jump in its times that the earlier opening closed up is closed up the same
-    /// way (`TimestampContinuity`), so the item's time runs on as it did.
+    /// way (`TimestampContinuity`), so the item's time runs on as it did. Otherwise, with
+    /// `splices` (another player's `timelineSplices` for the same live stream, a group's
+    /// leader's), the item counts as that player does: its first packets take the shift
+    /// of the splice whose stretch they fall in (`TimelineSplice.itemNanoseconds`).
     public func load(source: MediaSource, serial: Int, startFrame: Int64, start: Bool = true, forwardBuffer: Duration = .zero,
                      subtitles: SubtitleCues? = nil, metadata: TimedMetadataLog? = nil, continuing: Bool = false,
+                     splices: [TimelineSplice] = [],
                      onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
         let earlierEpochs = continuing ? parts.withLockAnnotated({ $0.demuxer?.timestampEpochs }) : nil
         unload()
@@ -182,7 +186,13 @@ public final class PlaybackEngine: Sendable {
         let wantsPictures = pictureQueue != nil
         let demuxer = ItemDemuxer(source: source, sound: true, pictures: wantsPictures, forwardBuffer: forwardBuffer, subtitles: subtitles,
                                   metadata: metadata)
-        if let earlierEpochs { demuxer.continueTimeline(from: earlierEpochs) }
+        if let earlierEpochs {
+            demuxer.continueTimeline(from: earlierEpochs)
+        } else if !splices.isEmpty {
+            let opened = source.openedAt.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
+            demuxer.continueTimeline(from: TimestampContinuity.epochs(after: splices),
+                                     near: TimelineSplice.itemNanoseconds(ofStream: opened, after: splices))
+        }
         let events: @Sendable (AudioReaderEvent) -> Void = { [weak self] event in
             if case .failed(_, _, let error) = event { self?.parts.withLockAnnotated { $0.readerError = error } }
             onEvent(event)
@@ -375,6 +385,14 @@ public final class PlaybackEngine: Sendable {
 
     /// Why the current item shows no pictures, when its video track failed.
     public var lastVideoError: MediaError? { parts.withLockAnnotated { $0.videoError } }
+
+    /// Where the times of the item read now jumped and were closed up (a live stream
+    /// spliced from several), for another player opening the same stream to count as this
+    /// one does (`load(...splices:)`); empty when they never jumped.
+    public var timelineSplices: [TimelineSplice] {
+        let epochs = parts.withLockAnnotated { $0.demuxer?.timestampEpochs } ?? []
+        return epochs.dropFirst().map { TimelineSplice(startNanoseconds: $0.start, shiftNanoseconds: $0.shift) }
+    }
 
     /// The number of the item loaded last (its blocks and pictures carry it); 0 before any.
     public var currentItemNumber: Int { parts.withLockAnnotated { $0.currentNumber } }

@@ -1,3 +1,5 @@
+import MediaClock
+
 /// Keeps an input's timestamps continuous across the jumps of a stream spliced from
 /// several: an HLS playlist's `EXT-X-DISCONTINUITY` (an advertisement, an encoder that
 /// restarted), an MPEG-TS broadcast whose clock was reset, the 33-bit wrap of MPEG-TS times.
@@ -73,6 +75,13 @@ struct TimestampContinuity {
         if let earlier, earlier.first?.start == .min, earlier.count <= Self.maximumEpochs {
             epochs = earlier.map { Epoch(start: $0.start, shift: $0.shift) }
         }
+    }
+
+    /// The epochs another player's `splices` describe, for `init(leadingStream:earlier:)`:
+    /// the first, with no shift, and one for each splice (the newest `maximumEpochs` − 1).
+    static func epochs(after splices: [TimelineSplice]) -> [Epoch] {
+        [Epoch(start: .min, shift: 0)]
+            + splices.suffix(maximumEpochs - 1).map { Epoch(start: $0.startNanoseconds, shift: $0.shiftNanoseconds) }
     }
 
     /// The shift (ns) for a packet of `stream` that decodes at `nanoseconds` (unshifted) and

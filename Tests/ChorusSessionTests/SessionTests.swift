@@ -347,6 +347,75 @@ import Testing
         #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
     }
 
+    /// A live stream whose times jump back 50 s where an advertisement was spliced in (an
+    /// `EXT-X-DISCONTINUITY`): the leader reads across the jump and closes it up; a room that
+    /// opens the stream after the jump never saw it, and counts as the leader does from the
+    /// splice the leader announces. Counting from the stream's own times, it would stand
+    /// about a minute from the leader's item time, and never reach the time it is sent to.
+    @Test func aRoomOpeningALiveStreamAfterASpliceCountsAsTheLeader() async throws {
+        // Ten seconds stamped from 51.4 s, then ten from 1.4 s, a second a segment.
+        let hls = try TestMedia.splicedHLS(seconds: 20, offsets: (50, 0))
+        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
+        defer { server.stop() }
+        let live = try SlidingPlaylist(segments: hls.segments, in: hls.folder, name: "live-spliced-group.m3u8", window: 5,
+                                       discontinuityBefore: "b000.ts")
+        defer { live.stop() }
+        for name in hls.segments { _ = server.publish(hls.folder.appendingPathComponent(name), id: "live-spliced") }
+        let url = try #require(URL(string: "http://127.0.0.1:\(server.port)\(server.publish(live.playlist, id: "live-spliced"))"))
+
+        func capture(_ role: String) -> String { TestMedia.folder.appendingPathComponent("live-spliced-group-\(role).cap").path }
+        let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
+        let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: capture("leader")),
+                                       listen: loopback, httpPort: 0, urls: [url], positionInterval: nil)
+        let leaderLog = EventLog(leader.events)
+        let leading = Running([{ _ = leader.run() }])
+        #expect(await onThread { waitUntil(20) { leader.player.timeControlStatus == .playing } })
+        // The splice is listed 6 s in, and the leader reads it soon after; a room opens
+        // two segments past the window's start, so past the splice from 8 s on.
+        #expect(await onThread { waitUntil(20) { !leader.player.currentSplices.isEmpty } })
+        try await Task.sleep(for: .milliseconds(8_500))
+        let splices = leader.player.currentSplices
+        #expect(splices.count == 1)
+        let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: -40), capturePath: capture("room"),
+                                                                            clock: .simulated(offset: .milliseconds(600), skewPPM: 50)),
+                                           leader: leader.endpoint, name: "room", statisticsInterval: nil)
+        let followerLog = EventLog(follower.events)
+        let following = Running([{ follower.run() }])
+        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing } })
+        try await Task.sleep(for: .seconds(2))
+        // Both place the stream on the leader's timeline: their seekable ranges start within
+        // the few tens of ms by which a playlist's durations and its sound place a splice
+        // apart (the leader's window counts on by the durations from before the splice).
+        let agreeing = await onThread { () -> Int in
+            var agreeing = 0
+            for _ in 0..<20 {
+                if let a = leader.player.currentItem?.seekableTimeRanges.first?.timeRangeValue.start,
+                   let b = follower.player.currentItem?.seekableTimeRanges.first?.timeRangeValue.start,
+                   abs((a - b).seconds) < 0.1 { agreeing += 1 }
+                usleep(100_000)
+            }
+            return agreeing
+        }
+        #expect(agreeing >= 7, "the seekable ranges agreed \(agreeing) times in 20")
+        follower.send(.stop)
+        leader.send(.stop)
+        await following.wait()
+        await leading.wait()
+        _ = await leaderLog.all()
+        #expect(await followerLog.messages().allSatisfy { !$0.contains("cannot play") })
+
+        let reference = try RenderCaptureLog(path: capture("leader"))
+        let room = try RenderCaptureLog(path: capture("room"))
+        // The room's first sound is past the splice, on the leader's timeline.
+        let splice = try #require(splices.first)
+        let roomFirst = try #require(room.lastRun.first?.position)
+        #expect(roomFirst > Double(splice.startNanoseconds) * 48e-6, "the room's first sound at item frame \(roomFirst)")
+        let offsets = room.offsets(against: reference, skip: 48_000)
+        #expect(offsets.count > 50, "\(offsets.count) comparable positions")
+        let worst = offsets.map(abs).max() ?? 1
+        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
+    }
+
     /// An Internet radio station over plain HTTP, which starts each listener where it then
     /// stands and says nothing of where that is: the leader relays it, so the station is
     /// asked once, and a room that joins seconds later plays the sound the leader plays at

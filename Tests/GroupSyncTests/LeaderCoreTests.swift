@@ -110,6 +110,32 @@ struct LeaderCoreTests {
         #expect(leader.state.sequence == 2)
     }
 
+    /// A live item's later jump goes out with the repeats of the State that names it, under
+    /// the same sequence (what plays has not changed), for a room that opens the item after
+    /// it; a stopped group carries none.
+    @Test func splicesFoundGoOutWithTheRepeats() throws {
+        var leader = try LeaderCore(group: "g", baseURL: "", senderID: 9)
+        var now = HostTime(nanoseconds: 0)
+        _ = leader.handle(.received(try Self.datagram(.hello(.init(followerName: "a")), sequence: 1), from: Self.follower, receivedAt: now), at: now)
+        let splice = TimelineSplice(startNanoseconds: 63_427_000_000, shiftNanoseconds: -50_000_000_000)
+        #expect(Self.sent(leader.handle(.splicesFound([splice]), at: now)).isEmpty)
+        #expect(leader.state.splices.isEmpty, "the stopped state carries none")
+        var state = GroupState.stoppedState
+        state.stopped = false
+        state.rate = 1
+        _ = leader.handle(.stateChanged(state), at: now)
+        let sequence = leader.state.sequence
+        #expect(Self.sent(leader.handle(.splicesFound([splice]), at: now)).isEmpty, "sent with the next repeat, not at once")
+        var repeats: [GroupState] = []
+        for _ in 0..<30 {
+            now += .milliseconds(10)
+            for message in Self.sent(leader.handle(.tick, at: now)) { if case let .state(sent) = message.payload { repeats.append(sent) } }
+        }
+        #expect(repeats.count == 1)
+        #expect(repeats.first?.splices == [splice])
+        #expect(repeats.first?.sequence == sequence)
+    }
+
     @Test func silentFollowersTimeOutAndGoodbyeRemoves() throws {
         var leader = try LeaderCore(group: "g", baseURL: "", senderID: 9)
         var now = HostTime(nanoseconds: 0)

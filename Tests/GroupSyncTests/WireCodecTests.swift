@@ -9,7 +9,9 @@ struct WireCodecTests {
         itemDuration: CMTime(value: 12_345_678, timescale: 48_000), rate: 1,
         anchorItemTime: CMTime(value: 96_000, timescale: 48_000), anchorLeaderTime: LeaderTime(nanoseconds: -123_456_789),
         ended: false, stopped: false, audioStream: 2, subtitleStream: 5, nextItemURL: "/items/4/next é.flac",
-        joinsPrevious: true
+        joinsPrevious: true,
+        splices: [TimelineSplice(startNanoseconds: 63_427_000_000, shiftNanoseconds: -50_000_000_000),
+                  TimelineSplice(startNanoseconds: .max - 1, shiftNanoseconds: .min)]
     )
 
     static let payloads: [GroupMessage.Payload] = [
@@ -44,7 +46,7 @@ struct WireCodecTests {
     @Test func headerLayoutIsBigEndian() throws {
         let bytes = try WireCodec().encode(Self.message(.clockRequest(.init(requestID: 0x0A0B_0C0D, t1: 0x1122_3344_5566_7788)), sequence: 9, group: "g"))
         #expect(Array(bytes[0..<4]) == Array("CHRS".utf8))
-        #expect(bytes[4] == 2 && bytes[5] == 3 && bytes[6] == 0 && bytes[7] == 0)
+        #expect(bytes[4] == 3 && bytes[5] == 3 && bytes[6] == 0 && bytes[7] == 0)
         #expect(Array(bytes[8..<16]) == [1, 2, 3, 4, 5, 6, 7, 8])
         #expect(Array(bytes[16..<24]) == [0, 0, 0, 0, 0, 0, 0, 9])
         #expect(bytes[24] == 1 && bytes[25] == UInt8(ascii: "g"))
@@ -83,21 +85,28 @@ struct WireCodecTests {
         expectError(Array(valid.prefix(3)), DecodeError.lengthPastEnd(field: "magic"))
         expectError(patched(0, UInt8(ascii: "X")), .badMagic)
         expectError(patched(4, 1), .unsupportedVersion(1))
-        expectError(patched(4, 3), .unsupportedVersion(3))
+        expectError(patched(4, 2), .unsupportedVersion(2))
+        expectError(patched(4, 4), .unsupportedVersion(4))
         expectError(patched(5, 0), .unknownType(0))
         expectError(patched(5, 99), .unknownType(99))
         expectError(Array(valid.prefix(20)), .truncated(field: "sequence"))
         expectError(patched(24, 65), .groupNameTooLong(65))
         expectError(patched(25, 0xFF), .invalidUTF8(field: "group name"))
         expectError(Array(valid.prefix(bodyStart + 4)), .lengthPastEnd(field: "body"))
-        // Body length one short of the fields: the last field (the next item's URL) is cut.
+        // Body length one short of the fields: the last field (the last splice's shift) is cut.
         var short = valid
         short[bodyStart - 1] &-= 1
         short.removeLast()
-        expectError(short, .lengthPastEnd(field: "next item URL"))
+        expectError(short, .truncated(field: "splice shift"))
+        // Splices: more than eight, and starts that do not rise.
+        let splicesStart = valid.count - 1 - 16 * Self.state.splices.count
+        expectError(patched(splicesStart, UInt8(GroupState.maximumSplices + 1)), .invalidSplices)
+        var unordered = valid
+        unordered.replaceSubrange((splicesStart + 17)..<(splicesStart + 25), with: Array(unordered[(splicesStart + 1)..<(splicesStart + 9)]))
+        expectError(unordered, .invalidSplices)
         // A stream index below -1 (none); the streams lie before the next item's URL.
         let nextLength = Array(Self.state.nextItemURL.utf8).count + 2
-        let streamsEnd = valid.count - nextLength
+        let streamsEnd = splicesStart - nextLength
         var stream = valid
         stream.replaceSubrange((streamsEnd - 8)..<(streamsEnd - 4), with: [0xFF, 0xFF, 0xFF, 0xFE])
         expectError(stream, .invalidStreamIndex(field: "audio stream"))
