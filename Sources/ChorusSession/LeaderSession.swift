@@ -1,8 +1,8 @@
 import AVPlayback
 import Foundation
-import MediaClock
 import GroupSync
 import Logging
+import MediaClock
 import MediaPipeline
 import MediaServer
 import MutexAnnotations
@@ -59,8 +59,9 @@ public final class LeaderSession: Sendable {
 
 /// The leader's network side: the core, the socket, the HTTP server.
 final class LeaderNode: @unchecked Sendable {
-    // @unchecked: `core` and `timer` are touched only on `queue` (the core's serial queue)
-    // or before `start`; `published` is behind its own mutex; everything else is immutable.
+    // @unchecked: `core`, `timer` and `ticksSinceSpliceCheck` are touched only on `queue`
+    // (the core's serial queue) or before `start`; `published`, `relays` and `spliceSource`
+    // are behind their own mutexes; everything else is immutable.
 
     /// How often the core is ticked: its state period and follower timeouts are multiples.
     static let tickInterval: Duration = .milliseconds(10)

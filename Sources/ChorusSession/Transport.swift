@@ -1,7 +1,7 @@
 import AVPlayback
 import Foundation
-import MediaClock
 import GroupSync
+import MediaClock
 import MutexAnnotations
 import Synchronization
 
@@ -97,12 +97,14 @@ final class GroupTransport: PlaybackTransport {
         let path = node.publish(url, index: index)
         current.withLockAnnotated { $0 = (index, path) }
         next.withLockAnnotated { $0 = "" }
-        let from = url.pathExtension.lowercased() == "m3u8" ? Self.liveOpening(of: item) ?? start : start
+        // Only a playlist, or anything fetched over the network, can be a live stream.
+        let mayBeLive = !url.isFileURL || url.pathExtension.lowercased() == "m3u8"
+        let from = mayBeLive ? Self.liveOpening(of: item) ?? start : start
         schedule(rate: Double(player.defaultRate), at: from, lead: Self.startLead, on: player)
     }
 
-    /// The longest `begin` waits for a playlist to open, to learn whether it is live and
-    /// where: as long as a follower is given to open an item over a slow network.
+    /// The longest `begin` waits for an item that may be live to open, to learn whether it
+    /// is and where: as long as a follower is given to open an item over a slow network.
     static let liveOpenTimeout: Duration = .seconds(20)
     /// How often it looks meanwhile.
     static let liveOpenPoll: Duration = .milliseconds(10)

@@ -49,8 +49,8 @@ public struct GroupState: Sendable, Equatable {
     /// The wire's value for "no stream chosen".
     public static let noSelection: Int32 = -1
     /// The most splices a State carries: the newest, since a room opens a live item near its
-    /// end. Eight cover a live playlist's listing of a few minutes cut every few seconds,
-    /// in 128 bytes.
+    /// end. An advertisement break makes two (in and out), and a live playlist lists a few
+    /// minutes: eight cover four breaks in it, in 128 bytes.
     public static let maximumSplices = 8
 
     /// A state with every field given; `sequence` defaults to 0 for `LeaderCore` to assign.

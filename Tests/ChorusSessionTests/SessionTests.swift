@@ -223,11 +223,8 @@ import Testing
         /// The room's sound against the leader's after `skip` frames: over more than 50
         /// positions, never a millisecond apart.
         func expectInStep(skip: Double, sourceLocation: SourceLocation = #_sourceLocation) throws {
-            let reference = try RenderCaptureLog(path: capture("leader"))
-            let offsets = try RenderCaptureLog(path: capture("room")).offsets(against: reference, skip: skip)
-            #expect(offsets.count > 50, "\(offsets.count) comparable positions", sourceLocation: sourceLocation)
-            let worst = offsets.map(abs).max() ?? 1
-            #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs", sourceLocation: sourceLocation)
+            try SessionTests.expectInStep(try RenderCaptureLog(path: capture("room")), try RenderCaptureLog(path: capture("leader")),
+                                          skip: skip, sourceLocation: sourceLocation)
         }
     }
 
@@ -292,59 +289,16 @@ import Testing
     /// item's time is the stream's own, the same for both).
     @Test func aRoomOpeningALiveStreamLaterHearsWhatTheLeaderHears() async throws {
         let hls = try TestMedia.hls(seconds: 40)
-        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
-        defer { server.stop() }
-        let live = try SlidingPlaylist(segments: hls.segments, in: hls.folder, name: "live-group.m3u8", window: 5)
-        defer { live.stop() }
-        for name in hls.segments { _ = server.publish(hls.folder.appendingPathComponent(name), id: "live") }
-        let url = try #require(URL(string: "http://127.0.0.1:\(server.port)\(server.publish(live.playlist, id: "live"))"))
-
-        func capture(_ role: String) -> String { TestMedia.folder.appendingPathComponent("live-group-\(role).cap").path }
-        let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
-        let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: capture("leader")),
-                                       listen: loopback, httpPort: 0, urls: [url], positionInterval: nil)
-        let leaderLog = EventLog(leader.events)
-        let leading = Running([{ _ = leader.run() }])
-        #expect(await onThread { waitUntil(20) { leader.player.timeControlStatus == .playing } })
-        try await Task.sleep(for: .milliseconds(2_300))
-        let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: -40), capturePath: capture("room"),
-                                                                            clock: .simulated(offset: .milliseconds(600), skewPPM: 50)),
-                                           leader: leader.endpoint, name: "room", statisticsInterval: nil)
-        let followerLog = EventLog(follower.events)
-        let following = Running([{ follower.run() }])
-        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing } })
-        try await Task.sleep(for: .seconds(2))
         // Both place the stream on the same time, its own: their playlists' seekable ranges
         // start at the same item time whenever both have read the playlist since it last moved
         // (twice a second each, against once a second). Each counting from where it opened,
         // they would stand the seconds apart that they opened.
-        let agreeing = await onThread { () -> Int in
-            var agreeing = 0
-            for _ in 0..<20 {
-                if let a = leader.player.currentItem?.seekableTimeRanges.first?.timeRangeValue.start,
-                   let b = follower.player.currentItem?.seekableTimeRanges.first?.timeRangeValue.start,
-                   abs((a - b).seconds) < 0.01 { agreeing += 1 }
-                usleep(100_000)
-            }
-            return agreeing
-        }
-        #expect(agreeing >= 7, "the seekable ranges agreed \(agreeing) times in 20")
-        follower.send(.stop)
-        leader.send(.stop)
-        await following.wait()
-        await leading.wait()
-        _ = await leaderLog.all()
-        #expect(await followerLog.messages().allSatisfy { !$0.contains("cannot play") })
-
-        let reference = try RenderCaptureLog(path: capture("leader"))
-        let room = try RenderCaptureLog(path: capture("room"))
+        let group = try await playLive(hls, name: "live-group", roomAfter: .milliseconds(2_300), rangesWithin: 0.01)
+        #expect(group.agreeing >= 7, "the seekable ranges agreed \(group.agreeing) times in 20")
         // The room's first sound is further on in the stream than the leader's.
-        let (leaderFirst, roomFirst) = (try #require(reference.lastRun.first?.position), try #require(room.lastRun.first?.position))
+        let (leaderFirst, roomFirst) = (try #require(group.leader.lastRun.first?.position), try #require(group.room.lastRun.first?.position))
         #expect(roomFirst - leaderFirst > 48_000, "first sounds at item frames \(leaderFirst) and \(roomFirst)")
-        let offsets = room.offsets(against: reference, skip: 48_000)
-        #expect(offsets.count > 50, "\(offsets.count) comparable positions")
-        let worst = offsets.map(abs).max() ?? 1
-        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
+        try Self.expectInStep(group.room, group.leader)
     }
 
     /// A live stream whose times jump back 50 s where an advertisement was spliced in (an
@@ -353,29 +307,49 @@ import Testing
     /// splice the leader announces. Counting from the stream's own times, it would stand
     /// about a minute from the leader's item time, and never reach the time it is sent to.
     @Test func aRoomOpeningALiveStreamAfterASpliceCountsAsTheLeader() async throws {
-        // Ten seconds stamped from 51.4 s, then ten from 1.4 s, a second a segment.
+        // Ten seconds stamped from 51.4 s, then ten from 1.4 s, a second a segment. The
+        // splice is listed 6 s in, and the leader reads it soon after; a room opens two
+        // segments past the window's start, so past the splice from 8 s on. Their seekable
+        // ranges start within the few tens of ms by which a playlist's durations and its
+        // sound place a splice apart (the leader's window counts on by the durations from
+        // before the splice).
         let hls = try TestMedia.splicedHLS(seconds: 20, offsets: (50, 0))
+        let group = try await playLive(hls, name: "live-spliced-group", discontinuityBefore: "b000.ts",
+                                       roomAfter: .milliseconds(8_500), rangesWithin: 0.1)
+        #expect(group.agreeing >= 7, "the seekable ranges agreed \(group.agreeing) times in 20")
+        #expect(group.splices.count == 1)
+        // The room's first sound is past the splice, on the leader's timeline.
+        let splice = try #require(group.splices.first)
+        let roomFirst = try #require(group.room.lastRun.first?.position)
+        #expect(roomFirst > Double(splice.startNanoseconds) * 48e-6, "the room's first sound at item frame \(roomFirst)")
+        try Self.expectInStep(group.room, group.leader)
+    }
+
+    /// A leader playing `hls` as a live stream (a window of five segments moved on by one a
+    /// second), and a room that joins `roomAfter` after the leader plays, each recorded;
+    /// stopped two seconds after the room plays. Returns the records, how often in 20 looks
+    /// over two seconds their seekable ranges started within `rangesWithin` seconds, and the
+    /// splices the leader had announced when the room joined.
+    private func playLive(_ hls: (folder: URL, segments: [String]), name: String, discontinuityBefore: String? = nil,
+                          roomAfter: Duration, rangesWithin tolerance: Double) async throws
+        -> (leader: RenderCaptureLog, room: RenderCaptureLog, agreeing: Int, splices: [TimelineSplice]) {
         let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
         defer { server.stop() }
-        let live = try SlidingPlaylist(segments: hls.segments, in: hls.folder, name: "live-spliced-group.m3u8", window: 5,
-                                       discontinuityBefore: "b000.ts")
+        let live = try SlidingPlaylist(segments: hls.segments, in: hls.folder, name: "\(name).m3u8", window: 5,
+                                       discontinuityBefore: discontinuityBefore)
         defer { live.stop() }
-        for name in hls.segments { _ = server.publish(hls.folder.appendingPathComponent(name), id: "live-spliced") }
-        let url = try #require(URL(string: "http://127.0.0.1:\(server.port)\(server.publish(live.playlist, id: "live-spliced"))"))
+        for segment in hls.segments { _ = server.publish(hls.folder.appendingPathComponent(segment), id: name) }
+        let url = try #require(URL(string: "http://127.0.0.1:\(server.port)\(server.publish(live.playlist, id: name))"))
 
-        func capture(_ role: String) -> String { TestMedia.folder.appendingPathComponent("live-spliced-group-\(role).cap").path }
+        func capture(_ role: String) -> String { TestMedia.folder.appendingPathComponent("\(name)-\(role).cap").path }
         let loopback = try #require(UDPEndpoint(parsing: "127.0.0.1:0"))
         let leader = try LeaderSession(configuration: NodeConfiguration(output: .null(driftPPM: 0), capturePath: capture("leader")),
                                        listen: loopback, httpPort: 0, urls: [url], positionInterval: nil)
         let leaderLog = EventLog(leader.events)
         let leading = Running([{ _ = leader.run() }])
         #expect(await onThread { waitUntil(20) { leader.player.timeControlStatus == .playing } })
-        // The splice is listed 6 s in, and the leader reads it soon after; a room opens
-        // two segments past the window's start, so past the splice from 8 s on.
-        #expect(await onThread { waitUntil(20) { !leader.player.currentSplices.isEmpty } })
-        try await Task.sleep(for: .milliseconds(8_500))
+        try await Task.sleep(for: roomAfter)
         let splices = leader.player.currentSplices
-        #expect(splices.count == 1)
         let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: -40), capturePath: capture("room"),
                                                                             clock: .simulated(offset: .milliseconds(600), skewPPM: 50)),
                                            leader: leader.endpoint, name: "room", statisticsInterval: nil)
@@ -383,37 +357,33 @@ import Testing
         let following = Running([{ follower.run() }])
         #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing } })
         try await Task.sleep(for: .seconds(2))
-        // Both place the stream on the leader's timeline: their seekable ranges start within
-        // the few tens of ms by which a playlist's durations and its sound place a splice
-        // apart (the leader's window counts on by the durations from before the splice).
         let agreeing = await onThread { () -> Int in
             var agreeing = 0
             for _ in 0..<20 {
                 if let a = leader.player.currentItem?.seekableTimeRanges.first?.timeRangeValue.start,
                    let b = follower.player.currentItem?.seekableTimeRanges.first?.timeRangeValue.start,
-                   abs((a - b).seconds) < 0.1 { agreeing += 1 }
+                   abs((a - b).seconds) < tolerance { agreeing += 1 }
                 usleep(100_000)
             }
             return agreeing
         }
-        #expect(agreeing >= 7, "the seekable ranges agreed \(agreeing) times in 20")
         follower.send(.stop)
         leader.send(.stop)
         await following.wait()
         await leading.wait()
         _ = await leaderLog.all()
         #expect(await followerLog.messages().allSatisfy { !$0.contains("cannot play") })
+        return (try RenderCaptureLog(path: capture("leader")), try RenderCaptureLog(path: capture("room")), agreeing, splices)
+    }
 
-        let reference = try RenderCaptureLog(path: capture("leader"))
-        let room = try RenderCaptureLog(path: capture("room"))
-        // The room's first sound is past the splice, on the leader's timeline.
-        let splice = try #require(splices.first)
-        let roomFirst = try #require(room.lastRun.first?.position)
-        #expect(roomFirst > Double(splice.startNanoseconds) * 48e-6, "the room's first sound at item frame \(roomFirst)")
-        let offsets = room.offsets(against: reference, skip: 48_000)
-        #expect(offsets.count > 50, "\(offsets.count) comparable positions")
+    /// The room's sound against the leader's after `skip` frames: over more than 50
+    /// positions, never a millisecond apart.
+    static func expectInStep(_ room: RenderCaptureLog, _ leader: RenderCaptureLog, skip: Double = 48_000,
+                             sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let offsets = room.offsets(against: leader, skip: skip)
+        #expect(offsets.count > 50, "\(offsets.count) comparable positions", sourceLocation: sourceLocation)
         let worst = offsets.map(abs).max() ?? 1
-        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs")
+        #expect(worst < 1e-3, "worst offset \(worst * 1e6) µs", sourceLocation: sourceLocation)
     }
 
     /// An Internet radio station over plain HTTP, which starts each listener where it then
