@@ -379,8 +379,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         guard source.info.isLiveHLS else { return }
         // Where the stream was opened, on the item's timeline: past a splice another player
         // closed up, by that splice's shift.
-        let opened = source.openedAt.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
-        let item = TimelineSplice.itemNanoseconds(ofStream: opened, after: timelineSplices)
+        let item = source.openedAtNanoseconds(after: timelineSplices)
         let window = HLSLiveWindow(url: source.url, openedAt: Double(item) / 1e9)
         let old = state.withLockAnnotated { current in
             defer {

@@ -263,7 +263,6 @@ private final class Muxer: @unchecked Sendable {
         }
         defer { var freed: UnsafeMutablePointer<AVPacket>? = packet; av_packet_free(&freed) }
         var state = RelayState(soundStream: soundStream)
-        defer { state.freeHeld() }
         var failure: MediaError?
         while failure == nil {
             let status = av_read_frame(source.formatContext, packet)
@@ -292,8 +291,8 @@ private final class Muxer: @unchecked Sendable {
             if index != soundStream, state.continuity.isProvisional(index) {
                 // A picture that met a jump before the sound did: held back until the sound
                 // sets the shift, up to the demuxer's own limit (`ItemDemuxer.mostHeldPictures`).
-                if state.held.count < ItemDemuxer.mostHeldPictures, let copy = av_packet_clone(packet) {
-                    state.held.append(copy)
+                if state.held.count < ItemDemuxer.mostHeldPictures, let held = OwnedPacket(movingFrom: packet) {
+                    state.held.append(held)
                     continue
                 }
                 state.continuity.acceptGuess()
@@ -309,8 +308,8 @@ private final class Muxer: @unchecked Sendable {
     private struct RelayState {
         /// The jumps of the station's times, closed up (`TimestampContinuity`).
         var continuity: TimestampContinuity
-        /// Pictures held back while their shift is a guess, each a copy to free.
-        var held: [UnsafeMutablePointer<AVPacket>] = []
+        /// Pictures held back while their shift is a guess.
+        var held: [OwnedPacket] = []
         /// Per input stream: the last decoding time written, in its own time base.
         var written: [Int32: Int64] = [:]
         /// The relayed time of the first packet written, in seconds.
@@ -318,26 +317,18 @@ private final class Muxer: @unchecked Sendable {
         var titles = TitleWriter()
 
         init(soundStream: Int32?) { continuity = TimestampContinuity(leadingStream: soundStream) }
-
-        mutating func freeHeld() {
-            for copy in held { var freed: UnsafeMutablePointer<AVPacket>? = copy; av_packet_free(&freed) }
-            held.removeAll()
-        }
     }
 
     /// Writes the held pictures, once their stream's shift is no longer a guess.
     private func releaseHeld(_ state: inout RelayState, source: MediaSource,
                              relayed: (Double) -> Void) -> MediaError? {
-        guard let copy = state.held.first, !state.continuity.isProvisional(copy.pointee.stream_index) else { return nil }
+        guard let first = state.held.first, !state.continuity.isProvisional(first.pointer.pointee.stream_index) else { return nil }
         let held = state.held
         state.held.removeAll()
-        var failure: MediaError?
-        for copy in held {
-            if failure == nil { failure = write(copy, state: &state, source: source, relayed: relayed) }
-            var freed: UnsafeMutablePointer<AVPacket>? = copy
-            av_packet_free(&freed)
+        for packet in held {
+            if let failure = write(packet.pointer, state: &state, source: source, relayed: relayed) { return failure }
         }
-        return failure
+        return nil
     }
 
     /// Writes `packet` (with the station's own times) to its output stream, shifted by the

@@ -53,6 +53,12 @@ public final class MediaSource: @unchecked Sendable {
     /// The stream time of the first packet this opening read (the container's start time):
     /// where a live stream's item time stood when it was opened here.
     public let openedAt: CMTime
+    /// `openedAt` in nanoseconds on the timeline `splices` describe (another player's jumps
+    /// of the same stream, closed up: `TimelineSplice.itemNanoseconds`).
+    public func openedAtNanoseconds(after splices: [TimelineSplice]) -> Int64 {
+        let opened = openedAt.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
+        return TimelineSplice.itemNanoseconds(ofStream: opened, after: splices)
+    }
     let formatContext: UnsafeMutablePointer<AVFormatContext>
     private let interruptState: InterruptState
     /// The context's `opaque`: released only after the context is closed (deinit's body runs

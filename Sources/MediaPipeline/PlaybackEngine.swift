@@ -189,9 +189,7 @@ public final class PlaybackEngine: Sendable {
         if let earlierEpochs {
             demuxer.continueTimeline(from: earlierEpochs)
         } else if !splices.isEmpty {
-            let opened = source.openedAt.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
-            demuxer.continueTimeline(from: TimestampContinuity.epochs(after: splices),
-                                     near: TimelineSplice.itemNanoseconds(ofStream: opened, after: splices))
+            demuxer.continueTimeline(from: TimestampContinuity.epochs(after: splices), near: source.openedAtNanoseconds(after: splices))
         }
         let events: @Sendable (AudioReaderEvent) -> Void = { [weak self] event in
             if case .failed(_, _, let error) = event { self?.parts.withLockAnnotated { $0.readerError = error } }
