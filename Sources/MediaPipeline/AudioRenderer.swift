@@ -222,7 +222,11 @@ public final class AudioRenderer: @unchecked Sendable {
     /// made has it made first, so the render thread finds it.
     public func update(_ change: (inout RenderControl) -> Void) {
         control.withLockAnnotated { value in
+            // A flush the render thread has not yet taken stays asked for: a pause followed at
+            // once by a play (which flushes nothing) must still drop what the device holds.
+            let flushPending = value.flush
             change(&value)
+            value.flush = value.flush || flushPending
             if value.needsPitchKeeping { prepareKeeper(value.pitch) }
             value.generation += 1
         }
@@ -259,7 +263,12 @@ public final class AudioRenderer: @unchecked Sendable {
         let channels = ring.format.channels
         let wanted = timingPrecision == .relaxed ? output.relaxedWriteFrames : output.periodFrames
         let writable = output.waitUntilWritable(frames: wanted, timeout: Self.deviceWaitLimit)
-        if let latest = control.withLockIfAvailableAnnotated({ $0 }), latest.generation != applied.generation {
+        if let latest = control.withLockIfAvailableAnnotated({ value -> RenderControl in
+            // The flush is taken with the control that carries it (see `update`).
+            let taken = value
+            value.flush = false
+            return taken
+        }), latest.generation != applied.generation {
             apply(latest)
         }
         dropStale()

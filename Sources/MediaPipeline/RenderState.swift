@@ -67,7 +67,9 @@ public struct RenderControl: Sendable, Equatable {
     public var generation: Int = 0
     public var mode: RenderMode = .idle(serial: 0)
     /// Drop what the device has queued when applying this generation, so the change is
-    /// heard at once rather than after the device's latency.
+    /// heard at once rather than after the device's latency. Once asked for, it stays asked
+    /// for until the render thread takes a control: a later change that flushes nothing does
+    /// not cancel it (`AudioRenderer.update`).
     public var flush: Bool = false
     /// Linear gain applied to content (0...1).
     public var volume: Float = 1

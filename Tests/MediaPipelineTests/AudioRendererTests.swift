@@ -195,6 +195,36 @@ import MediaClock
         #expect(heard.count > Int(written - shift))
     }
 
+    @Test("a pause and a play posted before the render thread looks still drop what the device held")
+    func aFlushIsKeptUntilTheRenderThreadTakesIt() throws {
+        let ring = AudioRing(format: format, capacity: .seconds(2))
+        let rendering = try rendering(ring) { $0.mode = .play(serial: 1, frame: 0, hostTime: nil) }
+        feed(ring, serial: 1, from: 0, blocks: 40)
+        rendering.run(for: .milliseconds(150))
+        let queued = rendering.device.presentationTimestamp().queuedFrames
+        #expect(queued > Double(format.sampleRate / 20), "the device holds too little for the case to be tested")
+        // A pause (flushing) and, before any pass takes it, a play from elsewhere (flushing
+        // nothing, as a resumption asks).
+        let resumedAt: Int64 = 500_000
+        rendering.renderer.update {
+            $0.mode = .idle(serial: 2)
+            $0.flush = true
+        }
+        rendering.renderer.update {
+            $0.mode = .play(serial: 2, frame: resumedAt, hostTime: nil)
+            $0.flush = false
+        }
+        let changedAt = rendering.device.now
+        feed(ring, serial: 2, from: resumedAt, blocks: 30)
+        rendering.run(for: .milliseconds(300))
+        // The control is taken within a pass (one relaxed write, under the device's queue):
+        // after that nothing of the first run is heard.
+        let taken = changedAt + format.duration(ofFrames: Int64(rendering.device.relaxedWriteFrames))
+        let late = heardContent(rendering.device).filter { $0.host > taken && $0.frame < resumedAt }
+        #expect(late.count == 0, "\(late.count) frames of the paused run heard after the pause, the last at frame \(late.last?.frame ?? 0)")
+        #expect(heardContent(rendering.device).contains { $0.frame == resumedAt })
+    }
+
     @Test func playsToTheEndAndSaysWhenItIsHeard() throws {
         let blocks = 10
         let frames = Int64(blocks * AudioRing.framesPerBlock)

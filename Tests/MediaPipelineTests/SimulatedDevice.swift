@@ -85,6 +85,7 @@ final class SimulatedDevice: AudioOutput, @unchecked Sendable {
             self.restartAt = nil
             streamRestartCount += 1
             device.flush()
+            forgetFramesUnheard()
             replacedUntil = clock.now() + restartGap
         }
         if let until = replacedUntil {
@@ -127,8 +128,29 @@ final class SimulatedDevice: AudioOutput, @unchecked Sendable {
         return taken
     }
 
-    func flush() { device.flush() }
+    /// What the device held is dropped unheard: the truth keeps only the frames heard
+    /// before now.
+    func flush() {
+        device.flush()
+        forgetFramesUnheard()
+    }
+
     func close() { device.close() }
+
+    /// Drops, from the writes and the samples, every frame due at or after now.
+    private func forgetFramesUnheard() {
+        let now = clock.now()
+        while let last = writes.last {
+            let heard = Int(max(0, (Double((now - last.heardAt).nanosecondsClamped) / frameNanoseconds).rounded(.up)))
+            if heard >= last.frames { break }
+            samples.removeLast(last.frames - heard)
+            if heard == 0 {
+                writes.removeLast()
+            } else {
+                writes[writes.count - 1].frames = heard
+            }
+        }
+    }
 
     /// Every frame written, as when it is heard and what it holds (first channel).
     var heardFrames: [(host: HostTime, value: Float)] {
