@@ -135,8 +135,8 @@ let package = Package(
         // reading, FFmpeg reference decodes.
         .target(name: "ChorusTestSupport", dependencies: ["MediaClock"], path: "Tests/ChorusTestSupport"),
         .testTarget(name: "VideoDisplayTests", dependencies: ["VideoDisplay", "CSDL2", "AVPlayback", "MediaPipeline", "ChorusTestSupport", "MutexAnnotations"]),
-        .testTarget(name: "MediaClockTests", dependencies: ["MediaClock", "MutexAnnotations", "ChorusSimulation"]),
-        .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock", "MutexAnnotations", "ChorusSimulation"], exclude: ["Fixtures"],
+        .testTarget(name: "MediaClockTests", dependencies: ["MediaClock", "MutexAnnotations", "ChorusSimulation", "ChorusTestSupport"]),
+        .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock", "MutexAnnotations", "ChorusSimulation", "ChorusTestSupport"], exclude: ["Fixtures"],
                     swiftSettings: optimizedInTests),
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "MediaPipeline", "ChorusTestSupport"]),
         .testTarget(name: "MediaPipelineTests", dependencies: ["MediaPipeline", "MediaClock", "MediaServer", "ChorusTestSupport", "ChorusSimulation", "CAllocationCounter"]),

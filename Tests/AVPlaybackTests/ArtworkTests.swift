@@ -87,7 +87,7 @@ struct CoverCase: Sendable, CustomTestStringConvertible {
 }
 
 /// Cover art (FFmpeg's attached pictures) read as artwork metadata, and kept out of the tracks.
-@Suite struct ArtworkTests {
+@Suite(.ownThread) struct ArtworkTests {
     static let cases = [
         CoverCase(container: "mp3", picture: "jpg"), CoverCase(container: "mp3", picture: "png"),
         CoverCase(container: "m4a", picture: "png"), CoverCase(container: "m4a", picture: "jpg"),
@@ -218,7 +218,7 @@ struct CoverCase: Sendable, CustomTestStringConvertible {
     }
 
     @Test("An MP3 with a cover plays as sound alone: no picture to show, its sound as FFmpeg decodes it")
-    func coveredMP3PlaysAsSound() throws {
+    func coveredMP3PlaysAsSound() async throws {
         let url = try song("mp3", pictures: [try cover("jpg")])
         let item = AVPlayerItem(url: url)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
@@ -226,12 +226,12 @@ struct CoverCase: Sendable, CustomTestStringConvertible {
         // Something that shows pictures is attached: the item still has none to give it.
         let output = AVPlayerItemVideoOutput(pixelBufferAttributes: nil)
         item.add(output)
-        #expect(waitUntil { item.status == .readyToPlay })
+        #expect(await waitUntil { item.status == .readyToPlay })
         #expect(item.tracks.compactMap(\.assetTrack?.mediaType) == [.audio])
         #expect(item.presentationSize == .zero)
         #expect(!item.canStepForward)
 
-        let rendered = try renderToPCM(url, name: "covered-mp3")
+        let rendered = try await renderToPCM(url, name: "covered-mp3")
         let reference = try PCM.ffmpegDecode(url, channels: rendered.channels)
         #expect(rendered.frameCount > rendered.sampleRate * 9 / 10)
         #expect(rendered.maximumDifference(from: reference) <= 1e-6)

@@ -3,7 +3,7 @@ import Testing
 import ChorusTestSupport
 @testable import AVPlayback
 
-@Suite struct AssetTests {
+@Suite(.ownThread) struct AssetTests {
     @Test func loadsPropertiesAsynchronously() async throws {
         let asset = AVURLAsset(url: try TestMedia.tone(.aac, seconds: 2, rate: 48_000, channels: 2))
         if case .notYetLoaded = asset.status(of: .duration) {} else { Issue.record("loaded before asked") }

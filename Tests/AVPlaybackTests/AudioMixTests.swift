@@ -6,7 +6,7 @@ import MediaPipeline
 
 /// An item's audio mix, heard: the rendered sound is the decoded sound times the volume the
 /// mix gives its track at each frame's time.
-@Suite struct AudioMixTests {
+@Suite(.ownThread) struct AudioMixTests {
     /// The volume of `parameters` at frame `frame` of a 48 kHz item.
     private func volume(_ parameters: AVAudioMixInputParameters, atFrame frame: Int) -> Float {
         parameters.volume(at: CMTime(value: Int64(frame), timescale: 48_000))
@@ -15,7 +15,7 @@ import MediaPipeline
     /// Renders `source` through a player into a WAV file, forwards from the start (or, with
     /// `backwardsFrom`, backwards from that frame), with `mix` made for its sound track.
     private func render(_ source: URL, name: String, backwardsFrom: Int? = nil,
-                        mix: (AVAssetTrack) -> AVAudioMix?) throws -> PCM {
+                        mix: (AVAssetTrack) -> AVAudioMix?) async throws -> PCM {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-mix-\(getpid())-\(name).wav")
         defer { try? FileManager.default.removeItem(at: out) }
         let item = AVPlayerItem(url: source)
@@ -24,27 +24,27 @@ import MediaPipeline
         let player = AVPlayer(playerItem: item, output: .wav(path: out.path))
         defer { player.close() }
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
-        #expect(waitUntil(20) { item.status == .readyToPlay })
+        #expect(await waitUntil(20) { item.status == .readyToPlay })
         if let backwardsFrom {
             item.audioTimePitchAlgorithm = .varispeed
             let sought = Collected<Bool>()
             player.seek(to: CMTime(value: Int64(backwardsFrom), timescale: 48_000), toleranceBefore: .zero, toleranceAfter: .zero) { sought.append($0) }
-            #expect(waitUntil(20) { sought.count == 1 })
+            #expect(await waitUntil(20) { sought.count == 1 })
             player.rate = -1
         } else {
             player.play()
         }
-        #expect(waitUntil(60) { ended.value > 0 || item.status == .failed })
-        _ = waitUntil(5) { player.rate == 0 }
+        #expect(await waitUntil(60) { ended.value > 0 || item.status == .failed })
+        _ = await waitUntil(5) { player.rate == 0 }
         player.close()
         return try PCM(wavFile: out)
     }
 
     @Test("a fade in, a step and a fade out of the mix are heard frame by frame")
-    func theMixIsHeard() throws {
+    func theMixIsHeard() async throws {
         let source = try TestMedia.tone(.wav, seconds: 3, rate: 48_000, channels: 2)
         let parameters = AVMutableAudioMixInputParameters()
-        let rendered = try render(source, name: "forward") { track in
+        let rendered = try await render(source, name: "forward") { track in
             parameters.trackID = track.trackID
             parameters.setVolumeRamp(fromStartVolume: 0, toEndVolume: 1, timeRange: CMTimeRange(start: .zero, duration: CMTime(value: 1, timescale: 1)))
             parameters.setVolume(0.5, at: CMTime(value: 3, timescale: 2))
@@ -70,11 +70,11 @@ import MediaPipeline
     }
 
     @Test("backwards, each frame is heard at the volume of its own place in the item")
-    func theMixFollowsTheItemsTimeBackwards() throws {
+    func theMixFollowsTheItemsTimeBackwards() async throws {
         let source = try TestMedia.tone(.wav, seconds: 2, rate: 48_000, channels: 2)
         let parameters = AVMutableAudioMixInputParameters()
         let start = 72_000
-        let rendered = try render(source, name: "backward", backwardsFrom: start) { track in
+        let rendered = try await render(source, name: "backward", backwardsFrom: start) { track in
             parameters.trackID = track.trackID
             parameters.setVolumeRamp(fromStartVolume: 1, toEndVolume: 0, timeRange: CMTimeRange(start: .zero, duration: CMTime(value: 3, timescale: 2)))
             let mix = AVMutableAudioMix()
@@ -94,9 +94,9 @@ import MediaPipeline
     }
 
     @Test("a mix for no track, or for another track, leaves the sound as it is")
-    func aMixForNoTrackChangesNothing() throws {
+    func aMixForNoTrackChangesNothing() async throws {
         let source = try TestMedia.tone(.wav, seconds: 1, rate: 48_000, channels: 2)
-        let rendered = try render(source, name: "other-track") { track in
+        let rendered = try await render(source, name: "other-track") { track in
             let none = AVMutableAudioMixInputParameters()
             none.setVolume(0, at: .zero)
             let other = AVMutableAudioMixInputParameters()

@@ -31,7 +31,7 @@ private final class Recorder<Value: Sendable>: Sendable {
     var values: [Value] { stored.withLockAnnotated { $0 } }
 }
 
-@Suite struct CompatibilityTests {
+@Suite(.ownThread) struct CompatibilityTests {
     // MARK: - Source compatibility
 
     @Test("An app's own CMTime * Int32 operator is used without ambiguity")

@@ -7,9 +7,9 @@ import MediaPipeline
 
 /// A queue's items with pictures are seen joined as they are heard: the next item's first
 /// picture is on screen from the refresh at which its sound begins.
-@Suite struct GaplessPicturesTests {
+@Suite(.ownThread) struct GaplessPicturesTests {
     @Test("the next item's pictures come at the sample its sound joins at: each refresh from the join on shows its picture due, none before")
-    func picturesJoinAtTheSample() throws {
+    func picturesJoinAtTheSample() async throws {
         let media = try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true)
         let items = [AVPlayerItem(url: media), AVPlayerItem(url: media)]
         let path = TestMedia.folder.appendingPathComponent("gapless-pictures-\(UUID().uuidString).cap").path
@@ -18,7 +18,7 @@ import MediaPipeline
         defer { player.close() }
         player.insert(items[1], after: items[0])
         let layer = AVPlayerLayer(player: player)
-        #expect(waitUntil { items[0].status == .readyToPlay })
+        #expect(await waitUntil { items[0].status == .readyToPlay })
         player.play()
         // Refreshed every 3 ms on this thread, as a display's own thread refreshes.
         var shown: [ShownPicture] = []

@@ -7,12 +7,12 @@ import MediaPipeline
 
 /// A queue's items are heard joined: no gap, no overlap, the encoders' delay and padding
 /// trimmed.
-@Suite struct GaplessTests {
+@Suite(.ownThread) struct GaplessTests {
     /// Three consecutive parts of one tone, of lengths that end mid-block and mid-packet.
     static let parts: [(offset: Double, seconds: Double)] = [(0, 0.7), (0.7, 1.3), (2.0, 0.9)]
 
     /// Renders `urls` through a queue player into a WAV file, to the last item's end.
-    private func renderQueue(_ urls: [URL], name: String) throws -> (pcm: PCM, currents: [AVPlayerItem?], ends: [Int]) {
+    private func renderQueue(_ urls: [URL], name: String) async throws -> (pcm: PCM, currents: [AVPlayerItem?], ends: [Int]) {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-gapless-\(getpid())-\(name).wav")
         defer { try? FileManager.default.removeItem(at: out) }
         let items = urls.map { AVPlayerItem(url: $0) }
@@ -21,7 +21,7 @@ import MediaPipeline
         let currents = Collected<AVPlayerItem?>()
         let observation = player.observe(\.currentItem, options: [.new]) { _, change in currents.append(change.newValue ?? nil) }
         player.play()
-        let finished = waitUntil(60) { ends.last!.value > 0 || items.contains { $0.status == .failed } }
+        let finished = await waitUntil(60) { ends.last!.value > 0 || items.contains { $0.status == .failed } }
         observation.invalidate()
         player.close()
         guard finished else { throw RenderFailure(reason: "timed out") }
@@ -30,9 +30,9 @@ import MediaPipeline
 
     @Test("a queue renders as its items' decoded sound joined, sample for sample, for every codec",
           arguments: TestMedia.Kind.all)
-    func joinsEveryCodecWithoutGap(kind: TestMedia.Kind) throws {
+    func joinsEveryCodecWithoutGap(kind: TestMedia.Kind) async throws {
         let urls = try Self.parts.map { try TestMedia.slice(kind, offset: $0.offset, seconds: $0.seconds) }
-        let rendered = try renderQueue(urls, name: kind.name)
+        let rendered = try await renderQueue(urls, name: kind.name)
         // Every part decoded on its own, cut to the length it was made with: FFmpeg keeps an
         // MP4's AAC padding, and the part is only as long as its source. (Vorbis's encoder
         // ends a part a few samples short of its source: those are not there to be heard.)
@@ -49,7 +49,7 @@ import MediaPipeline
     }
 
     @Test("the current item changes at each join, to nil after the last; items() shrinks with it")
-    func currentItemFollowsTheJoins() throws {
+    func currentItemFollowsTheJoins() async throws {
         let urls = try Self.parts.map { try TestMedia.slice(.flac, offset: $0.offset, seconds: $0.seconds, rate: 48_000) }
         let items = urls.map { AVPlayerItem(url: $0) }
         let player = AVQueuePlayer(items: items, output: .null(driftPPM: 0))
@@ -62,13 +62,13 @@ import MediaPipeline
         }
         defer { observation.invalidate() }
         player.play()
-        #expect(waitUntil(20) { player.currentItem === items[1] })
+        #expect(await waitUntil(20) { player.currentItem === items[1] })
         #expect(player.items().count == 2)
         // Time starts again at the join.
         #expect(player.currentTime().seconds < 0.5)
-        #expect(waitUntil(20) { player.currentItem == nil })
+        #expect(await waitUntil(20) { player.currentItem == nil })
         // Observers hear of the change on the player's queue, just after it is made.
-        #expect(waitUntil(5) { currents.count == 3 })
+        #expect(await waitUntil(5) { currents.count == 3 })
         let order = currents.all
         #expect(order.count == 3)
         #expect(order.count == 3 && order[0] === items[1] && order[1] === items[2] && order[2] == nil)
@@ -76,7 +76,7 @@ import MediaPipeline
     }
 
     @Test("an item removed after its sound was decoded is not heard: the one after it follows")
-    func removingTheNextItemAfterItsSoundBegan() throws {
+    func removingTheNextItemAfterItsSoundBegan() async throws {
         let a = AVPlayerItem(url: try TestMedia.slice(.wav, offset: 0, seconds: 2.5, rate: 48_000))
         let b = AVPlayerItem(url: try TestMedia.slice(.wav, offset: 2.5, seconds: 1, rate: 48_000))
         let c = AVPlayerItem(url: try TestMedia.slice(.wav, offset: 3.5, seconds: 1, rate: 48_000))
@@ -88,16 +88,16 @@ import MediaPipeline
         player.play()
         // The ring holds two seconds: a's end is decoded and b's sound follows it well before a
         // ends.
-        #expect(waitUntil(20) { player.currentTime().seconds > 1.2 })
+        #expect(await waitUntil(20) { player.currentTime().seconds > 1.2 })
         #expect(player.currentItem === a)
         player.remove(b)
-        #expect(waitUntil(20) { player.currentItem === c })
+        #expect(await waitUntil(20) { player.currentItem === c })
         #expect(!currents.all.contains { $0 === b })
         #expect(b.queue == nil)
     }
 
     @Test("a seek back in the current item after the next one's sound began plays both again, joined")
-    func seekBackAfterTheHandover() throws {
+    func seekBackAfterTheHandover() async throws {
         let parts: [(offset: Double, seconds: Double)] = [(0, 0.6), (0.6, 0.8)]
         let urls = try parts.map { try TestMedia.slice(.wav, offset: $0.offset, seconds: $0.seconds, rate: 48_000) }
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-gapless-\(getpid())-seek.wav")
@@ -106,12 +106,12 @@ import MediaPipeline
         let lastEnd = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: items[1])
         let player = AVQueuePlayer(items: items, output: .wav(path: out.path))
         // Before playing: the first item is ready, and the second's sound follows it in the ring.
-        #expect(waitUntil(20) { items[0].status == .readyToPlay && items[1].status == .readyToPlay })
+        #expect(await waitUntil(20) { items[0].status == .readyToPlay && items[1].status == .readyToPlay })
         usleep(200_000)
-        player.seek(to: CMTime(value: 3, timescale: 10))
-        #expect(waitUntil(20) { items[1].status == .readyToPlay })
+        await player.seek(to: CMTime(value: 3, timescale: 10))
+        #expect(await waitUntil(20) { items[1].status == .readyToPlay })
         player.play()
-        #expect(waitUntil(60) { lastEnd.value > 0 })
+        #expect(await waitUntil(60) { lastEnd.value > 0 })
         player.close()
         let rendered = try PCM(wavFile: out)
         // 0.3 s of the first, then all of the second: 1.1 s of the tone from 0.3 s in.

@@ -11,7 +11,7 @@ import MediaServer
 /// All Together". Players here play to the null output, in real time on the host clock.
 /// One test at a time: the suite is a specification, not a load test, and the group tests
 /// that run beside it measure real time.
-@Suite(.serialized) struct GuideConformanceTests {
+@Suite(.serialized, .ownThread) struct GuideConformanceTests {
     /// A player for `url` on the null output, with its item.
     static func player(_ url: URL) -> (AVPlayer, AVPlayerItem) {
         let item = AVPlayerItem(url: url)
@@ -36,22 +36,22 @@ import MediaServer
         }
 
         @Test("an item starts to become ready when it is associated with a player, and its status is observed going to readyToPlay")
-        func anItemBecomesReadyWithAPlayer() throws {
+        func anItemBecomesReadyWithAPlayer() async throws {
             let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.5))
             let statuses = Collected<AVPlayerItem.Status>()
             let observation = item.observe(\.status, options: [.initial, .new]) { _, change in
                 if let status = change.newValue { statuses.append(status) }
             }
             defer { observation.invalidate() }
-            sleepThroughQuietWindow()
+            await sleepThroughQuietWindow()
             #expect(statuses.all == [.unknown], "an item alone loads nothing")
             let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
             defer { player.close() }
-            #expect(waitUntil(10) { statuses.all == [.unknown, .readyToPlay] }, "seen \(statuses.all)")
+            #expect(await waitUntil(10) { statuses.all == [.unknown, .readyToPlay] }, "seen \(statuses.all)")
         }
 
         @Test("one asset plays in two players at once, each through its own item")
-        func oneAssetTwoPlayers() throws {
+        func oneAssetTwoPlayers() async throws {
             let asset = AVURLAsset(url: try TestMedia.tone(.wav, seconds: 2))
             let first = AVPlayer(playerItem: AVPlayerItem(asset: asset), output: .null(driftPPM: 0))
             let secondItem = AVPlayerItem(asset: asset)
@@ -60,18 +60,18 @@ import MediaServer
             defer { first.close(); second.close() }
             first.play()
             second.rate = 0.5
-            #expect(waitUntil(10) { first.currentTime().seconds > 0.2 && second.currentTime().seconds > 0.1 })
+            #expect(await waitUntil(10) { first.currentTime().seconds > 0.2 && second.currentTime().seconds > 0.1 })
             #expect(first.currentItem !== second.currentItem)
             #expect(first.currentItem?.asset === second.currentItem?.asset)
             #expect(first.rate == 1 && second.rate == 0.5)
         }
 
         @Test("disabling an item's sound track during playback silences it")
-        func disablingTheSoundTrack() throws {
+        func disablingTheSoundTrack() async throws {
             let url = try TestMedia.tone(.wav, seconds: 1.5, rate: 48_000)
-            let rendered = try renderToPCM(url, name: "guide-disable") { player, item in
+            let rendered = try await renderToPCM(url, name: "guide-disable") { player, item in
                 // Off from the start: the whole render is silent.
-                _ = waitUntil(10) { item.status == .readyToPlay }
+                _ = await waitUntil(10) { item.status == .readyToPlay }
                 for track in item.tracks where track.assetTrack?.mediaType == .audio { track.isEnabled = false }
             }
             #expect(rendered.frameCount > 0)
@@ -84,17 +84,17 @@ import MediaServer
 
     @Suite("Handling Different Types of Asset") struct AssetTypes {
         @Test("a file-based asset: an AVURLAsset, an item for it and a player for the item become ready to play")
-        func fileBasedAsset() throws {
+        func fileBasedAsset() async throws {
             let asset = AVURLAsset(url: try TestMedia.tone(.mp3, seconds: 1))
             let item = AVPlayerItem(asset: asset)
             let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
             defer { player.close() }
-            #expect(waitUntil(10) { item.status == .readyToPlay })
+            #expect(await waitUntil(10) { item.status == .readyToPlay })
             #expect(item.asset === asset)
         }
 
         @Test("an HTTP live stream's item, once ready, has its asset's tracks and the stream's duration")
-        func liveStreamItemBecomesReady() throws {
+        func liveStreamItemBecomesReady() async throws {
             let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
             defer { server.stop() }
             let url = try GuideConformanceTests.publish(try TestMedia.hls(seconds: 4), on: server)
@@ -107,15 +107,15 @@ import MediaServer
             #expect(item.duration.isIndefinite)
             let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
             defer { player.close() }
-            #expect(waitUntil(20) { item.status == .readyToPlay })
+            #expect(await waitUntil(20) { item.status == .readyToPlay })
             #expect(abs(item.duration.seconds - 4) < 0.1, "duration \(item.duration.seconds)")
-            #expect(waitUntil(5) { durations.all.last == item.duration }, "the change was observed")
+            #expect(await waitUntil(5) { durations.all.last == item.duration }, "the change was observed")
             #expect(!item.tracks.isEmpty)
             #expect(item.tracks.contains { $0.assetTrack?.mediaType == .audio })
         }
 
         @Test("a player made from a stream URL goes to readyToPlay, and its currentItem is the item made for the stream")
-        func playerFromAStreamURL() throws {
+        func playerFromAStreamURL() async throws {
             let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
             defer { server.stop() }
             let url = try GuideConformanceTests.publish(try TestMedia.hls(seconds: 4), on: server)
@@ -123,7 +123,7 @@ import MediaServer
             defer { player.close() }
             #expect(player.currentItem != nil)
             #expect((player.currentItem?.asset as? AVURLAsset)?.url == url)
-            #expect(waitUntil(20) { player.status == .readyToPlay && player.currentItem?.status == .readyToPlay })
+            #expect(await waitUntil(20) { player.status == .readyToPlay && player.currentItem?.status == .readyToPlay })
         }
 
         @Test("a URL of unknown kind: its asset's tracks load when it is media, and fail with an error when it is not")
@@ -140,7 +140,7 @@ import MediaServer
             // Then the route's step 3: an item straight from the URL, which fails too, with an error.
             let (player, item) = GuideConformanceTests.player(notMedia)
             defer { player.close() }
-            #expect(waitUntil(10) { item.status == .failed })
+            #expect(await waitUntil(10) { item.status == .failed })
             #expect(item.error != nil)
         }
     }
@@ -149,61 +149,61 @@ import MediaServer
 
     @Suite("Playing an Item and Changing the Playback Rate") struct Rates {
         @Test("play starts playback at the natural rate: the rate is 1 and the time moves on")
-        func playStarts() throws {
+        func playStarts() async throws {
             let (player, item) = GuideConformanceTests.player(try TestMedia.tone(.wav, seconds: 2))
             defer { player.close() }
-            #expect(waitUntil(10) { item.status == .readyToPlay })
+            #expect(await waitUntil(10) { item.status == .readyToPlay })
             player.play()
             #expect(player.rate == 1)
-            #expect(waitUntil(10) { player.timeControlStatus == .playing && player.currentTime().seconds > 0.1 })
+            #expect(await waitUntil(10) { player.timeControlStatus == .playing && player.currentTime().seconds > 0.1 })
         }
 
         @Test("rates 0.5 and 2.0 are taken, and time moves at that rate", arguments: [Float(0.5), 2.0])
-        func slowAndFast(rate: Float) throws {
+        func slowAndFast(rate: Float) async throws {
             let (player, item) = GuideConformanceTests.player(try TestMedia.tone(.wav, seconds: 4))
             defer { player.close() }
             // The rate is what is checked here; the pitch stage (PitchTests) would only add load.
             item.audioTimePitchAlgorithm = .varispeed
-            #expect(waitUntil(10) { item.status == .readyToPlay })
+            #expect(await waitUntil(10) { item.status == .readyToPlay })
             player.rate = rate
             #expect(player.rate == rate)
-            #expect(waitUntil(10) { player.timeControlStatus == .playing })
+            #expect(await waitUntil(10) { player.timeControlStatus == .playing })
             // The item's timebase runs at the rate against the host clock (set from the
             // player's queue just after the sound starts).
             let timebase = try #require(item.timebase)
-            #expect(waitUntil(5) { abs(timebase.rate - Double(rate)) < 0.001 }, "timebase rate \(timebase.rate)")
+            #expect(await waitUntil(5) { abs(timebase.rate - Double(rate)) < 0.001 }, "timebase rate \(timebase.rate)")
         }
 
         @Test("setting the rate to 0 is the same as pausing")
-        func rateZeroPauses() throws {
+        func rateZeroPauses() async throws {
             let (player, item) = GuideConformanceTests.player(try TestMedia.tone(.wav, seconds: 2))
             defer { player.close() }
-            #expect(waitUntil(10) { item.status == .readyToPlay })
+            #expect(await waitUntil(10) { item.status == .readyToPlay })
             player.play()
-            #expect(waitUntil(10) { player.timeControlStatus == .playing })
+            #expect(await waitUntil(10) { player.timeControlStatus == .playing })
             player.rate = 0
             #expect(player.timeControlStatus == .paused)
             let stopped = player.currentTime()
-            sleepThroughQuietWindow()
+            await sleepThroughQuietWindow()
             #expect(player.currentTime() == stopped)
         }
 
         @Test("an item that can play in reverse says so, and takes -1, a slow reverse rate and a fast one")
-        func reverseRatesPerTheFlags() throws {
+        func reverseRatesPerTheFlags() async throws {
             let (player, item) = GuideConformanceTests.player(try TestMedia.tone(.wav, seconds: 2))
             defer { player.close() }
-            #expect(waitUntil(10) { item.status == .readyToPlay })
+            #expect(await waitUntil(10) { item.status == .readyToPlay })
             #expect(item.canPlayReverse && item.canPlaySlowReverse && item.canPlayFastReverse)
-            player.seek(to: CMTime(value: 1, timescale: 1), toleranceBefore: .zero, toleranceAfter: .zero)
+            await player.seek(to: CMTime(value: 1, timescale: 1), toleranceBefore: .zero, toleranceAfter: .zero)
             for rate: Float in [-1, -0.5, -2] {
                 player.rate = rate
                 #expect(player.rate == rate)
             }
-            #expect(waitUntil(10) { player.currentTime().seconds < 0.9 }, "time runs backwards")
+            #expect(await waitUntil(10) { player.currentTime().seconds < 0.9 }, "time runs backwards")
         }
 
         @Test("an item that cannot play in reverse says so, and a reverse rate leaves the player as it was")
-        func reverseRefusedWhenUnsupported() throws {
+        func reverseRefusedWhenUnsupported() async throws {
             // A live HLS window: no seeking back, no known length.
             let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
             defer { server.stop() }
@@ -216,7 +216,7 @@ import MediaServer
             let path = server.publish(playlist, id: "live")
             let (player, item) = GuideConformanceTests.player(try #require(URL(string: "http://127.0.0.1:\(server.port)\(path)")))
             defer { player.close() }
-            #expect(waitUntil(20) { item.status == .readyToPlay })
+            #expect(await waitUntil(20) { item.status == .readyToPlay })
             #expect(item.duration.isIndefinite)
             #expect(!item.canPlayReverse && !item.canPlaySlowReverse && !item.canPlayFastReverse)
             player.rate = -1
@@ -228,43 +228,43 @@ import MediaServer
 
     @Suite("Seeking—Repositioning the Playhead") struct Seeking {
         @Test("seekToTime moves the playhead to about the time asked")
-        func seekMoves() throws {
+        func seekMoves() async throws {
             let (player, item) = GuideConformanceTests.player(try TestMedia.tone(.mp3, seconds: 6))
             defer { player.close() }
-            #expect(waitUntil(10) { item.status == .readyToPlay })
-            player.seek(to: CMTimeMake(value: 5, timescale: 1))
+            #expect(await waitUntil(10) { item.status == .readyToPlay })
+            await player.seek(to: CMTimeMake(value: 5, timescale: 1))
             #expect(abs(player.currentTime().seconds - 5) < 0.5)
         }
 
         @Test("a seek with zero tolerances lands exactly on the time")
-        func exactSeek() throws {
+        func exactSeek() async throws {
             let (player, item) = GuideConformanceTests.player(try TestMedia.tone(.mp3, seconds: 6))
             defer { player.close() }
-            #expect(waitUntil(10) { item.status == .readyToPlay })
+            #expect(await waitUntil(10) { item.status == .readyToPlay })
             let fiveSecondsIn = CMTimeMake(value: 5, timescale: 1)
             let finished = Collected<Bool>()
             player.seek(to: fiveSecondsIn, toleranceBefore: kCMTimeZero, toleranceAfter: kCMTimeZero) { finished.append($0) }
-            #expect(waitUntil(10) { finished.all == [true] })
+            #expect(await waitUntil(10) { finished.all == [true] })
             #expect(CMTimeCompare(player.currentTime(), fiveSecondsIn) == 0, "at \(player.currentTime())")
         }
 
         @Test("after playback the playhead is at the item's end, and play has no effect there")
-        func playAtTheEndDoesNothing() throws {
+        func playAtTheEndDoesNothing() async throws {
             // An MP3, whose container counts the encoder's delay and padding in its length.
             let (player, item) = GuideConformanceTests.player(try TestMedia.tone(.mp3, seconds: 0.5))
             defer { player.close() }
             let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
             player.play()
-            #expect(waitUntil(10) { ended.value == 1 && player.rate == 0 })
+            #expect(await waitUntil(10) { ended.value == 1 && player.rate == 0 })
             #expect(player.currentTime() == item.duration, "time \(player.currentTime()), duration \(item.duration)")
             player.play()
-            sleepThroughQuietWindow()
+            await sleepThroughQuietWindow()
             #expect(ended.value == 1)
             #expect(player.currentTime() == item.duration)
         }
 
         @Test("seeking to zero from the end notification makes play start again from the beginning")
-        func seekToZeroAtTheEnd() throws {
+        func seekToZeroAtTheEnd() async throws {
             let (player, item) = GuideConformanceTests.player(try TestMedia.tone(.wav, seconds: 0.4))
             defer { player.close() }
             let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
@@ -273,9 +273,9 @@ import MediaServer
             }
             defer { NotificationCenter.default.removeObserver(token) }
             player.play()
-            #expect(waitUntil(10) { ended.value == 1 && player.currentTime() == .zero })
+            #expect(await waitUntil(10) { ended.value == 1 && player.currentTime() == .zero })
             player.play()
-            #expect(waitUntil(10) { ended.value == 2 })
+            #expect(await waitUntil(10) { ended.value == 2 })
         }
     }
 
@@ -283,19 +283,19 @@ import MediaServer
 
     @Suite("Playing Multiple Items") struct MultipleItems {
         @Test("a queue player made with an array of items plays each in turn")
-        func playsEachInTurn() throws {
+        func playsEachInTurn() async throws {
             let items = try (0..<3).map { _ in AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.3)) }
             let queue = AVQueuePlayer(items: items, output: .null(driftPPM: 0))
             defer { queue.close() }
             let ends = items.map { NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: $0) }
             queue.play()
-            #expect(waitUntil(15) { ends.allSatisfy { $0.value == 1 } })
+            #expect(await waitUntil(15) { ends.allSatisfy { $0.value == 1 } })
             #expect(queue.currentItem == nil)
             #expect(queue.items().isEmpty)
         }
 
         @Test("advanceToNextItem skips to the next item")
-        func advanceSkips() throws {
+        func advanceSkips() async throws {
             let items = try (0..<2).map { _ in AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2)) }
             let queue = AVQueuePlayer(items: items, output: .null(driftPPM: 0))
             defer { queue.close() }
@@ -303,7 +303,7 @@ import MediaServer
             queue.advanceToNextItem()
             #expect(queue.currentItem === items[1])
             #expect(queue.items().count == 1)
-            #expect(waitUntil(10) { queue.timeControlStatus == .playing && queue.currentTime().seconds > 0.1 })
+            #expect(await waitUntil(10) { queue.timeControlStatus == .playing && queue.currentTime().seconds > 0.1 })
         }
 
         @Test("canInsert with nil says an item can be appended, insert appends it, and an item already queued cannot go in again")
@@ -333,7 +333,7 @@ import MediaServer
 
     @Suite("Monitoring Playback") struct Monitoring {
         @Test("remote media: loadedTimeRanges and seekableTimeRanges change, observably, as data arrives")
-        func rangesGrow() throws {
+        func rangesGrow() async throws {
             let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
             defer { server.stop() }
             let url = try GuideConformanceTests.publish(try TestMedia.hls(seconds: 4), on: server)
@@ -347,12 +347,12 @@ import MediaServer
             ]
             defer { observations.forEach { $0.invalidate() } }
             player.play()
-            #expect(waitUntil(20) { !loaded.all.isEmpty && !seekable.all.isEmpty })
-            #expect(waitUntil(20) { (loaded.all.last?.last?.timeRangeValue.end.seconds ?? 0) > 3.5 }, "loaded \(loaded.all.last ?? [])")
+            #expect(await waitUntil(20) { !loaded.all.isEmpty && !seekable.all.isEmpty })
+            #expect(await waitUntil(20) { (loaded.all.last?.last?.timeRangeValue.end.seconds ?? 0) > 3.5 }, "loaded \(loaded.all.last ?? [])")
         }
 
         @Test("a player's currentItem is observed as the item made for a stream appears")
-        func currentItemObserved() throws {
+        func currentItemObserved() async throws {
             let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
             defer { player.close() }
             let seen = Collected<Bool>()
@@ -362,18 +362,18 @@ import MediaServer
             defer { observation.invalidate() }
             player.replaceCurrentItem(with: AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.5)))
             // The replacement is announced from the player's queue, as Apple's is asynchronous.
-            #expect(waitUntil(5) { seen.all == [false, true] }, "seen \(seen.all)")
+            #expect(await waitUntil(5) { seen.all == [false, true] }, "seen \(seen.all)")
         }
 
         @Test("the rate drops to 0 by itself when playback stops at the end, and observers hear it")
-        func rateDropsObservably() throws {
+        func rateDropsObservably() async throws {
             let (player, _) = GuideConformanceTests.player(try TestMedia.tone(.wav, seconds: 0.3))
             defer { player.close() }
             let rates = Collected<Float>()
             let observation = player.observe(\.rate, options: [.new]) { _, change in if let rate = change.newValue { rates.append(rate) } }
             defer { observation.invalidate() }
             player.play()
-            #expect(waitUntil(10) { rates.all == [1, 0] }, "seen \(rates.all)")
+            #expect(await waitUntil(10) { rates.all == [1, 0] }, "seen \(rates.all)")
         }
     }
 
@@ -381,7 +381,7 @@ import MediaServer
 
     @Suite("Responding to a Change in Status") struct StatusChange {
         @Test("an item that cannot play goes to failed, observably, and its error says why")
-        func failedWithError() throws {
+        func failedWithError() async throws {
             let (player, item) = GuideConformanceTests.player(URL(fileURLWithPath: "/nonexistent/guide.mp4"))
             defer { player.close() }
             let statuses = Collected<AVPlayerItem.Status>()
@@ -390,13 +390,13 @@ import MediaServer
                 if let status = change.newValue ?? nil { statuses.append(status) }
             }
             defer { observation.invalidate() }
-            #expect(waitUntil(10) { statuses.all.last == .failed })
+            #expect(await waitUntil(10) { statuses.all.last == .failed })
             let error = try #require(item.error)
             #expect("\(error)".contains("/nonexistent/guide.mp4"))
         }
 
         @Test("a stream that dies mid-play fails the item with an error, and the failure is posted")
-        func streamDiesMidPlay() throws {
+        func streamDiesMidPlay() async throws {
             // Two seconds into six of WAV: past what opening the item reads.
             let file = try TestMedia.tone(.wav, seconds: 6, rate: 48_000)
             let server = try FaultyHTTPServer(serving: file, fault: .die(atByte: 2 * 48_000 * 4))
@@ -406,7 +406,7 @@ import MediaServer
             let failures = NotificationCounter(AVPlayerItem.failedToPlayToEndTimeNotification, object: item)
             let ends = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
             player.play()
-            #expect(waitUntil(30) { item.status == .failed && failures.value == 1 },
+            #expect(await waitUntil(30) { item.status == .failed && failures.value == 1 },
                     "status \(item.status) \(String(describing: item.error)), failures \(failures.value), ends \(ends.value), at \(player.currentTime().seconds) s")
             #expect(ends.value == 0)
             #expect(item.error != nil)
@@ -417,7 +417,7 @@ import MediaServer
 
     @Suite("Tracking Readiness for Visual Display") struct ReadyForDisplay {
         @Test("a player layer's readyForDisplay turns true, observably, once it has a picture to show")
-        func layerBecomesReady() throws {
+        func layerBecomesReady() async throws {
             let (player, item) = GuideConformanceTests.player(try TestMedia.video(seconds: 2))
             defer { player.close() }
             let layer = AVPlayerLayer(player: player)
@@ -426,14 +426,14 @@ import MediaServer
                 if let ready = change.newValue { seen.append(ready) }
             }
             defer { observation.invalidate() }
-            #expect(waitUntil(10) { item.status == .readyToPlay })
+            #expect(await waitUntil(10) { item.status == .readyToPlay })
             // The hosting view's refreshes, as a window would run them.
-            #expect(waitUntil(10) {
+            #expect(await waitUntil(10) {
                 guard let picture = layer.picture(forRefreshAt: .now()) else { return false }
                 layer.didPresent(number: picture.info.number, at: .now())
                 return true
             })
-            #expect(waitUntil(5) { seen.all == [false, true] }, "seen \(seen.all)")
+            #expect(await waitUntil(5) { seen.all == [false, true] }, "seen \(seen.all)")
         }
     }
 
@@ -441,15 +441,15 @@ import MediaServer
 
     @Suite("Tracking Time") struct TrackingTime {
         @Test("a periodic observer is called at its interval while playing")
-        func periodicAtTheInterval() throws {
+        func periodicAtTheInterval() async throws {
             let (player, item) = GuideConformanceTests.player(try TestMedia.tone(.wav, seconds: 2))
             defer { player.close() }
-            #expect(waitUntil(10) { item.status == .readyToPlay })
+            #expect(await waitUntil(10) { item.status == .readyToPlay })
             let times = Collected<CMTime>()
             let token = player.addPeriodicTimeObserver(forInterval: CMTime(value: 1, timescale: 4), queue: .global()) { times.append($0) }
             defer { player.removeTimeObserver(token) }
             player.play()
-            #expect(waitUntil(10) { times.all.contains { $0.seconds >= 1 } })
+            #expect(await waitUntil(10) { times.all.contains { $0.seconds >= 1 } })
             // While playing, one call per interval: each quarter second crossed is reported once.
             let playing = times.all.filter { $0.seconds > 0 && $0.seconds < 1 }
             let slots = playing.map { Int(($0.seconds * 4).rounded(.down)) }
@@ -458,31 +458,31 @@ import MediaServer
         }
 
         @Test("a periodic observer is also called when time jumps, and when playback starts and stops")
-        func periodicOnJumpsStartsAndStops() throws {
+        func periodicOnJumpsStartsAndStops() async throws {
             let (player, item) = GuideConformanceTests.player(try TestMedia.tone(.wav, seconds: 4))
             defer { player.close() }
-            #expect(waitUntil(10) { item.status == .readyToPlay })
+            #expect(await waitUntil(10) { item.status == .readyToPlay })
             let times = Collected<CMTime>()
             // An interval far longer than the test: every call is for a jump, a start or a stop.
             let token = player.addPeriodicTimeObserver(forInterval: CMTime(value: 100, timescale: 1), queue: .global()) { times.append($0) }
             defer { player.removeTimeObserver(token) }
-            #expect(waitUntil(5) { times.count >= 1 })
+            #expect(await waitUntil(5) { times.count >= 1 })
             var before = times.count
             player.play()
-            #expect(waitUntil(5) { times.count > before }, "called when playback starts")
+            #expect(await waitUntil(5) { times.count > before }, "called when playback starts")
             before = times.count
-            player.seek(to: CMTime(value: 2, timescale: 1), toleranceBefore: .zero, toleranceAfter: .zero)
-            #expect(waitUntil(5) { times.all.dropFirst(before).contains { abs($0.seconds - 2) < 0.1 } }, "called when time jumps")
+            await player.seek(to: CMTime(value: 2, timescale: 1), toleranceBefore: .zero, toleranceAfter: .zero)
+            #expect(await waitUntil(5) { times.all.dropFirst(before).contains { abs($0.seconds - 2) < 0.1 } }, "called when time jumps")
             before = times.count
             player.pause()
-            #expect(waitUntil(5) { times.count > before }, "called when playback stops")
+            #expect(await waitUntil(5) { times.count > before }, "called when playback stops")
         }
 
         @Test("a boundary observer, given times as NSValues, is called as playback traverses each")
-        func boundariesFire() throws {
+        func boundariesFire() async throws {
             let (player, item) = GuideConformanceTests.player(try TestMedia.tone(.wav, seconds: 1.5))
             defer { player.close() }
-            #expect(waitUntil(10) { item.status == .readyToPlay })
+            #expect(await waitUntil(10) { item.status == .readyToPlay })
             let durationSeconds = CMTimeGetSeconds(item.asset.duration)
             let firstThird = CMTimeMakeWithSeconds(durationSeconds / 3.0, preferredTimescale: 1000)
             let secondThird = CMTimeMakeWithSeconds(durationSeconds * 2.0 / 3.0, preferredTimescale: 1000)
@@ -492,32 +492,32 @@ import MediaServer
             }
             defer { player.removeTimeObserver(token) }
             player.play()
-            #expect(waitUntil(10) { fired.count == 2 })
+            #expect(await waitUntil(10) { fired.count == 2 })
             #expect(fired.all[0].seconds >= 0.5 - 0.02 && fired.all[0].seconds < 1, "\(fired.all)")
             #expect(fired.all[1].seconds >= 1 - 0.02, "\(fired.all)")
             #expect(CMTimeCopyDescription(allocator: nil, time: firstThird) != nil)
         }
 
         @Test("after removeTimeObserver returns, its block is not called again")
-        func removedObserverStaysQuiet() throws {
+        func removedObserverStaysQuiet() async throws {
             let (player, item) = GuideConformanceTests.player(try TestMedia.tone(.wav, seconds: 2))
             defer { player.close() }
-            #expect(waitUntil(10) { item.status == .readyToPlay })
+            #expect(await waitUntil(10) { item.status == .readyToPlay })
             let calls = Collected<CMTime>()
             let token = player.addPeriodicTimeObserver(forInterval: CMTime(value: 1, timescale: 20), queue: .global()) { calls.append($0) }
             player.play()
-            #expect(waitUntil(10) { calls.count >= 2 })
+            #expect(await waitUntil(10) { calls.count >= 2 })
             player.removeTimeObserver(token)
             let after = calls.count
-            sleepThroughQuietWindow()
+            await sleepThroughQuietWindow()
             #expect(calls.count == after)
         }
 
         @Test("a block is not called again while its previous call is still running")
-        func noOverlappingCalls() throws {
+        func noOverlappingCalls() async throws {
             let (player, item) = GuideConformanceTests.player(try TestMedia.tone(.wav, seconds: 2))
             defer { player.close() }
-            #expect(waitUntil(10) { item.status == .readyToPlay })
+            #expect(await waitUntil(10) { item.status == .readyToPlay })
             let running = Collected<Int>()
             let overlaps = Collected<Int>()
             let token = player.addPeriodicTimeObserver(forInterval: CMTime(value: 1, timescale: 100), queue: .global()) { _ in
@@ -528,7 +528,7 @@ import MediaServer
             }
             defer { player.removeTimeObserver(token) }
             player.play()
-            sleepThroughQuietWindow()
+            await sleepThroughQuietWindow()
             #expect(overlaps.count == 0)
         }
     }
@@ -537,7 +537,7 @@ import MediaServer
 
     @Suite("Reaching the End of an Item") struct ReachingTheEnd {
         @Test("AVPlayerItemDidPlayToEndTimeNotification is posted, with the item as its object, when the item has played to its end")
-        func endIsPosted() throws {
+        func endIsPosted() async throws {
             let (player, item) = GuideConformanceTests.player(try TestMedia.tone(.wav, seconds: 0.3))
             defer { player.close() }
             let objects = Collected<ObjectIdentifier>()
@@ -546,8 +546,8 @@ import MediaServer
             }
             defer { NotificationCenter.default.removeObserver(token) }
             player.play()
-            #expect(waitUntil(10) { objects.all.contains(ObjectIdentifier(item)) })
-            sleepThroughQuietWindow()
+            #expect(await waitUntil(10) { objects.all.contains(ObjectIdentifier(item)) })
+            await sleepThroughQuietWindow()
             #expect(objects.all.filter { $0 == ObjectIdentifier(item) }.count == 1)
         }
     }
@@ -560,7 +560,7 @@ import MediaServer
             let asset = AVURLAsset(url: try TestMedia.video(seconds: 1), options: nil)
             let loaded = Collected<Bool>()
             asset.loadValuesAsynchronously(forKeys: ["tracks"]) { loaded.append(true) }
-            #expect(waitUntil(10) { loaded.count == 1 })
+            #expect(await waitUntil(10) { loaded.count == 1 })
             var error: NSError?
             #expect(asset.statusOfValue(forKey: "tracks", error: &error) == .loaded)
             let playerItem = AVPlayerItem(asset: asset)
@@ -576,10 +576,10 @@ import MediaServer
                 player?.seek(to: .zero)
             }
             defer { NotificationCenter.default.removeObserver(token) }
-            #expect(waitUntil(10) { statuses.all == [.unknown, .readyToPlay] })
+            #expect(await waitUntil(10) { statuses.all == [.unknown, .readyToPlay] })
             let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: playerItem)
             player.play()
-            #expect(waitUntil(10) { ended.value == 1 && player.rate == 0 && player.currentTime() == .zero })
+            #expect(await waitUntil(10) { ended.value == 1 && player.rate == 0 && player.currentTime() == .zero })
         }
     }
 }

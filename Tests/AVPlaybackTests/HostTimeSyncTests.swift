@@ -6,12 +6,12 @@ import ChorusTestSupport
 import MediaPipeline
 
 /// `setRate(_:time:atHostTime:)`: item time T starts exactly at host time H.
-@Suite struct HostTimeSyncTests {
-    func readyPlayer(seconds: Double = 2, output: OutputSpec = .null(driftPPM: 0)) throws -> (AVPlayer, AVPlayerItem) {
+@Suite(.ownThread) struct HostTimeSyncTests {
+    func readyPlayer(seconds: Double = 2, output: OutputSpec = .null(driftPPM: 0)) async throws -> (AVPlayer, AVPlayerItem) {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: seconds, rate: 48_000))
         let player = AVPlayer(playerItem: item, output: output)
         player.automaticallyWaitsToMinimizeStalling = false
-        #expect(waitUntil { item.status == .readyToPlay })
+        #expect(await waitUntil { item.status == .readyToPlay })
         return (player, item)
     }
 
@@ -39,8 +39,8 @@ import MediaPipeline
 
     /// On an exact device, and on one 200 ppm fast.
     @Test(arguments: [0.0, 200])
-    func aFutureHostTimeStartsTheItemThen(driftPPM: Double) throws {
-        let (player, _) = try readyPlayer(output: .null(driftPPM: driftPPM))
+    func aFutureHostTimeStartsTheItemThen(driftPPM: Double) async throws {
+        let (player, _) = try await readyPlayer(output: .null(driftPPM: driftPPM))
         defer { player.close() }
         let itemTime = CMTime(value: 1, timescale: 2)
         let hostTime = HostTime.now() + .milliseconds(300)
@@ -50,7 +50,7 @@ import MediaPipeline
         // Item frame 24 000 at exactly that host time, on the host clock's timeline.
         let serial = serial(of: player)
         #expect(posted(player) == scheduled(player, frame: 24_000, at: hostTime))
-        #expect(waitUntil { player.timeControlStatus == .playing })
+        #expect(await waitUntil { player.timeControlStatus == .playing })
         // Playing means heard, and nothing is heard before the schedule. The run began with
         // the scheduled frame, or (on a machine too slow to make the schedule) with the one
         // due when it could start: never an earlier one.
@@ -72,8 +72,8 @@ import MediaPipeline
     /// plays to the end at once; the arithmetic from item time to frames and microseconds
     /// trapped on a time of 2·10⁹ s before.
     @Test(arguments: [CMTime(value: 2_000_000_000, timescale: 1), CMTime(value: .max, timescale: 48_000)])
-    func aStartFarPastTheEndEndsTheItem(time: CMTime) throws {
-        let (player, item) = try readyPlayer()
+    func aStartFarPastTheEndEndsTheItem(time: CMTime) async throws {
+        let (player, item) = try await readyPlayer()
         defer { player.close() }
         let ended = EndFlag()
         let observer = NotificationCenter.default.addObserver(forName: AVPlayerItem.didPlayToEndTimeNotification, object: item, queue: nil) { _ in
@@ -81,17 +81,17 @@ import MediaPipeline
         }
         defer { NotificationCenter.default.removeObserver(observer) }
         player.setRate(1, time: time, atHostTime: (HostTime.now() + .milliseconds(50)).cmTime)
-        #expect(waitUntil { ended.isSet })
+        #expect(await waitUntil { ended.isSet })
     }
 
-    @Test func aPastHostTimePlaysAsIfStartedThen() throws {
-        let (player, _) = try readyPlayer()
+    @Test func aPastHostTimePlaysAsIfStartedThen() async throws {
+        let (player, _) = try await readyPlayer()
         defer { player.close() }
         let hostTime = HostTime.now() - .milliseconds(500)
         player.setRate(1, time: .zero, atHostTime: hostTime.cmTime)
         let serial = serial(of: player)
         #expect(posted(player) == scheduled(player, frame: 0, at: hostTime))
-        #expect(waitUntil { player.timeControlStatus == .playing })
+        #expect(await waitUntil { player.timeControlStatus == .playing })
         // What was due before playback could begin is skipped: the first frame heard is at
         // least half a second in.
         let status = player.engine.status
@@ -104,8 +104,8 @@ import MediaPipeline
     /// from the frame due now, not from the anchor: decoding the whole past only to skip it
     /// held a late joiner's first sound back by 10 ms per second gone by. It still plays
     /// the item as if started then.
-    @Test func aLongPastHostTimeReadsFromTheFrameDueNow() throws {
-        let (player, _) = try readyPlayer(seconds: 40)
+    @Test func aLongPastHostTimeReadsFromTheFrameDueNow() async throws {
+        let (player, _) = try await readyPlayer(seconds: 40)
         defer { player.close() }
         let hostTime = HostTime.now() - .seconds(30)
         player.setRate(1, time: .zero, atHostTime: hostTime.cmTime)
@@ -123,7 +123,7 @@ import MediaPipeline
                 "\(readFrom) outside \(dueLessMargin(at: before))...\(dueLessMargin(at: after))")
         #expect(readFrom >= 30 * 48_000 - format.frames(inNanoseconds: margin))
         #expect(posted(player) == scheduled(player, frame: 0, at: hostTime))
-        #expect(waitUntil { player.timeControlStatus == .playing })
+        #expect(await waitUntil { player.timeControlStatus == .playing })
         #expect(player.engine.status.runStartFrame >= 30 * 48_000)
         #expect(player.currentTime().seconds >= 30)
 
@@ -133,21 +133,21 @@ import MediaPipeline
         #expect(player.state.withLockAnnotated { player.readerStartFrameLocked(&$0, format: format) } == 48_000)
     }
 
-    @Test func refusedWhileWaitingToMinimizeStalls() throws {
-        let (player, _) = try readyPlayer()
+    @Test func refusedWhileWaitingToMinimizeStalls() async throws {
+        let (player, _) = try await readyPlayer()
         defer { player.close() }
         player.automaticallyWaitsToMinimizeStalling = true
         player.setRate(1, time: .zero, atHostTime: HostTime.now().cmTime)
         #expect(player.rate == 0)
     }
 
-    @Test func invalidTimesMeanNowAndHere() throws {
-        let (player, _) = try readyPlayer()
+    @Test func invalidTimesMeanNowAndHere() async throws {
+        let (player, _) = try await readyPlayer()
         defer { player.close() }
-        player.seek(to: CMTime(value: 1, timescale: 1))
-        #expect(waitUntil { player.currentTime() == CMTime(value: 1, timescale: 1) })
+        await player.seek(to: CMTime(value: 1, timescale: 1))
+        #expect(await waitUntil { player.currentTime() == CMTime(value: 1, timescale: 1) })
         player.setRate(1, time: .invalid, atHostTime: .invalid)
-        #expect(waitUntil { player.timeControlStatus == .playing })
+        #expect(await waitUntil { player.timeControlStatus == .playing })
         #expect(player.currentTime() >= CMTime(value: 1, timescale: 1))
     }
 }
@@ -167,13 +167,13 @@ let clockRoundTripNanoseconds: Int64 = 1
 /// The player is checked for the timeline it hands its render thread; how closely the render
 /// thread holds a drifting device to such a timeline is FollowModeTests' (on a simulated
 /// device), and on a real one `chorus-bench follow`'s.
-@Suite struct MasterClockTests {
-    @Test func playbackFollowsAMasterClockThatRunsFast() throws {
+@Suite(.ownThread) struct MasterClockTests {
+    @Test func playbackFollowsAMasterClockThatRunsFast() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 4, rate: 48_000))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: -80))
         defer { player.close() }
         player.automaticallyWaitsToMinimizeStalling = false
-        #expect(waitUntil { item.status == .readyToPlay })
+        #expect(await waitUntil { item.status == .readyToPlay })
         // A clock 300 ppm fast against this host, as a group leader's might be.
         let start = HostTime.now()
         let master = CMClock(hostClock: MonotonicHostClock(), anchorHostTime: start, anchorTime: .zero, rate: 1.0003)
@@ -187,34 +187,34 @@ let clockRoundTripNanoseconds: Int64 = 1
         #expect(timeline.frame == 0)
         #expect(abs((timeline.host - startHost).nanosecondsClamped) <= clockRoundTripNanoseconds)
         #expect(timeline.rate == 1.0003 && timeline.rateBefore == 1.0003)
-        #expect(waitUntil { player.timeControlStatus == .playing })
+        #expect(await waitUntil { player.timeControlStatus == .playing })
         // The render thread reports the item passing at the clock's pace, from which
         // currentTime() counts: the item advances on the master clock's time, not the host's.
-        #expect(waitUntil { player.engine.status.anchorRate == 1.0003 }, "\(player.engine.status.anchorRate)")
+        #expect(await waitUntil { player.engine.status.anchorRate == 1.0003 }, "\(player.engine.status.anchorRate)")
         #expect(player.engine.status.serial == serial)
     }
 }
 
 /// Rates other than 1: faster, slower, changed while playing, scheduled on a master clock.
-@Suite struct PlaybackRateTests {
+@Suite(.ownThread) struct PlaybackRateTests {
     /// How far ahead a start is scheduled when a call made after it must still find it
     /// ahead: far beyond the moment between two calls on any machine, however loaded.
     static let scheduleLead: Duration = .seconds(1)
 
     /// A ready player of a WAV tone on the null device, for `setRate(_:time:atHostTime:)`.
-    func scheduledPlayer(seconds: Double, driftPPM: Double = 0, output: OutputSpec? = nil) throws -> AVPlayer {
+    func scheduledPlayer(seconds: Double, driftPPM: Double = 0, output: OutputSpec? = nil) async throws -> AVPlayer {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: seconds, rate: 48_000))
         let player = AVPlayer(playerItem: item, output: output ?? .null(driftPPM: driftPPM))
         player.automaticallyWaitsToMinimizeStalling = false
-        #expect(waitUntil { item.status == .readyToPlay })
+        #expect(await waitUntil { item.status == .readyToPlay })
         return player
     }
 
-    @Test func aRateChangedWhilePlayingChangesTheSpeedWithoutABreak() throws {
+    @Test func aRateChangedWhilePlayingChangesTheSpeedWithoutABreak() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 6, rate: 48_000))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil { item.status == .readyToPlay })
+        #expect(await waitUntil { item.status == .readyToPlay })
         #expect(item.canPlayFastForward && item.canPlaySlowForward && item.canPlayReverse)
         let rates = Collected<Float>()
         let observation = player.observe(\.rate, options: [.new]) { _, change in
@@ -222,7 +222,7 @@ let clockRoundTripNanoseconds: Int64 = 1
         }
         defer { observation.invalidate() }
         player.play()
-        #expect(waitUntil { player.timeControlStatus == .playing && player.currentTime().seconds >= 0.2 })
+        #expect(await waitUntil { player.timeControlStatus == .playing && player.currentTime().seconds >= 0.2 })
         let serial = player.engine.status.serial
         let mode = try #require(player.engine.currentControl?.mode)
         player.rate = 2
@@ -232,19 +232,19 @@ let clockRoundTripNanoseconds: Int64 = 1
         #expect(control.mode == mode && control.rate == 2 && !control.flush)
         // The render thread takes it up: the item passes at twice the pace (how exactly, and
         // that the sound goes on without a dip, is AudioRendererTests' and FollowModeTests').
-        #expect(waitUntil { player.engine.status.anchorRate == 2 })
+        #expect(await waitUntil { player.engine.status.anchorRate == 2 })
         #expect(player.engine.status.serial == serial)
         #expect(player.rate == 2)
         #expect(player.timeControlStatus == .playing)
-        #expect(waitUntil { rates.all == [1, 2] })
+        #expect(await waitUntil { rates.all == [1, 2] })
         #expect(abs((item.timebase?.rate ?? 0) - 2) < 1e-9)
     }
 
-    @Test func nonFiniteRatesAreRefusedAndOthersBounded() throws {
+    @Test func nonFiniteRatesAreRefusedAndOthersBounded() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil { item.status == .readyToPlay })
+        #expect(await waitUntil { item.status == .readyToPlay })
         player.rate = 1.5
         player.rate = .nan
         player.rate = .infinity
@@ -257,10 +257,10 @@ let clockRoundTripNanoseconds: Int64 = 1
         #expect(player.rate == -AVPlayer.fastestRate)
     }
 
-    @Test func aRateSetBeforeAScheduledStartKeepsItsInstant() throws {
+    @Test func aRateSetBeforeAScheduledStartKeepsItsInstant() async throws {
         // Long enough to be playing still when a loaded machine (a sanitizer's) lets the
         // render thread wait out its device's timing before the start.
-        let player = try scheduledPlayer(seconds: 12)
+        let player = try await scheduledPlayer(seconds: 12)
         defer { player.close() }
         player.masterClock = CMClock(hostClock: MonotonicHostClock(), anchorHostTime: .now(), anchorTime: .zero, rate: 1)
         let startHost = HostTime.now() + Self.scheduleLead
@@ -271,9 +271,9 @@ let clockRoundTripNanoseconds: Int64 = 1
         #expect(timeline.frame == 24_000)
         #expect(timeline.host == startHost)
         #expect(timeline.rate == 2 && timeline.rateBefore == 2)
-        #expect(waitUntil { player.timeControlStatus == .playing })
+        #expect(await waitUntil { player.timeControlStatus == .playing })
         #expect(HostTime.now() >= startHost - .nanoseconds(HostTimeSyncTests.oneFrame))
-        #expect(waitUntil { player.engine.status.anchorRate == 2 })
+        #expect(await waitUntil { player.engine.status.anchorRate == 2 })
         #expect(player.engine.status.runStartFrame >= 24_000)
     }
 
@@ -282,8 +282,8 @@ let clockRoundTripNanoseconds: Int64 = 1
     /// every frame keeps its place, is FollowedPitchTests'), and later speeds carry on from
     /// it without a break. A seek ends the schedule.
     @Test(arguments: [AVAudioTimePitchAlgorithm.timeDomain, .varispeed])
-    func aScheduledStartWithoutAMasterClockKeepsThePitchThroughItsSpeeds(algorithm: AVAudioTimePitchAlgorithm) throws {
-        let player = try scheduledPlayer(seconds: 12)
+    func aScheduledStartWithoutAMasterClockKeepsThePitchThroughItsSpeeds(algorithm: AVAudioTimePitchAlgorithm) async throws {
+        let player = try await scheduledPlayer(seconds: 12)
         defer { player.close() }
         player.currentItem?.audioTimePitchAlgorithm = algorithm
         let startHost = HostTime.now() + Self.scheduleLead
@@ -293,7 +293,7 @@ let clockRoundTripNanoseconds: Int64 = 1
         #expect(timeline.rate == 2 && timeline.speed == 2)
         let control = try #require(player.engine.currentControl)
         #expect(control.needsPitchKeeping == (algorithm != .varispeed))
-        #expect(waitUntil { player.timeControlStatus == .playing && player.currentTime().seconds >= 1 })
+        #expect(await waitUntil { player.timeControlStatus == .playing && player.currentTime().seconds >= 1 })
         #expect(HostTime.now() >= startHost - .nanoseconds(HostTimeSyncTests.oneFrame))
         #expect(player.engine.status.anchorRate == 2)
 
@@ -306,11 +306,11 @@ let clockRoundTripNanoseconds: Int64 = 1
         #expect(changedSerial == serial)
         #expect(after.rate == 1 && after.rateBefore == 2 && after.speedBefore == 2)
         #expect(changed.needsPitchKeeping == (algorithm != .varispeed))
-        #expect(waitUntil { player.engine.status.anchorRate == 1 })
+        #expect(await waitUntil { player.engine.status.anchorRate == 1 })
         #expect(player.engine.status.serial == serial)
 
         // A seek ends the schedule: plain play from the new place.
-        player.seek(to: CMTime(value: 4, timescale: 1))
+        await player.seek(to: CMTime(value: 4, timescale: 1))
         guard case .play(_, _, nil)? = player.engine.currentControl?.mode else {
             Issue.record("after a seek the player posted \(String(describing: player.engine.currentControl?.mode))")
             return
@@ -319,24 +319,24 @@ let clockRoundTripNanoseconds: Int64 = 1
     }
 
     /// Into a file there is no clock to keep: a scheduled start copies frames as they are.
-    @Test func aScheduledStartIntoAFileIsPlain() throws {
+    @Test func aScheduledStartIntoAFileIsPlain() async throws {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-scheduled-\(getpid()).wav")
         defer { try? FileManager.default.removeItem(at: out) }
-        let player = try scheduledPlayer(seconds: 2, output: .wav(path: out.path))
+        let player = try await scheduledPlayer(seconds: 2, output: .wav(path: out.path))
         defer { player.close() }
         let startHost = HostTime.now() + Self.scheduleLead
         player.setRate(1, time: .zero, atHostTime: startHost.cmTime)
         #expect(player.engine.currentControl?.mode == .play(serial: player.state.withLockAnnotated { $0.serial }, frame: 0, hostTime: startHost))
     }
 
-    @Test func aScheduledRateChangeOnAMasterClockKeepsTheTimeline() throws {
-        let player = try scheduledPlayer(seconds: 8, driftPPM: 60)
+    @Test func aScheduledRateChangeOnAMasterClockKeepsTheTimeline() async throws {
+        let player = try await scheduledPlayer(seconds: 8, driftPPM: 60)
         defer { player.close() }
         let start = HostTime.now()
         let master = CMClock(hostClock: MonotonicHostClock(), anchorHostTime: start, anchorTime: .zero, rate: 1.0002)
         player.masterClock = master
         player.setRate(1, time: .zero, atHostTime: (start + .milliseconds(200)).cmTime)
-        #expect(waitUntil { player.timeControlStatus == .playing && player.currentTime().seconds >= 1 })
+        #expect(await waitUntil { player.timeControlStatus == .playing && player.currentTime().seconds >= 1 })
         // Where the item will stand 300 ms from now, and a change to 1.5 there, as a group
         // leader makes it: nothing is flushed or re-read, the timeline carries on.
         let change = HostTime.now() + .milliseconds(300)
@@ -355,11 +355,11 @@ let clockRoundTripNanoseconds: Int64 = 1
         #expect(abs((timeline.host - change).nanosecondsClamped) <= clockRoundTripNanoseconds)
         #expect(timeline.rate == 1.0002 * 1.5 && timeline.rateBefore == 1.0002)
         // The render thread plays the change on the running item: the new pace, the same run.
-        #expect(waitUntil { player.engine.status.anchorRate == 1.0002 * 1.5 })
+        #expect(await waitUntil { player.engine.status.anchorRate == 1.0002 * 1.5 })
         #expect(player.engine.status.serial == serial)
         // A change whose item time is far from the timeline's is a seek: it starts afresh.
         let later = HostTime.now() + .milliseconds(300)
         player.setRate(1, time: CMTime(value: 1, timescale: 1), atHostTime: later.cmTime)
-        #expect(waitUntil { player.engine.status.serial != serial })
+        #expect(await waitUntil { player.engine.status.serial != serial })
     }
 }

@@ -8,7 +8,7 @@ import MediaServer
 
 /// Choosing among an item's sound tracks and subtitles: the groups an asset offers, the
 /// sound heard for each choice, criteria, and subtitle text delivered on time.
-@Suite struct MediaSelectionTests {
+@Suite(.ownThread) struct MediaSelectionTests {
     /// The tone a stretch of `pcm`'s first channel carries, from its zero crossings, in hertz.
     func tone(of pcm: PCM, fromSecond start: Double, seconds: Double) -> Double {
         let first = Int(start * Double(pcm.sampleRate))
@@ -83,7 +83,7 @@ import MediaServer
         let player = AVPlayer(playerItem: item, output: .wav(path: out.path))
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         player.play()
-        #expect(waitUntil(60) { ended.value > 0 })
+        #expect(await waitUntil(60) { ended.value > 0 })
         player.close()
         let pcm = try PCM(wavFile: out)
         let heard = tone(of: pcm, fromSecond: 1, seconds: 3)
@@ -100,20 +100,20 @@ import MediaServer
         let player = AVPlayer(playerItem: item, output: .wav(path: out.path))
         defer { player.close() }
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
-        #expect(waitUntil(20) { item.status == .readyToPlay })
+        #expect(await waitUntil(20) { item.status == .readyToPlay })
         let sought = Collected<Bool>()
         player.seek(to: CMTime(value: 2, timescale: 1)) { sought.append($0) }
-        #expect(waitUntil(20) { sought.count == 1 })
+        #expect(await waitUntil(20) { sought.count == 1 })
         let jumped = NotificationCounter(AVPlayerItem.timeJumpedNotification, object: item)
         let changed = NotificationCounter(AVPlayerItem.mediaSelectionDidChangeNotification, object: item)
         let (audible, _) = try await groups(item.asset)
         item.select(audible.options[1], in: audible)
         #expect(changed.value == 1)
         // The new sound is open once the player holds it for its current time.
-        #expect(waitUntil(20) { player.state.withLockAnnotated { $0.soundStream } == audible.options[1].streamIndex })
+        #expect(await waitUntil(20) { player.state.withLockAnnotated { $0.soundStream } == audible.options[1].streamIndex })
         #expect(player.currentTime() == CMTime(value: 2, timescale: 1))
         player.play()
-        #expect(waitUntil(60) { ended.value > 0 },
+        #expect(await waitUntil(60) { ended.value > 0 },
                 "not ended: \(player.timeControlStatus) at \(player.currentTime().seconds) s, render \(player.engine.status.phase) serial \(player.engine.status.serial) of \(player.state.withLockAnnotated { $0.serial })")
         #expect(jumped.value == 0)
         player.close()
@@ -132,14 +132,14 @@ import MediaServer
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         let jumped = NotificationCounter(AVPlayerItem.timeJumpedNotification, object: item)
         player.play()
-        #expect(waitUntil(20) { player.currentTime().seconds > 1 })
+        #expect(await waitUntil(20) { player.currentTime().seconds > 1 })
         let (audible, _) = try await groups(item.asset)
         let before = player.currentTime()
         item.select(audible.options[2], in: audible)
-        #expect(waitUntil(20) { player.state.withLockAnnotated { $0.soundStream } == audible.options[2].streamIndex })
+        #expect(await waitUntil(20) { player.state.withLockAnnotated { $0.soundStream } == audible.options[2].streamIndex })
         // Taken over where it stood: the time went on from there, not back to the start.
         #expect(player.currentTime() >= before)
-        #expect(waitUntil(20) { ended.value > 0 })
+        #expect(await waitUntil(20) { ended.value > 0 })
         #expect(jumped.value == 0)
         #expect(item.currentMediaSelection.selectedMediaOption(in: audible) == audible.options[2])
     }
@@ -152,12 +152,12 @@ import MediaServer
                               capture: try RenderCapture(path: path))
         defer { player.close() }
         player.play()
-        #expect(waitUntil(20) { player.currentTime().seconds > 1 })
+        #expect(await waitUntil(20) { player.currentTime().seconds > 1 })
         let (audible, _) = try await groups(item.asset)
         let serial = player.engine.status.serial
         item.select(audible.options[1], in: audible)
-        #expect(waitUntil(20) { player.engine.status.serial > serial && player.engine.status.phase == .playing })
-        #expect(waitUntil(5) { player.currentTime().seconds > 3 })
+        #expect(await waitUntil(20) { player.engine.status.serial > serial && player.engine.status.phase == .playing })
+        #expect(await waitUntil(5) { player.currentTime().seconds > 3 })
         player.pause()
         let periods = try RenderCaptureLog(path: path).periods
         let old = try #require(periods.last { $0.serial == serial })
@@ -179,12 +179,12 @@ import MediaServer
         let player = AVQueuePlayer(items: [first, item], output: .null(driftPPM: 0))
         defer { player.close() }
         player.play()
-        #expect(waitUntil(30) { player.currentItem === item && player.currentTime().seconds > 0.5 })
+        #expect(await waitUntil(30) { player.currentItem === item && player.currentTime().seconds > 0.5 })
         let (audible, _) = try await groups(item.asset)
         let serial = player.engine.status.serial
         let before = player.currentTime().seconds
         item.select(audible.options[1], in: audible)
-        #expect(waitUntil(20) { player.engine.status.serial > serial && player.engine.status.phase == .playing })
+        #expect(await waitUntil(20) { player.engine.status.serial > serial && player.engine.status.phase == .playing })
         let after = player.currentTime().seconds
         // A choice takes well under a second here; the item before lasted two.
         #expect(after >= before && after < before + 1, "at \(after) s after the choice, \(before) s before it")
@@ -248,7 +248,7 @@ import MediaServer
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: chosenItem)
         criteriaPlayer.replaceCurrentItem(with: chosenItem)
         criteriaPlayer.play()
-        #expect(waitUntil(60) { ended.value > 0 })
+        #expect(await waitUntil(60) { ended.value > 0 })
         criteriaPlayer.close()
         let pcm = try PCM(wavFile: out)
         #expect(abs(tone(of: pcm, fromSecond: 1, seconds: 3) - 880) < 2)
@@ -262,7 +262,7 @@ import MediaServer
                                          forMediaCharacteristic: .audible)
         player.setMediaSelectionCriteria(AVPlayerMediaSelectionCriteria(preferredLanguages: ["fr"], preferredMediaCharacteristics: nil),
                                          forMediaCharacteristic: .legible)
-        #expect(waitUntil(20) { item.status == .readyToPlay })
+        #expect(await waitUntil(20) { item.status == .readyToPlay })
         let selection = item.currentMediaSelection
         #expect(selection.selectedMediaOption(in: audible) == audible.options[0])
         #expect(selection.selectedMediaOption(in: legible) == legible.options[1])
@@ -306,7 +306,7 @@ import MediaServer
 
     /// Plays `item` to its end with a legible output added, and returns what the output was
     /// told, with the player (closed by the caller).
-    func playToTheEnd(_ item: AVPlayerItem) -> (log: LegibleLog, player: AVPlayer) {
+    func playToTheEnd(_ item: AVPlayerItem) async -> (log: LegibleLog, player: AVPlayer) {
         let output = AVPlayerItemLegibleOutput()
         let log = LegibleLog()
         output.setDelegate(log, queue: DispatchQueue(label: "legible"))
@@ -314,7 +314,7 @@ import MediaServer
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         player.play()
-        #expect(waitUntil(20) { ended.value > 0 })
+        #expect(await waitUntil(20) { ended.value > 0 })
         return (log, player)
     }
 
@@ -323,7 +323,7 @@ import MediaServer
         let item = AVPlayerItem(url: try TestMedia.multilingual())
         let (_, legible) = try await groups(item.asset)
         item.select(legible.options[0], in: legible)
-        let (log, player) = playToTheEnd(item)
+        let (log, player) = await playToTheEnd(item)
         defer { player.close() }
         let shown = log.all.filter { !$0.lines.isEmpty }
         #expect(shown.map(\.lines) == TestMedia.englishCues.map { [$0.text] })
@@ -368,7 +368,7 @@ import MediaServer
         let item = AVPlayerItem(url: try #require(URL(string: "http://127.0.0.1:\(server.port)\(path)")))
         let legible = try #require(try await item.asset.loadMediaSelectionGroup(for: .legible))
         item.select(legible.options[0], in: legible)
-        let (log, player) = playToTheEnd(item)
+        let (log, player) = await playToTheEnd(item)
         defer { player.close() }
         let expected = try #require(TestMedia.renditionCues["en"])
         let shown = log.all.filter { !$0.lines.isEmpty }
@@ -379,7 +379,7 @@ import MediaServer
     }
 
     @Test("a subtitle rendition that points nowhere is an option that shows nothing, says why, and the item plays on")
-    func aMissingRenditionShowsNothing() throws {
+    func aMissingRenditionShowsNothing() async throws {
         let (master, _) = try TestMedia.hlsWithSubtitles(seconds: 2)
         let broken = master.deletingLastPathComponent().appendingPathComponent("broken.m3u8")
         let text = try String(contentsOf: master, encoding: .utf8).replacingOccurrences(of: "URI=\"en.m3u8\"", with: "URI=\"nowhere.m3u8\"")
@@ -388,28 +388,28 @@ import MediaServer
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
-        #expect(waitUntil(20) { item.status == .readyToPlay })
+        #expect(await waitUntil(20) { item.status == .readyToPlay })
         let legible = try #require(item.asset.mediaSelectionGroup(forMediaCharacteristic: .legible))
         item.select(legible.options[0], in: legible)
         player.play()
-        #expect(waitUntil(20) { ended.value > 0 })
+        #expect(await waitUntil(20) { ended.value > 0 })
         #expect(item.subtitleCues.cues(stream: HLSRenditions.firstStreamIndex).isEmpty)
         #expect(item.subtitleCues.failure(stream: HLSRenditions.firstStreamIndex) != nil)
         // The other rendition, chosen now, is read and shows.
         item.select(legible.options[1], in: legible)
-        #expect(waitUntil(10) { item.subtitleCues.cues(stream: HLSRenditions.firstStreamIndex + 1).map(\.text) == ["Bonjour."] })
+        #expect(await waitUntil(10) { item.subtitleCues.cues(stream: HLSRenditions.firstStreamIndex + 1).map(\.text) == ["Bonjour."] })
     }
 
     @Test("only the chosen HLS subtitle renditions are fetched: another is read once it is chosen")
-    func onlyChosenRenditionsAreRead() throws {
+    func onlyChosenRenditionsAreRead() async throws {
         let (master, _) = try TestMedia.hlsWithSubtitles(seconds: 2)
         let item = AVPlayerItem(url: master)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
-        #expect(waitUntil(20) { item.status == .readyToPlay })
+        #expect(await waitUntil(20) { item.status == .readyToPlay })
         player.play()
-        #expect(waitUntil(20) { ended.value > 0 })
+        #expect(await waitUntil(20) { ended.value > 0 })
         // English is the default and was read; French, not chosen, was never fetched. (Read
         // whatever was chosen, as before, both were: one request stream per language.)
         let english = HLSRenditions.firstStreamIndex, french = HLSRenditions.firstStreamIndex + 1
@@ -417,7 +417,7 @@ import MediaServer
         #expect(item.subtitleCues.cues(stream: french).isEmpty)
         let legible = try #require(item.asset.mediaSelectionGroup(forMediaCharacteristic: .legible))
         item.select(legible.options[1], in: legible)
-        #expect(waitUntil(10) { item.subtitleCues.cues(stream: french).map(\.text) == ["Bonjour."] })
+        #expect(await waitUntil(10) { item.subtitleCues.cues(stream: french).map(\.text) == ["Bonjour."] })
     }
 
     @Test("ASS subtitles arrive as plain text, their styling tags removed and their breaks kept")
@@ -429,7 +429,7 @@ import MediaServer
         defer { player.close() }
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         player.play()
-        #expect(waitUntil(20) { ended.value > 0 })
+        #expect(await waitUntil(20) { ended.value > 0 })
         let cues = item.subtitleCues.cues(stream: legible.options[1].streamIndex)
         #expect(cues.map(\.text) == ["Bonsoir, mes amis.", "Deux lignes,\nla seconde ici."])
         #expect(cues.map(\.start.seconds) == [1, 3])

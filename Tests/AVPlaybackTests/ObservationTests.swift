@@ -8,9 +8,9 @@ import MediaPipeline
 /// Key-value observation as the walkthrough's player uses it: chained key paths through the
 /// current item, properties that are set and properties that change by themselves, `.prior`,
 /// and key paths written on a subclass.
-@Suite struct ObservationTests {
+@Suite(.ownThread) struct ObservationTests {
     @Test("a chained key path through the current item delivers the item's status and duration")
-    func chainedKeyPaths() throws {
+    func chainedKeyPaths() async throws {
         let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
         defer { player.close() }
         let statuses = Collected<AVPlayerItem.Status?>()
@@ -23,10 +23,10 @@ import MediaPipeline
         }
         defer { statusWatch.invalidate(); durationWatch.invalidate() }
         player.replaceCurrentItem(with: AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000)))
-        #expect(waitUntil(10) { statuses.all.last == .some(.readyToPlay) }, "statuses: \(statuses.all)")
+        #expect(await waitUntil(10) { statuses.all.last == .some(.readyToPlay) }, "statuses: \(statuses.all)")
         // nil (no item), then the item's own, unknown until it loads.
         #expect(statuses.all.first == .some(nil))
-        #expect(waitUntil(10) { durations.all.last == .some(CMTime(value: 48_000, timescale: 48_000)) }, "durations: \(durations.all)")
+        #expect(await waitUntil(10) { durations.all.last == .some(CMTime(value: 48_000, timescale: 48_000)) }, "durations: \(durations.all)")
     }
 
     @Test("volume and mute notify at once, with old and new values, and .prior comes before")
@@ -56,7 +56,7 @@ import MediaPipeline
     }
 
     @Test("the buffered ranges of the playing item notify as they grow")
-    func derivedPropertiesNotify() throws {
+    func derivedPropertiesNotify() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 3, rate: 48_000))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
@@ -66,7 +66,7 @@ import MediaPipeline
         }
         defer { watch.invalidate() }
         player.play()
-        #expect(waitUntil(10) { ranges.all.contains { !$0.isEmpty } }, "ranges: \(ranges.all)")
+        #expect(await waitUntil(10) { ranges.all.contains { !$0.isEmpty } }, "ranges: \(ranges.all)")
     }
 
     /// An app's handler that moves to its UI thread with `sync` (Apple's handlers arrive on
@@ -117,7 +117,7 @@ import MediaPipeline
     }
 
     @Test("a key path written on a subclass notifies")
-    func subclassKeyPaths() throws {
+    func subclassKeyPaths() async throws {
         let player = AVQueuePlayer(items: [AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000))],
                                    output: .null(driftPPM: 0))
         defer { player.close() }
@@ -127,14 +127,14 @@ import MediaPipeline
         }
         defer { watch.invalidate() }
         player.play()
-        #expect(waitUntil(10) { rates.all == [1] }, "rates: \(rates.all)")
+        #expect(await waitUntil(10) { rates.all == [1] }, "rates: \(rates.all)")
     }
 }
 
 /// The buffering flags an app shows a spinner by.
-@Suite struct BufferingTests {
+@Suite(.ownThread) struct BufferingTests {
     @Test("a loaded item's buffer fills, is likely to keep up, and says so to its observers")
-    func bufferFills() throws {
+    func bufferFills() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 5, rate: 48_000))
         #expect(!item.isPlaybackLikelyToKeepUp && !item.isPlaybackBufferFull && !item.isPlaybackBufferEmpty)
         let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
@@ -146,30 +146,30 @@ import MediaPipeline
         defer { watch.invalidate() }
         player.replaceCurrentItem(with: item)
         // Paused, the reader fills the ring (two seconds of a five-second item).
-        #expect(waitUntil(10) { item.isPlaybackBufferFull })
+        #expect(await waitUntil(10) { item.isPlaybackBufferFull })
         #expect(item.isPlaybackLikelyToKeepUp)
         #expect(!item.isPlaybackBufferEmpty)
-        #expect(waitUntil(5) { likely.all == [false, true] }, "seen: \(likely.all)")
+        #expect(await waitUntil(5) { likely.all == [false, true] }, "seen: \(likely.all)")
         // Asking for more than the ring holds: a full ring still counts.
         item.preferredForwardBufferDuration = 30
         #expect(item.isPlaybackLikelyToKeepUp)
     }
 
     @Test("a short item's decoded end fills its buffer")
-    func endFillsTheBuffer() throws {
+    func endFillsTheBuffer() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.5, rate: 48_000))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil(10) { item.isPlaybackBufferFull && item.isPlaybackLikelyToKeepUp })
+        #expect(await waitUntil(10) { item.isPlaybackBufferFull && item.isPlaybackLikelyToKeepUp })
     }
 }
 
 extension BufferingTests {
     @Test("a longer preferred forward buffer reads further ahead, as the loaded ranges show")
-    func preferredForwardBufferReadsFurther() throws {
+    func preferredForwardBufferReadsFurther() async throws {
         let url = try TestMedia.tone(.wav, seconds: 20, rate: 48_000)
         /// How far the loaded range reaches once a paused player has read all it will.
-        func loaded(preferring seconds: TimeInterval) -> Double {
+        func loaded(preferring seconds: TimeInterval) async -> Double {
             let item = AVPlayerItem(url: url)
             item.preferredForwardBufferDuration = seconds
             let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
@@ -177,15 +177,15 @@ extension BufferingTests {
             // Until the reach has stood still for a tenth of a second.
             var reach = 0.0
             var since = Date()
-            _ = waitUntil(10) {
+            _ = await waitUntil(10) {
                 let now = item.loadedTimeRanges.first.map { ($0.timeRangeValue.start + $0.timeRangeValue.duration).seconds } ?? 0
                 if now != reach { reach = now; since = Date() }
                 return now > 0 && Date().timeIntervalSince(since) > 0.1
             }
             return reach
         }
-        let usual = loaded(preferring: 0)
-        let long = loaded(preferring: 10)
+        let usual = await loaded(preferring: 0)
+        let long = await loaded(preferring: 10)
         // The defaults: two seconds decoded and a second of packets.
         #expect(usual >= 2.5 && usual < 4, "read ahead by default: \(usual) s")
         #expect(long >= 9.5, "read ahead for 10 s: \(long) s")
@@ -194,7 +194,7 @@ extension BufferingTests {
 
 extension ObservationTests {
     @Test("an asset's properties notify once it has loaded")
-    func assetPropertiesNotify() throws {
+    func assetPropertiesNotify() async throws {
         let asset = AVURLAsset(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000))
         let durations = Collected<CMTime>()
         let playable = Collected<Bool>()
@@ -206,7 +206,7 @@ extension ObservationTests {
         }
         defer { durationWatch.invalidate(); playableWatch.invalidate() }
         asset.loadValuesAsynchronously(forKeys: ["duration", "playable"])
-        #expect(waitUntil(10) { durations.all.count == 2 && playable.all == [true] }, "durations \(durations.all), playable \(playable.all)")
+        #expect(await waitUntil(10) { durations.all.count == 2 && playable.all == [true] }, "durations \(durations.all), playable \(playable.all)")
         #expect(durations.all.first?.isIndefinite == true)
         #expect(durations.all.last == CMTime(value: 48_000, timescale: 48_000))
     }

@@ -7,13 +7,13 @@ import MediaPipeline
 
 /// The display thread's side of a layer is real-time: in steady state a refresh allocates
 /// nothing (the counter stands in for the C library's allocator on the calling thread).
-@Suite(.serialized, .enabled(if: chorus_allocation_counting_available() != 0, "allocations are not countable under a sanitizer"))
+@Suite(.serialized, .enabled(if: chorus_allocation_counting_available() != 0, "allocations are not countable under a sanitizer"), .ownThread)
 struct PictureAllocationTests {
     /// Refreshes counted after the warm-up: about three seconds of a 60 Hz display.
     static let countedRefreshes = 180
 
     @Test("a refresh that takes, shows and reports pictures allocates nothing")
-    func refreshesAllocateNothing() throws {
+    func refreshesAllocateNothing() async throws {
         // A check that the counter sees this thread at all.
         chorus_allocation_counting_start()
         _ = [Int](repeating: 1, count: 1_000)
@@ -23,9 +23,9 @@ struct PictureAllocationTests {
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let layer = AVPlayerLayer(player: player)
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         player.play()
-        #expect(waitUntil(10) { player.timeControlStatus == .playing })
+        #expect(await waitUntil(10) { player.timeControlStatus == .playing })
         // Warm-up: the first picture (and the one-time readiness notice) are behind us.
         func refresh() -> Bool {
             guard let picture = layer.picture(forRefreshAt: .now(), refreshInterval: .nanoseconds(16_666_667)) else { return false }
@@ -33,7 +33,7 @@ struct PictureAllocationTests {
             return true
         }
         var warm = 0
-        #expect(waitUntil(10) {
+        #expect(await waitUntil(10) {
             if refresh() { warm += 1 }
             return warm >= 20
         })

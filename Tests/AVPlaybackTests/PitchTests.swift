@@ -7,7 +7,7 @@ import MediaPipeline
 /// Rates that keep their pitch (`audioTimePitchAlgorithm`), rendered into files and
 /// measured: how long the item lasts, what frequency it sounds at, and when each part of it
 /// is heard.
-@Suite struct PitchTests {
+@Suite(.ownThread) struct PitchTests {
     /// The frequency of one channel over `frames`, from its zero crossings (a pure tone's).
     static func frequency(of pcm: PCM, channel: Int, frames: Range<Int>) -> Double {
         var crossings = 0
@@ -36,9 +36,9 @@ import MediaPipeline
 
     @Test("a kept pitch: the item lasts 1/rate as long and its tones keep their frequencies",
           arguments: [AVAudioTimePitchAlgorithm.timeDomain, .spectral], [0.5, 1.5, 2.0])
-    func theTonesKeepTheirPitch(algorithm: AVAudioTimePitchAlgorithm, rate: Double) throws {
+    func theTonesKeepTheirPitch(algorithm: AVAudioTimePitchAlgorithm, rate: Double) async throws {
         let source = try TestMedia.tone(.wav, seconds: 2, rate: 44_100, channels: 2)
-        let rendered = try renderToPCM(source, name: "pitch-\(algorithm.rawValue)-\(rate)") { player, item in
+        let rendered = try await renderToPCM(source, name: "pitch-\(algorithm.rawValue)-\(rate)") { player, item in
             item.audioTimePitchAlgorithm = algorithm
             player.defaultRate = Float(rate)
         }
@@ -54,9 +54,9 @@ import MediaPipeline
     }
 
     @Test("varispeed: the pitch follows the rate")
-    func varispeedMovesThePitch() throws {
+    func varispeedMovesThePitch() async throws {
         let source = try TestMedia.tone(.wav, seconds: 2, rate: 44_100, channels: 2)
-        let rendered = try renderToPCM(source, name: "pitch-varispeed") { player, item in
+        let rendered = try await renderToPCM(source, name: "pitch-varispeed") { player, item in
             item.audioTimePitchAlgorithm = .varispeed
             player.defaultRate = 2
         }
@@ -66,10 +66,10 @@ import MediaPipeline
 
     @Test("a kept pitch keeps time: every part of the item is heard where the rate puts it",
           arguments: [AVAudioTimePitchAlgorithm.timeDomain, .spectral], [0.5, 2.0])
-    func partsAreHeardOnTime(algorithm: AVAudioTimePitchAlgorithm, rate: Double) throws {
+    func partsAreHeardOnTime(algorithm: AVAudioTimePitchAlgorithm, rate: Double) async throws {
         // A 100 ms burst every half second: at rate r, the burst at t is heard at t / r.
         let source = try TestMedia.bursts(seconds: 3, period: 0.5, burst: 0.1)
-        let rendered = try renderToPCM(source, name: "pitch-time-\(algorithm.rawValue)-\(rate)") { player, item in
+        let rendered = try await renderToPCM(source, name: "pitch-time-\(algorithm.rawValue)-\(rate)") { player, item in
             item.audioTimePitchAlgorithm = algorithm
             player.defaultRate = Float(rate)
         }
@@ -90,7 +90,7 @@ import MediaPipeline
     /// player: a start scheduled at a host time at 2×, without a master clock, sounds the
     /// item's 440 Hz tone at 440 Hz (varispeed would put it at 880).
     @Test("a scheduled start at 2× on a real device keeps the pitch", .enabled(if: TestEnvironment.hasPulse))
-    func aScheduledStartOnARealDeviceKeepsThePitch() throws {
+    func aScheduledStartOnARealDeviceKeepsThePitch() async throws {
         let source = try TestMedia.tone(.wav, seconds: 8, rate: 48_000, channels: 1)
         let recording = TestMedia.folder.appendingPathComponent("pitch-scheduled-\(getpid()).raw")
         defer { try? FileManager.default.removeItem(at: recording) }
@@ -99,9 +99,9 @@ import MediaPipeline
         let player = AVPlayer(playerItem: item, output: .alsa(device: "default"))
         defer { player.close() }
         player.automaticallyWaitsToMinimizeStalling = false
-        #expect(waitUntil { item.status == .readyToPlay })
+        #expect(await waitUntil { item.status == .readyToPlay })
         player.setRate(2, time: .zero, atHostTime: (HostTime.now() + .milliseconds(500)).cmTime)
-        #expect(waitUntil(20) { player.currentTime().seconds > 3.5 })
+        #expect(await waitUntil(20) { player.currentTime().seconds > 3.5 })
         player.pause()
         let samples = try recorder.stop()
         // Half a second past the first sound, clear of the stage's fade-in; half a second long.
@@ -112,7 +112,7 @@ import MediaPipeline
     }
 
     @Test("changing the algorithm while playing applies at once, and a speed change keeps the pitch")
-    func theAlgorithmCanChangeWhilePlaying() throws {
+    func theAlgorithmCanChangeWhilePlaying() async throws {
         // Long enough not to end at 2× while a slow machine (a sanitizer's) works through it.
         let source = try TestMedia.tone(.wav, seconds: 10, rate: 44_100, channels: 2)
         let item = AVPlayerItem(url: source)
@@ -120,10 +120,10 @@ import MediaPipeline
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         player.rate = 2
-        #expect(waitUntil(10) { player.currentTime().seconds > 0.2 })
+        #expect(await waitUntil(10) { player.currentTime().seconds > 0.2 })
         item.audioTimePitchAlgorithm = .timeDomain
         // The control the render thread reads now asks for the pitch to be kept.
-        #expect(waitUntil(5) { player.engine.currentControl?.pitch == .timeDomain })
+        #expect(await waitUntil(5) { player.engine.currentControl?.pitch == .timeDomain })
         player.rate = 1.5
         #expect(player.engine.currentControl?.pitch == .timeDomain)
         #expect(player.engine.currentControl?.rate == 1.5)

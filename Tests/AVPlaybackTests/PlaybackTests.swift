@@ -4,8 +4,8 @@ import ChorusTestSupport
 @testable import AVPlayback
 import MediaPipeline
 
-@Suite struct PlaybackTests {
-    @Test func playsInRealTimeOnTheNullDeviceAndEndsOnce() throws {
+@Suite(.ownThread) struct PlaybackTests {
+    @Test func playsInRealTimeOnTheNullDeviceAndEndsOnce() async throws {
         // WAV: its declared duration is exact (an MP3's is an estimate that counts padding).
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
@@ -13,13 +13,13 @@ import MediaPipeline
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         let start = Date()
         player.play()
-        #expect(waitUntil(10) { ended.value == 1 })
+        #expect(await waitUntil(10) { ended.value == 1 })
         let elapsed = Date().timeIntervalSince(start)
         // A real-time device cannot finish a second of audio in much less than a second. (A
         // lower bound only: a loaded machine makes the play longer, never shorter.)
         #expect(elapsed >= 0.95)
         // Once: no second notification follows.
-        sleepThroughQuietWindow()
+        await sleepThroughQuietWindow()
         #expect(ended.value == 1)
         #expect(player.rate == 0)
         #expect(player.timeControlStatus == .paused)
@@ -27,7 +27,7 @@ import MediaPipeline
         #expect(player.currentTime() == item.duration)
     }
 
-    @Test func statusAndTimeControlMoveThroughTheirStates() throws {
+    @Test func statusAndTimeControlMoveThroughTheirStates() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2))
         #expect(item.status == .unknown)
         #expect(item.duration.isIndefinite)
@@ -39,32 +39,32 @@ import MediaPipeline
             if let value = change.newValue { statuses.append(value) }
         }
         defer { observation.invalidate() }
-        #expect(waitUntil { item.status == .readyToPlay })
-        #expect(waitUntil { statuses.all == [.unknown, .readyToPlay] })
+        #expect(await waitUntil { item.status == .readyToPlay })
+        #expect(await waitUntil { statuses.all == [.unknown, .readyToPlay] })
         #expect(abs(item.duration.seconds - 2) < 0.01)
         #expect(item.tracks.count == 1)
         #expect(player.timeControlStatus == .paused)
         player.play()
         #expect(player.rate == 1)
-        #expect(waitUntil { player.timeControlStatus == .playing })
+        #expect(await waitUntil { player.timeControlStatus == .playing })
         let playing = player.currentTime()
-        #expect(waitUntil { player.currentTime() > playing })
+        #expect(await waitUntil { player.currentTime() > playing })
         player.pause()
         #expect(player.timeControlStatus == .paused)
         let paused = player.currentTime()
-        sleepThroughQuietWindow()
+        await sleepThroughQuietWindow()
         #expect(player.currentTime() == paused)
     }
 
-    @Test func resumingContinuesWhereItPaused() throws {
+    @Test func resumingContinuesWhereItPaused() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2))
         let path = TestMedia.folder.appendingPathComponent("resume-\(UUID().uuidString).cap").path
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0), hostClock: .hostTimeClock, hostMapping: { $0 },
                               capture: try RenderCapture(path: path))
         defer { player.close() }
-        #expect(waitUntil { item.status == .readyToPlay })
+        #expect(await waitUntil { item.status == .readyToPlay })
         player.play()
-        #expect(waitUntil { player.currentTime().seconds >= 0.2 })
+        #expect(await waitUntil { player.currentTime().seconds >= 0.2 })
         player.pause()
         let paused = player.currentTime()
         let sampleRate = try #require(player.engine.format?.sampleRate)
@@ -77,27 +77,27 @@ import MediaPipeline
         // run, which a loaded machine can cause, starts a later run but changes nothing heard.)
         let serial = player.state.withLockAnnotated { $0.serial }
         #expect(player.engine.currentControl?.mode == .play(serial: serial, frame: pausedFrame, hostTime: nil))
-        #expect(waitUntil { player.timeControlStatus == .playing && player.engine.status.serial == serial })
-        #expect(waitUntil { (try? RenderCaptureLog(path: path).periods.contains { $0.serial == serial }) == true })
+        #expect(await waitUntil { player.timeControlStatus == .playing && player.engine.status.serial == serial })
+        #expect(await waitUntil { (try? RenderCaptureLog(path: path).periods.contains { $0.serial == serial }) == true })
         let resumed = try #require(try RenderCaptureLog(path: path).periods.first { $0.serial == serial })
         #expect(resumed.position == Double(pausedFrame), "resumed from frame \(resumed.position), paused at \(pausedFrame)")
         #expect(player.currentTime() >= paused)
     }
 
-    @Test func actionAtItemEndNoneKeepsTheRate() throws {
+    @Test func actionAtItemEndNoneKeepsTheRate() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.5))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         player.actionAtItemEnd = .none
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         player.play()
-        #expect(waitUntil { ended.value == 1 })
-        sleepThroughQuietWindow()
+        #expect(await waitUntil { ended.value == 1 })
+        await sleepThroughQuietWindow()
         #expect(player.rate == 1)
         #expect(ended.value == 1)
     }
 
-    @Test func periodicObserversFireWhilePlayingAndStopWhenRemoved() throws {
+    @Test func periodicObserversFireWhilePlayingAndStopWhenRemoved() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
@@ -106,7 +106,7 @@ import MediaPipeline
         let token = player.addPeriodicTimeObserver(forInterval: CMTime(value: 1, timescale: 10), queue: queue) { times.append($0) }
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         player.play()
-        #expect(waitUntil { ended.value == 1 })
+        #expect(await waitUntil { ended.value == 1 })
         player.removeTimeObserver(token)
         queue.sync {}
         let fired = times.all
@@ -117,10 +117,10 @@ import MediaPipeline
         #expect(fired.contains { $0 > .zero && $0 < item.duration }, "\(fired)")
         #expect(zip(fired, fired.dropFirst()).allSatisfy { $0 <= $1 })
         let afterRemoval = times.count
-        player.seek(to: .zero)
+        await player.seek(to: .zero)
         player.play()
         // Removed: nothing more while the item plays a while again.
-        #expect(waitUntil { player.currentTime().seconds >= 0.3 })
+        #expect(await waitUntil { player.currentTime().seconds >= 0.3 })
         queue.sync {}
         #expect(times.count == afterRemoval)
     }
@@ -157,7 +157,7 @@ import MediaPipeline
         #expect(times.all == [CMTime(value: 48_000 + 11_000, timescale: 48_000), CMTime(value: 48_000 + 14_400, timescale: 48_000)])
     }
 
-    @Test func boundaryObserversFireWhenPlaybackPassesTheirTimes() throws {
+    @Test func boundaryObserversFireWhenPlaybackPassesTheirTimes() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
@@ -168,12 +168,12 @@ import MediaPipeline
         defer { player.removeTimeObserver(token) }
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         player.play()
-        #expect(waitUntil { ended.value == 1 })
+        #expect(await waitUntil { ended.value == 1 })
         #expect(hits.count == 1)
         #expect((hits.all.first ?? 0) >= 0.5)
     }
 
-    @Test func playsAQueueOfItemsOneAfterAnother() throws {
+    @Test func playsAQueueOfItemsOneAfterAnother() async throws {
         let first = AVPlayerItem(url: try TestMedia.tone(.flac, seconds: 0.5))
         let second = AVPlayerItem(url: try TestMedia.tone(.opus, seconds: 0.5))
         let player = AVPlayer(playerItem: first, output: .null(driftPPM: 0))
@@ -181,27 +181,27 @@ import MediaPipeline
         let firstEnded = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: first)
         let secondEnded = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: second)
         player.play()
-        #expect(waitUntil { firstEnded.value == 1 })
+        #expect(await waitUntil { firstEnded.value == 1 })
         player.replaceCurrentItem(with: second)
         #expect(player.currentItem === second)
         player.play()
-        #expect(waitUntil { secondEnded.value == 1 })
+        #expect(await waitUntil { secondEnded.value == 1 })
         #expect(firstEnded.value == 1)
     }
 
-    @Test func prerollCompletesWhenDataIsReady() throws {
+    @Test func prerollCompletesWhenDataIsReady() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.aac, seconds: 1))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil { item.status == .readyToPlay })
+        #expect(await waitUntil { item.status == .readyToPlay })
         let done = Collected<Bool>()
         player.preroll(atRate: 1) { done.append($0) }
-        #expect(waitUntil { done.count == 1 })
+        #expect(await waitUntil { done.count == 1 })
         #expect(done.all == [true])
         player.play()
         let refused = Collected<Bool>()
         player.preroll(atRate: 1) { refused.append($0) }
-        #expect(waitUntil { refused.count == 1 })
+        #expect(await waitUntil { refused.count == 1 })
         #expect(refused.all == [false])
     }
 
@@ -209,13 +209,13 @@ import MediaPipeline
     /// set and read by two threads at once with nothing else between them (another lock
     /// taken in between would order the two threads and hide a missing one from the
     /// sanitizer), so under `make test-tsan` a property left outside its lock fails this.
-    @Test func itemAndPlayerPropertiesAreSafeFromTwoThreadsAtOnce() throws {
+    @Test func itemAndPlayerPropertiesAreSafeFromTwoThreadsAtOnce() async throws {
         // Long enough to be playing still when a sanitizer's slowness has let every thread
         // through its loop.
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 30))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil { item.status == .readyToPlay })
+        #expect(await waitUntil { item.status == .readyToPlay })
         player.play()
         let accesses: [@Sendable (Int) -> Void] = [
             // End times past the item's 2 s: the item is read and written at once, and plays on.
@@ -248,7 +248,7 @@ import MediaPipeline
         #expect(player.rate == 1)
     }
 
-    @Test func rateKeyValueObservationSeesPlayAndPause() throws {
+    @Test func rateKeyValueObservationSeesPlayAndPause() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
@@ -258,10 +258,10 @@ import MediaPipeline
         }
         player.play()
         player.pause()
-        #expect(waitUntil { rates.all == [1, 0] })
+        #expect(await waitUntil { rates.all == [1, 0] })
         observation.invalidate()
         player.play()
-        sleepThroughQuietWindow()
+        await sleepThroughQuietWindow()
         #expect(rates.all == [1, 0])
     }
 }

@@ -10,7 +10,7 @@ import Synchronization
 
 /// A player layer driven as a hosting view drives it, refresh by refresh, without a window:
 /// which picture each refresh shows, against the player's own timeline.
-@Suite struct PlayerLayerTests {
+@Suite(.ownThread) struct PlayerLayerTests {
     /// A 60 Hz display's refresh period.
     static let refresh: Duration = .nanoseconds(16_666_667)
     /// How far the pictures' timeline may stand from the player's own reading of the sound's
@@ -24,15 +24,15 @@ import Synchronization
     static let steadySound: Int64 = 100_000
 
     @Test("each refresh shows the picture whose time the heard sound has reached")
-    func picturesFollowTheSound() throws {
+    func picturesFollowTheSound() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let layer = AVPlayerLayer(player: player)
         #expect(!layer.isReadyForDisplay)
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         player.play()
-        #expect(waitUntil(10) { player.timeControlStatus == .playing })
+        #expect(await waitUntil(10) { player.timeControlStatus == .playing })
         func heard(at host: HostTime) -> Int64 {
             player.itemTime(forHostTime: CMTime(value: host.nanoseconds, timescale: 1_000_000_000))
                 .convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
@@ -84,11 +84,11 @@ import Synchronization
         }
         #expect(steady > 30, "\(steady) refreshes with the sound's timeline steady")
         #expect(exact > 30, "\(exact) refreshes whose timeline was known")
-        #expect(waitUntil(5) { layer.isReadyForDisplay })
+        #expect(await waitUntil(5) { layer.isReadyForDisplay })
     }
 
     @Test("a layer is ready for display once its player's first picture is decoded, shown anywhere or not, and observers hear it; a layer on sound alone never is")
-    func readyForDisplayWithoutAView() throws {
+    func readyForDisplayWithoutAView() async throws {
         let video = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: video, output: .null(driftPPM: 0))
         defer { player.close() }
@@ -97,35 +97,35 @@ import Synchronization
         let observation = layer.observe(\.isReadyForDisplay, options: [.new]) { _, change in change.newValue.map(seen.append) }
         defer { observation.invalidate() }
         // Nothing refreshes the layer: no view hosts it.
-        #expect(waitUntil(10) { layer.isReadyForDisplay })
-        #expect(waitUntil(5) { seen.all == [true] })
+        #expect(await waitUntil(10) { layer.isReadyForDisplay })
+        #expect(await waitUntil(5) { seen.all == [true] })
         // A second layer on the same player, whose picture is already decoded, is ready at once.
         let second = AVPlayerLayer(player: player)
-        #expect(waitUntil(5) { second.isReadyForDisplay })
+        #expect(await waitUntil(5) { second.isReadyForDisplay })
 
         let sound = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
         let listener = AVPlayer(playerItem: sound, output: .null(driftPPM: 0))
         defer { listener.close() }
         let soundLayer = AVPlayerLayer(player: listener)
-        #expect(waitUntil(10) { sound.status == .readyToPlay })
+        #expect(await waitUntil(10) { sound.status == .readyToPlay })
         listener.play()
-        #expect(waitUntil(10) { listener.currentTime().seconds > 0.3 })
+        #expect(await waitUntil(10) { listener.currentTime().seconds > 0.3 })
         #expect(!soundLayer.isReadyForDisplay)
     }
 
     @Test("backwards, each refresh shows the picture the falling timeline stands in, newest first, to the item's start")
-    func picturesPlayBackwards() throws {
+    func picturesPlayBackwards() async throws {
         // 25 pictures a second in one group of pictures (x264's keyframe interval is ten
         // seconds): read backwards in two passes of the reader's stash.
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let layer = AVPlayerLayer(player: player)
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         player.play()
-        #expect(waitUntil(10) { player.currentTime().seconds > 2.2 })
+        #expect(await waitUntil(10) { player.currentTime().seconds > 2.2 })
         player.rate = -1
-        #expect(waitUntil(10) { player.timeControlStatus == .playing && player.currentTime().seconds < 2.0 })
+        #expect(await waitUntil(10) { player.timeControlStatus == .playing && player.currentTime().seconds < 2.0 })
         var numbers: [Int] = []
         var exact = 0
         var refreshAt = HostTime.now()
@@ -181,15 +181,15 @@ import Synchronization
     }
 
     @Test("the pictures' timeline moves on while the item's end is still in the device's queue")
-    func timelineMovesUntilTheEndIsHeard() throws {
+    func timelineMovesUntilTheEndIsHeard() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 1, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let layer = AVPlayerLayer(player: player)
-        #expect(waitUntil(10) { item.status == .readyToPlay })
-        #expect(waitUntil(10) { player.engine.decodesVideo })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { player.engine.decodesVideo })
         player.play()
-        #expect(waitUntil(10) { player.timeControlStatus == .playing })
+        #expect(await waitUntil(10) { player.timeControlStatus == .playing })
         // Between the end being written (a device queue, 100 ms, ahead of the sound) and a
         // monitor tick (10 ms, and a margin) before it is heard.
         var rates: [Double] = []
@@ -212,13 +212,13 @@ import Synchronization
     }
 
     @Test("an item shown with its pictures is fetched no more than its sound alone: one demuxer reads both")
-    func picturesShareTheSoundsFetch() throws {
+    func picturesShareTheSoundsFetch() async throws {
         let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
         defer { server.stop() }
         let path = server.publish(try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true), id: "0")
         let url = try #require(URL(string: "http://127.0.0.1:\(server.port)\(path)"))
         /// Connections the server took while an item played for half a second.
-        func connections(shown: Bool) throws -> Int {
+        func connections(shown: Bool) async throws -> Int {
             let before = server.connectionsAccepted
             let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
             defer { player.close() }
@@ -226,18 +226,18 @@ import Synchronization
             let layer = shown ? AVPlayerLayer(player: player) : nil
             let item = AVPlayerItem(url: url)
             player.replaceCurrentItem(with: item)
-            #expect(waitUntil(10) { item.status == .readyToPlay })
+            #expect(await waitUntil(10) { item.status == .readyToPlay })
             player.play()
-            #expect(waitUntil(10) { player.timeControlStatus == .playing })
+            #expect(await waitUntil(10) { player.timeControlStatus == .playing })
             if let layer {
-                #expect(waitUntil(10) { layer.picture(forRefreshAt: .now()) != nil }, "no picture shown")
+                #expect(await waitUntil(10) { layer.picture(forRefreshAt: .now()) != nil }, "no picture shown")
                 #expect(player.engine.hasVideo)
             }
-            usleep(500_000)
+            try? await Task.sleep(for: .milliseconds(500))
             return server.connectionsAccepted - before
         }
-        let soundAlone = try connections(shown: false)
-        let withPictures = try connections(shown: true)
+        let soundAlone = try await connections(shown: false)
+        let withPictures = try await connections(shown: true)
         #expect(soundAlone >= 1)
         #expect(withPictures == soundAlone)
     }
@@ -272,15 +272,15 @@ import Synchronization
     }
 
     @Test("an item without sound is timed on the host clock, not on a sound device running fast")
-    func aSilentItemKeepsHostTime() throws {
+    func aSilentItemKeepsHostTime() async throws {
         // The device runs 0.5 % fast: an item timed by it gains 5 ms a second.
         let drift = 5_000.0
         let silent = AVPlayer(playerItem: AVPlayerItem(url: try TestMedia.identityVideo(seconds: 4, rate: 25)),
                               output: .null(driftPPM: drift))
         defer { silent.close() }
-        #expect(waitUntil(10) { silent.currentItem?.status == .readyToPlay })
+        #expect(await waitUntil(10) { silent.currentItem?.status == .readyToPlay })
         silent.play()
-        #expect(waitUntil(10) { silent.timeControlStatus == .playing })
+        #expect(await waitUntil(10) { silent.timeControlStatus == .playing })
         let silentRate = itemRate(of: silent)
         #expect(abs(silentRate - 1) < 1e-3, "item seconds per host second: \(silentRate)")
 
@@ -288,15 +288,15 @@ import Synchronization
         let sounding = AVPlayer(playerItem: AVPlayerItem(url: try TestMedia.identityVideo(seconds: 4, rate: 25, withSound: true)),
                                 output: .null(driftPPM: drift))
         defer { sounding.close() }
-        #expect(waitUntil(10) { sounding.currentItem?.status == .readyToPlay })
+        #expect(await waitUntil(10) { sounding.currentItem?.status == .readyToPlay })
         sounding.play()
-        #expect(waitUntil(10) { sounding.timeControlStatus == .playing })
+        #expect(await waitUntil(10) { sounding.timeControlStatus == .playing })
         let soundingRate = itemRate(of: sounding)
         #expect(soundingRate > 1 + drift * 0.6e-6, "item seconds per host second with sound: \(soundingRate)")
     }
 
     @Test("on a node simulating another machine's clock, the next picture's due time maps back to the real clock exactly")
-    func nextPictureDueOnASimulatedClock() throws {
+    func nextPictureDueOnASimulatedClock() async throws {
         // Seconds off and 150 ppm fast, as the demo's rooms are.
         let skewed = SkewedHostClock(wrapping: MonotonicHostClock(), offset: .milliseconds(2_500), skewPPM: 150)
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true))
@@ -304,9 +304,9 @@ import Synchronization
                               hostMapping: { skewed.map($0) }, capture: nil)
         defer { player.close() }
         let layer = AVPlayerLayer(player: player)
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         player.play()
-        #expect(waitUntil(10) { player.timeControlStatus == .playing })
+        #expect(await waitUntil(10) { player.timeControlStatus == .playing })
         var checked = 0
         let deadline = Date().addingTimeInterval(10)
         while checked < 20 && Date() < deadline {
@@ -331,20 +331,20 @@ import Synchronization
     }
 
     @Test("paused after a seek, the picture at the target is shown")
-    func pausedSeekShowsTheTarget() throws {
+    func pausedSeekShowsTheTarget() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let layer = AVPlayerLayer(player: player)
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         let finished = Atomic<Bool>(false)
         player.seek(to: CMTime(value: 1_530, timescale: 1_000), toleranceBefore: .zero, toleranceAfter: .zero) { ok in
             finished.store(ok, ordering: .relaxed)
         }
-        #expect(waitUntil(10) { finished.load(ordering: .relaxed) })
+        #expect(await waitUntil(10) { finished.load(ordering: .relaxed) })
         // 1.53 s lies inside picture 38 (1.52 to 1.56 s).
         var shown: VideoPlanes?
-        #expect(waitUntil(10) {
+        #expect(await waitUntil(10) {
             if let picture = layer.picture(forRefreshAt: .now()) { shown = picture }
             return shown.map { $0.info.itemNanoseconds == 1_520_000_000 } ?? false
         })
@@ -354,7 +354,7 @@ import Synchronization
     }
 
     @Test("isReadyForDisplay is observed changing when the first picture is presented")
-    func readinessIsObservable() throws {
+    func readinessIsObservable() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
@@ -364,17 +364,17 @@ import Synchronization
             if let value = change.newValue { seen.withLockAnnotated { $0.append(value) } }
         }
         defer { observation.invalidate() }
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         // Paused at the start, the still of the first picture is shown and presented.
         var presented = false
-        #expect(waitUntil(10) {
+        #expect(await waitUntil(10) {
             if let picture = layer.picture(forRefreshAt: .now()) {
                 layer.didPresent(number: picture.info.number, at: .now())
                 presented = true
             }
             return presented
         })
-        #expect(waitUntil(5) { seen.withLockAnnotated { $0 } == [false, true] })
+        #expect(await waitUntil(5) { seen.withLockAnnotated { $0 } == [false, true] })
         #expect(layer.isReadyForDisplay)
     }
 
@@ -390,35 +390,35 @@ import Synchronization
     }
 
     @Test("a player without a layer decodes no pictures; one with a layer does, and stops when it goes")
-    func picturesOnlyWhileShown() throws {
+    func picturesOnlyWhileShown() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         #expect(!player.engine.hasVideo)
         var layer: AVPlayerLayer? = AVPlayerLayer(player: player)
-        #expect(waitUntil(10) { player.engine.hasVideo })
+        #expect(await waitUntil(10) { player.engine.hasVideo })
         #expect(layer?.player === player)
         layer = nil
-        #expect(waitUntil(10) { !player.engine.hasVideo })
+        #expect(await waitUntil(10) { !player.engine.hasVideo })
     }
 }
 
 /// Items with pictures and no sound.
-@Suite struct VideoOnlyItemTests {
+@Suite(.ownThread) struct VideoOnlyItemTests {
     @Test("a video without sound plays its pictures on its own timeline and ends at its length")
-    func videoOnlyPlaysAndEnds() throws {
+    func videoOnlyPlaysAndEnds() async throws {
         let url = try TestMedia.identityVideo(seconds: 1.2, rate: 25)
         let item = AVPlayerItem(url: url)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let layer = AVPlayerLayer(player: player)
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         #expect(item.duration == CMTime(value: 1_200_000, timescale: 1_000_000))
         player.play()
         var numbers: [Int] = []
-        #expect(waitUntil(10) {
+        #expect(await waitUntil(10) {
             if let picture = layer.picture(forRefreshAt: .now()), let luma = picture.plane0 {
                 numbers.append(TestMedia.identity(luma: luma, stride: picture.stride0, width: 320, height: 240))
             }
@@ -434,21 +434,21 @@ import Synchronization
 }
 
 /// An application pulling pictures itself, as Apple's video output is used.
-@Suite struct VideoOutputTests {
+@Suite(.ownThread) struct VideoOutputTests {
     @Test("pictures pulled at the refresh's item time are the ones due, in I420 and in BGRA")
-    func pullsPicturesDue() throws {
+    func pullsPicturesDue() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true))
         let planar = AVPlayerItemVideoOutput(pixelBufferAttributes: nil)
         item.add(planar)
         #expect(item.outputs.count == 1)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         player.play()
-        #expect(waitUntil(10) { player.timeControlStatus == .playing })
+        #expect(await waitUntil(10) { player.timeControlStatus == .playing })
         struct Pull { var asked: CMTime; var shown: CMTime; var number: Int; var format: OSType; var planes: Int; var size: (Int, Int) }
         var pulls: [Pull] = []
-        let gotTen = waitUntil(10) {
+        let gotTen = await waitUntil(10) {
             let itemTime = planar.itemTime(forHostTime: Double(HostTime.now().nanoseconds) / 1e9)
             guard planar.hasNewPixelBuffer(forItemTime: itemTime) else { return false }
             var shownAt = CMTime.invalid
@@ -478,23 +478,23 @@ import Synchronization
         #expect(!planar.hasNewPixelBuffer(forItemTime: now))
         item.remove(planar)
         #expect(item.outputs.isEmpty)
-        #expect(waitUntil(10) { !player.engine.hasVideo })
+        #expect(await waitUntil(10) { !player.engine.hasVideo })
     }
 
     @Test("a BGRA output gives packed pixels: the identity pattern's white and black columns")
-    func bgraPixels() throws {
+    func bgraPixels() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 1, rate: 25, withSound: true))
         let output = AVPlayerItemVideoOutput(pixelBufferAttributes: [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_32BGRA])
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         item.add(output)
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         // Paused at 0: picture 0 is all black; seek to picture 1 (left column white).
         let sought = Atomic<Bool>(false)
         player.seek(to: CMTime(value: 1, timescale: 25), toleranceBefore: .zero, toleranceAfter: .zero) { sought.store($0, ordering: .relaxed) }
-        #expect(waitUntil(10) { sought.load(ordering: .relaxed) })
+        #expect(await waitUntil(10) { sought.load(ordering: .relaxed) })
         var buffer: CVPixelBuffer?
-        #expect(waitUntil(10) {
+        #expect(await waitUntil(10) {
             buffer = output.copyPixelBuffer(forItemTime: CMTime(value: 1, timescale: 25), itemTimeForDisplay: nil)
             return buffer.map { _ in true } ?? false
         })
@@ -511,17 +511,17 @@ import Synchronization
 
 extension VideoOnlyItemTests {
     @Test("without a sound device, a video without sound still plays, on the host clock; one with sound still fails")
-    func noSoundDeviceNeededWithoutSound() throws {
+    func noSoundDeviceNeededWithoutSound() async throws {
         let silent = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 0.6, rate: 25))
         let player = AVPlayer(playerItem: silent, output: .alsa(device: "chorus_no_such_device"))
         defer { player.close() }
         let layer = AVPlayerLayer(player: player)
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: silent)
-        #expect(waitUntil(10) { silent.status == .readyToPlay })
+        #expect(await waitUntil(10) { silent.status == .readyToPlay })
         #expect(player.engine.isOnFallback)
         player.play()
         var shown = 0
-        #expect(waitUntil(10) {
+        #expect(await waitUntil(10) {
             if layer.picture(forRefreshAt: .now()) != nil { shown += 1 }
             return ended.value == 1
         })
@@ -530,14 +530,14 @@ extension VideoOnlyItemTests {
         let loud = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 0.6, rate: 25, withSound: true))
         let other = AVPlayer(playerItem: loud, output: .alsa(device: "chorus_no_such_device"))
         defer { other.close() }
-        #expect(waitUntil(10) { loud.status == .failed })
+        #expect(await waitUntil(10) { loud.status == .failed })
     }
 }
 
 /// Pictures that cannot all be shown.
-@Suite struct DamagedVideoTests {
+@Suite(.ownThread) struct DamagedVideoTests {
     @Test("damaged pictures are skipped and the sound plays to its end")
-    func damagedPicturesDoNotStopTheSound() throws {
+    func damagedPicturesDoNotStopTheSound() async throws {
         let source = try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true)
         // Noise over a stretch in the middle of the file: pictures (most of an MP4's bytes)
         // are hit, and perhaps some sound.
@@ -548,10 +548,10 @@ extension VideoOnlyItemTests {
         let layer = AVPlayerLayer(player: player)
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         let failed = NotificationCounter(AVPlayerItem.failedToPlayToEndTimeNotification, object: item)
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         player.play()
         var shown = 0
-        #expect(waitUntil(15) {
+        #expect(await waitUntil(15) {
             if layer.picture(forRefreshAt: .now()) != nil { shown += 1 }
             return ended.value + failed.value > 0
         })
@@ -564,26 +564,26 @@ extension VideoOnlyItemTests {
 }
 
 /// Tracks turned off and on while playing.
-@Suite struct TrackEnablingTests {
+@Suite(.ownThread) struct TrackEnablingTests {
     @Test("turning the video track off takes the picture away and stops its decoding; on again, it comes back")
-    func videoTrackOffAndOn() throws {
+    func videoTrackOffAndOn() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 4, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let layer = AVPlayerLayer(player: player)
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         player.play()
-        #expect(waitUntil(10) { layer.picture(forRefreshAt: .now()) != nil })
+        #expect(await waitUntil(10) { layer.picture(forRefreshAt: .now()) != nil })
         let video = try #require(item.tracks.first { $0.assetTrack?.mediaType == .video })
         video.isEnabled = false
-        #expect(waitUntil(10) { !player.engine.hasVideo })
+        #expect(await waitUntil(10) { !player.engine.hasVideo })
         #expect(layer.picture(forRefreshAt: .now()) == nil)
         #expect(item.presentationSize == CGSize(width: 320, height: 240))
         video.isEnabled = true
-        #expect(waitUntil(10) { player.engine.hasVideo })
+        #expect(await waitUntil(10) { player.engine.hasVideo })
         // The pictures come back from where the sound is, not from where they stopped.
         var number: Int64?
-        #expect(waitUntil(10) {
+        #expect(await waitUntil(10) {
             number = layer.picture(forRefreshAt: .now())?.info.itemNanoseconds
             return number != nil
         })
@@ -592,11 +592,11 @@ extension VideoOnlyItemTests {
     }
 
     @Test("turning the audio track off silences the item at once")
-    func audioTrackOff() throws {
+    func audioTrackOff() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         let audio = try #require(item.tracks.first { $0.assetTrack?.mediaType == .audio })
         audio.isEnabled = false
         #expect(player.engine.currentControl?.volume == 0)

@@ -8,9 +8,9 @@ import Synchronization
 
 /// What Apple's playback guide and reference say of a player's status, its end and its
 /// observers, checked as an app written for them would rely on it.
-@Suite struct PlayerStatusTests {
+@Suite(.ownThread) struct PlayerStatusTests {
     @Test("the player's status starts unknown and is announced ready once its output opens")
-    func statusBecomesReady() throws {
+    func statusBecomesReady() async throws {
         let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
         defer { player.close() }
         #expect(player.status == .unknown)
@@ -20,12 +20,12 @@ import Synchronization
         }
         defer { observation.invalidate() }
         player.replaceCurrentItem(with: AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1)))
-        #expect(waitUntil(10) { statuses.all == [.unknown, .readyToPlay] }, "seen: \(statuses.all)")
+        #expect(await waitUntil(10) { statuses.all == [.unknown, .readyToPlay] }, "seen: \(statuses.all)")
         #expect(player.status == .readyToPlay)
     }
 
     @Test("a first item that cannot be opened fails, and the player, having tried, is ready for others")
-    func statusIsReadyAfterAFirstItemFails() throws {
+    func statusIsReadyAfterAFirstItemFails() async throws {
         let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
         defer { player.close() }
         let statuses = Collected<AVPlayer.Status>()
@@ -35,38 +35,38 @@ import Synchronization
         defer { observation.invalidate() }
         let missing = AVPlayerItem(url: URL(fileURLWithPath: "/nonexistent/chorus-status-test.wav"))
         player.replaceCurrentItem(with: missing)
-        #expect(waitUntil(10) { missing.status == .failed })
-        #expect(waitUntil(10) { statuses.all == [.unknown, .readyToPlay] }, "seen: \(statuses.all)")
+        #expect(await waitUntil(10) { missing.status == .failed })
+        #expect(await waitUntil(10) { statuses.all == [.unknown, .readyToPlay] }, "seen: \(statuses.all)")
         #expect(player.error == nil)
         // And it plays the next item.
         let good = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
         player.replaceCurrentItem(with: good)
-        #expect(waitUntil(10) { good.status == .readyToPlay })
+        #expect(await waitUntil(10) { good.status == .readyToPlay })
         #expect(player.status == .readyToPlay)
     }
 
     @Test("at the item's end, play has no effect until a seek")
-    func playAtTheEndWaitsForASeek() throws {
+    func playAtTheEndWaitsForASeek() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.3))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         player.play()
-        #expect(waitUntil(10) { ended.value == 1 && player.rate == 0 })
+        #expect(await waitUntil(10) { ended.value == 1 && player.rate == 0 })
         player.play()
         #expect(player.rate == 0)
-        sleepThroughQuietWindow()
+        await sleepThroughQuietWindow()
         #expect(ended.value == 1)
         #expect(player.currentTime() == item.duration)
         // A seek makes it playable again, to a second end.
-        player.seek(to: .zero)
+        await player.seek(to: .zero)
         player.play()
         #expect(player.rate == 1)
-        #expect(waitUntil(10) { ended.value == 2 })
+        #expect(await waitUntil(10) { ended.value == 2 })
     }
 
     @Test("seeking to zero from the end notification and playing replays the item, as the guide loops one")
-    func seekFromTheEndNotificationReplays() throws {
+    func seekFromTheEndNotificationReplays() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.3))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
@@ -79,24 +79,24 @@ import Synchronization
         }
         defer { NotificationCenter.default.removeObserver(token) }
         player.play()
-        #expect(waitUntil(10) { ended.value == 3 })
+        #expect(await waitUntil(10) { ended.value == 3 })
     }
 
     @Test("a start at a given time announces a time jump, as a seek does")
-    func scheduledStartAnnouncesAJump() throws {
+    func scheduledStartAnnouncesAJump() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         let jumped = NotificationCounter(AVPlayerItem.timeJumpedNotification, object: item)
         player.automaticallyWaitsToMinimizeStalling = false
         let soon = CMTime(value: HostTime.now().nanoseconds + 100_000_000, timescale: 1_000_000_000)
         player.setRate(1, time: CMTime(value: 1, timescale: 2), atHostTime: soon)
-        #expect(waitUntil(5) { jumped.value == 1 })
+        #expect(await waitUntil(5) { jumped.value == 1 })
     }
 
     @Test("removing a time observer does not wait for its running block, which may be waiting for the remover")
-    func removingAnObserverDoesNotWaitForItsBlock() throws {
+    func removingAnObserverDoesNotWaitForItsBlock() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 3))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
@@ -114,6 +114,6 @@ import Synchronization
         #expect(inBlock.wait(timeout: .now() + 10) == .success)
         player.removeTimeObserver(token)
         removed.signal()
-        #expect(waitUntil(10) { sawRemoval.load(ordering: .relaxed) == 1 })
+        #expect(await waitUntil(10) { sawRemoval.load(ordering: .relaxed) == 1 })
     }
 }

@@ -7,7 +7,7 @@ import MediaPipeline
 import Synchronization
 
 /// Code as it is written for Apple's playback classes, compiled and run unchanged.
-@Suite struct PortingTests {
+@Suite(.ownThread) struct PortingTests {
     @Test("an asset's tracks load by media type, and a track's properties load as an asset's do")
     func assetsAndTracksLoadAsOnApplePlatforms() async throws {
         let asset = AVAsset(url: try TestMedia.identityVideo(seconds: 1, rate: 25, rotate: 90, withSound: true))
@@ -33,7 +33,7 @@ import Synchronization
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         let sought = await player.seek(to: CMTime(value: 1, timescale: 1))
         #expect(sought)
         #expect(player.currentTime() == CMTime(value: 1, timescale: 1))
@@ -44,7 +44,7 @@ import Synchronization
     }
 
     @Test("boundary times given as NSValues fire as the time crosses them")
-    func boundaryTimesAsValues() throws {
+    func boundaryTimesAsValues() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
@@ -55,7 +55,7 @@ import Synchronization
         }
         defer { player.removeTimeObserver(token) }
         player.play()
-        #expect(waitUntil(10) { fired.load(ordering: .relaxed) == 2 })
+        #expect(await waitUntil(10) { fired.load(ordering: .relaxed) == 2 })
     }
 
     @Test("times and ranges go into NSValues and come back exactly")
@@ -102,7 +102,7 @@ import Synchronization
         #expect(!player.outputObscuredDueToInsufficientExternalProtection)
         // CACurrentMediaTime() is the clock host times are on: an item's time for "now" is its
         // current time.
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         let output = AVPlayerItemVideoOutput(pixelBufferAttributes: nil)
         item.add(output)
         let now = output.itemTime(forHostTime: CACurrentMediaTime())

@@ -33,7 +33,7 @@ private final class EndCounter: @unchecked Sendable {
     func count(_ item: AVPlayerItem) -> Int { counts.withLockAnnotated { $0[ObjectIdentifier(item)] ?? 0 } }
 }
 
-@Suite struct QueuePlayerTests {
+@Suite(.ownThread) struct QueuePlayerTests {
     private func tone(_ seconds: Double) throws -> AVPlayerItem {
         AVPlayerItem(url: try TestMedia.tone(.wav, seconds: seconds, rate: 48_000))
     }
@@ -96,18 +96,18 @@ private final class EndCounter: @unchecked Sendable {
     }
 
     @Test("played, the queue advances at each end at the same rate, and waits with no item after the last")
-    func playsInSequence() throws {
+    func playsInSequence() async throws {
         let a = try tone(0.4), b = try tone(0.6)
         let ends = EndCounter([a, b])
         let player = AVQueuePlayer(items: [a, b], output: .null(driftPPM: 0))
         defer { player.close() }
         player.play()
-        #expect(waitUntil(10) { player.currentItem === b && b.status == .readyToPlay })
+        #expect(await waitUntil(10) { player.currentItem === b && b.status == .readyToPlay })
         // The end is posted on the player's queue as the current item changes.
-        #expect(waitUntil(5) { ends.count(a) == 1 })
+        #expect(await waitUntil(5) { ends.count(a) == 1 })
         #expect(player.rate == 1)
-        #expect(waitUntil(10) { player.timeControlStatus == .playing && player.currentTime().seconds > 0.1 })
-        #expect(waitUntil(10) { player.currentItem == nil })
+        #expect(await waitUntil(10) { player.timeControlStatus == .playing && player.currentTime().seconds > 0.1 })
+        #expect(await waitUntil(10) { player.currentItem == nil })
         #expect(ends.count(b) == 1)
         #expect(player.items().isEmpty)
         // Still at rate 1, waiting for an item: one inserted now plays.
@@ -115,22 +115,22 @@ private final class EndCounter: @unchecked Sendable {
         #expect(player.reasonForWaitingToPlay == .noItemToPlay)
         let c = try tone(0.4)
         player.insert(c, after: nil)
-        #expect(waitUntil(10) { player.currentItem === c && player.timeControlStatus == .playing })
+        #expect(await waitUntil(10) { player.currentItem === c && player.timeControlStatus == .playing })
     }
 
     /// Items without sound are timed on the host clock. The queue's next one starts where
     /// the one before ended on it, from its own start: it was once placed by the item
     /// before's anchor, as if it had started with that one, and skipped its first pictures.
     @Test("items without sound follow each other on the host clock, each from its start")
-    func itemsWithoutSoundFollowOnTheHostClock() throws {
+    func itemsWithoutSoundFollowOnTheHostClock() async throws {
         let a = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 1, rate: 25, withSound: false))
         let b = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 1.5, rate: 25, withSound: false))
         let player = AVQueuePlayer(items: [a, b], output: .null(driftPPM: 0))
         defer { player.close() }
         player.play()
-        #expect(waitUntil(10) { player.state.withLockAnnotated { $0.itemLoaded && $0.masterAnchor != nil } })
+        #expect(await waitUntil(10) { player.state.withLockAnnotated { $0.itemLoaded && $0.masterAnchor != nil } })
         let first = try #require(player.state.withLockAnnotated { $0.masterAnchor })
-        #expect(waitUntil(10) { player.currentItem === b && player.state.withLockAnnotated { $0.itemLoaded } })
+        #expect(await waitUntil(10) { player.currentItem === b && player.state.withLockAnnotated { $0.itemLoaded } })
         let second = try #require(player.state.withLockAnnotated { $0.masterAnchor })
         // Its start is the first item's end on the host clock, to the nanosecond.
         #expect(second.itemTime == .zero)
@@ -139,27 +139,27 @@ private final class EndCounter: @unchecked Sendable {
                 "started \((second.masterTime - end).seconds) s from the first item's end")
         // And it plays from its start: early on, its time is still near zero.
         #expect(player.currentTime().seconds < 0.9)
-        #expect(waitUntil(10) { player.currentItem == nil })
+        #expect(await waitUntil(10) { player.currentItem == nil })
     }
 
     @Test("an item's forward end time ends it there")
-    func forwardPlaybackEndTimeEndsTheItem() throws {
+    func forwardPlaybackEndTimeEndsTheItem() async throws {
         let item = try tone(2)
         item.forwardPlaybackEndTime = CMTime(value: 300, timescale: 1000)
         let ends = EndCounter([item])
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         player.play()
-        #expect(waitUntil(10) { ends.count(item) == 1 })
-        #expect(waitUntil(5) { player.rate == 0 })
+        #expect(await waitUntil(10) { ends.count(item) == 1 })
+        #expect(await waitUntil(5) { player.rate == 0 })
         let stopped = player.currentTime().seconds
         #expect(abs(stopped - 0.3) < 0.001, "paused at \(stopped) s")
     }
 }
 
-@Suite struct PlayerLooperTests {
+@Suite(.ownThread) struct PlayerLooperTests {
     @Test("a looper plays its item again and again, counting the loops, until looping is disabled")
-    func loops() throws {
+    func loops() async throws {
         let template = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.3, rate: 48_000))
         let player = AVQueuePlayer(items: [], output: .null(driftPPM: 0))
         defer { player.close() }
@@ -183,10 +183,10 @@ private final class EndCounter: @unchecked Sendable {
         #expect(looper.loopCount >= 5, "loops: \(looper.loopCount)")
         #expect(!ranDry)
         // Each copy that played went back into the queue.
-        #expect(waitUntil(5) { player.items().count == AVPlayerLooper.copies })
+        #expect(await waitUntil(5) { player.items().count == AVPlayerLooper.copies })
         looper.disableLooping()
         #expect(looper.status == .cancelled)
-        #expect(waitUntil(10) { player.currentItem == nil })
+        #expect(await waitUntil(10) { player.currentItem == nil })
         // Observed as they changed: each loop counted once, in order, and the cancellation.
         #expect(Array(counts.all.prefix(5)) == [1, 2, 3, 4, 5], "loop counts seen: \(counts.all)")
         #expect(statuses.all == [.cancelled])

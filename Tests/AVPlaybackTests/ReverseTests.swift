@@ -5,25 +5,25 @@ import ChorusTestSupport
 
 /// Negative rates: the sound decoded backwards in chunks and heard reversed, with the
 /// player's time running down to the item's start (or its reverse end time).
-@Suite struct ReverseTests {
+@Suite(.ownThread) struct ReverseTests {
     /// Renders `source` into a file from `start` at `rate` (negative), to the reverse end.
     func renderBackwards(_ source: URL, name: String, from start: CMTime, rate: Float,
-                         configure: (AVPlayerItem) -> Void = { _ in }) throws -> (pcm: PCM, rate: Float, time: CMTime) {
+                         configure: (AVPlayerItem) -> Void = { _ in }) async throws -> (pcm: PCM, rate: Float, time: CMTime) {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-reverse-\(getpid())-\(name).wav")
         defer { try? FileManager.default.removeItem(at: out) }
         let item = AVPlayerItem(url: source)
         configure(item)
         let player = AVPlayer(playerItem: item, output: .wav(path: out.path))
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
-        #expect(waitUntil(20) { item.status == .readyToPlay })
+        #expect(await waitUntil(20) { item.status == .readyToPlay })
         let sought = Collected<Bool>()
         player.seek(to: start, toleranceBefore: .zero, toleranceAfter: .zero) { sought.append($0) }
-        #expect(waitUntil(20) { sought.count == 1 })
+        #expect(await waitUntil(20) { sought.count == 1 })
         #expect(item.canPlayReverse)
         player.rate = rate
-        let finished = waitUntil(60) { ended.value > 0 || item.status == .failed }
+        let finished = await waitUntil(60) { ended.value > 0 || item.status == .failed }
         // Where it stands once the end has been handled (the pause comes with it).
-        _ = waitUntil(5) { player.rate == 0 }
+        _ = await waitUntil(5) { player.rate == 0 }
         let (rate, time) = (player.rate, player.currentTime())
         player.close()
         guard finished else { throw RenderFailure(reason: "timed out") }
@@ -32,10 +32,10 @@ import ChorusTestSupport
 
     @Test("at -1 the item's sound before the playhead is heard backwards, sample for sample",
           arguments: [TestMedia.Kind.wav, .flac, .mp3, .aac, .opus, .vorbis])
-    func minusOnePlaysTheSoundReversed(kind: TestMedia.Kind) throws {
+    func minusOnePlaysTheSoundReversed(kind: TestMedia.Kind) async throws {
         let source = try TestMedia.tone(kind, seconds: 2, rate: 48_000, channels: 2)
         let start = 61_729  // 1.286 s, on no packet's boundary
-        let rendered = try renderBackwards(source, name: "minus-one-\(kind.name)", from: CMTime(value: Int64(start), timescale: 48_000), rate: -1) { item in
+        let rendered = try await renderBackwards(source, name: "minus-one-\(kind.name)", from: CMTime(value: Int64(start), timescale: 48_000), rate: -1) { item in
             item.audioTimePitchAlgorithm = .varispeed
         }
         let reference = try PCM.ffmpegDecode(source, channels: 2)
@@ -61,18 +61,18 @@ import ChorusTestSupport
     }
 
     @Test("at -2 the same sound lasts half as long, its pitch kept")
-    func minusTwoTakesHalfTheTime() throws {
+    func minusTwoTakesHalfTheTime() async throws {
         let source = try TestMedia.tone(.wav, seconds: 2, rate: 44_100, channels: 2)
-        let rendered = try renderBackwards(source, name: "minus-two", from: CMTime(value: 3, timescale: 2), rate: -2)
+        let rendered = try await renderBackwards(source, name: "minus-two", from: CMTime(value: 3, timescale: 2), rate: -2)
         #expect(rendered.pcm.frameCount == 33_075)
         let middle = (rendered.pcm.frameCount / 5)..<(rendered.pcm.frameCount * 4 / 5)
         #expect(abs(PitchTests.frequency(of: rendered.pcm, channel: 0, frames: middle) - 440) < 4)
     }
 
     @Test("the reverse end time ends it there, with the end notification")
-    func theReverseEndTimeEndsIt() throws {
+    func theReverseEndTimeEndsIt() async throws {
         let source = try TestMedia.tone(.flac, seconds: 2, rate: 48_000, channels: 1)
-        let rendered = try renderBackwards(source, name: "reverse-end", from: CMTime(value: 3, timescale: 2), rate: -1) { item in
+        let rendered = try await renderBackwards(source, name: "reverse-end", from: CMTime(value: 3, timescale: 2), rate: -1) { item in
             item.reversePlaybackEndTime = CMTime(value: 1, timescale: 2)
         }
         // From 1.5 s down to 0.5 s: one second.
@@ -85,7 +85,7 @@ import ChorusTestSupport
     /// of play have no effect"); a rewind button pressed there plays the item backwards from
     /// its end, as on Apple's players.
     @Test("at the item's end a negative rate plays it backwards from the end, while play still waits for a seek")
-    func aNegativeRateAtTheEndPlaysBackFromIt() throws {
+    func aNegativeRateAtTheEndPlaysBackFromIt() async throws {
         let source = try TestMedia.tone(.wav, seconds: 1, rate: 48_000, channels: 2)
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-reverse-\(getpid())-from-end.wav")
         defer { try? FileManager.default.removeItem(at: out) }
@@ -93,14 +93,14 @@ import ChorusTestSupport
         let player = AVPlayer(playerItem: item, output: .wav(path: out.path))
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         player.play()
-        #expect(waitUntil(20) { ended.value == 1 })
-        #expect(waitUntil(5) { player.rate == 0 })
+        #expect(await waitUntil(20) { ended.value == 1 })
+        #expect(await waitUntil(5) { player.rate == 0 })
         player.play()
         #expect(player.rate == 0)
         player.rate = -1
         #expect(player.rate == -1)
-        #expect(waitUntil(20) { ended.value == 2 })
-        #expect(waitUntil(5) { player.rate == 0 })
+        #expect(await waitUntil(20) { ended.value == 2 })
+        #expect(await waitUntil(5) { player.rate == 0 })
         #expect(player.currentTime() == .zero)
         player.close()
         // The item forwards, then the same frames backwards.
@@ -114,38 +114,38 @@ import ChorusTestSupport
     }
 
     @Test("turning round while playing: the time runs down from where it stood, and back up again")
-    func turningRoundWhilePlaying() throws {
+    func turningRoundWhilePlaying() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 4, rate: 48_000, channels: 2))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         player.play()
-        #expect(waitUntil(10) { player.currentTime().seconds > 1.5 })
+        #expect(await waitUntil(10) { player.currentTime().seconds > 1.5 })
         player.rate = -1
         let turned = player.currentTime().seconds
         #expect(player.rate == -1)
-        #expect(waitUntil(10) { player.currentTime().seconds < turned - 0.5 })
+        #expect(await waitUntil(10) { player.currentTime().seconds < turned - 0.5 })
         player.rate = 1
         let low = player.currentTime().seconds
-        #expect(waitUntil(10) { player.currentTime().seconds > low + 0.5 })
+        #expect(await waitUntil(10) { player.currentTime().seconds > low + 0.5 })
     }
 
     @Test("a video with sound can play backwards; the fastest reverse rate is -8")
-    func aVideoWithSoundCanPlayBackwards() throws {
+    func aVideoWithSoundCanPlayBackwards() async throws {
         let item = AVPlayerItem(url: try TestMedia.video(seconds: 1))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil(20) { item.status == .readyToPlay })
+        #expect(await waitUntil(20) { item.status == .readyToPlay })
         #expect(item.canPlayReverse && item.canPlaySlowReverse && item.canPlayFastReverse)
         player.rate = -8.5
         #expect(player.rate == -8)
     }
 
     @Test("a negative rate is refused for an item without sound, and the player keeps its rate")
-    func reverseIsRefusedWithoutSound() throws {
+    func reverseIsRefusedWithoutSound() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 1))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil(20) { item.status == .readyToPlay })
+        #expect(await waitUntil(20) { item.status == .readyToPlay })
         #expect(!item.canPlayReverse)
         player.rate = -1
         #expect(player.rate == 0)

@@ -3,15 +3,15 @@ import Testing
 import ChorusTestSupport
 @testable import AVPlayback
 
-@Suite struct SeekingTests {
+@Suite(.ownThread) struct SeekingTests {
     @Test(arguments: [TestMedia.Kind.wav, .flac, .mp3, .aac, .opus, .vorbis])
-    func zeroToleranceLandsOnTheExactSample(kind: TestMedia.Kind) throws {
+    func zeroToleranceLandsOnTheExactSample(kind: TestMedia.Kind) async throws {
         let source = try TestMedia.tone(kind, seconds: 2, rate: 48_000, channels: 2)
         let target = CMTime(value: 61_729, timescale: 48_000)  // 1.286 s, not on any frame boundary
         let done = Collected<Bool>()
-        let rendered = try renderToPCM(source, name: "seek-\(kind.name)") { player, item in
+        let rendered = try await renderToPCM(source, name: "seek-\(kind.name)") { player, item in
             player.seek(to: target, toleranceBefore: .zero, toleranceAfter: .zero) { done.append($0) }
-            #expect(waitUntil { done.count == 1 })
+            #expect(await waitUntil { done.count == 1 })
         }
         #expect(done.all == [true])
         let reference = try PCM.ffmpegDecode(source, channels: 2)
@@ -30,15 +30,15 @@ import ChorusTestSupport
     }
 
     @Test("a seek back to the start of an MP4's AAC lands on its priming packet: the first frames are right")
-    func seekingToTheStartOfAnMP4KeepsItsFirstFrames() throws {
+    func seekingToTheStartOfAnMP4KeepsItsFirstFrames() async throws {
         let source = try TestMedia.tone(.aac, seconds: 2, rate: 48_000, channels: 2)
         let done = Collected<Bool>()
-        let rendered = try renderToPCM(source, name: "seek-start-aac") { player, item in
-            #expect(waitUntil(20) { item.status == .readyToPlay })
+        let rendered = try await renderToPCM(source, name: "seek-start-aac") { player, item in
+            #expect(await waitUntil(20) { item.status == .readyToPlay })
             player.seek(to: CMTime(value: 1, timescale: 1), toleranceBefore: .zero, toleranceAfter: .zero) { done.append($0) }
-            #expect(waitUntil { done.count == 1 })
+            #expect(await waitUntil { done.count == 1 })
             player.seek(to: .zero, toleranceBefore: .zero, toleranceAfter: .zero) { done.append($0) }
-            #expect(waitUntil { done.count == 2 })
+            #expect(await waitUntil { done.count == 2 })
         }
         let reference = try PCM.ffmpegDecode(source, channels: 2)
         // The first 1,024 frames need the priming packet before time 0: without it they were
@@ -66,7 +66,7 @@ import ChorusTestSupport
         return best.offset
     }
 
-    @Test func aSupersededSeekCompletesWithFalse() throws {
+    @Test func aSupersededSeekCompletesWithFalse() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 3))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
@@ -76,39 +76,39 @@ import ChorusTestSupport
         let first = Collected<Bool>(), second = Collected<Bool>()
         player.seek(to: CMTime(value: 1, timescale: 1)) { first.append($0) }
         player.seek(to: CMTime(value: 2, timescale: 1)) { second.append($0) }
-        #expect(waitUntil { first.count == 1 && second.count == 1 })
+        #expect(await waitUntil { first.count == 1 && second.count == 1 })
         #expect(first.all == [false])
         #expect(second.all == [true])
         #expect(item.status == .readyToPlay)
         #expect(player.currentTime() == CMTime(value: 2, timescale: 1))
     }
 
-    @Test func seeksOutsideTheItemAreClamped() throws {
+    @Test func seeksOutsideTheItemAreClamped() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil { item.status == .readyToPlay })
+        #expect(await waitUntil { item.status == .readyToPlay })
         let done = Collected<Bool>()
         player.seek(to: CMTime(value: -5, timescale: 1)) { done.append($0) }
-        #expect(waitUntil { done.count == 1 })
+        #expect(await waitUntil { done.count == 1 })
         #expect(player.currentTime() == .zero)
         player.seek(to: CMTime(value: 50, timescale: 1)) { done.append($0) }
-        #expect(waitUntil { done.count == 2 })
+        #expect(await waitUntil { done.count == 2 })
         #expect(player.currentTime() == item.duration)
     }
 
     @Test("a seek past the end while playing stands at the end, with the end notification, and stays there")
-    func aSeekPastTheEndWhilePlayingStandsAtTheEnd() throws {
+    func aSeekPastTheEndWhilePlayingStandsAtTheEnd() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         player.play()
-        #expect(waitUntil(10) { player.currentTime().seconds > 0.2 })
+        #expect(await waitUntil(10) { player.currentTime().seconds > 0.2 })
         let done = Collected<Bool>()
         player.seek(to: CMTime(value: 5, timescale: 1), toleranceBefore: .zero, toleranceAfter: .zero) { done.append($0) }
-        #expect(waitUntil(10) { ended.value == 1 })
-        #expect(waitUntil(5) { player.rate == 0 })
+        #expect(await waitUntil(10) { ended.value == 1 })
+        #expect(await waitUntil(5) { player.rate == 0 })
         #expect(done.all == [true])
         #expect(player.currentTime() == item.duration, "at \(player.currentTime().seconds) s")
         // Play does nothing there, and the time stays at the end.
@@ -117,7 +117,7 @@ import ChorusTestSupport
         #expect(player.currentTime() == item.duration, "at \(player.currentTime().seconds) s")
     }
 
-    @Test func cancelledSeeksCompleteWithFalse() throws {
+    @Test func cancelledSeeksCompleteWithFalse() async throws {
         // The seek is made while the item is still loading, so it is certainly pending when
         // cancelled: on a ready item a local file's seek can complete before the next line
         // runs, and the test would race the reader.
@@ -128,23 +128,23 @@ import ChorusTestSupport
         let done = Collected<Bool>()
         player.seek(to: CMTime(value: 1, timescale: 2)) { done.append($0) }
         player.cancelPendingSeeks()
-        #expect(waitUntil { done.count == 1 })
+        #expect(await waitUntil { done.count == 1 })
         #expect(done.all == [false])
         // Once loaded, a later seek still completes normally.
-        #expect(waitUntil { item.status == .readyToPlay })
+        #expect(await waitUntil { item.status == .readyToPlay })
         let later = Collected<Bool>()
         player.seek(to: CMTime(value: 1, timescale: 4)) { later.append($0) }
-        #expect(waitUntil { later.count == 1 })
+        #expect(await waitUntil { later.count == 1 })
         #expect(later.all == [true])
     }
 
-    @Test func aSeekPostsTimeJumped() throws {
+    @Test func aSeekPostsTimeJumped() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let jumps = NotificationCounter(AVPlayerItem.timeJumpedNotification, object: item)
-        #expect(waitUntil { item.status == .readyToPlay })
-        player.seek(to: CMTime(value: 1, timescale: 4))
-        #expect(waitUntil { jumps.value == 1 })
+        #expect(await waitUntil { item.status == .readyToPlay })
+        await player.seek(to: CMTime(value: 1, timescale: 4))
+        #expect(await waitUntil { jumps.value == 1 })
     }
 }

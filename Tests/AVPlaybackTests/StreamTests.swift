@@ -6,7 +6,7 @@ import MediaServer
 
 /// Items over HTTP: HLS on demand and live, and servers that stall, drop a connection or go
 /// away mid-stream.
-@Suite struct StreamTests {
+@Suite(.ownThread) struct StreamTests {
     /// Publishes an HLS presentation's playlist and segments on `server`; returns the
     /// playlist's URL. `playlist` replaces the on-demand one when given (a live window).
     func publish(_ hls: (folder: URL, segments: [String]), on server: MediaHTTPServer, id: String,
@@ -28,24 +28,24 @@ import MediaServer
 
     /// A player of `url` on a silent device, recording when each period was heard into the
     /// returned capture file, playing once its item is ready (the caller closes it).
-    func playCapturing(_ url: URL, name: String) throws -> (player: AVPlayer, item: AVPlayerItem, capture: String) {
+    func playCapturing(_ url: URL, name: String) async throws -> (player: AVPlayer, item: AVPlayerItem, capture: String) {
         let path = TestMedia.folder.appendingPathComponent("\(name)-\(UUID().uuidString).cap").path
         let item = AVPlayerItem(url: url)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0), hostClock: .hostTimeClock, hostMapping: { $0 },
                               capture: try RenderCapture(path: path))
         player.play()
-        #expect(waitUntil(20) { item.status == .readyToPlay })
+        #expect(await waitUntil(20) { item.status == .readyToPlay })
         return (player, item, path)
     }
 
     @Test("an HLS playlist on demand plays to its end, sample for sample as FFmpeg decodes it")
-    func hlsOnDemandPlays() throws {
+    func hlsOnDemandPlays() async throws {
         let hls = try TestMedia.hls(seconds: 4)
         let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
         defer { server.stop() }
         let url = try publish(hls, on: server, id: "vod")
         let played = Collected<AVPlayerItem>()
-        let rendered = try renderToPCM(url, name: "hls-vod") { _, item in played.append(item) }
+        let rendered = try await renderToPCM(url, name: "hls-vod") { _, item in played.append(item) }
         let reference = try PCM.ffmpegDecode(hls.folder.appendingPathComponent("index.m3u8"), channels: 2)
         #expect(rendered.frameCount == reference.frameCount, "\(rendered.frameCount) frames of \(reference.frameCount)")
         #expect(rendered.maximumDifference(from: reference) <= 1e-6)
@@ -61,7 +61,7 @@ import MediaServer
     }
 
     @Test("an HLS stream's access log counts its segments' bytes as they come, over the demuxer's one connection to them")
-    func hlsBytesCountWhilePlaying() throws {
+    func hlsBytesCountWhilePlaying() async throws {
         let hls = try TestMedia.hls(seconds: 8)
         let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
         defer { server.stop() }
@@ -69,7 +69,7 @@ import MediaServer
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         player.play()
-        #expect(waitUntil(20) { player.currentTime().seconds > 3 })
+        #expect(await waitUntil(20) { player.currentTime().seconds > 3 })
         // Three seconds heard: at least the first three segments read, while the
         // connection they came over is still open.
         let firstThree = try hls.segments.prefix(3).reduce(0) { total, name in
@@ -80,7 +80,7 @@ import MediaServer
     }
 
     @Test("an HLS segment the server does not have is skipped, as FFmpeg's demuxer skips it, and is in the item's error log")
-    func aMissingSegmentIsInTheErrorLog() throws {
+    func aMissingSegmentIsInTheErrorLog() async throws {
         let hls = try TestMedia.hls(seconds: 6)
         let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
         defer { server.stop() }
@@ -94,16 +94,16 @@ import MediaServer
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         player.play()
-        #expect(waitUntil(30) { ended.value > 0 || item.status == .failed })
+        #expect(await waitUntil(30) { ended.value > 0 || item.status == .failed })
         #expect(item.status == .readyToPlay, "\(String(describing: item.error))")
         let events = item.errorLog()?.events ?? []
         let event = try #require(events.first { $0.uri?.hasSuffix("/\(missing)") == true }, "\(events.map { $0.uri ?? "" })")
         #expect(event.errorStatusCode == 404, "\(event.errorComment ?? "")")
-        #expect(waitUntil(5) { logged.value >= 1 })
+        #expect(await waitUntil(5) { logged.value >= 1 })
     }
 
     @Test("an asset whose kind is unknown loads its keys, then plays: the guide's route for any URL")
-    func anyURLThroughTheAssetsKeys() throws {
+    func anyURLThroughTheAssetsKeys() async throws {
         let hls = try TestMedia.hls(seconds: 4)
         let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
         defer { server.stop() }
@@ -114,13 +114,13 @@ import MediaServer
             var error: NSError?
             loaded.append(asset.statusOfValue(forKey: "playable", error: &error) == .loaded)
         }
-        #expect(waitUntil(20) { loaded.count == 1 })
+        #expect(await waitUntil(20) { loaded.count == 1 })
         #expect(loaded.all == [true] && asset.isPlayable)
         let item = AVPlayerItem(asset: asset)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         player.play()
-        #expect(waitUntil(20) { player.currentTime().seconds > 0.5 })
+        #expect(await waitUntil(20) { player.currentTime().seconds > 0.5 })
         #expect(item.duration.isNumeric && abs(item.duration.seconds - 4) < 0.1)
     }
 
@@ -129,7 +129,7 @@ import MediaServer
     /// The pictures after the splice are shown in turn with the sound, not left frozen on
     /// the last one before it.
     @Test("pictures play on across an HLS discontinuity, each shown at its number's time", arguments: [(0, 50), (50, 0)])
-    func picturesPlayOnAcrossADiscontinuity(offsets: (Int, Int)) throws {
+    func picturesPlayOnAcrossADiscontinuity(offsets: (Int, Int)) async throws {
         let hls = try TestMedia.splicedHLS(seconds: 4, offsets: offsets)
         let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
         defer { server.stop() }
@@ -138,7 +138,7 @@ import MediaServer
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let layer = AVPlayerLayer(player: player)
-        #expect(waitUntil { item.status == .readyToPlay })
+        #expect(await waitUntil { item.status == .readyToPlay })
         player.play()
         // Refreshed every 3 ms on this thread, as a display's own thread refreshes.
         var shown: [(number: Int, itemNanoseconds: Int64)] = []
@@ -174,21 +174,21 @@ import MediaServer
     /// the seek lands on its exact sample of the item's run-on time (without it, every packet
     /// of the new opening lay 50 s before the target, and none was ever due).
     @Test("a live stream opened again for a seek past a splice keeps the item's run-on time")
-    func liveSeekPastASplice() throws {
+    func liveSeekPastASplice() async throws {
         let hls = try TestMedia.splicedHLS(seconds: 8, offsets: (50, 0))
         let (server, live, url) = try serveLive(hls, window: 6, name: "live-spliced", discontinuityBefore: "b000.ts")
         defer {
             live.stop()
             server.stop()
         }
-        let (player, item, path) = try playCapturing(url, name: "live-splice")
+        let (player, item, path) = try await playCapturing(url, name: "live-splice")
         defer { player.close() }
         // The first half's sound runs from 51.4 s of the stream's time (ffmpeg's muxer adds
         // 1.4 s) for 4.027 s (its AAC frames, with the encoder's priming); the second half's
         // is closed up onto its end.
         let splice = 51.4 + 4.0267
         // Once the window has moved on far enough for the range to reach past the splice.
-        #expect(waitUntil(20) {
+        #expect(await waitUntil(20) {
             player.currentTime().seconds > splice + 0.5 && (item.seekableTimeRanges.first?.timeRangeValue.end.seconds ?? 0) > splice + 0.5
         }, "at \(player.currentTime().seconds) s, the range \(String(describing: item.seekableTimeRanges.first?.timeRangeValue))")
         let target = CMTime(value: Int64((splice + 0.25) * 48_000), timescale: 48_000)
@@ -197,15 +197,15 @@ import MediaServer
         let before = try #require(try RenderCaptureLog(path: path).periods.last?.serial)
         let finished = Collected<Bool>()
         player.seek(to: target) { finished.append($0) }
-        #expect(waitUntil(20) { finished.all == [true] })
-        #expect(waitUntil(20) { (try? RenderCaptureLog(path: path).periods.contains { $0.serial > before }) == true })
+        #expect(await waitUntil(20) { finished.all == [true] })
+        #expect(await waitUntil(20) { (try? RenderCaptureLog(path: path).periods.contains { $0.serial > before }) == true })
         let run = try RenderCaptureLog(path: path).periods.filter { $0.serial > before }
         #expect(run.first?.position == Double(target.value), "the seek's first frame heard: \(run.first?.position ?? -1), asked \(target.value)")
-        #expect(waitUntil(10) { player.currentTime() > target + CMTime(value: 1, timescale: 2) }, "at \(player.currentTime().seconds) s")
+        #expect(await waitUntil(10) { player.currentTime() > target + CMTime(value: 1, timescale: 2) }, "at \(player.currentTime().seconds) s")
     }
 
     @Test("a live HLS playlist plays, its duration indefinite")
-    func liveHLSPlays() throws {
+    func liveHLSPlays() async throws {
         let hls = try TestMedia.hls(seconds: 12)
         // A live window of three segments, moved on by one a second, as a live encoder's is.
         let (server, live, url) = try serveLive(hls, window: 3, name: "live")
@@ -217,16 +217,16 @@ import MediaServer
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         player.play()
-        #expect(waitUntil(20) { item.status == .readyToPlay })
+        #expect(await waitUntil(20) { item.status == .readyToPlay })
         #expect(item.duration == .indefinite)
-        #expect(waitUntil(20) { player.timeControlStatus == .playing })
+        #expect(await waitUntil(20) { player.timeControlStatus == .playing })
         let started = player.currentTime().seconds
-        #expect(waitUntil(20) { player.currentTime().seconds > started + 1.5 })
+        #expect(await waitUntil(20) { player.currentTime().seconds > started + 1.5 })
         #expect(item.status == .readyToPlay)
     }
 
     @Test("a live HLS playlist's seekable range moves on with it, and a seek inside it lands on the exact sample, an earlier segment opened again")
-    func liveHLSSeeksWithinItsWindow() throws {
+    func liveHLSSeeksWithinItsWindow() async throws {
         let hls = try TestMedia.hls(seconds: 30)
         // A live window of five segments, moved on by one a second.
         let (server, live, url) = try serveLive(hls, window: 5, name: "live-window")
@@ -234,13 +234,13 @@ import MediaServer
             live.stop()
             server.stop()
         }
-        let (player, item, path) = try playCapturing(url, name: "live-seek")
+        let (player, item, path) = try await playCapturing(url, name: "live-seek")
         defer { player.close() }
         #expect(item.duration == .indefinite)
         // The range: from the first segment listed to three target durations before the end,
         // in the stream's own time (the same for every client). It moves on a second a second.
         var starts: [Double] = []
-        #expect(waitUntil(20) {
+        #expect(await waitUntil(20) {
             guard let range = item.seekableTimeRanges.first?.timeRangeValue else { return false }
             if starts.last != range.start.seconds { starts.append(range.start.seconds) }
             return starts.count >= 3
@@ -258,22 +258,22 @@ import MediaServer
         // What the seek was clamped by, and where it put the time, for the message below.
         let rangeAtSeek = item.seekableTimeRanges.first?.timeRangeValue
         let timeAtSeek = player.currentTime()
-        #expect(waitUntil(20) { finished.all == [true] })
+        #expect(await waitUntil(20) { finished.all == [true] })
         // A seek completes once its sound is decoded; its first period is heard after that.
-        #expect(waitUntil(20) { (try? RenderCaptureLog(path: path).periods.contains { $0.serial > before }) == true })
+        #expect(await waitUntil(20) { (try? RenderCaptureLog(path: path).periods.contains { $0.serial > before }) == true })
         let periods = try RenderCaptureLog(path: path).periods
         let run = periods.filter { $0.serial > before }
         #expect(run.first?.position == Double(target.value), "the seek's first frame heard: \(run.first?.position ?? -1), asked \(target.value); range at the seek \(String(describing: rangeAtSeek)), time set \(timeAtSeek.value)/\(timeAtSeek.timescale); runs \(Dictionary(grouping: periods, by: \.serial).mapValues { ($0.first!.position, $0.count) }.sorted { $0.key < $1.key })")
         // Past the end of the range: the seek lands at its end.
         let far = Collected<Bool>()
         player.seek(to: CMTime(value: 1_000, timescale: 1)) { far.append($0) }
-        #expect(waitUntil(20) { far.all == [true] })
+        #expect(await waitUntil(20) { far.all == [true] })
         let end = try #require(item.seekableTimeRanges.first?.timeRangeValue).end
         #expect(player.currentTime() <= end + CMTime(value: 1, timescale: 1), "at \(player.currentTime().seconds) s, the range ends at \(end.seconds) s")
     }
 
     @Test("a live stream's item time is its own stream time: two players opening it seconds apart hear the same sound at the same item time")
-    func liveItemTimeIsTheStreamsOwn() throws {
+    func liveItemTimeIsTheStreamsOwn() async throws {
         let hls = try TestMedia.hls(seconds: 30)
         let (server, live, url) = try serveLive(hls, window: 5, name: "live-shared")
         defer {
@@ -291,10 +291,10 @@ import MediaServer
             return (player, wav, capture)
         }
         let first = try open("first")
-        usleep(2_300_000)
+        try await Task.sleep(for: .milliseconds(2_300))
         let second = try open("second")
         // Both read on until the second has rendered a second and a half of its own.
-        #expect(waitUntil(20) {
+        #expect(await waitUntil(20) {
             guard let run = try? RenderCaptureLog(path: second.capture).lastRun, let from = run.first, let to = run.last else { return false }
             return to.position + Double(to.frames) - from.position > 72_000
         })
@@ -320,12 +320,12 @@ import MediaServer
     }
 
     @Test("a connection dropped mid-file is made again where it stopped, and every sample is heard")
-    func aDroppedConnectionIsResumed() throws {
+    func aDroppedConnectionIsResumed() async throws {
         let source = try TestMedia.tone(.flac, seconds: 4, rate: 48_000, channels: 2)
         let size = try #require(try FileManager.default.attributesOfItem(atPath: source.path)[.size] as? Int)
         let server = try FaultyHTTPServer(serving: source, fault: .drop(atByte: size / 2))
         defer { server.stop() }
-        let rendered = try renderToPCM(server.url, name: "dropped")
+        let rendered = try await renderToPCM(server.url, name: "dropped")
         let reference = try PCM.ffmpegDecode(source, channels: 2)
         #expect(rendered.frameCount == reference.frameCount)
         #expect(rendered.maximumDifference(from: reference) == 0)
@@ -333,7 +333,7 @@ import MediaServer
     }
 
     @Test("a server that goes away mid-stream fails the item with an error that names it, and nothing hangs")
-    func aServerThatDiesFailsTheItem() throws {
+    func aServerThatDiesFailsTheItem() async throws {
         let source = try TestMedia.tone(.wav, seconds: 6, rate: 48_000, channels: 2)
         let size = try #require(try FileManager.default.attributesOfItem(atPath: source.path)[.size] as? Int)
         let server = try FaultyHTTPServer(serving: source, fault: .die(atByte: size / 3))
@@ -343,7 +343,7 @@ import MediaServer
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         player.play()
         // Within the read timeout (5 s) and the time the decoded sound lasts.
-        #expect(waitUntil(30) { failed.value > 0 || item.status == .failed })
+        #expect(await waitUntil(30) { failed.value > 0 || item.status == .failed })
         #expect(item.error.map { "\($0)" }?.contains("127.0.0.1:\(server.port)") == true, "\(String(describing: item.error))")
         // The failure is in the item's error log, and what played before it in its access log.
         let errors = try #require(item.errorLog()?.events)
@@ -357,7 +357,7 @@ import MediaServer
     }
 
     @Test("a file the server does not have fails the item, and its error log gives the server's status")
-    func aMissingFileIsInTheErrorLog() throws {
+    func aMissingFileIsInTheErrorLog() async throws {
         let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
         defer { server.stop() }
         let url = try #require(URL(string: "http://127.0.0.1:\(server.port)/items/none/song.mp3"))
@@ -366,17 +366,17 @@ import MediaServer
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         player.play()
-        #expect(waitUntil(20) { item.status == .failed })
+        #expect(await waitUntil(20) { item.status == .failed })
         let event = try #require(item.errorLog()?.events.first)
         #expect(event.errorStatusCode == 404, "\(event.errorComment ?? "")")
         #expect(event.errorDomain == "CoreMediaErrorDomain")
         #expect(event.uri == url.absoluteString)
-        #expect(waitUntil(5) { logged.value == 1 })
+        #expect(await waitUntil(5) { logged.value == 1 })
         #expect(item.accessLog() == nil, "it never played")
     }
 
     @Test("a server that stalls starves the player, which says so and plays on by itself when data returns")
-    func aStallingServerIsWaitedFor() throws {
+    func aStallingServerIsWaitedFor() async throws {
         // 10 s of WAV (1.9 MB, 192 kB a second): the stall comes 600 kB in, about 3.1 s,
         // which reaches the player's socket almost at once, and lasts 4.5 s (less than the
         // 5 s read timeout): the sound runs dry for about a second and a half.
@@ -388,8 +388,8 @@ import MediaServer
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         player.play()
-        #expect(waitUntil(20) { stalled.value > 0 })
-        #expect(waitUntil(20) { player.timeControlStatus == .playing && player.currentTime().seconds > 6 })
+        #expect(await waitUntil(20) { stalled.value > 0 })
+        #expect(await waitUntil(20) { player.timeControlStatus == .playing && player.currentTime().seconds > 6 })
         #expect(item.status == .readyToPlay, "\(String(describing: item.error))")
         #expect(player.rate == 1, "at \(player.currentTime().seconds) s, \(server.connections) connections, stalled on \(String(describing: server.faultedOn))")
         // The access log counts the stall, the seconds played (more than six of the item's,

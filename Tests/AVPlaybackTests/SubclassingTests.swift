@@ -109,31 +109,31 @@ final class PullCounter: AVPlayerItemOutputPullDelegate {
     func outputMediaDataWillChange(_ sender: AVPlayerItemOutput) { notices += 1 }
 }
 
-@Suite struct SubclassingTests {
+@Suite(.ownThread) struct SubclassingTests {
     @Test("an item and an asset subclassed for an app's own data play to their end like any other")
-    func subclassedItemsAndAssetsPlay() throws {
+    func subclassedItemsAndAssetsPlay() async throws {
         let url = try TestMedia.tone(.wav, seconds: 0.5, rate: 48_000)
         let item = TaggedItem(asset: NamedAsset(url: url), tag: "kitchen")
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         player.play()
-        #expect(waitUntil(10) { ended.value == 1 })
+        #expect(await waitUntil(10) { ended.value == 1 })
         #expect((player.currentItem as? TaggedItem)?.tag == "kitchen")
         #expect((item.asset as? NamedAsset)?.name == url.lastPathComponent)
     }
 
     @Test("a player subclass overrides the transport and the queue, and the player still plays")
-    func aSubclassOverridesTheTransport() throws {
+    func aSubclassOverridesTheTransport() async throws {
         let items = [AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000)),
                      AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000))]
         let player = CountingPlayer(items: items, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil(10) { items[0].status == .readyToPlay })
+        #expect(await waitUntil(10) { items[0].status == .readyToPlay })
         // (Making the player with an item goes through `replaceCurrentItem` too.)
         player.calls.withLock { $0.removeAll() }
         player.play()
-        #expect(waitUntil(10) { player.timeControlStatus == .playing })
+        #expect(await waitUntil(10) { player.timeControlStatus == .playing })
         player.rate = 0.5
         player.advanceToNextItem()
         #expect(player.currentItem === items[1])
@@ -146,7 +146,7 @@ final class PullCounter: AVPlayerItemOutputPullDelegate {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
         let player = LoggingPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         // The short forms and the awaited one reach the full form, as on Apple's players.
         player.seek(to: CMTime(value: 1, timescale: 2)) { _ in }
         #expect(await player.seek(to: CMTime(value: 1, timescale: 1)))
@@ -165,7 +165,7 @@ final class PullCounter: AVPlayerItemOutputPullDelegate {
         let item = PreviewItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         #expect(await item.seek(to: CMTime(value: 3, timescale: 2)))
         #expect(player.currentTime() == PreviewItem.previewEnd)
         let current: AVPlayerItem? = player.currentItem
@@ -181,7 +181,7 @@ final class PullCounter: AVPlayerItemOutputPullDelegate {
         let output = AVPlayerItemVideoOutput(pixelBufferAttributes: nil)
         if !item.outputs.contains(output) { item.add(output) }
         #expect(item.outputs.contains(output))
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         let track = try #require(item.tracks.first)
         #expect(item.tracks.contains(track))
         let layers: Set<AVPlayerLayer> = [AVPlayerLayer(player: player), AVPlayerLayer(player: player)]
@@ -195,7 +195,7 @@ final class PullCounter: AVPlayerItemOutputPullDelegate {
     }
 
     @Test("a video output's delegate need not be Sendable, and is told on its queue")
-    func aPlainDelegateIsTold() throws {
+    func aPlainDelegateIsTold() async throws {
         let item = AVPlayerItem(url: try TestMedia.video(seconds: 2))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
@@ -206,6 +206,6 @@ final class PullCounter: AVPlayerItemOutputPullDelegate {
         output.setDelegate(counter, queue: queue)
         player.play()
         output.requestNotificationOfMediaDataChange(withAdvanceInterval: 0.1)
-        #expect(waitUntil(10) { queue.sync { counter.notices } == 1 })
+        #expect(await waitUntil(10) { queue.sync { counter.notices } == 1 })
     }
 }

@@ -5,7 +5,7 @@ import ChorusTestSupport
 import MediaPipeline
 
 /// A stream's timed metadata (a station's titles) reaching an app as playback reaches it.
-@Suite struct TimedMetadataTests {
+@Suite(.ownThread) struct TimedMetadataTests {
     final class MetadataLog: AVPlayerItemMetadataOutputPushDelegate, @unchecked Sendable {
         let lock = NSLock()
         var groups: [AVTimedMetadataGroup] = []
@@ -19,7 +19,7 @@ import MediaPipeline
     }
 
     @Test("a station's titles reach a metadata output, in order and where the station put them, and the item's timedMetadata follows")
-    func stationTitlesArriveAsTheyArePlayed() throws {
+    func stationTitlesArriveAsTheyArePlayed() async throws {
         let station = try StationServer(broadcasting: try TestMedia.station(seconds: 30), seconds: 30,
                                         titles: [(0, "Alpha – One"), (4, "Bravo's Song; Part 2")])
         defer { station.stop() }
@@ -42,10 +42,10 @@ import MediaPipeline
         }
         defer { observation.invalidate() }
         player.play()
-        #expect(waitUntil(20) { titles.all.count >= 2 })
+        #expect(await waitUntil(20) { titles.all.count >= 2 })
         let heard = titles.all
         #expect(heard.flatMap(\.items).map(\.stringValue) == ["Alpha – One", "Bravo's Song; Part 2"])
-        #expect(waitUntil(5) { observed.all == ["Alpha – One", "Bravo's Song; Part 2"] }, "\(observed.all)")
+        #expect(await waitUntil(5) { observed.all == ["Alpha – One", "Bravo's Song; Part 2"] }, "\(observed.all)")
         for metadata in heard.flatMap(\.items) {
             #expect(metadata.identifier == .icyMetadataStreamTitle)
             #expect(metadata.keySpace == .icy)
@@ -72,7 +72,7 @@ import MediaPipeline
     }
 
     @Test("a relayed station's titles are in its live playlist as ID3 tags, which a player of the playlist hears in order")
-    func relayedTitlesArriveAsID3() throws {
+    func relayedTitlesArriveAsID3() async throws {
         let station = try StationServer(broadcasting: try TestMedia.station(seconds: 30), seconds: 30,
                                         titles: [(0, "Alpha – One"), (6, "Bravo Two")])
         defer { station.stop() }
@@ -90,7 +90,7 @@ import MediaPipeline
         player.play()
         // The first title is heard where playback starts (it is repeated in every segment),
         // the second where it came.
-        #expect(waitUntil(20) { titles.all.count >= 2 })
+        #expect(await waitUntil(20) { titles.all.count >= 2 })
         let heard = titles.all
         #expect(heard.flatMap(\.items).map(\.stringValue) == ["Alpha – One", "Bravo Two"])
         #expect(heard.flatMap(\.items).allSatisfy { $0.identifier == .id3MetadataTitleDescription && $0.commonKey == .commonKeyTitle })

@@ -7,7 +7,7 @@ import MutexAnnotations
 
 /// `preferredPeakBitRate` and `preferredMaximumResolution` on an HLS master playlist: the
 /// variant an item plays, set before it opens and changed while it plays.
-@Suite struct VariantLimitTests {
+@Suite(.ownThread) struct VariantLimitTests {
     /// The eight-second three-variant master and its variants, as FFmpeg opens it.
     func master() throws -> (url: URL, info: MediaInfo) {
         let url = try TestMedia.hlsVariants(seconds: 8)
@@ -26,7 +26,7 @@ import MutexAnnotations
 
     @Test("an item's limits set before it plays choose its variant: none, a peak bit rate, a peak below all, a resolution",
           arguments: [(0.0, CGSize.zero, 0), (-1, .zero, 1), (1, .zero, 2), (0, CGSize(width: 200, height: 200), 2)])
-    func limitsSetBeforePlay(peak: Double, resolution: CGSize, expected: Int) throws {
+    func limitsSetBeforePlay(peak: Double, resolution: CGSize, expected: Int) async throws {
         let (url, info) = try master()
         let item = AVPlayerItem(url: url)
         // -1 stands for "between the first two variants".
@@ -35,10 +35,10 @@ import MutexAnnotations
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
-        #expect(waitUntil(20) { item.status == .readyToPlay })
+        #expect(await waitUntil(20) { item.status == .readyToPlay })
         #expect(playedVariant(player, info: info) == expected)
         player.play()
-        #expect(waitUntil(30) { ended.value > 0 })
+        #expect(await waitUntil(30) { ended.value > 0 })
         #expect(item.error == nil)
         #expect(playedVariant(player, info: info) == expected)
     }
@@ -50,7 +50,7 @@ import MutexAnnotations
         item.preferredPeakBitRate = Double(info.variants[2].bandwidth)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil(20) { item.status == .readyToPlay && playedVariant(player, info: info) == 2 })
+        #expect(await waitUntil(20) { item.status == .readyToPlay && playedVariant(player, info: info) == 2 })
         let group = try #require(try await item.asset.loadMediaSelectionGroup(for: .audible))
         let played = player.state.withLockAnnotated { $0.soundStream }
         #expect(played != group.defaultOption?.streamIndex)
@@ -63,7 +63,7 @@ import MutexAnnotations
     }
 
     @Test("a lower peak bit rate set while playing moves to the variant it allows, from the time reached, and plays on to the end")
-    func aLimitWhilePlayingSwitchesTheVariant() throws {
+    func aLimitWhilePlayingSwitchesTheVariant() async throws {
         let (url, info) = try master()
         let item = AVPlayerItem(url: url)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
@@ -71,42 +71,42 @@ import MutexAnnotations
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         let jumped = NotificationCounter(AVPlayerItem.timeJumpedNotification, object: item)
         player.play()
-        #expect(waitUntil(20) { player.currentTime().seconds > 1 })
+        #expect(await waitUntil(20) { player.currentTime().seconds > 1 })
         #expect(playedVariant(player, info: info) == 0)
         let before = player.currentTime()
         item.preferredPeakBitRate = Double(info.variants[2].bandwidth)
-        #expect(waitUntil(20) { playedVariant(player, info: info) == 2 })
+        #expect(await waitUntil(20) { playedVariant(player, info: info) == 2 })
         // Taken over where it stood: the time went on from there, not back to the start.
         #expect(player.currentTime() >= before)
-        #expect(waitUntil(30) { ended.value > 0 })
+        #expect(await waitUntil(30) { ended.value > 0 })
         #expect(jumped.value == 0)
         #expect(item.error == nil)
     }
 
     @Test("a limit set while playing that allows the variant played changes nothing")
-    func aLimitThatAllowsTheVariantPlayedChangesNothing() throws {
+    func aLimitThatAllowsTheVariantPlayedChangesNothing() async throws {
         let (url, info) = try master()
         let item = AVPlayerItem(url: url)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         player.play()
-        #expect(waitUntil(20) { player.currentTime().seconds > 0.5 })
+        #expect(await waitUntil(20) { player.currentTime().seconds > 0.5 })
         let serial = player.engine.status.serial
         item.preferredPeakBitRate = Double(info.variants[0].bandwidth)
         item.preferredMaximumResolution = CGSize(width: 640, height: 360)
-        sleepThroughQuietWindow()
+        await sleepThroughQuietWindow()
         #expect(player.engine.status.serial == serial)
         #expect(playedVariant(player, info: info) == 0)
     }
 
     @Test("a limit on media that is not an HLS master playlist changes nothing")
-    func otherMediaIgnoreTheLimit() throws {
+    func otherMediaIgnoreTheLimit() async throws {
         let item = AVPlayerItem(url: try TestMedia.video())
         item.preferredPeakBitRate = 1
         item.preferredMaximumResolution = CGSize(width: 16, height: 16)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
-        #expect(waitUntil(20) { item.status == .readyToPlay })
+        #expect(await waitUntil(20) { item.status == .readyToPlay })
         let info = try MediaSource(url: TestMedia.video().path).info
         #expect(player.state.withLockAnnotated { $0.pictureStream } == info.preferredVideoTrack?.streamIndex)
         #expect(player.state.withLockAnnotated { $0.soundStream } == info.preferredAudioTrack?.streamIndex)

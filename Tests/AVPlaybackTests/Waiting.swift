@@ -9,8 +9,8 @@ let quietWindowTicks = 30
 
 /// Sleeps through `quietWindowTicks` of the player's monitor, for a check that nothing
 /// more happens; anything awaited is polled for with `waitUntil` instead.
-func sleepThroughQuietWindow() {
-    usleep(UInt32(Int64(quietWindowTicks) * AVPlayer.monitorInterval.nanosecondsClamped / 1_000))
+func sleepThroughQuietWindow() async {
+    try? await Task.sleep(for: AVPlayer.monitorInterval * quietWindowTicks)
 }
 
 /// Counts notifications of one name for one object.
@@ -47,15 +47,15 @@ final class Collected<Value>: @unchecked Sendable {
 
 /// Plays `url` to its end into a WAV file and returns what the file holds; the file is
 /// removed either way.
-func renderToPCM(_ url: URL, name: String, configure: (AVPlayer, AVPlayerItem) -> Void = { _, _ in }) throws -> PCM {
+func renderToPCM(_ url: URL, name: String, configure: (AVPlayer, AVPlayerItem) async -> Void = { _, _ in }) async throws -> PCM {
     let out = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-render-\(getpid())-\(name).wav")
     defer { try? FileManager.default.removeItem(at: out) }
     let item = AVPlayerItem(url: url)
     let player = AVPlayer(playerItem: item, output: .wav(path: out.path))
     let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
-    configure(player, item)
+    await configure(player, item)
     player.play()
-    let finished = waitUntil(60) { ended.value > 0 || item.status == .failed }
+    let finished = await waitUntil(60) { ended.value > 0 || item.status == .failed }
     player.close()
     guard finished, item.status != .failed else { throw RenderFailure(reason: "\(item.error.map { "\($0)" } ?? "timed out")") }
     return try PCM(wavFile: out)

@@ -3,7 +3,7 @@ import Testing
 import ChorusTestSupport
 
 /// The walkthrough's simple player (`Examples/SimplePlayer`), run as a user runs it.
-@Suite struct ExamplePlayerTests {
+@Suite(.ownThread) struct ExamplePlayerTests {
     @Test("the simple player loads, plays to the end and reports through observers, its time labels on the main thread")
     func playsToTheEnd() throws {
         let file = try TestMedia.tone(.wav, seconds: 1.5, rate: 48_000)

@@ -9,7 +9,7 @@ import MediaServer
 /// The guide's players play to ALSA's default device, as `AVPlayer(playerItem:)` does. Here
 /// that is a null sink of their own (`PULSE_SINK`), so that their sound never mixes into the
 /// shared sink that other tests record.
-@Suite struct GuideCodeTests {
+@Suite(.ownThread) struct GuideCodeTests {
     /// Loads a null sink named `name` for the duration of `body`.
     func withOwnSink<Result>(_ name: String, _ body: () throws -> Result) throws -> Result {
         let loaded = try Run.command("pactl", ["load-module", "module-null-sink", "sink_name=\(name)", "rate=48000", "channels=2"])

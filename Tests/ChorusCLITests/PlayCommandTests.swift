@@ -3,7 +3,7 @@ import Testing
 import ChorusTestSupport
 
 /// `chorus play`, run as a user runs it.
-@Suite struct PlayCommandTests {
+@Suite(.ownThread) struct PlayCommandTests {
     func chorus(_ arguments: [String], timeout: Double = 60) throws -> Run.Result {
         try Run.command(TestEnvironment.chorusExecutable.path, arguments, timeout: timeout)
     }
@@ -234,7 +234,7 @@ import ChorusTestSupport
 }
 
 /// `chorus play` with pictures.
-@Suite struct PlayVideoCommandTests {
+@Suite(.ownThread) struct PlayVideoCommandTests {
     func chorus(_ arguments: [String], environment: [String: String]? = nil) throws -> Run.Result {
         try Run.command(TestEnvironment.chorusExecutable.path, arguments, timeout: 60, environment: environment)
     }

@@ -3,7 +3,7 @@ import Testing
 import ChorusTestSupport
 
 /// `chorus probe`, run as a user runs it, against ffprobe's view of the same files.
-@Suite struct ProbeCommandTests {
+@Suite(.ownThread) struct ProbeCommandTests {
     struct Report: Decodable {
         struct Track: Decodable {
             var id: Int

@@ -10,7 +10,7 @@ import Synchronization
 import Testing
 
 /// The sessions driven as a front end drives them: commands in, events out, no executable.
-@Suite(.serialized) struct SessionTests {
+@Suite(.serialized, .ownThread) struct SessionTests {
     /// Every event a session sent, gathered on a task of its own. The tests are async and
     /// run the blocking sessions on threads of their own, so that the task is never starved
     /// of the concurrency pool by a test waiting on it.
@@ -250,13 +250,13 @@ import Testing
         let pair = try startPair("selection", urls: [try TestMedia.multilingual(seconds: 20)],
                                  roomDriftPPM: 40, roomOffset: .milliseconds(1_500), roomSkewPPM: 60)
         let (leader, follower) = (pair.leader, pair.follower)
-        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing } })
+        #expect(await waitUntil(20) { follower.player.timeControlStatus == .playing })
         leader.send(.cycleAudio)
         leader.send(.cycleSubtitles)
         // French sound (stream 1) and English subtitles (stream 3) in the room too.
-        #expect(await onThread { waitUntil(10) { follower.player.currentItem?.chosenStreams.audio == 1 } })
-        #expect(await onThread { waitUntil(10) { follower.player.currentItem?.chosenStreams.subtitles == 3 } })
-        #expect(await onThread { waitUntil(10) { follower.player.timeControlStatus == .playing } })
+        #expect(await waitUntil(10) { follower.player.currentItem?.chosenStreams.audio == 1 })
+        #expect(await waitUntil(10) { follower.player.currentItem?.chosenStreams.subtitles == 3 })
+        #expect(await waitUntil(10) { follower.player.timeControlStatus == .playing })
         try await Task.sleep(for: .seconds(3))
         await pair.stop()
         #expect(await pair.leaderLog.messages().contains("sound: French (fr)"))
@@ -273,7 +273,7 @@ import Testing
         let pair = try startPair("hls", urls: [hls.folder.appendingPathComponent("index.m3u8")],
                                  roomDriftPPM: -30, roomOffset: .milliseconds(-700), roomSkewPPM: -40)
         let follower = pair.follower
-        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing } })
+        #expect(await waitUntil(20) { follower.player.timeControlStatus == .playing })
         #expect(follower.player.currentItem?.asset is AVURLAsset)
         let played = (follower.player.currentItem?.asset as? AVURLAsset)?.url.absoluteString ?? ""
         #expect(played.hasPrefix("http://") && played.hasSuffix("/index.m3u8"), "\(played)")
@@ -347,7 +347,7 @@ import Testing
                                        listen: loopback, httpPort: 0, urls: [url], positionInterval: nil)
         let leaderLog = EventLog(leader.events)
         let leading = Running([{ _ = leader.run() }])
-        #expect(await onThread { waitUntil(20) { leader.player.timeControlStatus == .playing } })
+        #expect(await waitUntil(20) { leader.player.timeControlStatus == .playing })
         try await Task.sleep(for: roomAfter)
         let splices = leader.player.currentSplices
         let follower = try FollowerSession(configuration: NodeConfiguration(output: .null(driftPPM: -40), capturePath: capture("room"),
@@ -355,18 +355,19 @@ import Testing
                                            leader: leader.endpoint, name: "room", statisticsInterval: nil)
         let followerLog = EventLog(follower.events)
         let following = Running([{ follower.run() }])
-        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing } })
+        #expect(await waitUntil(20) { follower.player.timeControlStatus == .playing })
         try await Task.sleep(for: .seconds(2))
-        let agreeing = await onThread { () -> Int in
-            var agreeing = 0
-            for _ in 0..<20 {
-                if let a = leader.player.currentItem?.seekableTimeRanges.first?.timeRangeValue.start,
-                   let b = follower.player.currentItem?.seekableTimeRanges.first?.timeRangeValue.start,
-                   abs((a - b).seconds) < tolerance { agreeing += 1 }
-                usleep(100_000)
+        var agreeing = 0
+        var starts: [(leader: Double, room: Double)] = []
+        for _ in 0..<20 {
+            if let a = leader.player.currentItem?.seekableTimeRanges.first?.timeRangeValue.start,
+               let b = follower.player.currentItem?.seekableTimeRanges.first?.timeRangeValue.start {
+                starts.append((a.seconds, b.seconds))
+                if abs((a - b).seconds) < tolerance { agreeing += 1 }
             }
-            return agreeing
+            try await Task.sleep(for: .milliseconds(100))
         }
+        if agreeing < 7 { Issue.record("seekable ranges' starts (leader, room): \(starts)") }
         follower.send(.stop)
         leader.send(.stop)
         await following.wait()
@@ -399,7 +400,7 @@ import Testing
                                        listen: loopback, httpPort: 0, urls: [station.url], positionInterval: nil)
         let leaderLog = EventLog(leader.events)
         let leading = Running([{ _ = leader.run() }])
-        #expect(await onThread { waitUntil(30) { leader.player.timeControlStatus == .playing } })
+        #expect(await waitUntil(30) { leader.player.timeControlStatus == .playing })
         #expect(leader.player.currentItem?.duration.isIndefinite == true, "a station has no end")
         let leadersConnections = station.connections
         try await Task.sleep(for: .milliseconds(1_700))
@@ -408,7 +409,7 @@ import Testing
                                            leader: leader.endpoint, name: "room", statisticsInterval: nil)
         let followerLog = EventLog(follower.events)
         let following = Running([{ follower.run() }])
-        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing } })
+        #expect(await waitUntil(20) { follower.player.timeControlStatus == .playing })
         try await Task.sleep(for: .seconds(3))
         // The station's title reaches every room, carried in the relayed stream.
         for player in [leader.player, follower.player] {
@@ -441,7 +442,7 @@ import Testing
         let pair = try startPair("gapless", urls: items, roomDriftPPM: 50, roomOffset: .milliseconds(2_500), roomSkewPPM: 70)
         let follower = pair.follower
         // Into the second item, in the room too.
-        #expect(await onThread { waitUntil(20) { (follower.player.currentItem?.asset as? AVURLAsset)?.url.lastPathComponent == items[1].lastPathComponent } })
+        #expect(await waitUntil(20) { (follower.player.currentItem?.asset as? AVURLAsset)?.url.lastPathComponent == items[1].lastPathComponent })
         try await Task.sleep(for: .seconds(2))
         await pair.stop()
         #expect(await pair.leaderLog.items() == [0, 1])
@@ -505,13 +506,13 @@ import Testing
         let pair = try startPair("pitchways", urls: [media], roomDriftPPM: 30, roomOffset: .milliseconds(900), roomSkewPPM: 40,
                                  roomPitch: .spectral)
         let (leader, follower) = (pair.leader, pair.follower)
-        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing && follower.player.currentTime().seconds > 2 } },
+        #expect(await waitUntil(20) { follower.player.timeControlStatus == .playing && follower.player.currentTime().seconds > 2 },
                 "room \(follower.player.timeControlStatus) at \(follower.player.currentTime().seconds) s; leader \(leader.player.timeControlStatus) at \(leader.player.currentTime().seconds) s")
 
         #expect(leader.player.currentItem?.audioTimePitchAlgorithm == .timeDomain)
         #expect(follower.player.currentItem?.audioTimePitchAlgorithm == .spectral)
         leader.send(.rate(1.5))
-        #expect(await onThread { waitUntil(10) { follower.player.rate == 1.5 } })
+        #expect(await waitUntil(10) { follower.player.rate == 1.5 })
         try await Task.sleep(for: .seconds(3))
         await pair.stop()
         try pair.expectInStep(skip: 48_000 * 2)
@@ -525,11 +526,11 @@ import Testing
         let media = try TestMedia.tone(.flac, seconds: 20, rate: 48_000, channels: 2)
         let pair = try startPair("reverse\(Int(-rate))", urls: [media], roomDriftPPM: -40, roomOffset: .milliseconds(-1_200), roomSkewPPM: -90)
         let (leader, follower) = (pair.leader, pair.follower)
-        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing && follower.player.currentTime().seconds > 2.5 } })
+        #expect(await waitUntil(20) { follower.player.timeControlStatus == .playing && follower.player.currentTime().seconds > 2.5 })
         leader.send(.rate(rate))
-        #expect(await onThread { waitUntil(10) { follower.player.rate == rate } })
+        #expect(await waitUntil(10) { follower.player.rate == rate })
         // Backwards: at the start within a few seconds, standing there.
-        #expect(await onThread { waitUntil(15) { follower.player.rate == 0 && leader.player.rate == 0 } })
+        #expect(await waitUntil(15) { follower.player.rate == 0 && leader.player.rate == 0 })
         #expect(follower.player.currentTime() == .zero)
         #expect(leader.player.currentTime() == .zero)
         await pair.stop()
@@ -607,9 +608,9 @@ import Testing
                                            leader: leader.endpoint, name: "screen")
         let layer = AVPlayerLayer(player: follower.player)
         let sessions = Running([{ _ = leader.run() }, { follower.run() }])
-        #expect(await onThread { waitUntil(20) { follower.player.timeControlStatus == .playing && follower.player.currentTime().seconds > 3 } })
+        #expect(await waitUntil(20) { follower.player.timeControlStatus == .playing && follower.player.currentTime().seconds > 3 })
         leader.send(.rate(-1))
-        #expect(await onThread { waitUntil(10) { follower.player.rate == -1 } })
+        #expect(await waitUntil(10) { follower.player.rate == -1 })
         // Refreshes every 10 ms until the group stands at the start: each picture shown.
         var all: [(refresh: HostTime, item: Int64, serial: Int)] = []
         let deadline = HostTime.now() + .seconds(15)

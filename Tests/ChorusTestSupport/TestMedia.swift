@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import MediaClock
 
 /// Real media files for tests, encoded by the `ffmpeg` command on first use and kept for the
@@ -35,7 +36,20 @@ public enum TestMedia {
         FileManager.default.temporaryDirectory.appendingPathComponent("chorus-tests-\(process)")
     }
 
-    private static let lock = NSLock()
+    /// One lock for each file or folder made: tests wanting the same one wait for a single
+    /// making of it, and different ones are made side by side.
+    private static let lockOfPath = Mutex<[String: NSLock]>([:])
+
+    /// Runs `body` holding the lock of `path`.
+    private static func making<T>(_ path: URL, _ body: () throws -> T) throws -> T {
+        let lock = lockOfPath.withLock { locks in
+            if let existing = locks[path.path] { return existing }
+            let made = NSLock()
+            locks[path.path] = made
+            return made
+        }
+        return try lock.withLock(body)
+    }
 
     /// A tone file: `seconds` long, `rate` Hz, `channels` channels, each channel a different
     /// frequency so a channel swap would show.
@@ -77,7 +91,7 @@ public enum TestMedia {
     /// playlist, `index.m3u8`. Returns the folder and the segments' names in order.
     public static func hls(seconds: Double, segmentSeconds: Int = 1) throws -> (folder: URL, segments: [String]) {
         let directory = folder.appendingPathComponent("hls-\(seconds)-\(segmentSeconds)")
-        try lock.withLock {
+        try making(directory) {
             let playlist = directory.appendingPathComponent("index.m3u8")
             if FileManager.default.fileExists(atPath: playlist.path) { return }
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -109,7 +123,7 @@ public enum TestMedia {
         let tone = try hls(seconds: seconds)
         let directory = tone.folder
         let master = directory.appendingPathComponent("master.m3u8")
-        try lock.withLock {
+        try making(master) {
             if FileManager.default.fileExists(atPath: master.path) { return }
             for (language, cues) in renditionCues {
                 var vtt = "WEBVTT\nX-TIMESTAMP-MAP=MPEGTS:126000,LOCAL:00:00:00.000\n"
@@ -150,7 +164,7 @@ public enum TestMedia {
     public static func hlsVariants(seconds: Double = 4, languages: Bool = false) throws -> URL {
         let directory = folder.appendingPathComponent("hls-variants-\(seconds)\(languages ? "-languages" : "")")
         let master = directory.appendingPathComponent("master.m3u8")
-        try lock.withLock {
+        try making(directory) {
             if FileManager.default.fileExists(atPath: master.path) { return }
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let sizes = variantSizes.map { "\($0.width)x\($0.height)" }
@@ -312,7 +326,7 @@ public enum TestMedia {
         let playlist = directory.appendingPathComponent("index.m3u8")
         let half = seconds / 2
         let parts = [(name: "a", firstPicture: 0, offset: offsets.0), (name: "b", firstPicture: half * 25, offset: offsets.1)]
-        try lock.withLock {
+        try making(directory) {
             if FileManager.default.fileExists(atPath: playlist.path) { return }
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:1\n#EXT-X-PLAYLIST-TYPE:VOD\n"
@@ -414,7 +428,7 @@ public enum TestMedia {
 
     private static func make(_ name: String, arguments: (URL) -> [String]) throws -> URL {
         let url = folder.appendingPathComponent(name)
-        try lock.withLock {
+        try making(url) {
             if FileManager.default.fileExists(atPath: url.path) { return }
             let partial = folder.appendingPathComponent("partial-\(UUID().uuidString)-\(name)")
             let result = try Run.command("ffmpeg", ["-v", "error", "-y"] + arguments(partial))

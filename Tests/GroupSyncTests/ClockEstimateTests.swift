@@ -1,8 +1,9 @@
 import Testing
+import ChorusTestSupport
 import GroupSync
 import MediaClock
 
-@Suite("ClockEstimate")
+@Suite("ClockEstimate", .ownThread)
 struct ClockEstimateTests {
     @Test func mapsBothWaysExactly() {
         let estimate = ClockEstimate(referenceHostTime: HostTime(nanoseconds: 1_000_000_000), offset: .seconds(5), ratePPT: 100_000_000) // +100 ppm

@@ -1,9 +1,10 @@
 import ChorusSimulation
 import Testing
+import ChorusTestSupport
 import GroupSync
 import MediaClock
 
-@Suite("ClockEstimator")
+@Suite("ClockEstimator", .ownThread)
 struct ClockEstimatorTests {
     /// Runs the estimator's own poll schedule over `path` for `duration` of true time and
     /// returns the estimator and the follower clock.

@@ -1,9 +1,10 @@
 import Testing
+import ChorusTestSupport
 import GroupSync
 import MediaClock
 
 /// What a node says in its log about datagrams it dropped.
-@Suite struct DropReportTests {
+@Suite(.ownThread) struct DropReportTests {
     static let member = UDPEndpoint(parsing: "10.0.0.5:7701")!
     static let stranger = UDPEndpoint(parsing: "10.0.0.9:40000")!
 

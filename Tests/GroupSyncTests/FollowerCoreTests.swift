@@ -1,8 +1,9 @@
 import Testing
+import ChorusTestSupport
 import GroupSync
 import MediaClock
 
-@Suite("FollowerCore")
+@Suite("FollowerCore", .ownThread)
 struct FollowerCoreTests {
     static func playing(at leaderTime: LeaderTime, item: UInt32 = 0) -> GroupState {
         GroupState(itemIndex: item, itemURL: "items/\(item)", itemDuration: CMTime(value: 180, timescale: 1),

@@ -1,8 +1,9 @@
 import Testing
+import ChorusTestSupport
 import GroupSync
 import MediaClock
 
-@Suite("GroupState")
+@Suite("GroupState", .ownThread)
 struct GroupStateTests {
     @Test func anchorMapsLeaderTimeToItemTime() {
         let state = GroupState(itemIndex: 0, itemURL: "a", itemDuration: .indefinite, rate: 1,

@@ -1,10 +1,11 @@
 import ChorusSimulation
 import Foundation
 import Testing
+import ChorusTestSupport
 import GroupSync
 import MediaClock
 
-@Suite("ImpairmentRelay", .serialized)
+@Suite("ImpairmentRelay", .serialized, .ownThread)
 struct ImpairmentRelayTests {
     @Test func relaysBothWaysAndCountsLoss() throws {
         let server = try UDPSocket(bindingTo: .loopbackIPv4(port: 0))

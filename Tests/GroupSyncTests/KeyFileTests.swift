@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import ChorusTestSupport
 import GroupSync
 
-@Suite("KeyFile")
+@Suite("KeyFile", .ownThread)
 struct KeyFileTests {
     @Test func hexWithWhitespaceAndRawBytesAreAccepted() throws {
         let hex = Array("  00112233445566778899AABBCCDDEEff\n".utf8)

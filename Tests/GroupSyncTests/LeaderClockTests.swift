@@ -1,9 +1,10 @@
 import ChorusSimulation
 import Testing
+import ChorusTestSupport
 import GroupSync
 import MediaClock
 
-@Suite("LeaderClock")
+@Suite("LeaderClock", .ownThread)
 struct LeaderClockTests {
     @Test func readsTheLeaderTimeThroughTheLatestEstimate() {
         let host = SimulatedHostClock(start: HostTime(nanoseconds: 2_000_000_000))

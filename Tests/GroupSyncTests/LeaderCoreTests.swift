@@ -1,8 +1,9 @@
 import Testing
+import ChorusTestSupport
 import GroupSync
 import MediaClock
 
-@Suite("LeaderCore")
+@Suite("LeaderCore", .ownThread)
 struct LeaderCoreTests {
     static let follower = UDPEndpoint.loopbackIPv4(port: 6000)
 

@@ -1,7 +1,8 @@
 import Testing
+import ChorusTestSupport
 import GroupSync
 
-@Suite("MessageAuthenticator")
+@Suite("MessageAuthenticator", .ownThread)
 struct MessageAuthenticatorTests {
     /// The bytes `hex` spells.
     static func bytes(_ hex: String) -> [UInt8] {

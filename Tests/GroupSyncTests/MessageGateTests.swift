@@ -1,7 +1,8 @@
 import Testing
+import ChorusTestSupport
 import GroupSync
 
-@Suite("MessageGate")
+@Suite("MessageGate", .ownThread)
 struct MessageGateTests {
     static var key: GroupKey { GroupKey(bytes: Array(0..<32).map { UInt8($0) }) }
     static var keyed: WireCodec { WireCodec(authenticator: MessageAuthenticator(key: key)) }

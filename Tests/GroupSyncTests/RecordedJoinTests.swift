@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ChorusTestSupport
 import GroupSync
 import MediaClock
 
@@ -9,7 +10,7 @@ import MediaClock
 /// nodes' simulated clocks as they announced them, so the leader's true time at every
 /// reply is exact. Both are the follower whose clock was furthest from its leader's
 /// (230 ppm), where the estimate used to stray past 100 µs about a second after the start.
-@Suite("Recorded joins")
+@Suite("Recorded joins", .ownThread)
 struct RecordedJoinTests {
     /// A node's simulated clock: `offset + pivot + (machine − pivot)·(1 + skew)`.
     struct AnnouncedClock {

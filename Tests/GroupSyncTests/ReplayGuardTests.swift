@@ -1,7 +1,8 @@
 import Testing
+import ChorusTestSupport
 import GroupSync
 
-@Suite("ReplayGuard")
+@Suite("ReplayGuard", .ownThread)
 struct ReplayGuardTests {
     @Test func acceptsEachSequenceOnceInAnyOrderWithinTheWindow() {
         var replay = ReplayGuard()

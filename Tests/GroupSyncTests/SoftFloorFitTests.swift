@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import ChorusTestSupport
 @testable import GroupSync
 import MediaClock
 
-@Suite("SoftFloorFit")
+@Suite("SoftFloorFit", .ownThread)
 struct SoftFloorFitTests {
     /// A window of exchanges on a line `offset + slope·x` whose one-way delays are a floor,
     /// a Gaussian spread about it, and exponential queueing: x in ns from the newest, bounds

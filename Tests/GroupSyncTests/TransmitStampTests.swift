@@ -1,11 +1,12 @@
 import Testing
+import ChorusTestSupport
 import GroupSync
 import MediaClock
 
 /// When a clock exchange's stamps are taken: t1 when the request really left (the kernel's
 /// transmit stamp) and t3 just before the reply is sent, so that neither side's work on a
 /// message counts as path delay.
-@Suite("Transmit stamps")
+@Suite("Transmit stamps", .ownThread)
 struct TransmitStampTests {
     static var key: GroupKey { GroupKey(bytes: Array(repeating: UInt8(3), count: 32)) }
 

@@ -1,7 +1,8 @@
 import Testing
+import ChorusTestSupport
 import GroupSync
 
-@Suite("UDPEndpoint")
+@Suite("UDPEndpoint", .ownThread)
 struct UDPEndpointTests {
     @Test func parsesIPv4AndBracketedIPv6() throws {
         let v4 = try #require(UDPEndpoint(parsing: "192.0.2.7:5004"))

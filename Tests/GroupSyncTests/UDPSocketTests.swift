@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ChorusTestSupport
 import GroupSync
 import MediaClock
 import Synchronization
@@ -23,7 +24,7 @@ final class Inbox: Sendable {
     }
 }
 
-@Suite("UDPSocket", .serialized)
+@Suite("UDPSocket", .serialized, .ownThread)
 struct UDPSocketTests {
     @Test func exchangesDatagramsOnLoopbackWithReceiveTimes() throws {
         let a = try UDPSocket(bindingTo: .loopbackIPv4(port: 0))

@@ -1,8 +1,9 @@
 import Testing
+import ChorusTestSupport
 import GroupSync
 import MediaClock
 
-@Suite("WireCodec")
+@Suite("WireCodec", .ownThread)
 struct WireCodecTests {
     static let state = GroupState(
         sequence: 42, itemIndex: 3, itemURL: "http://192.0.2.1:8080/items/3/song é.flac",

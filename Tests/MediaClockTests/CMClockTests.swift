@@ -1,8 +1,9 @@
 import ChorusSimulation
 import Testing
+import ChorusTestSupport
 import MediaClock
 
-@Suite("CMClock")
+@Suite("CMClock", .ownThread)
 struct CMClockTests {
     @Test func hostClockOfANodeIsTheIdentity() {
         let host = SimulatedHostClock(start: HostTime(nanoseconds: 5_000_000_000))

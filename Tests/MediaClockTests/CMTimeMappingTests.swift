@@ -1,7 +1,8 @@
 import Testing
+import ChorusTestSupport
 import MediaClock
 
-@Suite("CMTimeMapping")
+@Suite("CMTimeMapping", .ownThread)
 struct CMTimeMappingTests {
     @Test func mappingsAndEmptyEdits() {
         let source = CMTimeRange(start: CMTime(value: 10, timescale: 1), duration: CMTime(value: 5, timescale: 1))

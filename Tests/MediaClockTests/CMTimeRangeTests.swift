@@ -1,11 +1,12 @@
 import Testing
+import ChorusTestSupport
 import MediaClock
 
 private func seconds(_ value: Int64, _ timescale: Int32 = 1) -> CMTime {
     CMTime(value: value, timescale: timescale)
 }
 
-@Suite("CMTimeRange")
+@Suite("CMTimeRange", .ownThread)
 struct CMTimeRangeTests {
     @Test func basicProperties() {
         let range = CMTimeRange(start: seconds(2), duration: seconds(3))

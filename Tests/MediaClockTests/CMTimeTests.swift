@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ChorusTestSupport
 @testable import MediaClock
 
 /// Exact rational equality of a CMTime with numerator/denominator, independent of timescale.
@@ -9,7 +10,7 @@ private func represents(_ time: CMTime, numerator: Int128, denominator: Int128) 
 
 private let propertyIterations = 2_000
 
-@Suite("CMTime")
+@Suite("CMTime", .ownThread)
 struct CMTimeTests {
     // MARK: Construction
 

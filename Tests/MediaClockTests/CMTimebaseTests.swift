@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import MutexAnnotations
 import Testing
+import ChorusTestSupport
 import MediaClock
 
 /// Collects notification names posted by one timebase.
@@ -34,7 +35,7 @@ private func seconds(_ value: Int64, _ timescale: Int32 = 1) -> CMTime {
     CMTime(value: value, timescale: timescale)
 }
 
-@Suite("CMTimebase")
+@Suite("CMTimebase", .ownThread)
 struct CMTimebaseTests {
     let host = SimulatedHostClock(start: HostTime(nanoseconds: 10_000_000_000))
     var clock: CMClock { CMClock(hostClock: host) }

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import ChorusTestSupport
 @testable import MediaClock
 
-@Suite("CoreMedia compatibility")
+@Suite("CoreMedia compatibility", .ownThread)
 struct CoreMediaCompatibilityTests {
     // MARK: Showing
 

@@ -1,7 +1,8 @@
 import Testing
+import ChorusTestSupport
 import MediaClock
 
-@Suite("HostTime")
+@Suite("HostTime", .ownThread)
 struct HostTimeTests {
     @Test func arithmeticWithDurations() {
         let start = HostTime(nanoseconds: 1_000)

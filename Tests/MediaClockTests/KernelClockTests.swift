@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import ChorusTestSupport
 @testable import MediaClock
 import Synchronization
 import MutexAnnotations
 
 /// Kernel stamps converted to host time by their age, and the timer that keeps its ticks
 /// on the host clock.
-@Suite struct KernelClockTests {
+@Suite(.ownThread) struct KernelClockTests {
     @Test func aKernelStampBecomesTheHostTimeItsAgeAgo() throws {
         // A read of the kernel's clock at 5_000_000 ns, made between host times 1_000_000
         // and 1_000_400: the read stands at their midpoint, and the stamp its age before it.
@@ -46,7 +47,7 @@ import MutexAnnotations
     }
 }
 
-@Suite struct RepeatingTimerTests {
+@Suite(.ownThread) struct RepeatingTimerTests {
     final class Counter: @unchecked Sendable {
         let lock = NSLock()
         var ticks: [HostTime] = []
@@ -83,7 +84,7 @@ import MutexAnnotations
     }
 }
 
-@Suite struct DeadlineTimerTests {
+@Suite(.ownThread) struct DeadlineTimerTests {
     @Test func firesOnceAfterItsDeadlineAndANewDeadlineReplacesTheOld() {
         let counter = RepeatingTimerTests.Counter()
         let queue = DispatchQueue(label: "deadline-test")
@@ -114,7 +115,7 @@ import MutexAnnotations
     }
 }
 
-@Suite struct WakeupPrecisionTests {
+@Suite(.ownThread) struct WakeupPrecisionTests {
     @Test func theKernelTakesAPreciseTimerSlackForTheCallingThreadOnly() {
         let outcome = Mutex<(took: Bool, own: Duration?, other: Duration?)>((false, nil, nil))
         let done = DispatchSemaphore(value: 0)
@@ -134,7 +135,7 @@ import MutexAnnotations
     }
 }
 
-@Suite struct WakeSignalTests {
+@Suite(.ownThread) struct WakeSignalTests {
     @Test func aSignalGivenBeforeTheWaitIsTakenAtOnceAndOnlyOnce() {
         let signal = WakeSignal()
         signal.signal()

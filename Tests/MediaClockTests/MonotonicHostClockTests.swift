@@ -1,7 +1,8 @@
 import Testing
+import ChorusTestSupport
 import MediaClock
 
-@Suite("MonotonicHostClock")
+@Suite("MonotonicHostClock", .ownThread)
 struct MonotonicHostClockTests {
     @Test func readingsNeverGoBackwards() {
         let clock = MonotonicHostClock()

@@ -1,8 +1,9 @@
 import ChorusSimulation
 import Testing
+import ChorusTestSupport
 import MediaClock
 
-@Suite("SimulatedHostClock")
+@Suite("SimulatedHostClock", .ownThread)
 struct SimulatedHostClockTests {
     @Test func timeMovesOnlyWhenTold() {
         let clock = SimulatedHostClock(start: HostTime(nanoseconds: 42))

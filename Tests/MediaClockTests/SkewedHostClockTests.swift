@@ -1,5 +1,6 @@
 import ChorusSimulation
 import Testing
+import ChorusTestSupport
 import MediaClock
 
 /// Independent statement of the documented formula, with floor division.
@@ -11,7 +12,7 @@ private func expectedSkew(_ t: Int64, base: Int64, offsetNanoseconds: Int64, ppm
     return Int64(Int128(base) + Int128(offsetNanoseconds) + quotient)
 }
 
-@Suite("SkewedHostClock")
+@Suite("SkewedHostClock", .ownThread)
 struct SkewedHostClockTests {
     @Test func offsetOnlyShiftsReadings() {
         let base = SimulatedHostClock(start: HostTime(nanoseconds: 1_000))

@@ -1,8 +1,9 @@
 import MediaClock
 import Testing
+import ChorusTestSupport
 
 /// A stream time placed on an item's timeline by the splices another player closed up.
-@Suite struct TimelineSpliceTests {
+@Suite(.ownThread) struct TimelineSpliceTests {
     /// A broadcast at 50 s of its own time cut to an advertisement stamped from 0 at item
     /// time 63.4 s, then back to the broadcast (stamped on from 80 s) at item 73.4 s.
     static let splices = [

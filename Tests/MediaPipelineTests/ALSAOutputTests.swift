@@ -7,7 +7,7 @@ import ChorusTestSupport
 
 /// ALSA's `default` device, which `make test` points at a private PulseAudio server's null
 /// sink through ALSA's pulse plugin.
-@Suite(.serialized) struct ALSAOutputTests {
+@Suite(.serialized, .ownThread) struct ALSAOutputTests {
     @Test(.enabled(if: TestEnvironment.hasPulse))
     func throughPulseAudioTheServersOwnFiguresTimeTheStream() throws {
         let output = ALSAOutput(device: "default")

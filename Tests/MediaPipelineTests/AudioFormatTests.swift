@@ -1,7 +1,8 @@
 import Testing
+import ChorusTestSupport
 @testable import MediaPipeline
 
-@Suite struct AudioFormatTests {
+@Suite(.ownThread) struct AudioFormatTests {
     let format = AudioFormat(sampleRate: 48_000, channels: 2)
 
     @Test func convertsFramesAndTimeExactly() {

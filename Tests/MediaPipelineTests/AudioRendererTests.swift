@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ChorusTestSupport
 import MediaClock
 @testable import MediaPipeline
 
@@ -7,7 +8,7 @@ import MediaClock
 /// starts land on the requested host time, content plays in order, the end is reported with
 /// its presentation time. What the device really heard, from its own model, is the truth
 /// each figure is checked against; no thread, no sleep, every run the same.
-@Suite struct AudioRendererTests {
+@Suite(.ownThread) struct AudioRendererTests {
     let format = AudioFormat(sampleRate: 48_000, channels: 1)
     /// One frame at 48 kHz (ns): the resolution a copied start is placed to.
     static let oneFrame: Int64 = 20_834
@@ -319,7 +320,7 @@ import MediaClock
 
 /// Following a timeline on a simulated device whose clock drifts: the three tiers of
 /// correction, checked against when the device really heard each period.
-@Suite struct FollowModeTests {
+@Suite(.ownThread) struct FollowModeTests {
     let format = AudioFormat(sampleRate: 48_000, channels: 1)
     /// How often the renderer's own error report is sampled, in simulated time, as a status
     /// line would read it.

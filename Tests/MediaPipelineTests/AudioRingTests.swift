@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import ChorusTestSupport
 @testable import MediaPipeline
 
-@Suite struct AudioRingTests {
+@Suite(.ownThread) struct AudioRingTests {
     let format = AudioFormat(sampleRate: 48_000, channels: 2)
 
     @Test func deliversBlocksInOrderWithTheirHeaders() throws {

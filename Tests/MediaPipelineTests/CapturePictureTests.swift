@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import ChorusTestSupport
 @testable import MediaPipeline
 
 /// Pictures in a render capture: against their sound, and one screen against another.
-@Suite struct CapturePictureTests {
+@Suite(.ownThread) struct CapturePictureTests {
     /// Sound at 48 kHz heard from host time 1 s on, in 10 ms periods, for `seconds`.
     private func periods(seconds: Int, serial: Int = 1, startHost: Int64 = 1_000_000_000) -> [RenderCaptureLog.Period] {
         (0..<(seconds * 100)).map { index in

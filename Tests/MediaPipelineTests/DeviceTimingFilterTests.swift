@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import ChorusTestSupport
 import MediaClock
 @testable import MediaPipeline
 
 /// The device timing filter against synthetic reports: a straight line (the frames leaving
 /// at the device's rate) plus the kinds of error real reports carry.
-@Suite struct DeviceTimingFilterTests {
+@Suite(.ownThread) struct DeviceTimingFilterTests {
     static let sampleRate = 48_000
     static let periodFrames = 480
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ChorusTestSupport
 import MediaClock
 @testable import MediaPipeline
 
@@ -7,7 +8,7 @@ import MediaClock
 /// every room takes the pitch stage in at the change with no gap and nothing skipped, and
 /// hears the same content through it at the same host time, whatever its periods. Plain
 /// play: a new rate goes on from the content heard, with no gap.
-@Suite struct FollowedPitchTests {
+@Suite(.ownThread) struct FollowedPitchTests {
     static let sampleRate = 48_000
     let format = AudioFormat(sampleRate: FollowedPitchTests.sampleRate, channels: 1)
     /// The content fed: a 440 Hz tone at 0.5, then from `burstsFrom` loud (0.5) for the

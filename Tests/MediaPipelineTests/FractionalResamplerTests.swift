@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import ChorusTestSupport
 @testable import MediaPipeline
 
-@Suite struct FractionalResamplerTests {
+@Suite(.ownThread) struct FractionalResamplerTests {
     /// A ramp source: frame n has value n (one channel).
     final class Ramp {
         var next: Int64 = 0

@@ -1,7 +1,8 @@
 import Testing
+import ChorusTestSupport
 @testable import MediaPipeline
 
-@Suite("A live HLS playlist placed on an item's time as it moves")
+@Suite("A live HLS playlist placed on an item's time as it moves", .ownThread)
 struct HLSLiveWindowTests {
     static func playlist(first: Int, durations: [Double], target: Int = 2, ended: Bool = false) -> HLSMediaPlaylist? {
         var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:\(target)\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"

@@ -6,7 +6,7 @@ internal import CFFmpeg
 
 /// Choosing among an HLS master playlist's variants by a variant limit: which variant's
 /// sound and pictures a source is opened for, and that the others are not read.
-@Suite struct HLSVariantTests {
+@Suite(.ownThread) struct HLSVariantTests {
     /// The variant of `info` that holds `track`: its position in the master playlist.
     func variant(of track: TrackInfo?, in info: MediaInfo) -> Int? {
         guard let track else { return nil }

@@ -74,7 +74,7 @@ private struct SplicedRead {
 }
 
 /// One demuxer per item: every stream decoded comes from the same reading of the file.
-@Suite struct ItemDemuxerTests {
+@Suite(.ownThread) struct ItemDemuxerTests {
     @Test("one demuxer feeds the sound's and the pictures' queues, each only its own stream's packets")
     func feedsBothQueues() throws {
         let source = try MediaSource(url: try TestMedia.keyframedVideo(seconds: 2).path)
@@ -196,7 +196,7 @@ private struct SplicedRead {
 }
 
 /// The queue between a demuxer and a decoder.
-@Suite struct PacketQueueTests {
+@Suite(.ownThread) struct PacketQueueTests {
     /// A packet of `duration` ticks of a 1/1000 time base, with `size` bytes.
     private func packet(duration: Int64, size: Int32 = 100) throws -> OwnedPacket {
         let blank = try #require(av_packet_alloc())
@@ -301,9 +301,9 @@ private struct SplicedRead {
 }
 
 /// Blocks and pictures carry the item they belong to, as the engine numbers its loads.
-@Suite struct ItemTagTests {
+@Suite(.ownThread) struct ItemTagTests {
     @Test("each load's blocks, pictures and rendered frames carry that load's item number")
-    func blocksAndPicturesCarryTheirItem() throws {
+    func blocksAndPicturesCarryTheirItem() async throws {
         let engine = PlaybackEngine(spec: .null(driftPPM: 0))
         defer { engine.shutdown() }
         engine.decodesVideo = true
@@ -315,11 +315,11 @@ private struct SplicedRead {
             try engine.load(source: source, serial: serial, startFrame: 0) { _ in }
             #expect(engine.currentItemNumber == expected)
             engine.render { $0.mode = .play(serial: serial, frame: 0, hostTime: nil) }
-            #expect(waitUntil(10) { engine.status.serial == serial && engine.status.phase == .playing && engine.status.item == expected },
+            #expect(await waitUntil(10) { engine.status.serial == serial && engine.status.phase == .playing && engine.status.item == expected },
                     "rendered item \(engine.status.item), expected \(expected)")
             let queue = try #require(engine.videoQueue)
             var picture: VideoPlanes?
-            #expect(waitUntil(10) {
+            #expect(await waitUntil(10) {
                 if case .show(let planes) = queue.next(dueNanoseconds: .max, showFirstEarly: true, timelineSerial: serial) { picture = planes }
                 return picture != nil
             })

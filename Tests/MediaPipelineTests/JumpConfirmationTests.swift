@@ -1,9 +1,11 @@
 import Testing
+import ChorusTestSupport
 import MediaClock
 @testable import MediaPipeline
 
 /// Which of a sound server's timing points are believed, and when the stream is seen to
 /// have moved.
+@Suite(.ownThread)
 struct JumpConfirmationTests {
     static let rate = 48_000
     static let origin = HostTime(nanoseconds: 5_000_000_000)

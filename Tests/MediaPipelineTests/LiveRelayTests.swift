@@ -7,7 +7,7 @@ internal import CFFmpeg
 
 /// A station over plain HTTP relayed as a live HLS stream (the leader's relay): what it
 /// relays, what it leaves alone, and how it ends.
-@Suite struct LiveRelayTests {
+@Suite(.ownThread) struct LiveRelayTests {
     static func folder() -> URL {
         FileManager.default.temporaryDirectory.appendingPathComponent("chorus-relay-tests-\(getpid())", isDirectory: true)
     }
@@ -54,13 +54,13 @@ internal import CFFmpeg
 
     /// The station's connection drops: the relay connects again and goes on, the rooms
     /// hearing a jump in the station, not an end.
-    @Test func aDroppedConnectionIsMadeAgain() throws {
+    @Test func aDroppedConnectionIsMadeAgain() async throws {
         let station = try StationServer(broadcasting: try TestMedia.station(seconds: 20), seconds: 20, dropAfter: 5)
         defer { station.stop() }
         let relay = try #require(LiveRelay.start(url: station.url.absoluteString, in: Self.folder()))
         defer { relay.stop() }
         #expect(relay.waitUntilReady(timeout: .seconds(20)))
-        #expect(waitUntil(30) { relay.secondsRelayed > 9 || relay.failure != nil })
+        #expect(await waitUntil(30) { relay.secondsRelayed > 9 || relay.failure != nil })
         #expect(relay.failure == nil, "\(String(describing: relay.failure))")
         #expect(station.connections >= 2, "the relay's, and the relay's again")
         let text = try String(contentsOf: relay.playlist, encoding: .utf8)
@@ -69,14 +69,14 @@ internal import CFFmpeg
 
     /// The station goes off the air: the relay says so and closes its playlist, so players
     /// reach its end instead of waiting for more.
-    @Test func aStationGoingOffTheAirEndsThePlaylist() throws {
+    @Test func aStationGoingOffTheAirEndsThePlaylist() async throws {
         let station = try StationServer(broadcasting: try TestMedia.station(seconds: 20), seconds: 20)
         let relay = try #require(LiveRelay.start(url: station.url.absoluteString, in: Self.folder()))
         defer { relay.stop() }
         #expect(relay.waitUntilReady(timeout: .seconds(20)))
         station.stop()
         // The relay's read fails at the server's close, or after its read timeout at most.
-        #expect(waitUntil(20) { relay.failure != nil })
+        #expect(await waitUntil(20) { relay.failure != nil })
         let text = try String(contentsOf: relay.playlist, encoding: .utf8)
         #expect(HLSMediaPlaylist(parsing: text)?.ended == true, "\(text)")
     }
@@ -86,7 +86,7 @@ internal import CFFmpeg
     /// each picture keeps its place beside its sound across every jump. (Were each stream
     /// closed up on its own, the pictures after a jump would be moved by where the pictures
     /// before it ended, 27 ms from where the sound puts them.)
-    @Test func aSplicedStationsPicturesStayBesideItsSound() throws {
+    @Test func aSplicedStationsPicturesStayBesideItsSound() async throws {
         let hls = try TestMedia.splicedHLS(seconds: 4, offsets: (0, 50))
         let broadcast = Self.folder().appendingPathComponent("spliced-station.ts")
         try FileManager.default.createDirectory(at: Self.folder(), withIntermediateDirectories: true)
@@ -112,7 +112,7 @@ internal import CFFmpeg
         let relay = try #require(LiveRelay.start(url: station.url.absoluteString, in: Self.folder()))
         defer { relay.stop() }
         // Past at least two jumps: the splice at 2 s and the start over at 4 s.
-        #expect(waitUntil(30) { relay.secondsRelayed > 7 || relay.failure != nil })
+        #expect(await waitUntil(30) { relay.secondsRelayed > 7 || relay.failure != nil })
         #expect(relay.failure == nil, "\(String(describing: relay.failure))")
         let text = try String(contentsOf: relay.playlist, encoding: .utf8)
         let segments = text.split(separator: "\n").filter { !$0.hasPrefix("#") }

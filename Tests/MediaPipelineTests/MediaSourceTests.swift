@@ -3,7 +3,7 @@ import Testing
 import ChorusTestSupport
 @testable import MediaPipeline
 
-@Suite struct MediaSourceTests {
+@Suite(.ownThread) struct MediaSourceTests {
     @Test(arguments: TestMedia.Kind.all)
     func describesGeneratedAudio(kind: TestMedia.Kind) throws {
         let url = try TestMedia.tone(kind, seconds: 2, rate: 44_100, channels: 2)

@@ -1,8 +1,9 @@
 import Testing
+import ChorusTestSupport
 @testable import MediaPipeline
 
 /// An item's byte counter and the throughput it observes.
-@Suite struct NetworkActivityTests {
+@Suite(.ownThread) struct NetworkActivityTests {
     @Test("the observed rate is the bytes over the time the reads that brought them took, and unknown before any came")
     func observedRateIsBytesOverReadTime() {
         let activity = NetworkActivity()

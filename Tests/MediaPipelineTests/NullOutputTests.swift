@@ -1,9 +1,10 @@
 import ChorusSimulation
 import Testing
+import ChorusTestSupport
 import MediaClock
 @testable import MediaPipeline
 
-@Suite struct NullOutputTests {
+@Suite(.ownThread) struct NullOutputTests {
     let format = AudioFormat(sampleRate: 48_000, channels: 2)
 
     @Test func presentsFramesAtItsOwnRate() throws {

@@ -1,7 +1,8 @@
 import Testing
+import ChorusTestSupport
 @testable import MediaPipeline
 
-@Suite struct OutputSpecTests {
+@Suite(.ownThread) struct OutputSpecTests {
     @Test func parsesEveryForm() throws {
         #expect(try OutputSpec(parsing: "alsa") == .alsa(device: "default"))
         #expect(try OutputSpec(parsing: "alsa:hw:1,0") == .alsa(device: "hw:1,0"))

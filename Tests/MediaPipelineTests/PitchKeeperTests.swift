@@ -2,11 +2,12 @@ import CAllocationCounter
 import Foundation
 import MediaClock
 import Testing
+import ChorusTestSupport
 @testable import MediaPipeline
 
 /// The pitch-keeping stage: a delay that does not move with the scale, and a queue that
 /// never runs dry.
-@Suite struct PitchKeeperTests {
+@Suite(.ownThread) struct PitchKeeperTests {
     static let sampleRate = 48_000
     static let period = 480
 

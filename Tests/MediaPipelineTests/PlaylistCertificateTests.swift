@@ -7,7 +7,7 @@ internal import CFFmpeg
 /// The playlists Chorus reads itself rather than through FFmpeg's demuxer (a master
 /// playlist's subtitle renditions, a live playlist followed): over HTTPS their servers'
 /// certificates are checked like those of every other fetch of an item.
-@Suite struct PlaylistCertificateTests {
+@Suite(.ownThread) struct PlaylistCertificateTests {
     @Test("a playlist over HTTPS is read when its server's authority is given, and refused when only another's is")
     func playlistReadsCheckTheServersCertificate() throws {
         let tone = try TestMedia.hls(seconds: 2)

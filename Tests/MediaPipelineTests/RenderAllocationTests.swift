@@ -8,7 +8,7 @@ import Testing
 /// The render path allocates nothing once playing: its passes are run on the test's thread,
 /// whose allocations the test process counts (the C library's allocator stood in for).
 /// Under a sanitizer, whose allocator the counter cannot stand in for, the suite does not run.
-@Suite(.serialized, .enabled(if: chorus_allocation_counting_available() != 0, "allocations are not countable under a sanitizer"))
+@Suite(.serialized, .enabled(if: chorus_allocation_counting_available() != 0, "allocations are not countable under a sanitizer"), .ownThread)
 struct RenderAllocationTests {
     let format = AudioFormat(sampleRate: 48_000, channels: 2)
     /// Passes before counting: a start, the device's first fill, the timing filter's first

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import ChorusTestSupport
 import MediaClock
 @testable import MediaPipeline
 
 /// The render thread itself, on a real-time null device: controls posted from another
 /// thread reach it, and what it reports comes back. Only what happens is checked, each wait
 /// generous, so a loaded machine (or a sanitizer) slows these down without failing them.
-@Suite(.serialized) struct RenderThreadTests {
+@Suite(.serialized, .ownThread) struct RenderThreadTests {
     let format = AudioFormat(sampleRate: 48_000, channels: 1)
     /// The longest a wait for the render thread lasts before the test fails: far beyond the
     /// tenths of a second each takes, so only a thread that never gets there fails it.

@@ -1,9 +1,11 @@
 import Testing
+import ChorusTestSupport
 import MediaClock
 @testable import MediaPipeline
 
 /// Which of the PulseAudio probe's answers are used: the quickest of the recent ones, but
 /// never so few that the stream goes without a point for long.
+@Suite(.ownThread)
 struct RoundTripGateTests {
     /// Feeds `roundTrips` (µs) to `gate`, one answer every 25 ms from `start`, and returns
     /// those used, with their index.

@@ -1,8 +1,10 @@
 import Testing
+import ChorusTestSupport
 import MediaClock
 @testable import MediaPipeline
 
 /// When a stream is taken for dead, on made-up instants.
+@Suite(.ownThread)
 struct StallWatchTests {
     let opened = HostTime(nanoseconds: 1_000_000_000_000)
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ChorusTestSupport
 import Synchronization
 import MediaClock
 import MutexAnnotations
@@ -8,7 +9,7 @@ import MutexAnnotations
 /// The reopener on made-up streams whose opening and closing the test holds, fails or lets
 /// go, on real threads: what the render thread's calls return while a device hangs, and
 /// which streams end up closed. Waits poll with a deadline far beyond what they take.
-@Suite struct StreamReopenerTests {
+@Suite(.ownThread) struct StreamReopenerTests {
     /// The longest a wait for the reopener's threads lasts before the test fails.
     static let patience: Duration = .seconds(20)
 

@@ -5,7 +5,7 @@ import ChorusTestSupport
 import MediaClock
 
 /// Reading ID3 tags and ICY blocks, which come from the network and are trusted in nothing.
-@Suite struct TimedMetadataFormatTests {
+@Suite(.ownThread) struct TimedMetadataFormatTests {
     /// An ID3v2 tag of `version` holding `frames` (each an id and its body).
     func tag(version: UInt8, _ frames: [(String, [UInt8])], padding: Int = 0) -> [UInt8] {
         func size(_ value: Int, syncsafe: Bool) -> [UInt8] {

@@ -1,10 +1,11 @@
 import Testing
+import ChorusTestSupport
 import MediaClock
 @testable import MediaPipeline
 
 /// The follow tiers stepped period by period against a simulated device: no thread, no
 /// sleep, every run the same.
-@Suite struct TimelineServoTests {
+@Suite(.ownThread) struct TimelineServoTests {
     /// A device playing 10 ms periods at 48 kHz, its crystal `devicePPM` fast against the
     /// host clock, and content read through the servo's correction on top of the device's
     /// rate as the render thread feeds it forward (`fedForwardErrorPPM` off the truth, as a

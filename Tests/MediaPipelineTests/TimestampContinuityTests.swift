@@ -1,8 +1,9 @@
 import Testing
+import ChorusTestSupport
 @testable import MediaPipeline
 
 /// The closing up of a spliced input's jumps, stepped packet by packet (ns throughout).
-@Suite struct TimestampContinuityTests {
+@Suite(.ownThread) struct TimestampContinuityTests {
     static let sound: Int32 = 1
     static let pictures: Int32 = 0
     static let subtitles: Int32 = 2

@@ -1,9 +1,10 @@
 import Testing
+import ChorusTestSupport
 @testable import MediaPipeline
 
 /// A picture queue holding one item's pictures and then the next's (a gapless join), read on
 /// a timeline that names the current item and where the next one joins.
-@Suite("Pictures across a join: the next item's come due after it, a left item's go unshown")
+@Suite("Pictures across a join: the next item's come due after it, a left item's go unshown", .ownThread)
 struct VideoItemsTests {
     static let frame: Int64 = 40_000_000
 

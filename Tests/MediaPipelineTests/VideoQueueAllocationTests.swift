@@ -1,10 +1,11 @@
 import CAllocationCounter
 import Foundation
 import Testing
+import ChorusTestSupport
 @testable import MediaPipeline
 
 /// A display's pick from the picture queue is real-time: it allocates nothing.
-@Suite(.serialized, .enabled(if: chorus_allocation_counting_available() != 0, "allocations are not countable under a sanitizer"))
+@Suite(.serialized, .enabled(if: chorus_allocation_counting_available() != 0, "allocations are not countable under a sanitizer"), .ownThread)
 struct VideoQueueAllocationTests {
     @Test("taking pictures, passing some over, allocates nothing on the display's side")
     func pickingAllocatesNothing() throws {

@@ -75,7 +75,7 @@ private func startedReader(_ url: URL) throws -> (reader: VideoReader, queue: Vi
     return (reader, queue, events)
 }
 
-@Suite("Video reader: pictures decoded, timed and queued")
+@Suite("Video reader: pictures decoded, timed and queued", .ownThread)
 struct VideoReaderTests {
     @Test("every picture of a clip comes once, at its own item time, showing its own number")
     func everyPictureInOrder() throws {
@@ -227,7 +227,7 @@ struct VideoReaderTests {
     }
 }
 
-@Suite("Video reader: a successor's pictures queued after the item before's")
+@Suite("Video reader: a successor's pictures queued after the item before's", .ownThread)
 struct SuccessorVideoReaderTests {
     @Test("a reader has finished once it queued its last picture, and not again until it has after a seek")
     func finishingIsPerSeek() throws {
@@ -304,7 +304,7 @@ struct SuccessorVideoReaderTests {
     }
 }
 
-@Suite("Reverse video reader: pictures decoded a group at a time and queued newest first")
+@Suite("Reverse video reader: pictures decoded a group at a time and queued newest first", .ownThread)
 struct ReverseVideoReaderTests {
     @Test("backwards, every picture from the playhead to the start comes once, newest first, while the falling timeline stands in it")
     func everyPictureComesBackwards() throws {
@@ -344,7 +344,7 @@ struct ReverseVideoReaderTests {
     }
 }
 
-@Suite("Frame schedule: which picture a refresh shows")
+@Suite("Frame schedule: which picture a refresh shows", .ownThread)
 struct FrameScheduleTests {
     private func choose(_ times: [Int64], due: Int64) -> FrameSchedule.Decision {
         FrameSchedule.choose(count: times.count, time: { times[$0] }, due: due)

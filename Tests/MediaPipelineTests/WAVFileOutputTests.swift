@@ -3,7 +3,7 @@ import Testing
 import ChorusTestSupport
 @testable import MediaPipeline
 
-@Suite struct WAVFileOutputTests {
+@Suite(.ownThread) struct WAVFileOutputTests {
     @Test(arguments: [1, 2, 6])
     func writesAFileOthersCanRead(channels: Int) throws {
         let url = TestMedia.folder.appendingPathComponent("wav-output-\(channels).wav")

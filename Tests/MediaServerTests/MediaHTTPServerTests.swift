@@ -4,7 +4,7 @@ import ChorusTestSupport
 @testable import MediaServer
 @testable import MediaPipeline
 
-@Suite struct MediaHTTPServerTests {
+@Suite(.ownThread) struct MediaHTTPServerTests {
     /// Sends `request` to the server on loopback and returns the whole response.
     func exchange(_ port: UInt16, _ request: String) throws -> (head: String, body: Data) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

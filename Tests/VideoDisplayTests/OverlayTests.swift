@@ -1,8 +1,9 @@
 internal import CSDL2
 import Testing
+import ChorusTestSupport
 @testable import VideoDisplay
 
-@Suite struct OverlayTextTests {
+@Suite(.ownThread) struct OverlayTextTests {
     private func line(_ build: (inout OverlayText) -> Void) -> String {
         var text = OverlayText()
         build(&text)
@@ -44,7 +45,7 @@ import Testing
     }
 }
 
-@Suite struct OverlayLayoutTests {
+@Suite(.ownThread) struct OverlayLayoutTests {
     @Test func controlsSitAlongTheBottom() {
         let layout = OverlayLayout(drawableWidth: 1280, drawableHeight: 720)
         #expect(layout.scale == 1)
@@ -78,7 +79,7 @@ import Testing
     }
 }
 
-@Suite struct KeyTranslationTests {
+@Suite(.ownThread) struct KeyTranslationTests {
     private func key(_ code: SDL_KeyCode, shift: Bool = false, isRepeat: Bool = false) -> KeyTranslation.Result {
         KeyTranslation.translate(
             keycode: Int(code.rawValue), modifiers: shift ? Int(KMOD_LSHIFT.rawValue) : 0, isRepeat: isRepeat)

@@ -24,24 +24,24 @@ private func identity(in snapshot: WindowSnapshot, picture rect: CGRect) -> Int 
 extension VideoWindowTests {
 /// Real windows on the display (a private Xvfb under `make test`), nested in the window
 /// suite so that its serialization covers them too: SDL allows one window per process.
-@Suite struct PlayerViewTests {
+@Suite(.ownThread) struct PlayerViewTests {
     @Test("the window shows the picture it says it shows, in step with the sound", .enabled(if: hasDisplay))
-    func windowShowsThePicturesInStep() throws {
+    func windowShowsThePicturesInStep() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 4, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let view = try AVPlayerView(player: player, title: "test", geometry: "640x480+0+0")
         defer { view.close() }
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         player.play()
-        #expect(waitUntil(10) { view.playerLayer.isReadyForDisplay })
+        #expect(await waitUntil(10) { view.playerLayer.isReadyForDisplay })
         // 320×240 fits 640×480 exactly.
-        #expect(waitUntil(5) { view.videoRect == CGRect(x: 0, y: 0, width: 640, height: 480) })
+        #expect(await waitUntil(5) { view.videoRect == CGRect(x: 0, y: 0, width: 640, height: 480) })
         var reads: [(shown: Int64, read: Int)] = []
         for _ in 0..<8 {
             guard let snapshot = view.snapshot(), let shown = snapshot.frameIdentity else { continue }
             reads.append((shown, identity(in: snapshot, picture: view.videoRect)))
-            usleep(100_000)
+            try await Task.sleep(for: .milliseconds(100))
         }
         #expect(reads.count >= 6)
         // The pixels on screen are the picture the window reports, and the pictures move on.
@@ -54,27 +54,27 @@ extension VideoWindowTests {
 
     @Test("the display is kept awake while pictures play, and allowed to sleep when they pause or the player says so",
           .enabled(if: hasDisplay))
-    func displayIsKeptAwakeWhilePicturesPlay() throws {
+    func displayIsKeptAwakeWhilePicturesPlay() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 30, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let view = try AVPlayerView(player: player, geometry: "320x240+0+0")
         defer { view.close() }
-        #expect(waitUntil(10) { item.status == .readyToPlay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
         #expect(player.preventsDisplaySleepDuringVideoPlayback)
         #expect(!view.isKeepingDisplayAwake, "a paused player leaves the display free to sleep")
         player.play()
-        #expect(waitUntil(5) { view.isKeepingDisplayAwake })
+        #expect(await waitUntil(5) { view.isKeepingDisplayAwake })
         player.pause()
-        #expect(waitUntil(5) { !view.isKeepingDisplayAwake })
+        #expect(await waitUntil(5) { !view.isKeepingDisplayAwake })
         player.play()
-        #expect(waitUntil(5) { view.isKeepingDisplayAwake })
+        #expect(await waitUntil(5) { view.isKeepingDisplayAwake })
         player.preventsDisplaySleepDuringVideoPlayback = false
-        #expect(waitUntil(5) { !view.isKeepingDisplayAwake })
+        #expect(await waitUntil(5) { !view.isKeepingDisplayAwake })
         player.preventsDisplaySleepDuringVideoPlayback = true
-        #expect(waitUntil(5) { view.isKeepingDisplayAwake })
+        #expect(await waitUntil(5) { view.isKeepingDisplayAwake })
         view.player = nil
-        #expect(waitUntil(5) { !view.isKeepingDisplayAwake })
+        #expect(await waitUntil(5) { !view.isKeepingDisplayAwake })
     }
 
     /// Pixels near white in the lower fifth of `rect`: subtitle text, over a black picture.
@@ -98,52 +98,52 @@ extension VideoWindowTests {
         defer { player.close() }
         let view = try AVPlayerView(player: player, geometry: "640x480+0+0")
         defer { view.close() }
-        #expect(waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
-        func seek(_ seconds: Double) {
+        #expect(await waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
+        func seek(_ seconds: Double) async {
             let done = Atomic<Bool>(false)
             player.seek(to: CMTime(seconds: seconds, preferredTimescale: 1000), toleranceBefore: .zero, toleranceAfter: .zero) {
                 done.store($0, ordering: .relaxed)
             }
-            #expect(waitUntil(10) { done.load(ordering: .relaxed) })
+            #expect(await waitUntil(10) { done.load(ordering: .relaxed) })
         }
         func drawn() -> Int {
             guard let snapshot = view.snapshot() else { return -1 }
             return whitePixelsAtTheFoot(of: snapshot, picture: view.videoRect)
         }
         // Off by default (no subtitle track is marked default): nothing over the picture.
-        seek(0.7)
-        #expect(waitUntil(3) { drawn() == 0 })
+        await seek(0.7)
+        #expect(await waitUntil(3) { drawn() == 0 })
         item.select(legible.options[0], in: legible)
         // "Good evening." is due from 0.5 s to 1.5 s.
-        #expect(waitUntil(5) { drawn() > 50 }, "white pixels: \(drawn())")
-        seek(1.7)
-        #expect(waitUntil(5) { drawn() == 0 }, "white pixels: \(drawn())")
+        #expect(await waitUntil(5) { drawn() > 50 }, "white pixels: \(drawn())")
+        await seek(1.7)
+        #expect(await waitUntil(5) { drawn() == 0 }, "white pixels: \(drawn())")
         // A legible output that draws them itself keeps the player from drawing them.
-        seek(2.5)
-        #expect(waitUntil(5) { drawn() > 50 })
+        await seek(2.5)
+        #expect(await waitUntil(5) { drawn() > 50 })
         let output = AVPlayerItemLegibleOutput()
         output.suppressesPlayerRendering = true
         item.add(output)
-        #expect(waitUntil(5) { drawn() == 0 })
+        #expect(await waitUntil(5) { drawn() == 0 })
     }
 
     @Test("a cropped window shows only its part of the picture, filling the window", .enabled(if: hasDisplay))
-    func croppedWindowShowsItsPart() throws {
+    func croppedWindowShowsItsPart() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 12, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         // The right half of the picture (identity columns 8 to 15), in a window of its shape.
         let view = try AVPlayerView(player: player, geometry: "320x480+0+0", crop: "160:240:160:0")
         defer { view.close() }
-        #expect(waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
         // Picture 256 has bit 8 alone set: the first column of the right half.
         let sought = Atomic<Bool>(false)
         player.seek(to: CMTime(value: 256, timescale: 25), toleranceBefore: .zero, toleranceAfter: .zero) { sought.store($0, ordering: .relaxed) }
-        #expect(waitUntil(10) { sought.load(ordering: .relaxed) })
-        #expect(waitUntil(5) { view.videoRect == CGRect(x: 0, y: 0, width: 320, height: 480) })
+        #expect(await waitUntil(10) { sought.load(ordering: .relaxed) })
+        #expect(await waitUntil(5) { view.videoRect == CGRect(x: 0, y: 0, width: 320, height: 480) })
         // Uncropped, bit 8 would light the middle of the window, not its left edge.
         var lit: [Int] = []
-        #expect(waitUntil(5) {
+        #expect(await waitUntil(5) {
             guard let snapshot = view.snapshot() else { return false }
             lit = (0..<8).filter { column in
                 let x = Int((Double(column) + 0.5) * 320 / 8)
@@ -155,48 +155,48 @@ extension VideoWindowTests {
     }
 
     @Test("with the picture turned off the window goes black, and the picture comes back when it is turned on", .enabled(if: hasDisplay))
-    func pictureOffIsBlack() throws {
+    func pictureOffIsBlack() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 12, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let view = try AVPlayerView(player: player, geometry: "320x240+0+0")
         defer { view.close() }
-        #expect(waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
         // Picture 255 lights bits 0 to 7: the left half of the picture.
         let sought = Atomic<Bool>(false)
         player.seek(to: CMTime(value: 255, timescale: 25), toleranceBefore: .zero, toleranceAfter: .zero) { sought.store($0, ordering: .relaxed) }
-        #expect(waitUntil(10) { sought.load(ordering: .relaxed) })
+        #expect(await waitUntil(10) { sought.load(ordering: .relaxed) })
         func brightness() -> Int? {
             guard let snapshot = view.snapshot(), let pixel = snapshot.pixel(x: 10, y: 120) else { return nil }
             return Int(pixel.red) + Int(pixel.green) + Int(pixel.blue)
         }
-        #expect(waitUntil(5) { (brightness() ?? 0) > 600 })
+        #expect(await waitUntil(5) { (brightness() ?? 0) > 600 })
         let video = try #require(item.tracks.first { $0.assetTrack?.mediaType == .video })
         video.isEnabled = false
-        #expect(waitUntil(5) { (brightness() ?? 999) < 30 })
+        #expect(await waitUntil(5) { (brightness() ?? 999) < 30 })
         video.isEnabled = true
-        #expect(waitUntil(5) { (brightness() ?? 0) > 600 })
+        #expect(await waitUntil(5) { (brightness() ?? 0) > 600 })
     }
 
     @Test("paused, the window's controls and steps move the picture one at a time", .enabled(if: hasDisplay))
-    func stepsWhilePaused() throws {
+    func stepsWhilePaused() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let view = try AVPlayerView(player: player, geometry: "320x240+0+0")
         defer { view.close() }
-        #expect(waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
+        #expect(await waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
         #expect(item.canStepForward)
         func shown() -> Int? {
             guard let snapshot = view.snapshot() else { return nil }
             return identity(in: snapshot, picture: view.videoRect)
         }
-        #expect(waitUntil(5) { shown() == 0 })
+        #expect(await waitUntil(5) { shown() == 0 })
         item.step(byCount: 3)
-        #expect(waitUntil(5) { shown() == 3 })
+        #expect(await waitUntil(5) { shown() == 3 })
         item.step(byCount: -1)
         var last: Int?
-        #expect(waitUntil(5) { last = shown(); return last == 2 }, "shows \(String(describing: last)) at \(player.currentTime().seconds) s")
+        #expect(await waitUntil(5) { last = shown(); return last == 2 }, "shows \(String(describing: last)) at \(player.currentTime().seconds) s")
         #expect(player.rate == 0)
     }
 }

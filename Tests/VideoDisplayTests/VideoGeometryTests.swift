@@ -1,7 +1,8 @@
 import Testing
+import ChorusTestSupport
 @testable import VideoDisplay
 
-@Suite struct VideoGeometryTests {
+@Suite(.ownThread) struct VideoGeometryTests {
     private func place(
         _ content: ContentGeometry, _ gravity: VideoGravity, _ width: Int, _ height: Int
     ) throws -> VideoGeometry {

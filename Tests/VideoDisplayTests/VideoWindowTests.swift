@@ -3,6 +3,7 @@ import Glibc
 import MutexAnnotations
 import Synchronization
 import Testing
+import ChorusTestSupport
 @testable import VideoDisplay
 
 /// Whether an X display is there to open windows on (run under Xvfb:
@@ -197,7 +198,7 @@ private func push(_ event: SDL_Event) {
 
 /// One suite, serialized: SDL allows one video subsystem per process, and
 /// the no-display test changes DISPLAY for the duration of its SDL_Init.
-@Suite(.serialized) struct VideoWindowTests {
+@Suite(.serialized, .ownThread) struct VideoWindowTests {
     private func open(
         _ source: any VideoFrameSource, geometry: String = "640x360", gravity: VideoGravity = .resizeAspect,
         log: EventLog = EventLog()

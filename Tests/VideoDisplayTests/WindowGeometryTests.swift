@@ -1,7 +1,8 @@
 import Testing
+import ChorusTestSupport
 @testable import VideoDisplay
 
-@Suite struct WindowGeometryTests {
+@Suite(.ownThread) struct WindowGeometryTests {
     typealias G = WindowGeometry
 
     @Test func sizeOnly() throws {

@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+
+/// Runs each test case on a thread of its own rather than on Swift's cooperative pool.
+///
+/// Many tests play real media and poll, refresh a picture or sleep in real time, as an
+/// application's display or control thread would. On the pool (one thread per core) a test
+/// that blocks holds a thread every other test's continuations wait for: a wait of 10 ms in
+/// one test became seconds in another, and a suite that started first finished last. On a
+/// thread of its own a test can block without starving anyone, and what it awaits resumes on
+/// its thread at once. How many run together is the test run's parallelisation width
+/// (`make test` sets it).
+public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
+    public var isRecursive: Bool { true }
+
+    public func provideScope(for test: Test, testCase: Test.Case?,
+                             performing function: @Sendable () async throws -> Void) async throws {
+        // A suite's scope holds no test body: only a test case's gets the thread.
+        guard testCase != nil, !test.isSuite else {
+            try await function()
+            return
+        }
+        let executor = ThreadExecutor()
+        defer { executor.finish() }
+        try await withTaskExecutorPreference(executor) {
+            try await function()
+        }
+    }
+}
+
+extension Trait where Self == OwnThreadTrait {
+    /// Each test case runs on a thread of its own (`OwnThreadTrait`).
+    public static var ownThread: Self { OwnThreadTrait() }
+}
+
+/// A task executor with one thread, which runs the jobs given it in order and ends once
+/// `finish` is called and the jobs are done.
+// @unchecked: `jobs`, `finished` and `ended` are only touched with `condition` locked; the thread is
+// set once, before any job can be enqueued.
+final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var finished = false
+    /// The thread has returned: a job given now (a task that outlived its test) goes to the pool.
+    private var ended = false
+
+    init() {
+        Thread { [self] in run() }.start()
+    }
+
+    func enqueue(_ job: UnownedJob) {
+        let taken = condition.withLock {
+            guard !ended else { return false }
+            jobs.append(job)
+            condition.signal()
+            return true
+        }
+        if !taken { globalConcurrentExecutor.enqueue(job) }
+    }
+
+    /// No more jobs will be given: the thread ends once it has run those it holds.
+    func finish() {
+        condition.withLock {
+            finished = true
+            condition.signal()
+        }
+    }
+
+    private func run() {
+        while true {
+            let next: UnownedJob? = condition.withLock {
+                while jobs.isEmpty && !finished { condition.wait() }
+                if jobs.isEmpty { ended = true }
+                return jobs.isEmpty ? nil : jobs.removeFirst()
+            }
+            guard let next else { return }
+            next.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+}
