@@ -389,7 +389,7 @@ public final class PlaybackEngine: Sendable {
     /// one does (`load(...splices:)`); empty when they never jumped.
     public var timelineSplices: [TimelineSplice] {
         let epochs = parts.withLockAnnotated { $0.demuxer?.timestampEpochs } ?? []
-        return epochs.dropFirst().map { TimelineSplice(startNanoseconds: $0.start, shiftNanoseconds: $0.shift) }
+        return epochs.dropFirst().map(\.splice)
     }
 
     /// The number of the item loaded last (its blocks and pictures carry it); 0 before any.

@@ -39,13 +39,24 @@ struct TimestampContinuity {
     /// by the epoch before it.
     static let maximumEpochs = 1024
 
-    /// A stretch of the input between two jumps: its first item time (ns, after shifting)
-    /// and the shift its packets take (ns).
+    /// A stretch of the input between two jumps: the splice that opened it (its first item
+    /// time and the shift its packets take), and whether that shift is still a guess.
     struct Epoch: Equatable {
-        var start: Int64
-        var shift: Int64
+        var splice: TimelineSplice
         /// Whether the shift is a guess that the sound has yet to correct.
         var provisional = false
+
+        init(start: Int64, shift: Int64, provisional: Bool = false) {
+            splice = TimelineSplice(startNanoseconds: start, shiftNanoseconds: shift)
+            self.provisional = provisional
+        }
+
+        init(_ splice: TimelineSplice) { self.splice = splice }
+
+        /// The first item time (ns, after shifting).
+        var start: Int64 { splice.startNanoseconds }
+        /// What the stretch's packets take (ns).
+        var shift: Int64 { splice.shiftNanoseconds }
     }
 
     /// The sound's stream, which sets each epoch's shift exactly, if the item has sound.
@@ -73,7 +84,7 @@ struct TimestampContinuity {
     init(leadingStream: Int32?, earlier: [Epoch]? = nil) {
         self.leadingStream = leadingStream
         if let earlier, earlier.first?.start == .min, earlier.count <= Self.maximumEpochs {
-            epochs = earlier.map { Epoch(start: $0.start, shift: $0.shift) }
+            epochs = earlier.map { Epoch($0.splice) }
         }
     }
 
@@ -81,7 +92,7 @@ struct TimestampContinuity {
     /// the first, with no shift, and one for each splice (the newest `maximumEpochs` − 1).
     static func epochs(after splices: [TimelineSplice]) -> [Epoch] {
         [Epoch(start: .min, shift: 0)]
-            + splices.suffix(maximumEpochs - 1).map { Epoch(start: $0.startNanoseconds, shift: $0.shiftNanoseconds) }
+            + splices.suffix(maximumEpochs - 1).map { Epoch($0) }
     }
 
     /// The shift (ns) for a packet of `stream` that decodes at `nanoseconds` (unshifted) and
