@@ -69,13 +69,8 @@ public final class ItemDemuxer: @unchecked Sendable {
     /// The jumps of an input spliced from several (MPEG-TS, HLS), closed up so the item's
     /// timeline runs on as its sound does; nil for inputs whose times never jump.
     private var continuity: TimestampContinuity?
-    /// Pictures that met a jump before the sound did, held back with the shift they were
-    /// given until the sound sets their epoch's shift (`TimestampContinuity.isProvisional`).
-    private var heldPictures: [(packet: OwnedPacket, shift: Int64)] = []
-    /// The most pictures held back: the sound of the same moment comes within a few packets
-    /// in any interleaved input, and a stream whose sound never jumps with its pictures
-    /// must not starve the pictures (16 are two thirds of a second at 25 a second).
-    static let mostHeldPictures = 16
+    /// Pictures that met a jump before the sound did, until the sound sets their shift.
+    private var heldPictures = PicturesAwaitingShift()
     /// The epochs `continuity` has seen, copied out for an opening that continues this one
     /// (`timestampEpochs`), and the revision copied.
     private let epochRecord = Mutex<[TimestampContinuity.Epoch]?>(nil)
@@ -312,13 +307,7 @@ public final class ItemDemuxer: @unchecked Sendable {
             recordedRevision = continuity.revision
             epochRecord.withLockAnnotated { $0 = continuity.epochs }
         }
-        if isPicture, continuity.isProvisional(index) {
-            if heldPictures.count < Self.mostHeldPictures, let owned = OwnedPacket(movingFrom: packet) {
-                heldPictures.append((owned, shift))
-                return true
-            }
-            continuity.acceptGuess()
-        }
+        if isPicture, heldPictures.hold(packet, stream: index, shift: shift, continuity: &continuity) { return true }
         releaseHeldPictures(continuity)
         return false
     }
@@ -327,13 +316,10 @@ public final class ItemDemuxer: @unchecked Sendable {
     /// stream takes now, once it is no longer a guess.
     private func releaseHeldPictures(_ continuity: TimestampContinuity?) {
         guard !heldPictures.isEmpty, let pictures = pictureQueue, let continuity,
-              !continuity.isProvisional(pictures.streamIndex),
               let stream = source.formatContext.pointee.streams[Int(pictures.streamIndex)] else { return }
         let base = stream.pointee.time_base
         let final = av_rescale_q(continuity.shift(of: pictures.streamIndex), Self.nanosecondBase, base)
-        let held = heldPictures
-        heldPictures.removeAll()
-        for (packet, given) in held {
+        for (packet, given) in heldPictures.release(stream: pictures.streamIndex, continuity: continuity) {
             Self.move(packet.pointer, by: final &- av_rescale_q(given, Self.nanosecondBase, base))
             route(packet.pointer)
         }

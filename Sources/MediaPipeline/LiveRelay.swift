@@ -284,19 +284,14 @@ private final class Muxer: @unchecked Sendable {
             // hole or a step back, and a picture keeps its place beside its sound.
             let noTime = FFmpegCall.noPTS
             let stamp = packet.pointee.dts != noTime ? packet.pointee.dts : packet.pointee.pts
+            var shift: Int64 = 0
             if stamp != noTime {
                 let duration = packet.pointee.duration > 0 ? av_rescale_q(packet.pointee.duration, inBase, Self.nanosecondBase) : 0
-                _ = state.continuity.shift(stream: index, at: av_rescale_q(stamp, inBase, Self.nanosecondBase), duration: duration)
+                shift = state.continuity.shift(stream: index, at: av_rescale_q(stamp, inBase, Self.nanosecondBase), duration: duration)
             }
-            if index != soundStream, state.continuity.isProvisional(index) {
-                // A picture that met a jump before the sound did: held back until the sound
-                // sets the shift, up to the demuxer's own limit (`ItemDemuxer.mostHeldPictures`).
-                if state.held.count < ItemDemuxer.mostHeldPictures, let held = OwnedPacket(movingFrom: packet) {
-                    state.held.append(held)
-                    continue
-                }
-                state.continuity.acceptGuess()
-            }
+            // A picture that met a jump before the sound did waits until the sound sets the
+            // shift (its own times are written, shifted as its stream is then).
+            if index != soundStream, state.held.hold(packet, stream: index, shift: shift, continuity: &state.continuity) { continue }
             if let failed = releaseHeld(&state, source: source, relayed: relayed) { failure = failed; break }
             failure = write(packet, state: &state, source: source, relayed: relayed)
         }
@@ -309,7 +304,7 @@ private final class Muxer: @unchecked Sendable {
         /// The jumps of the station's times, closed up (`TimestampContinuity`).
         var continuity: TimestampContinuity
         /// Pictures held back while their shift is a guess.
-        var held: [OwnedPacket] = []
+        var held = PicturesAwaitingShift()
         /// Per input stream: the last decoding time written, in its own time base.
         var written: [Int32: Int64] = [:]
         /// The relayed time of the first packet written, in seconds.
@@ -322,10 +317,8 @@ private final class Muxer: @unchecked Sendable {
     /// Writes the held pictures, once their stream's shift is no longer a guess.
     private func releaseHeld(_ state: inout RelayState, source: MediaSource,
                              relayed: (Double) -> Void) -> MediaError? {
-        guard let first = state.held.first, !state.continuity.isProvisional(first.pointer.pointee.stream_index) else { return nil }
-        let held = state.held
-        state.held.removeAll()
-        for packet in held {
+        guard let pictures = state.held.stream else { return nil }
+        for (packet, _) in state.held.release(stream: pictures, continuity: state.continuity) {
             if let failure = write(packet.pointer, state: &state, source: source, relayed: relayed) { return failure }
         }
         return nil
