@@ -80,6 +80,12 @@ public final class VideoReader: @unchecked Sendable {
     private var lastItemNanoseconds: Int64?
     /// Drops what the queue held from before the latest seek.
     private var gate = SeekMarkerGate()
+    /// The latest picture passed over before a seek's target, kept in a slot taken from the
+    /// queue but not yet queued. When the stream ends before any picture reaches the target
+    /// (a seek to the item's end, or to a time after its last picture, such as a pause at
+    /// the end), it is the picture standing there, and is queued; otherwise the slot goes
+    /// back once a picture at the target is queued.
+    private var passedOver: (slot: Int, info: VideoFrameInfo)?
 
     /// Opens the decoder for the preferred video track of `demuxer`'s item, fed from its
     /// pictures' queue. Pictures start at `startNanoseconds` of item time under seek serial
@@ -237,6 +243,7 @@ public final class VideoReader: @unchecked Sendable {
                 _ = decoder.send(nil)
                 receiveAll()
                 if pendingSeekIsEmpty && !stopping {
+                    queuePassedOver()
                     atEnd = true
                     noteFinished()
                     onEvent(.decodedToEnd(serial: serial))
@@ -256,6 +263,7 @@ public final class VideoReader: @unchecked Sendable {
                 continue
             }
         }
+        releasePassedOver()
     }
 
     private func reportDamage() {
@@ -274,6 +282,7 @@ public final class VideoReader: @unchecked Sendable {
         announcedReady = false
         atEnd = false
         lastItemNanoseconds = nil
+        releasePassedOver()
         // The demuxer goes to a keyframe at or before the target: the pictures from there to
         // it are decoded and dropped, so the one showing at the target is exact.
         gate.awaitMarker(ofSerial: seek.serial)
@@ -312,9 +321,10 @@ public final class VideoReader: @unchecked Sendable {
         lastItemNanoseconds = due
         // Before a seek's target: only the picture still showing at the target is kept.
         if due + duration <= discardBefore {
-            decoder.discard()
+            passOver(decoded, due: due, duration: duration)
             return
         }
+        releasePassedOver()
         guard let slot = waitForSlot() else {
             decoder.discard()
             return
@@ -325,15 +335,62 @@ public final class VideoReader: @unchecked Sendable {
             reportDamage()
             return
         case .success(let (format, matrix)):
-            let info = VideoFrameInfo(serial: serial, item: item, number: nextNumber, itemNanoseconds: due, durationNanoseconds: duration,
+            let info = VideoFrameInfo(serial: serial, item: item, number: 0, itemNanoseconds: due, durationNanoseconds: duration,
                                       width: decoded.width, height: decoded.height, format: format, colorMatrix: matrix)
-            nextNumber += 1
-            queue.commit(slot: slot.slot, info: info)
-            if !announcedReady {
-                announcedReady = true
-                onEvent(.ready(serial: serial, itemNanoseconds: due))
-            }
+            commit(slot: slot.slot, info: info)
         }
+    }
+
+    /// Queues a filled slot's picture, numbered next.
+    private func commit(slot: Int, info: VideoFrameInfo) {
+        var info = info
+        info.number = nextNumber
+        nextNumber += 1
+        queue.commit(slot: slot, info: info)
+        if !announcedReady {
+            announcedReady = true
+            onEvent(.ready(serial: serial, itemNanoseconds: info.itemNanoseconds))
+        }
+    }
+
+    /// Keeps a picture before the seek's target as `passedOver`, in place of the one kept
+    /// before, so that the stream's end finds the last of them. Without a free slot (never
+    /// after a seek, which empties the queue) it is dropped.
+    private func passOver(_ decoded: VideoDecoder.Decoded, due: Int64, duration: Int64) {
+        guard let slot = passedOver.map({ queue.reuseSlot($0.slot) }) ?? queue.takeFreeSlot() else {
+            decoder.discard()
+            return
+        }
+        switch decoder.move(into: slot.frame) {
+        case .failure:
+            queue.returnSlot(slot.slot)
+            passedOver = nil
+        case .success(let (format, matrix)):
+            passedOver = (slot.slot, VideoFrameInfo(serial: serial, item: item, number: 0, itemNanoseconds: due, durationNanoseconds: duration,
+                                                    width: decoded.width, height: decoded.height, format: format, colorMatrix: matrix))
+        }
+    }
+
+    /// At the stream's end, before any picture at the seek's target was queued: the last
+    /// picture passed over is the one standing at the target, and is queued.
+    private func queuePassedOver() {
+        guard let kept = passedOver else { return }
+        passedOver = nil
+        if announcedReady {
+            queue.returnSlot(kept.slot)
+        } else {
+            var info = kept.info
+            info.serial = serial
+            commit(slot: kept.slot, info: info)
+        }
+    }
+
+    /// Gives back the slot of a picture passed over: a picture at the target was queued, or
+    /// the reading moved on.
+    private func releasePassedOver() {
+        guard let kept = passedOver else { return }
+        passedOver = nil
+        queue.returnSlot(kept.slot)
     }
 
     /// Waits for a free slot (and, for a successor, its turn); nil when a seek or stop

@@ -353,6 +353,29 @@ import Synchronization
         }
     }
 
+    @Test("paused after a seek to the end, the last picture is shown")
+    func pausedSeekToTheEndShowsTheLastPicture() async throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
+        let finished = Atomic<Bool>(false)
+        player.seek(to: item.duration, toleranceBefore: .zero, toleranceAfter: .zero) { ok in
+            finished.store(ok, ordering: .relaxed)
+        }
+        #expect(await waitUntil(10) { finished.load(ordering: .relaxed) })
+        // No picture starts at the end: the one standing there is the last, 1.96 to 2 s.
+        var shown: VideoPlanes?
+        #expect(await waitUntil(10) {
+            if let picture = layer.picture(forRefreshAt: .now()) { shown = picture }
+            return shown.map { $0.info.itemNanoseconds == 1_960_000_000 } ?? false
+        })
+        if let shown, let luma = shown.plane0 {
+            #expect(TestMedia.identity(luma: luma, stride: shown.stride0, width: 320, height: 240) == 49)
+        }
+    }
+
     @Test("isReadyForDisplay is observed changing when the first picture is presented")
     func readinessIsObservable() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
@@ -416,16 +439,32 @@ import Synchronization
         let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
         #expect(await waitUntil(10) { item.status == .readyToPlay })
         #expect(item.duration == CMTime(value: 1_200_000, timescale: 1_000_000))
-        player.play()
+        // Paused at the start, the layer shows the first picture as a still.
         var numbers: [Int] = []
+        #expect(await waitUntil(10) {
+            if let picture = layer.picture(forRefreshAt: .now()), let luma = picture.plane0 {
+                numbers.append(TestMedia.identity(luma: luma, stride: picture.stride0, width: 320, height: 240))
+            }
+            return !numbers.isEmpty
+        })
+        player.play()
         #expect(await waitUntil(10) {
             if let picture = layer.picture(forRefreshAt: .now()), let luma = picture.plane0 {
                 numbers.append(TestMedia.identity(luma: luma, stride: picture.stride0, width: 320, height: 240))
             }
             return ended.value == 1
         })
-        // Pictures came in order, from the first to the last (a refresh every 2 ms or so
-        // sees every one).
+        // Paused at the end, the player reads the picture standing there anew (as after any
+        // pause): the last one, shown once read, whether or not this thread saw it while
+        // playing (it may not be scheduled in a picture's 40 ms on a loaded machine).
+        let seenPlaying = numbers.count
+        await waitUntil(5) {
+            if let picture = layer.picture(forRefreshAt: .now()), let luma = picture.plane0 {
+                numbers.append(TestMedia.identity(luma: luma, stride: picture.stride0, width: 320, height: 240))
+            }
+            return numbers.count > seenPlaying
+        }
+        // Pictures came in order, from the first to the last.
         #expect(numbers.first == 0)
         #expect(numbers.last == 29)
         #expect(numbers == numbers.sorted())

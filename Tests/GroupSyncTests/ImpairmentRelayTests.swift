@@ -66,9 +66,11 @@ struct ImpairmentRelayTests {
         #expect(ImpairmentRelay.release(at: origin + .nanoseconds(7), tick: nil, origin: origin) == origin + .nanoseconds(7))
     }
 
-    /// Through a relay on 10 ms ticks, datagrams reach the server just after a tick: the
-    /// kernel's receive stamps, less the origin, sit in the first part of a tick (the rest
-    /// is this machine's wake-up and loopback latency), never spread over all of it.
+    /// Through a relay on 10 ms ticks, datagrams sent 1.3 ms apart reach the server in
+    /// bursts, one per tick: each datagram but a burst's first arrives right behind the one
+    /// before it. Released when due instead, they would arrive about 1.3 ms apart. A loaded
+    /// machine waking the relay late only merges bursts, so this holds under load, where
+    /// the time past each tick does not.
     @Test func aTickingRelayDeliversOnItsTicks() throws {
         let tick: Duration = .milliseconds(10)
         let origin = HostTime.now()
@@ -85,16 +87,24 @@ struct ImpairmentRelayTests {
             try client.send([UInt8(index)], to: relay.listenEndpoint)
             Thread.sleep(forTimeInterval: 0.0013)
         }
-        var phases: [Int64] = []
+        var arrivals: [Int64] = []
         while let datagram = inbox.next(timeout: .milliseconds(300)) {
-            phases.append((datagram.receivedAt.nanoseconds - origin.nanoseconds) % 10_000_000)
+            arrivals.append(datagram.receivedAt.nanoseconds - origin.nanoseconds)
         }
-        #expect(phases.count == 40)
-        // Within 3 ms of a tick (a loaded machine's wake-up), where datagrams released when
-        // due would spread over all 10 ms: at least nine in ten.
-        let nearTick = phases.filter { $0 < 3_000_000 }.count
-        #expect(nearTick * 10 >= phases.count * 9, "phases (ns past a tick): \(phases.sorted())")
+        #expect(arrivals.count == 40)
+        arrivals.sort()
+        let gaps = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }
+        // 40 datagrams over about 52 ms fall on six or seven ticks: 33 or more arrive within
+        // a burst. At least three in four, leaving room for a burst split by the relay
+        // being preempted while it sends one.
+        let withinBurst = gaps.filter { $0 < Self.sameBurstNanoseconds }.count
+        #expect(withinBurst * 4 >= gaps.count * 3, "arrivals (ns after the first tick): \(arrivals)")
     }
+
+    /// Datagrams sent in one burst arrive closer together than this (ns): a loopback send
+    /// takes tens of µs, even under the thread sanitizer, while the datagrams are sent
+    /// 1,300 µs apart.
+    static let sameBurstNanoseconds: Int64 = 250_000
 
     /// A follower behind a lossy, jittery relay still joins and converges: lost burst
     /// requests are retried by the 250 ms converging polls.
