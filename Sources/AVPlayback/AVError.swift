@@ -131,6 +131,7 @@ extension MediaPipeline.MediaError {
 
     /// The `URLError` code for a network failure, by FFmpeg's reason.
     static func urlErrorCode(forNetworkFailure reason: String) -> URLError.Code {
+        if reason.contains(MediaSource.untrustedCertificate) { return .serverCertificateUntrusted }
         let reason = reason.lowercased()
         if reason.contains("refused") { return .cannotConnectToHost }
         if reason.contains("timed out") || reason.contains("timeout") { return .timedOut }

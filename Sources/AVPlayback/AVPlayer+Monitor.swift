@@ -53,9 +53,12 @@ extension AVPlayer {
         var fire: (time: CMTime, playing: Bool, jumped: Bool, previous: CMTime, observers: [TimeObserver])?
         // Where the item stands, for its pushing outputs (subtitles, timed metadata).
         var pushed: (item: AVPlayerItem, time: CMTime, jumped: Bool)?
+        // The item that may move to another of its variants, when it plays.
+        var adapting: AVPlayerItem?
         state.withLockAnnotated { state in
             promoteIfHeardLocked(&state, status: status, now: now, realtime: realtime, &effects)
             guard let item = state.item else { return }
+            if state.itemLoaded, state.rate != 0 { adapting = item }
             refreshMasterTimelineLocked(&state)
             if state.itemLoaded, state.rate != 0, status.serial == state.serial, status.generation > 0 {
                 switch status.phase {
@@ -113,6 +116,12 @@ extension AVPlayer {
             state.lastObservedTime = time
         }
         effects.run(on: eventQueue)
+        // (Not a live stream: opened again, it would start at its playlist's end rather than
+        // where it plays.)
+        if let adapting, adapting.live == nil, adapting.adaptVariant(now: Double(now.nanoseconds) / 1e9) {
+            playerLog.info("\(adapting.asset.location): moving to the variant of \(adapting.adaptedVariantCap ?? 0) bit/s, by what the network brings")
+            variantLimitChanged(of: adapting)
+        }
         // What changes without being set (the buffered ranges, the buffering flags, a
         // chained key path through the item) is noticed here, once a tick.
         observationRegistry.poke()

@@ -102,6 +102,8 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
 
     /// What the item's access and error logs are made from (`accessLog()`, `errorLog()`).
     let networkLog = Mutex(NetworkLog())
+    /// The item's own choice among an HLS master playlist's variants (`VariantAdaptation`).
+    let variantAdaptation = Mutex(VariantAdaptation())
     /// The bytes every opening of the item has read (its access log's bytes transferred).
     let networkActivity: NetworkActivity
 
@@ -445,18 +447,24 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// when none is, the one of lowest bandwidth. Its sound is the chosen one (media
     /// selection) if the variant carries it, else the variant's sound in the same language,
     /// so a choice of language holds; a chosen sound narrows the variants to those that
-    /// carry it or its language. The variants not chosen are not fetched. Unlike Apple's
-    /// players, Chorus does not measure the network and move between variants by itself:
-    /// the choice is made when the item is opened and again whenever this or
-    /// `preferredMaximumResolution` changes while it plays, when another variant is then
-    /// the one to play, which takes over from the time reached after a moment's wait, as a
-    /// chosen sound does (another variant's pictures restart from the keyframe before).
-    /// Without a limit (nor a resolution limit), FFmpeg's choice stands: the first variant
-    /// listed, of those alike. Other media ignore it.
+    /// carry it or its language. The variants not chosen are not fetched. The choice is
+    /// made when the item is opened and again whenever this or `preferredMaximumResolution`
+    /// changes while it plays, when another variant is then the one to play, which takes
+    /// over from the time reached after a moment's wait, as a chosen sound does (another
+    /// variant's pictures restart from the keyframe before). Without a limit (nor a
+    /// resolution limit), FFmpeg's choice stands at first: the first variant listed, of
+    /// those alike. Other media ignore it.
+    ///
+    /// As Apple's players do, an on-demand item then moves between the variants within
+    /// these limits by what its network brings, while it plays: down as soon as the
+    /// network cannot carry the variant playing, or when playback stalls; up one variant
+    /// at a time once the network has carried the next for a while
+    /// (`AdaptiveVariantChoice`). A live stream stays on its variant.
     open var preferredPeakBitRate: Double {
         get { networkSettings.withLockAnnotated { $0.preferredPeakBitRate } }
         set {
             set(\.preferredPeakBitRate, to: newValue, observed: \AVPlayerItem.preferredPeakBitRate)
+            forgetVariantAdaptation()
             player?.variantLimitChanged(of: self)
         }
     }
@@ -471,6 +479,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         get { networkSettings.withLockAnnotated { $0.preferredMaximumResolution } }
         set {
             set(\.preferredMaximumResolution, to: newValue, observed: \AVPlayerItem.preferredMaximumResolution)
+            forgetVariantAdaptation()
             player?.variantLimitChanged(of: self)
         }
     }
@@ -479,7 +488,19 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// whole bits per second and pixels, a limit below one rounded up to one (a limit that
     /// allows nothing still chooses the lowest variant), anything not finite and positive
     /// none.
+    /// With the item's own choice by what its network brings (`adaptedVariantCap`), the
+    /// lower of the two bandwidths.
     var variantLimit: VariantLimit {
+        var limit = requestedVariantLimit
+        if let cap = adaptedVariantCap {
+            limit.bitsPerSecond = limit.bitsPerSecond > 0 ? min(limit.bitsPerSecond, cap) : cap
+        }
+        return limit
+    }
+
+    /// `preferredPeakBitRate` and `preferredMaximumResolution` alone, as `variantLimit`
+    /// takes them.
+    var requestedVariantLimit: VariantLimit {
         let (rate, size) = networkSettings.withLockAnnotated { ($0.preferredPeakBitRate, $0.preferredMaximumResolution) }
         return VariantLimit(bitsPerSecond: Self.wholeLimit(rate), width: Self.wholeLimit(Double(size.width)),
                             height: Self.wholeLimit(Double(size.height)))

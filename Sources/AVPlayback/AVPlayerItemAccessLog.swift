@@ -104,8 +104,8 @@ extension AVPlayerItem {
     /// connection a demuxer keeps open, as FFmpeg's HLS demuxer keeps the one to its
     /// segments, counts when it closes). The observed bit rate is those bytes over the time
     /// the reads that brought them took (`NetworkActivity.observedBitsPerSecond`): time the
-    /// reader was held back by full queues is not counted, but bytes the system received
-    /// meanwhile come at once when reading resumes, so on a fast path it reads high. It is
+    /// reader was held back by full queues is not counted, nor are the bytes the system
+    /// received meanwhile, which come at once when reading resumes. It is
     /// -1 (Apple's value for what is not known) before any byte came. The server's address
     /// is given when the URL names it by number.
     public func accessLog() -> AVPlayerItemAccessLog? {

@@ -3,6 +3,7 @@
 
 #include <libavformat/avformat.h>
 #include <string.h>
+#include <stdio.h>
 #include <libavcodec/avcodec.h>
 #include <libavutil/avutil.h>
 #include <libavutil/channel_layout.h>
@@ -116,7 +117,58 @@ typedef struct ChorusFetchPolicy {
        freed; other demuxers' inputs count at their close. One that does not fit counts at
        its close too. */
     AVIOContext *open_inputs[CHORUS_TRACKED_INPUTS];
+    /* Fetches refused because the server's certificate did not check out
+       (chorus_tls_certificate_refused), and the first one's URL (av_malloc'd, NULL while
+       none or out of memory; freed by chorus_fetch_policy_clear). A demuxer that skips a
+       segment it cannot fetch would otherwise play on past a server that could not prove
+       who it is, as if the segment were merely missing. */
+    int certificate_refusals;
+    char *certificate_refused_url;
 } ChorusFetchPolicy;
+
+/* The status chorus_io_open's caller is told to fail with when a fetch was refused for its
+   server's certificate (MediaSource.readFrame). */
+static inline int chorus_averror_certificate_refused(void) { return FFERRTAG('C', 'E', 'R', 'T'); }
+
+/* How long the handshake of chorus_tls_certificate_refused may take, connection included
+   (µs): the server has just answered the same handshake, so a few seconds is plenty, and
+   the fetch it explains has failed already. */
+#define CHORUS_CERTIFICATE_PROBE_TIMEOUT_US 5000000
+
+/* Whether the HTTPS fetch of `url` (https:, or a protocol nesting it such as crypto+https:)
+   that failed with AVERROR(EIO) failed for its server's certificate alone: FFmpeg's TLS layer
+   gives that same EIO for any failed handshake, and for any failed read. It is told by a
+   second TLS handshake with the same server, with its certificate not checked: when that
+   one succeeds, the server is there and speaks TLS, and the check is what refused it. Only
+   the handshake is made, and closed at once: no request goes to a server that could not
+   prove who it is. Bounded by `interrupt` and CHORUS_CERTIFICATE_PROBE_TIMEOUT_US. */
+static inline int chorus_tls_certificate_refused(const char *url, const AVIOInterruptCB *interrupt) {
+    const char *https = url ? strstr(url, "https://") : NULL;
+    if (!https) return 0;
+    char host[256], probe[300];
+    int port = -1;
+    av_url_split(NULL, 0, NULL, 0, host, sizeof host, &port, NULL, 0, https);
+    if (!host[0]) return 0;
+    if (port < 0) port = 443;
+    /* An IPv6 literal goes back in its brackets. */
+    int written = strchr(host, ':') ? snprintf(probe, sizeof probe, "tls://[%s]:%d", host, port)
+                                    : snprintf(probe, sizeof probe, "tls://%s:%d", host, port);
+    if (written < 0 || (size_t)written >= sizeof probe) return 0;
+    AVDictionary *options = NULL;
+    char timeout[32];
+    snprintf(timeout, sizeof timeout, "%d", CHORUS_CERTIFICATE_PROBE_TIMEOUT_US);
+    if (av_dict_set(&options, "tls_verify", "0", 0) < 0 || av_dict_set(&options, "rw_timeout", timeout, 0) < 0
+        || av_dict_set(&options, "timeout", timeout, 0) < 0) {
+        av_dict_free(&options);
+        return 0;
+    }
+    AVIOContext *connection = NULL;
+    int status = avio_open2(&connection, probe, AVIO_FLAG_READ_WRITE, interrupt, &options);
+    av_dict_free(&options);
+    if (status < 0) return 0;
+    avio_closep(&connection);
+    return 1;
+}
 
 /* Adds the certificate checks to `options` (created when *options is NULL). Returns 0, or a
    negative AVERROR when the dictionary could not grow. */
@@ -145,6 +197,10 @@ static inline int chorus_io_open(struct AVFormatContext *s, AVIOContext **pb, co
         for (int i = 0; i < CHORUS_TRACKED_INPUTS; i++) {
             if (!policy->open_inputs[i]) { policy->open_inputs[i] = *pb; break; }
         }
+    }
+    if (status == AVERROR(EIO) && chorus_tls_certificate_refused(url, &s->interrupt_callback)) {
+        policy->certificate_refusals += 1;
+        if (!policy->certificate_refused_url) policy->certificate_refused_url = url ? av_strdup(url) : NULL;
     }
     if (status < 0 && status != AVERROR_EXIT) {
         policy->failure_count += 1;
@@ -208,6 +264,8 @@ static inline void chorus_fetch_policy_clear(ChorusFetchPolicy *policy) {
     policy->failed_status = 0;
     av_freep(&policy->last_failed_url);
     policy->last_failed_status = 0;
+    av_freep(&policy->certificate_refused_url);
+    policy->certificate_refusals = 0;
 }
 
 #endif

@@ -15,6 +15,9 @@ enum FFmpegCall {
     static let invalidData = chorus_averror_invaliddata()
     static let exit = chorus_averror_exit()
     static let noPTS = chorus_av_nopts_value()
+    /// A read failed because a fetch was refused for its server's certificate
+    /// (`MediaSource.readFrame`); not one of FFmpeg's own codes.
+    static let certificateRefused = chorus_averror_certificate_refused()
     /// `AVERROR(ENOMEM)`: FFmpeg's codes are negated errno values.
     static let outOfMemory = -Int32(ENOMEM)
 }

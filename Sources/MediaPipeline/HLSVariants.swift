@@ -34,7 +34,7 @@ public struct VariantLimit: Sendable, Hashable, CustomStringConvertible {
     /// Whether `variant`, whose pictures are `tracks`' video tracks among its streams, is
     /// within the limit. A variant without pictures (sound only) has no resolution to
     /// exceed.
-    func admits(_ variant: HLSVariant, tracks: [TrackInfo]) -> Bool {
+    public func admits(_ variant: HLSVariant, tracks: [TrackInfo]) -> Bool {
         if bitsPerSecond > 0 && variant.bandwidth > bitsPerSecond { return false }
         for track in tracks where track.kind == .video && !track.isAttachedPicture && variant.streamIndexes.contains(track.streamIndex) {
             if width > 0, let trackWidth = track.width, trackWidth > width { return false }

@@ -225,6 +225,7 @@ public final class ItemDemuxer: @unchecked Sendable {
             }
             let queues = feeding
             if atEnd || queues.isEmpty || queues.allSatisfy(\.isFull) {
+                if !atEnd && !queues.isEmpty { source.noteHeldBack() }
                 wake.wait(timeout: Self.idlePoll)
                 continue
             }
@@ -406,6 +407,7 @@ public final class ItemDemuxer: @unchecked Sendable {
     }
 
     private func readFailure(_ status: Int32) -> MediaError {
+        if status == FFmpegCall.certificateRefused, let refusal = source.certificateRefusal { return refusal }
         if source.url.contains("://") && !source.url.hasPrefix("file://") {
             return .networkFailure(url: source.url, reason: FFmpegCall.message(status))
         }

@@ -75,6 +75,8 @@ public final class MediaSource: @unchecked Sendable {
     private let openingNanoseconds: Int64
     /// The failed fetches already told to the counter, by the reading thread alone.
     private let toldFailures = Atomic<Int32>(0)
+    /// Whether reads count in the throughput (`noteHeldBack`), by the reading thread alone.
+    private let measuring = Atomic<Bool>(true)
 
     /// Where the bytes this source reads from the network are added as it reads them:
     /// an item's counter, shared by every opening of it (its access log's bytes transferred).
@@ -106,8 +108,26 @@ public final class MediaSource: @unchecked Sendable {
         let total = chorus_fetch_policy_bytes(fetchPolicy.pointer, formatContext)
         let before = countedBytes.exchange(total, ordering: .relaxed)
         let added = total - before
-        if added > 0, let counter = counterHolder.withLockAnnotated({ $0 }) {
-            counter.add(added, over: before == 0 ? took + openingNanoseconds : took)
+        let measured = measuring.load(ordering: .relaxed)
+        let waited = took >= Self.networkWaitNanoseconds
+        if let counter = counterHolder.withLockAnnotated({ $0 }) {
+            if measured, added > 0 {
+                counter.add(added, over: before == 0 ? took + openingNanoseconds : took)
+            } else if !measured {
+                // Its bytes came partly while nothing read; the time it waited for the
+                // network is the network's (a server that stalled).
+                counter.addUnmeasured(added, waited: waited ? took : 0)
+            }
+        }
+        // A read that waited for the network has drained what the system held: the reads
+        // after it measure the network again.
+        if !measured, waited { measuring.store(true, ordering: .relaxed) }
+        // A fetch refused for its server's certificate fails the item, where a segment
+        // merely missing is skipped: what such a server sends cannot be told from an
+        // attacker's.
+        if fetchPolicy.certificateRefusals > 0 {
+            if status >= 0 { av_packet_unref(packet) }
+            return FFmpegCall.certificateRefused
         }
         // A fetch that failed while reading (a segment the demuxer then skipped).
         let failures = fetchPolicy.pointer.pointee.failure_count
@@ -117,6 +137,24 @@ public final class MediaSource: @unchecked Sendable {
         }
         return status
     }
+
+    /// Why a read failed with `FFmpegCall.certificateRefused`: the fetch refused, as an
+    /// error of this item. On the thread reading the source.
+    var certificateRefusal: MediaError? { fetchPolicy.certificateRefusal(of: url) }
+
+    /// How an error says that a server's certificate did not check out.
+    public static let untrustedCertificate = "the server's certificate is not trusted"
+
+    /// The reader was held back (its queues full) and read nothing for a while: what the
+    /// system receives meanwhile comes at once when it reads again, which says nothing of
+    /// the network, so its reads count as bytes but not in the throughput until one waits
+    /// for the network (`networkWaitNanoseconds`). On the thread reading the source.
+    func noteHeldBack() { measuring.store(false, ordering: .relaxed) }
+
+    /// How long a read takes when it waited for the network rather than found its bytes
+    /// already received (ns): well above a read served from the system's buffers (tens of
+    /// µs), well below a network's round trip or a slow link's next packet.
+    static let networkWaitNanoseconds: Int64 = 2_000_000
 
     /// Whether the input is a single HTTP(S) stream, whose server may interleave ICY
     /// metadata blocks (a SHOUTcast or Icecast station; FFmpeg asks for them).
@@ -603,9 +641,23 @@ final class FetchPolicy {
     /// not check out): a demuxer reports such a failure as one of its own ("end of file",
     /// "invalid data"), which would hide which fetch failed and why.
     func failedFetch(of item: String, other target: String) -> MediaError? {
+        if let refused = certificateRefusal(of: item) { return refused }
         let status = pointer.pointee.failed_status
         guard status < 0, let fetched = pointer.pointee.failed_url.map({ String(cString: $0) }), fetched != target else { return nil }
         return .networkFailure(url: item, reason: "fetching \(fetched) failed: \(FFmpegCall.message(status))")
+    }
+}
+
+extension FetchPolicy {
+    /// Fetches refused so far because their server's certificate did not check out.
+    var certificateRefusals: Int32 { pointer.pointee.certificate_refusals }
+
+    /// The error of item `item` when a fetch was refused for its server's certificate
+    /// (`chorus_tls_certificate_refused`), naming the first such fetch; nil when none was.
+    func certificateRefusal(of item: String) -> MediaError? {
+        guard certificateRefusals > 0 else { return nil }
+        let fetched = pointer.pointee.certificate_refused_url.map { String(cString: $0) } ?? item
+        return .networkFailure(url: item, reason: "fetching \(fetched) failed: \(MediaSource.untrustedCertificate)")
     }
 }
 
@@ -647,8 +699,10 @@ private func chorusInterruptCallback(_ opaque: UnsafeMutableRawPointer?) -> Int3
 /// fetches that failed while they read (a segment an HLS demuxer skipped).
 public final class NetworkActivity: Sendable {
     private let bytes = Atomic<Int64>(0)
-    /// The time spent in the reads that brought `bytes` (ns): how long they took to come.
-    private let transferNanoseconds = Atomic<Int64>(0)
+    /// The bytes of the reads that measured the network (`MediaSource.noteHeldBack`).
+    private let measuredBytes = Atomic<Int64>(0)
+    /// The time spent in the reads that brought `measuredBytes` (ns): how long they took to come.
+    private let transferTime = Atomic<Int64>(0)
     private let onFailure: @Sendable (_ url: String, _ reason: String) -> Void
 
     /// `onFailure` is told of each fetch that failed while reading, on the reading thread.
@@ -659,24 +713,39 @@ public final class NetworkActivity: Sendable {
     /// Bytes counted so far.
     public var total: Int64 { bytes.load(ordering: .relaxed) }
 
-    /// The throughput seen so far (bits a second): the bytes counted over the time the reads
-    /// that brought them took, as Apple's access log gives it ("the empirical throughput
-    /// across all media downloaded"); nil before any byte came. A read that finds its bytes
-    /// already in the system's buffers (they arrived while the player's queues were full
-    /// and nothing read) takes next to no time, so on a fast path this reads high, as a
-    /// measure of transfers timed by their requests does.
+    /// The bytes of the reads that measured the network so far, and the time those reads
+    /// took (ns): what a throughput is worked out from.
+    public var measured: (bytes: Int64, nanoseconds: Int64) {
+        (measuredBytes.load(ordering: .relaxed), transferTime.load(ordering: .relaxed))
+    }
+
+    /// The throughput seen so far (bits a second): the bytes of the reads that measured
+    /// the network over the time those reads took, as Apple's access log gives it ("the
+    /// empirical throughput across all media downloaded"); nil before any byte came. The
+    /// reads after the reader was held back by full queues do not measure it until one
+    /// waits for the network (`MediaSource.noteHeldBack`): the bytes the system received
+    /// meanwhile come at once. On a network faster than any read waits for, a read still
+    /// finds bytes that came while the reader decoded, so it reads high there.
     public var observedBitsPerSecond: Double? {
-        let nanoseconds = transferNanoseconds.load(ordering: .relaxed)
-        let total = bytes.load(ordering: .relaxed)
+        let (total, nanoseconds) = measured
         guard nanoseconds > 0, total > 0 else { return nil }
         return Double(total) * 8 * 1e9 / Double(nanoseconds)
     }
 
-    /// Counts `count` bytes, which took `nanoseconds` to read (nothing, when none came).
+    /// Counts `count` bytes, which took `nanoseconds` to read and measure the network
+    /// (nothing, when none came).
     func add(_ count: Int64, over nanoseconds: Int64) {
         guard count > 0 else { return }
         bytes.add(count, ordering: .relaxed)
-        transferNanoseconds.add(max(nanoseconds, 0), ordering: .relaxed)
+        measuredBytes.add(count, ordering: .relaxed)
+        transferTime.add(max(nanoseconds, 0), ordering: .relaxed)
+    }
+
+    /// Counts `count` bytes that came without measuring the network, by a read that
+    /// waited `waited` ns for it (counted as transfer time with no bytes).
+    func addUnmeasured(_ count: Int64, waited: Int64) {
+        if count > 0 { bytes.add(count, ordering: .relaxed) }
+        if waited > 0 { transferTime.add(waited, ordering: .relaxed) }
     }
 
     func fetchFailed(url: String, reason: String) { onFailure(url, reason) }

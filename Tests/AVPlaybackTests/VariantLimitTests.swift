@@ -112,3 +112,33 @@ import MutexAnnotations
         #expect(player.state.withLockAnnotated { $0.soundStream } == info.preferredAudioTrack?.streamIndex)
     }
 }
+
+/// An HLS item moving between its variants by itself, by what its network brings.
+@Suite(.ownThread) struct VariantAdaptationTests {
+    @Test("an item whose network cannot carry its variant moves to one it can, from the time reached, and plays on")
+    func aSlowNetworkMovesTheItemDown() async throws {
+        let folder = try TestMedia.hlsSoundVariants(seconds: 40)
+        // 150 kbit/s: the low variant (64) with room to spare, the high one (400) not.
+        let server = try ThrottledHTTPServer(serving: folder, bytesPerSecond: 150_000 / 8)
+        defer { server.stop() }
+        let item = AVPlayerItem(url: try #require(URL(string: server.url("master.m3u8"))))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let failed = NotificationCounter(AVPlayerItem.failedToPlayToEndTimeNotification, object: item)
+        #expect(await waitUntil(30) { item.status == .readyToPlay })
+        // It starts with the variant listed first, as Apple's players do.
+        #expect(item.indicatedBitrate == Double(TestMedia.variantBandwidths.high))
+        player.play()
+        #expect(await waitUntil(60) { item.indicatedBitrate == Double(TestMedia.variantBandwidths.low) },
+                "the network brought \(item.variantAdaptation.withLockAnnotated { $0.estimate.bitsPerSecond ?? -1 }) bit/s")
+        // The low variant's segments are read from the time reached (not only the first,
+        // which every opening of the master probes).
+        #expect(await waitUntil(30) { server.requests.contains { $0.hasPrefix("low/segment") && $0 > "low/segment002.ts" } },
+                "requests: \(server.requests)")
+        // ... and it plays on: ten seconds more are heard, and nothing failed.
+        let reached = player.currentTime()
+        #expect(await waitUntil(40) { player.currentTime() >= reached + CMTime(value: 10, timescale: 1) })
+        #expect(failed.value == 0 && item.error == nil)
+        #expect(item.indicatedBitrate == Double(TestMedia.variantBandwidths.low))
+    }
+}

@@ -202,6 +202,42 @@ import ChorusTestSupport
         #expect(rendered.maximumDifference(from: reference) <= 1e-6)
     }
 
+    @Test("an HLS item whose later segments come from a server no authority given vouches for plays up to them, then fails, naming the fetch and the certificate")
+    func anUntrustedSegmentMidPlayFailsTheItem() throws {
+        let tone = try TestMedia.hls(seconds: 4)
+        #expect(tone.segments.count >= 3, "segments: \(tone.segments)")
+        let folder = TestMedia.folder.appendingPathComponent("hls-untrusted-later")
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for name in tone.segments {
+            try FileManager.default.copyItem(at: tone.folder.appendingPathComponent(name), to: folder.appendingPathComponent(name))
+        }
+        let first = try HTTPSServer(serving: folder)
+        let other = try HTTPSServer(serving: folder)
+        // The first segment at the trusted server, the rest at the other.
+        let trustedSegment = try #require(tone.segments.first)
+        let untrusted = tone.segments.dropFirst()
+        let lines = try String(contentsOf: tone.folder.appendingPathComponent("index.m3u8"), encoding: .utf8)
+            .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            .map { untrusted.contains($0) ? other.url($0) : $0 }
+        try lines.joined(separator: "\n").write(to: folder.appendingPathComponent("index.m3u8"), atomically: true, encoding: .utf8)
+        let url = first.url("index.m3u8")
+        let out = TestMedia.folder.appendingPathComponent("cli-https-hls-untrusted-later.wav")
+        try? FileManager.default.removeItem(at: out)
+
+        let refused = try Run.command(TestEnvironment.chorusExecutable.path, ["play", "--output", "wav:\(out.path)", url],
+                                      timeout: 60, environment: ["CHORUS_CA_FILE": first.authority.certificate.path])
+        #expect(refused.status == 1, "\(refused.standardError)")
+        #expect(refused.standardError.contains(url), "\(refused.standardError)")
+        #expect(refused.standardError.contains("fetching \(other.url(untrusted.first ?? "")) failed: the server's certificate is not trusted"),
+                "\(refused.standardError)")
+        // What the trusted segment holds was heard, sample for sample, and nothing after it.
+        let rendered = try PCM(wavFile: out)
+        let reference = try PCM.ffmpegDecode(tone.folder.appendingPathComponent(trustedSegment), channels: 2)
+        #expect(rendered.frameCount <= reference.frameCount + 2_048, "\(rendered.frameCount) frames, the first segment \(reference.frameCount)")
+        #expect(rendered.frameCount >= reference.frameCount / 2, "\(rendered.frameCount) frames, the first segment \(reference.frameCount)")
+    }
+
     @Test func badArgumentsAreRefused() throws {
         #expect(try chorus(["play"]).status != 0)
         #expect(try chorus(["play", "--output", "speaker", "x.wav"]).status != 0)

@@ -108,6 +108,43 @@ public enum TestMedia {
         return (directory, names)
     }
 
+    /// The declared bandwidths of `hlsSoundVariants`' two variants, bits per second: each a
+    /// little above what its sound takes.
+    public static let variantBandwidths = (high: 400_000, low: 64_000)
+
+    /// A tone of `seconds` as an HLS master playlist, `master.m3u8`, of two variants of
+    /// sound alone in one-second segments: `high/index.m3u8` (AAC at 320 kbit/s), listed
+    /// first, and `low/index.m3u8` (AAC at 48 kbit/s), declared at `variantBandwidths`.
+    /// Returns the folder a server publishes.
+    public static func hlsSoundVariants(seconds: Double) throws -> URL {
+        let directory = folder.appendingPathComponent("hls-sound-variants-\(seconds)")
+        try making(directory) {
+            let master = directory.appendingPathComponent("master.m3u8")
+            if FileManager.default.fileExists(atPath: master.path) { return }
+            let expression = [440, 660].map { "0.4*sin(2*PI*\($0)*t)" }.joined(separator: "|")
+            for (name, rate) in [("high", "320k"), ("low", "48k")] {
+                let variant = directory.appendingPathComponent(name)
+                try FileManager.default.createDirectory(at: variant, withIntermediateDirectories: true)
+                let result = try Run.command("ffmpeg", ["-v", "error", "-y", "-f", "lavfi",
+                                                        "-i", "aevalsrc=\(expression):s=48000:d=\(seconds):c=stereo",
+                                                        "-c:a", "aac", "-b:a", rate, "-f", "hls", "-hls_time", "1",
+                                                        "-hls_playlist_type", "vod",
+                                                        "-hls_segment_filename", variant.appendingPathComponent("segment%03d.ts").path,
+                                                        variant.appendingPathComponent("index.m3u8").path])
+                guard result.status == 0 else { throw TestMediaError.ffmpegFailed("hls variants", result.standardError) }
+            }
+            try """
+                #EXTM3U
+                #EXT-X-STREAM-INF:BANDWIDTH=\(variantBandwidths.high),CODECS="mp4a.40.2"
+                high/index.m3u8
+                #EXT-X-STREAM-INF:BANDWIDTH=\(variantBandwidths.low),CODECS="mp4a.40.2"
+                low/index.m3u8
+
+                """.write(to: master, atomically: true, encoding: .utf8)
+        }
+        return directory
+    }
+
     /// The English and French subtitle renditions of `hlsWithSubtitles`, in item seconds.
     public static let renditionCues: [String: [(start: Double, end: Double, text: String)]] = [
         "en": [(1.0, 2.0, "Hello from the rendition."), (3.0, 3.5, "Last line.")],

@@ -1,0 +1,114 @@
+import Foundation
+import Synchronization
+
+/// A small HTTP/1.1 server on the loopback address that serves a folder's files no faster
+/// than a rate that can be changed while it runs, as a slow or congested link would bring
+/// them: for tests of a player that moves between an HLS playlist's variants by what its
+/// network brings. The rate is the link's, shared by every response under way (one
+/// connection a request), as one link's capacity is; each socket's send buffer is kept
+/// small, so the pace is what the client reads.
+public final class ThrottledHTTPServer: Sendable {
+    /// The port it listens on.
+    public let port: UInt16
+    private let folder: URL
+    private let listener: Int32
+    private let state = Mutex<(bytesPerSecond: Int, requests: [String], stopped: Bool, linkFreeAt: Date)>((0, [], false, .distantPast))
+
+    /// The pieces a response is sent in, bytes: small, so the pace is smooth at a few kB/s.
+    static let pieceBytes = 1_024
+
+    /// Serves the files under `folder` at `bytesPerSecond` (0: as fast as it can).
+    public init(serving folder: URL, bytesPerSecond: Int) throws {
+        self.folder = folder
+        (listener, port) = try LoopbackSocket.listen(name: "throttled server")
+        state.withLock { $0.bytesPerSecond = bytesPerSecond }
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "test.http.throttled"
+        thread.start()
+    }
+
+    /// The URL of `name` under the folder.
+    public func url(_ name: String) -> String { "http://127.0.0.1:\(port)/\(name)" }
+
+    /// The rate responses are sent at from now on, bytes a second (0: as fast as it can).
+    public var bytesPerSecond: Int {
+        get { state.withLock { $0.bytesPerSecond } }
+        set { state.withLock { $0.bytesPerSecond = newValue } }
+    }
+
+    /// The paths asked for so far, in order.
+    public var requests: [String] { state.withLock { $0.requests } }
+
+    /// Stops listening.
+    public func stop() {
+        state.withLock { $0.stopped = true }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                if state.withLock({ $0.stopped }) { return }
+                if errno == EINTR { continue }
+                return
+            }
+            let thread = Thread { [self] in serve(client) }
+            thread.name = "test.http.throttled.conn"
+            thread.start()
+        }
+    }
+
+    private func serve(_ client: Int32) {
+        defer { close(client) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var sendBuffer: Int32 = 4_096
+        setsockopt(client, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
+        var request = Data()
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while !request.contains(Data("\r\n\r\n".utf8)) {
+            let count = recv(client, &buffer, buffer.count, 0)
+            if count <= 0 { return }
+            request.append(contentsOf: buffer[0..<count])
+        }
+        let text = String(decoding: request, as: UTF8.self)
+        let line = text.prefix { $0 != "\r" }.split(separator: " ")
+        guard line.count >= 2 else { return }
+        let path = String(line[1].drop { $0 == "/" }.prefix { $0 != "?" })
+        state.withLock { $0.requests.append(path) }
+        guard !path.contains(".."), let file = try? Data(contentsOf: folder.appendingPathComponent(path)) else {
+            _ = LoopbackSocket.sendAll(client, Data("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
+            return
+        }
+        var start = 0
+        if let range = text.range(of: "Range: bytes=", options: .caseInsensitive) {
+            start = min(Int(text[range.upperBound...].prefix { $0.isNumber }) ?? 0, file.count)
+        }
+        var header = start > 0 ? "HTTP/1.1 206 Partial Content\r\n" : "HTTP/1.1 200 OK\r\n"
+        header += "Content-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\nConnection: close\r\n"
+        header += "Content-Length: \(file.count - start)\r\n"
+        if start > 0 { header += "Content-Range: bytes \(start)-\(file.count - 1)/\(file.count)\r\n" }
+        header += "\r\n"
+        guard LoopbackSocket.sendAll(client, Data(header.utf8)) else { return }
+        if text.hasPrefix("HEAD") { return }
+        var offset = start
+        while offset < file.count {
+            let end = min(offset + Self.pieceBytes, file.count)
+            // The piece takes the link for its length at the rate: it goes once the link is
+            // free of the pieces booked before it, by this response or another.
+            let due = state.withLock { state -> Date in
+                guard state.bytesPerSecond > 0 else { return .distantPast }
+                let now = Date()
+                let from = max(state.linkFreeAt, now)
+                state.linkFreeAt = from.addingTimeInterval(Double(end - offset) / Double(state.bytesPerSecond))
+                return from
+            }
+            let wait = due.timeIntervalSinceNow
+            if wait > 0 { usleep(UInt32(min(wait, 1) * 1_000_000)) }
+            guard LoopbackSocket.sendAll(client, file.subdata(in: offset..<end)) else { return }
+            offset = end
+        }
+    }
+}
