@@ -135,14 +135,39 @@ static inline int chorus_averror_certificate_refused(void) { return FFERRTAG('C'
    the fetch it explains has failed already. */
 #define CHORUS_CERTIFICATE_PROBE_TIMEOUT_US 5000000
 
+/* Makes a TLS handshake with `address` (tls://host:port), its certificate checked against
+   `ca_file` (NULL or empty: the system's authorities) or not checked at all, and closes it
+   at once; returns 0 when it succeeded, else FFmpeg's error. */
+static inline int chorus_tls_handshake(const char *address, int verify, const char *ca_file,
+                                       const AVIOInterruptCB *interrupt) {
+    AVDictionary *options = NULL;
+    char timeout[32];
+    snprintf(timeout, sizeof timeout, "%d", CHORUS_CERTIFICATE_PROBE_TIMEOUT_US);
+    if (av_dict_set(&options, "tls_verify", verify ? "1" : "0", 0) < 0 || av_dict_set(&options, "rw_timeout", timeout, 0) < 0
+        || av_dict_set(&options, "timeout", timeout, 0) < 0
+        || (verify && ca_file && ca_file[0] && av_dict_set(&options, "ca_file", ca_file, 0) < 0)) {
+        av_dict_free(&options);
+        return AVERROR(ENOMEM);
+    }
+    AVIOContext *connection = NULL;
+    int status = avio_open2(&connection, address, AVIO_FLAG_READ_WRITE, interrupt, &options);
+    av_dict_free(&options);
+    if (status < 0) return status;
+    avio_closep(&connection);
+    return 0;
+}
+
 /* Whether the HTTPS fetch of `url` (https:, or a protocol nesting it such as crypto+https:)
-   that failed with AVERROR(EIO) failed for its server's certificate alone: FFmpeg's TLS layer
-   gives that same EIO for any failed handshake, and for any failed read. It is told by a
-   second TLS handshake with the same server, with its certificate not checked: when that
-   one succeeds, the server is there and speaks TLS, and the check is what refused it. Only
-   the handshake is made, and closed at once: no request goes to a server that could not
-   prove who it is. Bounded by `interrupt` and CHORUS_CERTIFICATE_PROBE_TIMEOUT_US. */
-static inline int chorus_tls_certificate_refused(const char *url, const AVIOInterruptCB *interrupt) {
+   that failed with AVERROR(EIO) failed for its server's certificate: FFmpeg's TLS layer
+   gives that same EIO for any failed handshake, and for any failed read. It is told by two
+   more TLS handshakes with the same server: one checked as the fetch was (against
+   `ca_file`), which must fail again with EIO (else the fetch failed for something passing,
+   such as a connection reset, or for a server that does not answer a handshake, which
+   times out), and one with the certificate not checked, which must succeed (the
+   server is there and speaks TLS: the check is what refused it). Only handshakes are made,
+   each closed at once: no request goes to a server that could not prove who it is. Each
+   bounded by `interrupt` and CHORUS_CERTIFICATE_PROBE_TIMEOUT_US. */
+static inline int chorus_tls_certificate_refused(const char *url, const char *ca_file, const AVIOInterruptCB *interrupt) {
     const char *https = url ? strstr(url, "https://") : NULL;
     if (!https) return 0;
     char host[256], probe[300];
@@ -154,20 +179,7 @@ static inline int chorus_tls_certificate_refused(const char *url, const AVIOInte
     int written = strchr(host, ':') ? snprintf(probe, sizeof probe, "tls://[%s]:%d", host, port)
                                     : snprintf(probe, sizeof probe, "tls://%s:%d", host, port);
     if (written < 0 || (size_t)written >= sizeof probe) return 0;
-    AVDictionary *options = NULL;
-    char timeout[32];
-    snprintf(timeout, sizeof timeout, "%d", CHORUS_CERTIFICATE_PROBE_TIMEOUT_US);
-    if (av_dict_set(&options, "tls_verify", "0", 0) < 0 || av_dict_set(&options, "rw_timeout", timeout, 0) < 0
-        || av_dict_set(&options, "timeout", timeout, 0) < 0) {
-        av_dict_free(&options);
-        return 0;
-    }
-    AVIOContext *connection = NULL;
-    int status = avio_open2(&connection, probe, AVIO_FLAG_READ_WRITE, interrupt, &options);
-    av_dict_free(&options);
-    if (status < 0) return 0;
-    avio_closep(&connection);
-    return 1;
+    return chorus_tls_handshake(probe, 1, ca_file, interrupt) == AVERROR(EIO) && chorus_tls_handshake(probe, 0, NULL, interrupt) == 0;
 }
 
 /* Adds the certificate checks to `options` (created when *options is NULL). Returns 0, or a
@@ -198,7 +210,7 @@ static inline int chorus_io_open(struct AVFormatContext *s, AVIOContext **pb, co
             if (!policy->open_inputs[i]) { policy->open_inputs[i] = *pb; break; }
         }
     }
-    if (status == AVERROR(EIO) && chorus_tls_certificate_refused(url, &s->interrupt_callback)) {
+    if (status == AVERROR(EIO) && chorus_tls_certificate_refused(url, policy->ca_file, &s->interrupt_callback)) {
         policy->certificate_refusals += 1;
         if (!policy->certificate_refused_url) policy->certificate_refused_url = url ? av_strdup(url) : NULL;
     }

@@ -19,25 +19,29 @@ internal import CFFmpeg
         #expect(HLSRenditions.readMediaPlaylist(url, interrupt: AVIOInterruptCB(), authorities: stranger.certificate.path) == nil)
     }
 
-    @Test("a failed HTTPS fetch is put down to the server's certificate only when a handshake without the check succeeds")
+    @Test("a failed HTTPS fetch is put down to the server's certificate only when a checked handshake fails and an unchecked one succeeds")
     func certificateRefusalsAreToldFromOtherFailures() throws {
         let tone = try TestMedia.hls(seconds: 1)
         let server = try HTTPSServer(serving: tone.folder)
+        let stranger = try CertificateAuthority()
         let plain = try FaultyHTTPServer(serving: tone.folder.appendingPathComponent("index.m3u8"), fault: nil)
         defer { plain.stop() }
         let interrupt = AVIOInterruptCB()
+        let trusted = server.authority.certificate.path, other = stranger.certificate.path
         withUnsafePointer(to: interrupt) { interrupt in
-            // A TLS server: its handshake succeeds unchecked, whatever the path, or the
-            // protocol nesting HTTPS.
-            #expect(chorus_tls_certificate_refused(server.url("index.m3u8"), interrupt) == 1)
-            #expect(chorus_tls_certificate_refused("crypto+" + server.url("segment.ts"), interrupt) == 1)
+            // Checked against another authority, a TLS server's certificate is what fails,
+            // whatever the path, or the protocol nesting HTTPS.
+            #expect(chorus_tls_certificate_refused(server.url("index.m3u8"), other, interrupt) == 1)
+            #expect(chorus_tls_certificate_refused("crypto+" + server.url("segment.ts"), other, interrupt) == 1)
+            // Checked against its own, it is not: the fetch failed for something else.
+            #expect(chorus_tls_certificate_refused(server.url("index.m3u8"), trusted, interrupt) == 0)
             // A server that speaks no TLS, and a port nobody listens on: not the certificate.
-            #expect(chorus_tls_certificate_refused("https://127.0.0.1:\(plain.port)/index.m3u8", interrupt) == 0)
+            #expect(chorus_tls_certificate_refused("https://127.0.0.1:\(plain.port)/index.m3u8", other, interrupt) == 0)
             plain.stop()
-            #expect(chorus_tls_certificate_refused("https://127.0.0.1:\(plain.port)/index.m3u8", interrupt) == 0)
+            #expect(chorus_tls_certificate_refused("https://127.0.0.1:\(plain.port)/index.m3u8", other, interrupt) == 0)
             // Not HTTPS at all.
-            #expect(chorus_tls_certificate_refused(server.url("index.m3u8").replacingOccurrences(of: "https:", with: "http:"), interrupt) == 0)
-            #expect(chorus_tls_certificate_refused(nil, interrupt) == 0)
+            #expect(chorus_tls_certificate_refused(server.url("index.m3u8").replacingOccurrences(of: "https:", with: "http:"), other, interrupt) == 0)
+            #expect(chorus_tls_certificate_refused(nil, other, interrupt) == 0)
         }
     }
 }
