@@ -63,7 +63,9 @@ extension AVPlayer {
     /// keeps its place on the group's timeline. Another sound alone is read beside the
     /// pictures, which play on; other pictures (another variant's) mean the whole item is
     /// read anew from the time reached, as a seek there would, its pictures from the keyframe
-    /// before it.
+    /// before it. A live stream is opened again at the segment that holds the time reached,
+    /// as for a seek, and runs on the timeline its earlier opening closed up (its pictures,
+    /// if shown, are read anew with it).
     private func reopenSound(of item: AVPlayerItem) {
         let wanted = wantedStreams(of: item)
         let playing = state.withLockAnnotated { state -> (sound: Int?, pictures: Int?)? in
@@ -71,15 +73,23 @@ extension AVPlayer {
             return (state.soundStream, state.pictureStream)
         }
         guard let playing, playing != wanted else { return }
+        let live = item.live
         let source: MediaSource
         do throws(MediaError) {
-            source = try item.openSource()
+            if let live {
+                // Before the playlist was read: where the demuxer starts a live stream by itself.
+                let index = live.current.map { $0.segment(holding: currentTime().seconds).index } ?? -HLSLiveWindow.defaultStartFromEnd
+                source = try item.openSource(soundStream: item.chosenAudioStream, liveStartIndex: index)
+            } else {
+                source = try item.openSource()
+            }
         } catch {
             playerLog.warning("\(item.asset.location) cannot be opened for its chosen sound or variant (\(error)); the item plays on with what it had")
             return
         }
-        // Another variant's pictures: nothing of the old reading carries on.
-        let whole = Self.streams(of: source).pictures != playing.pictures
+        // Another variant's pictures: nothing of the old reading carries on. (Nor does a live
+        // stream's, whose pictures' reader would not run on the new opening's timeline.)
+        let whole = Self.streams(of: source).pictures != playing.pictures || (live != nil && playing.pictures != nil)
         var effects = Effects()
         let reading = state.withLockAnnotated { state -> (serial: Int, startFrame: Int64, followsOn: FollowOn?)? in
             guard state.item === item, state.itemLoaded, let format = state.format else { return nil }
@@ -119,12 +129,12 @@ extension AVPlayer {
             if whole {
                 try engine.load(source: source, serial: reading.serial, startFrame: reading.startFrame, start: false,
                                 forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues, metadata: item.timedMetadataLog,
-                                onEvent: readerEvents(of: item))
+                                continuing: live != nil, onEvent: readerEvents(of: item))
             } else {
                 // The pictures, if shown, read on: only the sound is read anew.
                 try engine.reloadSound(source: source, serial: reading.serial, startFrame: reading.startFrame,
                                        forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues, metadata: item.timedMetadataLog,
-                                       onEvent: readerEvents(of: item))
+                                       continuing: live != nil, onEvent: readerEvents(of: item))
             }
         } catch {
             playerLog.warning("the chosen sound of \(item.asset.location) cannot be read (\(error))")

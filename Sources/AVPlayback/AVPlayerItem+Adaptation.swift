@@ -44,6 +44,12 @@ extension AVPlayerItem {
     /// variant (the player then reads it, as after a change of `preferredPeakBitRate`).
     func adaptVariant(now: Double) -> Bool {
         guard isNetworkItem, let info = loadedInfo, info.variants.count > 1 else { return false }
+        let due = variantAdaptation.withLockAnnotated { adaptation -> Bool in
+            if let last = adaptation.lastLook, now - last < Self.variantAdaptationInterval { return false }
+            adaptation.lastLook = now
+            return true
+        }
+        guard due else { return false }
         let stalls = networkLog.withLockAnnotated { $0.stalls }
         let (bytes, transfer) = networkActivity.measured
         let requested = requestedVariantLimit
@@ -52,8 +58,6 @@ extension AVPlayerItem {
         let ladder = (allowed.isEmpty ? [info.variants.min { $0.bandwidth < $1.bandwidth }].compactMap { $0 } : allowed).map(\.bandwidth)
         let playing = Int(indicatedBitrate)
         return variantAdaptation.withLockAnnotated { adaptation -> Bool in
-            if let last = adaptation.lastLook, now - last < Self.variantAdaptationInterval { return false }
-            adaptation.lastLook = now
             // One sample a look: what the reads of the last half second brought together.
             adaptation.estimate.update(totalBytes: bytes, transferNanoseconds: transfer)
             let stalled = stalls > adaptation.stallsSeen

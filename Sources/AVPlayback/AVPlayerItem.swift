@@ -455,11 +455,10 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// resolution limit), FFmpeg's choice stands at first: the first variant listed, of
     /// those alike. Other media ignore it.
     ///
-    /// As Apple's players do, an on-demand item then moves between the variants within
-    /// these limits by what its network brings, while it plays: down as soon as the
-    /// network cannot carry the variant playing, or when playback stalls; up one variant
-    /// at a time once the network has carried the next for a while
-    /// (`AdaptiveVariantChoice`). A live stream stays on its variant.
+    /// As Apple's players do, an item then moves between the variants within these limits
+    /// by what its network brings, while it plays: down as soon as the network cannot
+    /// carry the variant playing, or when playback stalls; up one variant at a time once
+    /// the network has carried the next for a while (`AdaptiveVariantChoice`).
     open var preferredPeakBitRate: Double {
         get { networkSettings.withLockAnnotated { $0.preferredPeakBitRate } }
         set {

@@ -78,11 +78,25 @@ public final class AVPlayerItemErrorLogEvent: Sendable {
 /// What an item's logs are made from, behind the item's `networkLog` lock (a leaf: nothing
 /// else is locked while it is held).
 struct NetworkLog {
-    /// When the item first played; nil until it has (the access log is empty until then).
-    var startDate: Date?
-    /// Seconds the item has played (its player's `timeControlStatus` `.playing` while it
-    /// was current).
-    var watched: Double = 0
+    /// One access log event's stretch of playback: from the item's first play, and from
+    /// each move to another variant (`AVPlayerItem.noteVariantMove`).
+    struct Stretch {
+        var startDate: Date
+        /// Seconds played in it (its player's `timeControlStatus` `.playing` while the item
+        /// was current).
+        var watched: Double = 0
+        var stalls = 0
+        /// The bit rate the media declares for what it plays.
+        var indicatedBitrate: Double
+        /// The item's byte counts when it began (`NetworkActivity`): all, and measured.
+        var bytesAtStart: Int64
+        var measuredAtStart: (bytes: Int64, nanoseconds: Int64)
+    }
+
+    /// The stretches, oldest first; none until the item first played (the access log is
+    /// empty until then).
+    var stretches: [Stretch] = []
+    /// Every stall of the item, in a stretch or before the first.
     var stalls = 0
     var errors: [AVPlayerItemErrorLogEvent] = []
 }
@@ -95,34 +109,46 @@ extension AVPlayerItem {
     }
 
     /// The item's network access log: for an item read over HTTP(S) (a file, or an HLS
-    /// stream) that has begun to play, one event for its playback so far, which goes on
-    /// growing; nil for local files, and before the item plays.
+    /// stream) that has begun to play, one event from its first play, and one more from
+    /// each move to another of an HLS playlist's variants by what the network brings, the
+    /// last going on growing; nil for local files, and before the item plays. A new event
+    /// posts `newAccessLogEntryNotification`.
     ///
-    /// An event holds the item's address, when it began to play, the seconds played, the
-    /// stalls, and the bit rate the media declares (an HLS variant's `BANDWIDTH`, or the
-    /// tracks' own rates), and the bytes read from the server for it by every opening (a
-    /// connection a demuxer keeps open, as FFmpeg's HLS demuxer keeps the one to its
-    /// segments, counts when it closes). The observed bit rate is those bytes over the time
-    /// the reads that brought them took (`NetworkActivity.observedBitsPerSecond`): time the
-    /// reader was held back by full queues is not counted, nor are the bytes the system
-    /// received meanwhile, which come at once when reading resumes. It is
-    /// -1 (Apple's value for what is not known) before any byte came. The server's address
-    /// is given when the URL names it by number.
+    /// An event holds the item's address, when its stretch began, the seconds played and
+    /// the stalls in it, the bit rate the media declares for what played (an HLS variant's
+    /// `BANDWIDTH`, or the tracks' own rates), and the bytes read from the server for it by
+    /// every opening meanwhile (a connection a demuxer keeps open, as FFmpeg's HLS demuxer
+    /// keeps the one to its segments, counts when it closes). The observed bit rate is the
+    /// bytes over the time the reads that brought them took (as
+    /// `NetworkActivity.observedBitsPerSecond`): time the reader was held back by full
+    /// queues is not counted, nor are the bytes the system received meanwhile, which come at
+    /// once when reading resumes. It is -1 (Apple's value for what is not known) before any
+    /// byte came. The server's address is given when the URL names it by number.
     public func accessLog() -> AVPlayerItemAccessLog? {
         guard isNetworkItem else { return nil }
-        let log = networkLog.withLockAnnotated { $0 }
-        guard let start = log.startDate else { return nil }
+        let stretches = networkLog.withLockAnnotated { $0.stretches }
+        guard !stretches.isEmpty else { return nil }
         let url = URL(string: asset.location)
         let host = url?.host
         let numeric = host.map { host -> Bool in
             var v4 = in_addr(), v6 = in6_addr()
             return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
         } ?? false
-        let event = AVPlayerItemAccessLogEvent(uri: asset.location, serverAddress: numeric ? host : nil, playbackStartDate: start,
-                                               durationWatched: log.watched, numberOfStalls: log.stalls,
-                                               indicatedBitrate: indicatedBitrate, observedBitrate: networkActivity.observedBitsPerSecond ?? -1,
-                                               numberOfBytesTransferred: networkActivity.total)
-        return AVPlayerItemAccessLog(events: [event])
+        let now = (total: networkActivity.total, measured: networkActivity.measured)
+        var events: [AVPlayerItemAccessLogEvent] = []
+        for (index, stretch) in stretches.enumerated() {
+            // Each stretch's bytes run to the next one's start, the last one's to now.
+            let next = index + 1 < stretches.count ? stretches[index + 1] : nil
+            let bytes = (next?.bytesAtStart ?? now.total) - stretch.bytesAtStart
+            let end = next?.measuredAtStart ?? now.measured
+            let measured = (bytes: end.bytes - stretch.measuredAtStart.bytes, nanoseconds: end.nanoseconds - stretch.measuredAtStart.nanoseconds)
+            let observed = measured.nanoseconds > 0 && measured.bytes > 0 ? Double(measured.bytes) * 8 * 1e9 / Double(measured.nanoseconds) : -1
+            events.append(AVPlayerItemAccessLogEvent(uri: asset.location, serverAddress: numeric ? host : nil, playbackStartDate: stretch.startDate,
+                                                     durationWatched: stretch.watched, numberOfStalls: stretch.stalls,
+                                                     indicatedBitrate: stretch.indicatedBitrate, observedBitrate: observed,
+                                                     numberOfBytesTransferred: bytes))
+        }
+        return AVPlayerItemAccessLog(events: events)
     }
 
     /// The item's network error log, oldest first: one event for each failure of an item
@@ -152,17 +178,48 @@ extension AVPlayerItem {
     /// this began its access log (its first play), for the notification.
     func notePlayed(seconds: Double) -> Bool {
         guard isNetworkItem else { return false }
+        let opening = networkLog.withLockAnnotated { $0.stretches.isEmpty } ? newStretch() : nil
         return networkLog.withLockAnnotated { log in
-            log.watched += seconds
-            guard log.startDate == nil else { return false }
-            log.startDate = Date()
+            if var opening, log.stretches.isEmpty {
+                // What came before the first play (the opening's bytes, the start's stalls)
+                // counts in the first stretch.
+                opening.stalls = log.stalls
+                opening.bytesAtStart = 0
+                opening.measuredAtStart = (0, 0)
+                log.stretches.append(opening)
+                log.stretches[0].watched += seconds
+                return true
+            }
+            if !log.stretches.isEmpty { log.stretches[log.stretches.count - 1].watched += seconds }
+            return false
+        }
+    }
+
+    /// The item moved to another variant while it played: its access log begins a new
+    /// event, as Apple's does. Returns true when it did (the item had played), for the
+    /// notification.
+    func noteVariantMove() -> Bool {
+        guard isNetworkItem else { return false }
+        let stretch = newStretch()
+        return networkLog.withLockAnnotated { log in
+            guard !log.stretches.isEmpty else { return false }
+            log.stretches.append(stretch)
             return true
         }
     }
 
+    /// A stretch beginning now, for what the item plays now.
+    private func newStretch() -> NetworkLog.Stretch {
+        NetworkLog.Stretch(startDate: Date(), indicatedBitrate: indicatedBitrate, bytesAtStart: networkActivity.total,
+                           measuredAtStart: networkActivity.measured)
+    }
+
     /// The item stalled (its sound ran dry while it played).
     func noteStall() {
-        networkLog.withLockAnnotated { $0.stalls += 1 }
+        networkLog.withLockAnnotated { log in
+            log.stalls += 1
+            if !log.stretches.isEmpty { log.stretches[log.stretches.count - 1].stalls += 1 }
+        }
     }
 
     /// The item failed with `error`: an error log event when it was read over the network.

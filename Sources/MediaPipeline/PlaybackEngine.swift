@@ -284,14 +284,14 @@ public final class PlaybackEngine: Sendable {
     /// would restart them from a keyframe (a moment's still, seconds of one with long groups
     /// of pictures). The item's demuxer, if it fed both, goes on for the pictures (and the
     /// subtitles) alone, and a new one reads the sound. With no pictures being read, this is
-    /// `load`. Nothing new starts before `startReader()`.
+    /// `load`, `continuing` as there. Nothing new starts before `startReader()`.
     public func reloadSound(source: MediaSource, serial: Int, startFrame: Int64, forwardBuffer: Duration = .zero,
-                            subtitles: SubtitleCues? = nil, metadata: TimedMetadataLog? = nil,
+                            subtitles: SubtitleCues? = nil, metadata: TimedMetadataLog? = nil, continuing: Bool = false,
                             onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
         let (video, shared, ring, item) = parts.withLockAnnotated { ($0.videoReader, $0.videoSharesDemuxer, $0.renderer?.ring, $0.currentNumber) }
         guard let video, let ring else {
             try load(source: source, serial: serial, startFrame: startFrame, start: false, forwardBuffer: forwardBuffer,
-                     subtitles: subtitles, metadata: metadata, onEvent: onEvent)
+                     subtitles: subtitles, metadata: metadata, continuing: continuing, onEvent: onEvent)
             return
         }
         source.resetInterrupt()

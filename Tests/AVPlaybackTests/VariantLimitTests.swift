@@ -140,5 +140,61 @@ import MutexAnnotations
         #expect(await waitUntil(40) { player.currentTime() >= reached + CMTime(value: 10, timescale: 1) })
         #expect(failed.value == 0 && item.error == nil)
         #expect(item.indicatedBitrate == Double(TestMedia.variantBandwidths.low))
+        // The access log has an event for each variant played since the first play (the
+        // high one's only if it played before the move), the low one's last.
+        let events = try #require(item.accessLog()?.events)
+        let played = events.map { Int($0.indicatedBitrate) }
+        #expect(played == [TestMedia.variantBandwidths.low] || played == [TestMedia.variantBandwidths.high, TestMedia.variantBandwidths.low],
+                "events for \(played) bit/s")
+        #expect(events.last.map { $0.durationWatched >= 10 } ?? false, "\(events.last?.durationWatched ?? 0) s on the low variant")
+        // Every byte in one event or another: read since, the item's count is no lower.
+        let logged = events.map(\.numberOfBytesTransferred).reduce(0, +)
+        #expect(logged > 0 && logged <= item.networkActivity.total)
+    }
+}
+
+/// A live HLS stream moving between its variants by itself.
+@Suite(.ownThread) struct LiveVariantAdaptationTests {
+    @Test("a live stream whose network cannot carry its variant moves to one it can, where it stood, and plays on")
+    func aSlowNetworkMovesALiveStreamDown() async throws {
+        let folder = try TestMedia.hlsSoundVariants(seconds: 40)
+        // Each variant's finished segments, listed six at a time and moved on every second,
+        // as a live encoder writes them, under a master playlist of its own.
+        var playlists: [SlidingPlaylist] = []
+        for name in ["high", "low"] {
+            let variant = folder.appendingPathComponent(name)
+            let segments = try FileManager.default.contentsOfDirectory(atPath: variant.path).filter { $0.hasSuffix(".ts") }.sorted()
+            playlists.append(try SlidingPlaylist(segments: segments, in: variant, name: "live.m3u8", window: 6))
+        }
+        defer { for playlist in playlists { playlist.stop() } }
+        try """
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=\(TestMedia.variantBandwidths.high),CODECS="mp4a.40.2"
+            high/live.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=\(TestMedia.variantBandwidths.low),CODECS="mp4a.40.2"
+            low/live.m3u8
+
+            """.write(to: folder.appendingPathComponent("live-master.m3u8"), atomically: true, encoding: .utf8)
+        let server = try ThrottledHTTPServer(serving: folder, bytesPerSecond: 150_000 / 8)
+        defer { server.stop() }
+        let item = AVPlayerItem(url: try #require(URL(string: server.url("live-master.m3u8"))))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let failed = NotificationCounter(AVPlayerItem.failedToPlayToEndTimeNotification, object: item)
+        #expect(await waitUntil(30) { item.status == .readyToPlay })
+        #expect(item.duration.isIndefinite)
+        #expect(item.indicatedBitrate == Double(TestMedia.variantBandwidths.high))
+        player.play()
+        #expect(await waitUntil(60) { item.indicatedBitrate == Double(TestMedia.variantBandwidths.low) })
+        // It plays on from where it stood: the time runs on, never back, and nothing failed.
+        let reached = player.currentTime()
+        var times: [CMTime] = []
+        #expect(await waitUntil(40) {
+            times.append(player.currentTime())
+            return player.currentTime() >= reached + CMTime(value: 6, timescale: 1)
+        })
+        #expect(zip(times.dropFirst(), times).allSatisfy { $0 >= $1 }, "the time went back")
+        #expect(failed.value == 0 && item.error == nil)
+        #expect(item.indicatedBitrate == Double(TestMedia.variantBandwidths.low))
     }
 }
