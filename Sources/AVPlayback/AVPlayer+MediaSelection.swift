@@ -162,6 +162,10 @@ extension AVPlayer {
         guard current else { return }
         engine.startReader()
         refreshSuccessors()
+        // Another variant plays from here: its access log's next event.
+        if item.noteVariantMove() {
+            eventQueue.async { NotificationCenter.default.post(name: AVPlayerItem.newAccessLogEntryNotification, object: item) }
+        }
         // Chosen again, or limited again, while this one opened.
         if wantedStreams(of: item) != Self.streams(of: source) {
             mediaSelectionChanged(of: item, characteristic: .audible)

@@ -119,9 +119,6 @@ extension AVPlayer {
         if let adapting, adapting.adaptVariant(now: Double(now.nanoseconds) / 1e9) {
             playerLog.info("\(adapting.asset.location): moving to the variant of \(adapting.adaptedVariantCap ?? 0) bit/s, by what the network brings")
             variantLimitChanged(of: adapting)
-            if adapting.noteVariantMove() {
-                NotificationCenter.default.post(name: AVPlayerItem.newAccessLogEntryNotification, object: adapting)
-            }
         }
         // What changes without being set (the buffered ranges, the buffering flags, a
         // chained key path through the item) is noticed here, once a tick.

@@ -15,6 +15,9 @@ struct VariantAdaptation {
     var stallsSeen = 0
     /// When the choice last looked (s on the host clock).
     var lastLook: Double?
+    /// Counts the changes of the item's limits (`forgetVariantAdaptation`): a look that
+    /// worked out its variants under limits changed since does not make its choice.
+    var generation = 0
 }
 
 extension AVPlayerItem {
@@ -35,6 +38,7 @@ extension AVPlayerItem {
         variantAdaptation.withLockAnnotated { adaptation in
             adaptation.choice = nil
             adaptation.lastLook = nil
+            adaptation.generation += 1
         }
     }
 
@@ -44,12 +48,12 @@ extension AVPlayerItem {
     /// variant (the player then reads it, as after a change of `preferredPeakBitRate`).
     func adaptVariant(now: Double) -> Bool {
         guard isNetworkItem, let info = loadedInfo, info.variants.count > 1 else { return false }
-        let due = variantAdaptation.withLockAnnotated { adaptation -> Bool in
-            if let last = adaptation.lastLook, now - last < Self.variantAdaptationInterval { return false }
+        let generation = variantAdaptation.withLockAnnotated { adaptation -> Int? in
+            if let last = adaptation.lastLook, now - last < Self.variantAdaptationInterval { return nil }
             adaptation.lastLook = now
-            return true
+            return adaptation.generation
         }
-        guard due else { return false }
+        guard let generation else { return false }
         let stalls = networkLog.withLockAnnotated { $0.stalls }
         let (bytes, transfer) = networkActivity.measured
         let requested = requestedVariantLimit
@@ -58,6 +62,7 @@ extension AVPlayerItem {
         let ladder = (allowed.isEmpty ? [info.variants.min { $0.bandwidth < $1.bandwidth }].compactMap { $0 } : allowed).map(\.bandwidth)
         let playing = Int(indicatedBitrate)
         return variantAdaptation.withLockAnnotated { adaptation -> Bool in
+            guard adaptation.generation == generation else { return false }
             // One sample a look: what the reads of the last half second brought together.
             adaptation.estimate.update(totalBytes: bytes, transferNanoseconds: transfer)
             let stalled = stalls > adaptation.stallsSeen

@@ -79,7 +79,8 @@ public final class AVPlayerItemErrorLogEvent: Sendable {
 /// else is locked while it is held).
 struct NetworkLog {
     /// One access log event's stretch of playback: from the item's first play, and from
-    /// each move to another variant (`AVPlayerItem.noteVariantMove`).
+    /// each move to another variant (`AVPlayerItem.noteVariantMove`), by what the network
+    /// brings or by a changed limit.
     struct Stretch {
         var startDate: Date
         /// Seconds played in it (its player's `timeControlStatus` `.playing` while the item
@@ -110,9 +111,9 @@ extension AVPlayerItem {
 
     /// The item's network access log: for an item read over HTTP(S) (a file, or an HLS
     /// stream) that has begun to play, one event from its first play, and one more from
-    /// each move to another of an HLS playlist's variants by what the network brings, the
-    /// last going on growing; nil for local files, and before the item plays. A new event
-    /// posts `newAccessLogEntryNotification`.
+    /// each move to another of an HLS playlist's variants (by what the network brings, or
+    /// by a changed limit), the last going on growing; nil for local files, and before the
+    /// item plays. A new event posts `newAccessLogEntryNotification`.
     ///
     /// An event holds the item's address, when its stretch began, the seconds played and
     /// the stalls in it, the bit rate the media declares for what played (an HLS variant's
@@ -195,14 +196,14 @@ extension AVPlayerItem {
         }
     }
 
-    /// The item moved to another variant while it played: its access log begins a new
-    /// event, as Apple's does. Returns true when it did (the item had played), for the
-    /// notification.
+    /// The item is read anew, for another sound or variant: when that is another variant
+    /// (another declared bit rate) and the item has played, its access log begins a new
+    /// event, as Apple's does. Returns true when it did, for the notification.
     func noteVariantMove() -> Bool {
         guard isNetworkItem else { return false }
         let stretch = newStretch()
         return networkLog.withLockAnnotated { log in
-            guard !log.stretches.isEmpty else { return false }
+            guard let last = log.stretches.last, last.indicatedBitrate != stretch.indicatedBitrate else { return false }
             log.stretches.append(stretch)
             return true
         }

@@ -170,6 +170,12 @@ static inline int chorus_tls_handshake(const char *address, int verify, const ch
 static inline int chorus_tls_certificate_refused(const char *url, const char *ca_file, const AVIOInterruptCB *interrupt) {
     const char *https = url ? strstr(url, "https://") : NULL;
     if (!https) return 0;
+    /* Only the URL's own scheme, https: or a protocol nesting it (crypto+https:): not an
+       https:// further on, in a query. */
+    for (const char *c = url; c < https; c++) {
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '+')) return 0;
+    }
+    if (https != url && https[-1] != '+') return 0;
     char host[256], probe[300];
     int port = -1;
     av_url_split(NULL, 0, NULL, 0, host, sizeof host, &port, NULL, 0, https);
@@ -197,6 +203,10 @@ static inline int chorus_io_open(struct AVFormatContext *s, AVIOContext **pb, co
                                  int flags, AVDictionary **options) {
     ChorusFetchPolicy *policy = s ? (ChorusFetchPolicy *)s->opaque : NULL;
     if (!policy || !policy->original) return AVERROR(EINVAL);
+    /* Once a server's certificate was refused the item fails: a demuxer that skips what it
+       cannot fetch (HLS, segment after segment within one read) fetches nothing more, each
+       at the cost of a connection and the handshakes that told the refusal. */
+    if (policy->certificate_refusals > 0) return AVERROR(EACCES);
     /* A caller may pass no dictionary; the checks then go in one of our own. A caller's
        own dictionary takes them in place, so that what the open leaves unused still comes
        back to the caller, as FFmpeg's io_open promises. */

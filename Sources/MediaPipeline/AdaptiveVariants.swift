@@ -121,9 +121,6 @@ public struct AdaptiveVariantChoice: Sendable, Equatable {
     /// The bandwidth of the variant chosen now.
     public var chosenBandwidth: Int { bandwidths[chosen] }
 
-    /// Whether the choice is the best variant there is (the item then needs no cap).
-    public var choosesTheBest: Bool { chosen == bandwidths.count - 1 }
-
     /// The best variant `estimate` carries (`bandwidthShare`); the lowest when none is.
     public func carried(by estimate: Double) -> Int {
         bandwidths.lastIndex { Double($0) <= estimate * Self.bandwidthShare } ?? 0

@@ -109,19 +109,23 @@ public final class MediaSource: @unchecked Sendable {
         let before = countedBytes.exchange(total, ordering: .relaxed)
         let added = total - before
         let measured = measuring.load(ordering: .relaxed)
+        // A read that waited for the network found nothing the system held (it would have
+        // returned that at once): it, and the reads after it, measure the network again.
         let waited = took >= Self.networkWaitNanoseconds
-        if let counter = counterHolder.withLockAnnotated({ $0 }) {
-            if measured, added > 0 {
+        if !measured, waited { measuring.store(true, ordering: .relaxed) }
+        // A live stream's read that took long waited for its playlist to list the next
+        // segment (FFmpeg's demuxer sleeps until it does), not for the network: its bytes
+        // count, its time does not.
+        let waitedForTheStream = described.isLiveHLS && took >= Self.liveEdgeWaitNanoseconds
+        if added > 0, let counter = counterHolder.withLockAnnotated({ $0 }) {
+            if waitedForTheStream {
+                counter.addUnmeasured(added)
+            } else if measured || waited {
                 counter.add(added, over: before == 0 ? took + openingNanoseconds : took)
-            } else if !measured {
-                // Its bytes came partly while nothing read; the time it waited for the
-                // network is the network's (a server that stalled).
-                counter.addUnmeasured(added, waited: waited ? took : 0)
+            } else {
+                counter.addUnmeasured(added)
             }
         }
-        // A read that waited for the network has drained what the system held: the reads
-        // after it measure the network again.
-        if !measured, waited { measuring.store(true, ordering: .relaxed) }
         // A fetch refused for its server's certificate fails the item, where a segment
         // merely missing is skipped: what such a server sends cannot be told from an
         // attacker's.
@@ -145,16 +149,23 @@ public final class MediaSource: @unchecked Sendable {
     /// How an error says that a server's certificate did not check out.
     public static let untrustedCertificate = "the server's certificate is not trusted"
 
-    /// The reader was held back (its queues full) and read nothing for a while: what the
-    /// system receives meanwhile comes at once when it reads again, which says nothing of
-    /// the network, so its reads count as bytes but not in the throughput until one waits
-    /// for the network (`networkWaitNanoseconds`). On the thread reading the source.
+    /// The reader was held back (its queues full, however briefly): what the system
+    /// receives meanwhile comes at once when it reads again, which says nothing of the
+    /// network, so its reads count as bytes but not in the throughput until one waits for
+    /// the network (`networkWaitNanoseconds`), which counts again. On the thread reading
+    /// the source.
     func noteHeldBack() { measuring.store(false, ordering: .relaxed) }
 
     /// How long a read takes when it waited for the network rather than found its bytes
     /// already received (ns): well above a read served from the system's buffers (tens of
     /// µs), well below a network's round trip or a slow link's next packet.
     static let networkWaitNanoseconds: Int64 = 2_000_000
+
+    /// How long a live stream's read takes when it waited at the live edge for the next
+    /// segment rather than for the network (ns): FFmpeg's demuxer waits a good part of a
+    /// target duration (seconds) there, while a read on a slow link returns with the next
+    /// bytes that came, in milliseconds.
+    static let liveEdgeWaitNanoseconds: Int64 = 200_000_000
 
     /// Whether the input is a single HTTP(S) stream, whose server may interleave ICY
     /// metadata blocks (a SHOUTcast or Icecast station; FFmpeg asks for them).
@@ -741,11 +752,10 @@ public final class NetworkActivity: Sendable {
         transferTime.add(max(nanoseconds, 0), ordering: .relaxed)
     }
 
-    /// Counts `count` bytes that came without measuring the network, by a read that
-    /// waited `waited` ns for it (counted as transfer time with no bytes).
-    func addUnmeasured(_ count: Int64, waited: Int64) {
-        if count > 0 { bytes.add(count, ordering: .relaxed) }
-        if waited > 0 { transferTime.add(waited, ordering: .relaxed) }
+    /// Counts `count` bytes that came without measuring the network.
+    func addUnmeasured(_ count: Int64) {
+        guard count > 0 else { return }
+        bytes.add(count, ordering: .relaxed)
     }
 
     func fetchFailed(url: String, reason: String) { onFailure(url, reason) }

@@ -105,8 +105,22 @@ final class VideoDecoder {
     /// Moves the received picture into `slot` (by reference when its layout displays as is,
     /// converted otherwise), and says its layout and colours.
     func move(into slot: UnsafeMutablePointer<AVFrame>) -> Result<(VideoPixelFormat, VideoColorMatrix), FFmpegStatus> {
-        defer { av_frame_unref(frame) }
-        let f = frame.pointee
+        move(from: frame, into: slot)
+    }
+
+    /// Moves the received picture into `held` by reference, as it was decoded (`held`
+    /// gives up what it held): kept aside for `move(from:into:)` later, at no cost.
+    func hold(into held: UnsafeMutablePointer<AVFrame>) {
+        av_frame_unref(held)
+        av_frame_move_ref(held, frame)
+    }
+
+    /// Moves the picture in `source` (the received one, or one held) into `slot`, as
+    /// `move(into:)` does; `source` is empty afterwards.
+    func move(from source: UnsafeMutablePointer<AVFrame>,
+              into slot: UnsafeMutablePointer<AVFrame>) -> Result<(VideoPixelFormat, VideoColorMatrix), FFmpegStatus> {
+        defer { av_frame_unref(source) }
+        let f = source.pointee
         let matrix: VideoColorMatrix
         if f.color_range == AVCOL_RANGE_JPEG || f.format == AV_PIX_FMT_YUVJ420P.rawValue {
             matrix = .fullRange601
@@ -118,18 +132,18 @@ final class VideoDecoder {
         }
         switch f.format {
         case AV_PIX_FMT_YUV420P.rawValue, AV_PIX_FMT_YUVJ420P.rawValue:
-            av_frame_move_ref(slot, frame)
+            av_frame_move_ref(slot, source)
             return .success((.yuv420p, matrix))
         case AV_PIX_FMT_NV12.rawValue:
-            av_frame_move_ref(slot, frame)
+            av_frame_move_ref(slot, source)
             return .success((.nv12, matrix))
         default:
-            return convert(into: slot).map { (.yuv420p, matrix) }
+            return convert(source, into: slot).map { (.yuv420p, matrix) }
         }
     }
 
-    private func convert(into slot: UnsafeMutablePointer<AVFrame>) -> Result<Void, FFmpegStatus> {
-        let f = frame.pointee
+    private func convert(_ source: UnsafeMutablePointer<AVFrame>, into slot: UnsafeMutablePointer<AVFrame>) -> Result<Void, FFmpegStatus> {
+        let f = source.pointee
         let key = (width: f.width, height: f.height, format: f.format)
         if scaler == nil || scalerInput.map({ $0 != key }) ?? true {
             sws_freeContext(scaler)
@@ -147,8 +161,8 @@ final class VideoDecoder {
         guard status >= 0 else { return .failure(FFmpegStatus(code: status)) }
         // The planes' addresses and strides, copied out as values: sws_scale reads them
         // through pointers to arrays of eight.
-        var sourcePlanes = frame.pointee.data
-        var sourceStrides = frame.pointee.linesize
+        var sourcePlanes = source.pointee.data
+        var sourceStrides = source.pointee.linesize
         var targetPlanes = slot.pointee.data
         var targetStrides = slot.pointee.linesize
         status = withUnsafePointer(to: &sourcePlanes) { sourceTuple in

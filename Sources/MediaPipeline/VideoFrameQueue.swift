@@ -232,12 +232,6 @@ public final class VideoFrameQueue: Sendable {
         return (slot, frames[slot].frame)
     }
 
-    /// A slot the producer holds, emptied to be filled again.
-    func reuseSlot(_ slot: Int) -> (slot: Int, frame: UnsafeMutablePointer<AVFrame>) {
-        av_frame_unref(frames[slot].frame)
-        return (slot, frames[slot].frame)
-    }
-
     /// Gives back a slot taken and not queued, letting go of any picture it holds.
     func returnSlot(_ slot: Int) {
         av_frame_unref(frames[slot].frame)

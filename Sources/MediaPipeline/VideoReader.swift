@@ -80,12 +80,14 @@ public final class VideoReader: @unchecked Sendable {
     private var lastItemNanoseconds: Int64?
     /// Drops what the queue held from before the latest seek.
     private var gate = SeekMarkerGate()
-    /// The latest picture passed over before a seek's target, kept in a slot taken from the
-    /// queue but not yet queued. When the stream ends before any picture reaches the target
-    /// (a seek to the item's end, or to a time after its last picture, such as a pause at
-    /// the end), it is the picture standing there, and is queued; otherwise the slot goes
-    /// back once a picture at the target is queued.
-    private var passedOver: (slot: Int, info: VideoFrameInfo)?
+    /// The latest picture passed over before a seek's target, held by reference as decoded
+    /// (`heldPicture`): when the stream ends before any picture reaches the target (a seek
+    /// to the item's end, or to a time after its last picture, such as a pause at the end),
+    /// it is the picture standing there, and is queued; otherwise it is let go once a
+    /// picture at the target is queued. Only a picture queued is converted for display.
+    private var passedOver: (itemNanoseconds: Int64, durationNanoseconds: Int64)?
+    /// Where `passedOver` is held (the reader thread's).
+    private let heldPicture: UnsafeMutablePointer<AVFrame>
 
     /// Opens the decoder for the preferred video track of `demuxer`'s item, fed from its
     /// pictures' queue. Pictures start at `startNanoseconds` of item time under seek serial
@@ -136,8 +138,15 @@ public final class VideoReader: @unchecked Sendable {
         self.onEvent = onEvent
         self.serial = serial
         decoder = try VideoDecoder(source: source, track: track)
+        guard let held = av_frame_alloc() else { throw .outputFailure(device: source.url, reason: "out of memory") }
+        heldPicture = held
         if restartsQueue { queue.restart(atSerial: serial) }
         if startNanoseconds > 0 { pendingSeek.withLockAnnotated { $0 = (startNanoseconds, serial) } }
+    }
+
+    deinit {
+        var held: UnsafeMutablePointer<AVFrame>? = heldPicture
+        av_frame_free(&held)
     }
 
     /// Starts the reader thread (and its own demuxer's).
@@ -354,21 +363,10 @@ public final class VideoReader: @unchecked Sendable {
     }
 
     /// Keeps a picture before the seek's target as `passedOver`, in place of the one kept
-    /// before, so that the stream's end finds the last of them. Without a free slot (never
-    /// after a seek, which empties the queue) it is dropped.
+    /// before, so that the stream's end finds the last of them.
     private func passOver(_ decoded: VideoDecoder.Decoded, due: Int64, duration: Int64) {
-        guard let slot = passedOver.map({ queue.reuseSlot($0.slot) }) ?? queue.takeFreeSlot() else {
-            decoder.discard()
-            return
-        }
-        switch decoder.move(into: slot.frame) {
-        case .failure:
-            queue.returnSlot(slot.slot)
-            passedOver = nil
-        case .success(let (format, matrix)):
-            passedOver = (slot.slot, VideoFrameInfo(serial: serial, item: item, number: 0, itemNanoseconds: due, durationNanoseconds: duration,
-                                                    width: decoded.width, height: decoded.height, format: format, colorMatrix: matrix))
-        }
+        decoder.hold(into: heldPicture)
+        passedOver = (due, duration)
     }
 
     /// At the stream's end, before any picture at the seek's target was queued: the last
@@ -376,21 +374,28 @@ public final class VideoReader: @unchecked Sendable {
     private func queuePassedOver() {
         guard let kept = passedOver else { return }
         passedOver = nil
-        if announcedReady {
-            queue.returnSlot(kept.slot)
-        } else {
-            var info = kept.info
-            info.serial = serial
-            commit(slot: kept.slot, info: info)
+        guard !announcedReady, let slot = waitForSlot() else {
+            av_frame_unref(heldPicture)
+            return
+        }
+        let (width, height) = (Int(heldPicture.pointee.width), Int(heldPicture.pointee.height))
+        switch decoder.move(from: heldPicture, into: slot.frame) {
+        case .failure:
+            queue.returnSlot(slot.slot)
+            reportDamage()
+        case .success(let (format, matrix)):
+            commit(slot: slot.slot, info: VideoFrameInfo(serial: serial, item: item, number: 0, itemNanoseconds: kept.itemNanoseconds,
+                                                         durationNanoseconds: kept.durationNanoseconds, width: width, height: height,
+                                                         format: format, colorMatrix: matrix))
         }
     }
 
-    /// Gives back the slot of a picture passed over: a picture at the target was queued, or
-    /// the reading moved on.
+    /// Lets go of the picture passed over: a picture at the target was queued, or the
+    /// reading moved on.
     private func releasePassedOver() {
-        guard let kept = passedOver else { return }
+        guard passedOver != nil else { return }
         passedOver = nil
-        queue.returnSlot(kept.slot)
+        av_frame_unref(heldPicture)
     }
 
     /// Waits for a free slot (and, for a successor, its turn); nil when a seek or stop

@@ -29,28 +29,6 @@ public final class MonitorRecording {
         samples.firstIndex { abs($0) > threshold }
     }
 
-    /// The longest stretch of `samples` heard without a break: the samples of consecutive
-    /// 10 ms blocks (`blockFrames`) each with a sample above `threshold`. A render thread
-    /// starved on a loaded machine leaves gaps of silence in what the sink records; a
-    /// tone's pitch is measured within one stretch, not across them. Nil when none is loud.
-    public static func longestLoudRun(in samples: [Float], blockFrames: Int = 480, threshold: Float = 0.05) -> Range<Int>? {
-        var best: Range<Int>? = nil
-        var start: Int? = nil
-        var block = 0
-        while block * blockFrames < samples.count {
-            let range = (block * blockFrames)..<min((block + 1) * blockFrames, samples.count)
-            let loud = samples[range].contains { abs($0) > threshold }
-            if loud, start == nil { start = range.lowerBound }
-            if !loud || range.upperBound == samples.count, let begun = start {
-                let run = begun..<(loud ? range.upperBound : range.lowerBound)
-                if run.count > (best?.count ?? 0) { best = run }
-                start = nil
-            }
-            block += 1
-        }
-        return best
-    }
-
     /// A tone's frequency over `window`, from the median distance between its zero crossings
     /// (half a cycle): a median, so that a gap or a click from a loaded machine does not
     /// decide it. Nil without two crossings.

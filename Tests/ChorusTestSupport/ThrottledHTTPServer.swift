@@ -105,8 +105,11 @@ public final class ThrottledHTTPServer: Sendable {
                 state.linkFreeAt = from.addingTimeInterval(Double(end - offset) / Double(state.bytesPerSecond))
                 return from
             }
-            let wait = due.timeIntervalSinceNow
-            if wait > 0 { usleep(UInt32(min(wait, 1) * 1_000_000)) }
+            var wait = due.timeIntervalSinceNow
+            while wait > 0 {
+                usleep(UInt32(min(wait, 1) * 1_000_000))
+                wait = due.timeIntervalSinceNow
+            }
             guard LoopbackSocket.sendAll(client, file.subdata(in: offset..<end)) else { return }
             offset = end
         }

@@ -24,8 +24,8 @@ internal import CFFmpeg
         let tone = try TestMedia.hls(seconds: 1)
         let server = try HTTPSServer(serving: tone.folder)
         let stranger = try CertificateAuthority()
+        // Stopped below, once: its port then has nobody listening.
         let plain = try FaultyHTTPServer(serving: tone.folder.appendingPathComponent("index.m3u8"), fault: nil)
-        defer { plain.stop() }
         let interrupt = AVIOInterruptCB()
         let trusted = server.authority.certificate.path, other = stranger.certificate.path
         withUnsafePointer(to: interrupt) { interrupt in
@@ -39,8 +39,9 @@ internal import CFFmpeg
             #expect(chorus_tls_certificate_refused("https://127.0.0.1:\(plain.port)/index.m3u8", other, interrupt) == 0)
             plain.stop()
             #expect(chorus_tls_certificate_refused("https://127.0.0.1:\(plain.port)/index.m3u8", other, interrupt) == 0)
-            // Not HTTPS at all.
+            // Not HTTPS at all, though an HTTPS address comes later in it.
             #expect(chorus_tls_certificate_refused(server.url("index.m3u8").replacingOccurrences(of: "https:", with: "http:"), other, interrupt) == 0)
+            #expect(chorus_tls_certificate_refused("http://127.0.0.1:\(plain.port)/?next=" + server.url("index.m3u8"), other, interrupt) == 0)
             #expect(chorus_tls_certificate_refused(nil, other, interrupt) == 0)
         }
     }
