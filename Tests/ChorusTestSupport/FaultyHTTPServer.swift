@@ -1,4 +1,5 @@
 import Foundation
+import MutexAnnotations
 import Synchronization
 
 /// A small HTTP/1.1 server on the loopback address that serves one file and misbehaves as
@@ -21,9 +22,9 @@ public final class FaultyHTTPServer: Sendable {
     /// The URL of the file it serves.
     public var url: URL { URL(string: "http://127.0.0.1:\(port)/\(name)")! }
     /// How many connections it has taken.
-    public var connections: Int { counters.withLock { $0.connections } }
+    public var connections: Int { counters.withLockAnnotated { $0.connections } }
     /// The connection (counted from 1) and its first byte, where the fault came, once it has.
-    public var faultedOn: (connection: Int, firstByte: Int)? { counters.withLock { $0.faultedOn } }
+    public var faultedOn: (connection: Int, firstByte: Int)? { counters.withLockAnnotated { $0.faultedOn } }
 
     private let file: Data
     private let name: String
@@ -44,7 +45,7 @@ public final class FaultyHTTPServer: Sendable {
 
     /// Stops listening.
     public func stop() {
-        counters.withLock { $0.dead = true }
+        counters.withLockAnnotated { $0.dead = true }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }
@@ -53,15 +54,15 @@ public final class FaultyHTTPServer: Sendable {
         while true {
             let client = accept(listener, nil, nil)
             if client < 0 {
-                if counters.withLock({ $0.dead }) { return }
+                if counters.withLockAnnotated({ $0.dead }) { return }
                 if errno == EINTR { continue }
                 return
             }
-            let number = counters.withLock { counters -> Int in
+            let number = counters.withLockAnnotated { counters -> Int in
                 counters.connections += 1
                 return counters.connections
             }
-            if counters.withLock({ $0.dead }) {
+            if counters.withLockAnnotated({ $0.dead }) {
                 close(client)
                 continue
             }
@@ -106,11 +107,11 @@ public final class FaultyHTTPServer: Sendable {
         while offset < file.count {
             // A fault comes at its byte of the file on a connection that has itself sent
             // that far: one opened further on (a probe's look at the end) does not meet it.
-            if let fault, !counters.withLock({ $0.faulted }) {
+            if let fault, !counters.withLockAnnotated({ $0.faulted }) {
                 let sentHere = offset - start
                 func reached(_ byte: Int) -> Bool {
                     guard offset >= byte, sentHere >= byte - start, start <= byte else { return false }
-                    counters.withLock { $0.faulted = true; $0.faultedOn = (number, start) }
+                    counters.withLockAnnotated { $0.faulted = true; $0.faultedOn = (number, start) }
                     return true
                 }
                 switch fault {
@@ -119,7 +120,7 @@ public final class FaultyHTTPServer: Sendable {
                 case .drop(let at) where reached(at):
                     return
                 case .die(let at) where reached(at):
-                    counters.withLock { $0.dead = true }
+                    counters.withLockAnnotated { $0.dead = true }
                     shutdown(listener, Int32(SHUT_RDWR))
                     return
                 default:

@@ -1,4 +1,5 @@
 import Foundation
+import MutexAnnotations
 import Synchronization
 
 /// An Internet radio station as Icecast serves one, on the loopback address: one broadcast
@@ -18,16 +19,16 @@ public final class StationServer: Sendable {
     /// The station's address.
     public var url: URL { URL(string: "http://127.0.0.1:\(port)/station.mp3")! }
     /// Listeners that have connected.
-    public var connections: Int { state.withLock { $0.connections } }
+    public var connections: Int { state.withLockAnnotated { $0.connections } }
 
     /// Bytes of sound between two ICY metadata blocks, for a listener that asks for them.
     public static let icyInterval = 8_000
 
     /// The broadcast second at which each listener joined (the first second it was sent).
-    public var joinedAt: [Double] { state.withLock { $0.joinedAt } }
+    public var joinedAt: [Double] { state.withLockAnnotated { $0.joinedAt } }
     /// The titles announced to listeners, each with the broadcast second of the sound that
     /// followed its block (a title is announced at the first block after its second).
-    public var announced: [(title: String, second: Double)] { state.withLock { $0.announced } }
+    public var announced: [(title: String, second: Double)] { state.withLockAnnotated { $0.announced } }
 
     private let broadcast: Data
     private let contentType: String
@@ -59,7 +60,7 @@ public final class StationServer: Sendable {
 
     /// Goes off the air: stops listening and ends every listener's response.
     public func stop() {
-        state.withLock { $0.stopped = true }
+        state.withLockAnnotated { $0.stopped = true }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }
@@ -75,11 +76,11 @@ public final class StationServer: Sendable {
         while true {
             let client = accept(listener, nil, nil)
             if client < 0 {
-                if state.withLock({ $0.stopped }) { return }
+                if state.withLockAnnotated({ $0.stopped }) { return }
                 if errno == EINTR { continue }
                 return
             }
-            state.withLock { $0.connections += 1 }
+            state.withLockAnnotated { $0.connections += 1 }
             let thread = Thread { [self] in serve(client) }
             thread.name = "test.station.listener"
             thread.start()
@@ -115,11 +116,11 @@ public final class StationServer: Sendable {
         guard LoopbackSocket.sendAll(client, Data(header.utf8)) else { return }
         if text.hasPrefix("HEAD") { return }
         var next = max(0, present() - Int(Self.burstSeconds * bytesPerSecond))
-        state.withLock { $0.joinedAt.append(Double(next) / bytesPerSecond) }
+        state.withLockAnnotated { $0.joinedAt.append(Double(next) / bytesPerSecond) }
         let connected = ContinuousClock.now
         var sinceBlock = 0
         var announced: String?
-        while !state.withLock({ $0.stopped }) {
+        while !state.withLockAnnotated({ $0.stopped }) {
             if let dropAfter, ContinuousClock.now - connected > .milliseconds(Int64(dropAfter * 1_000)) { return }
             let upTo = present()
             while next < upTo {
@@ -134,7 +135,7 @@ public final class StationServer: Sendable {
                     let title = titles.last { $0.second <= Double(next) / bytesPerSecond }?.title
                     guard LoopbackSocket.sendAll(client, Self.icyBlock(title == announced ? nil : title)) else { return }
                     if let title, title != announced {
-                        state.withLock { $0.announced.append((title, Double(next) / bytesPerSecond)) }
+                        state.withLockAnnotated { $0.announced.append((title, Double(next) / bytesPerSecond)) }
                     }
                     announced = title
                 }

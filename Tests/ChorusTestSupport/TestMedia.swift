@@ -1,4 +1,5 @@
 import Foundation
+import MutexAnnotations
 import Synchronization
 import MediaClock
 
@@ -42,7 +43,7 @@ public enum TestMedia {
 
     /// Runs `body` holding the lock of `path`.
     private static func making<T>(_ path: URL, _ body: () throws -> T) throws -> T {
-        let lock = lockOfPath.withLock { locks in
+        let lock = lockOfPath.withLockAnnotated { locks in
             if let existing = locks[path.path] { return existing }
             let made = NSLock()
             locks[path.path] = made

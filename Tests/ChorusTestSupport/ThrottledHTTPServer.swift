@@ -1,4 +1,5 @@
 import Foundation
+import MutexAnnotations
 import Synchronization
 
 /// A small HTTP/1.1 server on the loopback address that serves a folder's files no faster
@@ -21,7 +22,7 @@ public final class ThrottledHTTPServer: Sendable {
     public init(serving folder: URL, bytesPerSecond: Int) throws {
         self.folder = folder
         (listener, port) = try LoopbackSocket.listen(name: "throttled server")
-        state.withLock { $0.bytesPerSecond = bytesPerSecond }
+        state.withLockAnnotated { $0.bytesPerSecond = bytesPerSecond }
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "test.http.throttled"
         thread.start()
@@ -32,16 +33,16 @@ public final class ThrottledHTTPServer: Sendable {
 
     /// The rate responses are sent at from now on, bytes a second (0: as fast as it can).
     public var bytesPerSecond: Int {
-        get { state.withLock { $0.bytesPerSecond } }
-        set { state.withLock { $0.bytesPerSecond = newValue } }
+        get { state.withLockAnnotated { $0.bytesPerSecond } }
+        set { state.withLockAnnotated { $0.bytesPerSecond = newValue } }
     }
 
     /// The paths asked for so far, in order.
-    public var requests: [String] { state.withLock { $0.requests } }
+    public var requests: [String] { state.withLockAnnotated { $0.requests } }
 
     /// Stops listening.
     public func stop() {
-        state.withLock { $0.stopped = true }
+        state.withLockAnnotated { $0.stopped = true }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }
@@ -50,7 +51,7 @@ public final class ThrottledHTTPServer: Sendable {
         while true {
             let client = accept(listener, nil, nil)
             if client < 0 {
-                if state.withLock({ $0.stopped }) { return }
+                if state.withLockAnnotated({ $0.stopped }) { return }
                 if errno == EINTR { continue }
                 return
             }
@@ -77,7 +78,7 @@ public final class ThrottledHTTPServer: Sendable {
         let line = text.prefix { $0 != "\r" }.split(separator: " ")
         guard line.count >= 2 else { return }
         let path = String(line[1].drop { $0 == "/" }.prefix { $0 != "?" })
-        state.withLock { $0.requests.append(path) }
+        state.withLockAnnotated { $0.requests.append(path) }
         guard !path.contains(".."), let file = try? Data(contentsOf: folder.appendingPathComponent(path)) else {
             _ = LoopbackSocket.sendAll(client, Data("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
             return
@@ -98,7 +99,7 @@ public final class ThrottledHTTPServer: Sendable {
             let end = min(offset + Self.pieceBytes, file.count)
             // The piece takes the link for its length at the rate: it goes once the link is
             // free of the pieces booked before it, by this response or another.
-            let due = state.withLock { state -> Date in
+            let due = state.withLockAnnotated { state -> Date in
                 guard state.bytesPerSecond > 0 else { return .distantPast }
                 let now = Date()
                 let from = max(state.linkFreeAt, now)
