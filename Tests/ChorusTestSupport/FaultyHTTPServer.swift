@@ -74,33 +74,15 @@ public final class FaultyHTTPServer: Sendable {
 
     private func serve(_ client: Int32, number: Int) {
         defer { close(client) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         // A small send buffer keeps the server's offset near what the client has read, so a
         // fault at a byte comes when the client reads there (a connection the client opened
         // only to probe, and no longer reads, does not run on to it in the kernel's buffers).
         var sendBuffer: Int32 = 16_384
         setsockopt(client, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
-        var request = Data()
-        var buffer = [UInt8](repeating: 0, count: 4_096)
-        while !request.contains(Data("\r\n\r\n".utf8)) {
-            let count = recv(client, &buffer, buffer.count, 0)
-            if count <= 0 { return }
-            request.append(contentsOf: buffer[0..<count])
-        }
-        let text = String(decoding: request, as: UTF8.self)
-        var start = 0
-        if let range = text.range(of: "Range: bytes=", options: .caseInsensitive) {
-            let digits = text[range.upperBound...].prefix { $0.isNumber }
-            start = min(Int(digits) ?? 0, file.count)
-        }
+        guard let text = LoopbackSocket.readRequestHead(client) else { return }
+        let start = LoopbackSocket.rangeStart(in: text, size: file.count)
         let isHead = text.hasPrefix("HEAD")
-        var header = start > 0 ? "HTTP/1.1 206 Partial Content\r\n" : "HTTP/1.1 200 OK\r\n"
-        header += "Content-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\nConnection: close\r\n"
-        header += "Content-Length: \(file.count - start)\r\n"
-        if start > 0 { header += "Content-Range: bytes \(start)-\(file.count - 1)/\(file.count)\r\n" }
-        header += "\r\n"
-        guard LoopbackSocket.sendAll(client, Data(header.utf8)) else { return }
+        guard LoopbackSocket.sendAll(client, LoopbackSocket.fileResponseHead(size: file.count, from: start)) else { return }
         if isHead { return }
         var offset = start
         let chunk = 16_384

@@ -39,4 +39,36 @@ enum LoopbackSocket {
             return true
         }
     }
+
+    /// Reads a request's head from `client`, up to its blank line, giving up after
+    /// `timeoutSeconds` without a byte; nil when the client closed or went quiet first.
+    static func readRequestHead(_ client: Int32, timeoutSeconds: Int = 10) -> String? {
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var request = Data()
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while !request.contains(Data("\r\n\r\n".utf8)) {
+            let count = recv(client, &buffer, buffer.count, 0)
+            if count <= 0 { return nil }
+            request.append(contentsOf: buffer[0..<count])
+        }
+        return String(decoding: request, as: UTF8.self)
+    }
+
+    /// The head of a response serving a file of `size` bytes from byte `start` (the one
+    /// `rangeStart(in:size:)` asked for): a whole file, or a range of it, the connection
+    /// closed after it.
+    static func fileResponseHead(size: Int, from start: Int) -> Data {
+        var head = start > 0 ? "HTTP/1.1 206 Partial Content\r\n" : "HTTP/1.1 200 OK\r\n"
+        head += "Content-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\nConnection: close\r\n"
+        head += "Content-Length: \(size - start)\r\n"
+        if start > 0 { head += "Content-Range: bytes \(start)-\(size - 1)/\(size)\r\n" }
+        return Data((head + "\r\n").utf8)
+    }
+
+    /// The byte `request` asks to start at (`Range: bytes=N-`), at most `size`; 0 without one.
+    static func rangeStart(in request: String, size: Int) -> Int {
+        guard let range = request.range(of: "Range: bytes=", options: .caseInsensitive) else { return 0 }
+        return min(Int(request[range.upperBound...].prefix { $0.isNumber }) ?? 0, size)
+    }
 }

@@ -100,16 +100,8 @@ public final class StationServer: Sendable {
     private func serve(_ client: Int32) {
         defer { close(client) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var request = Data()
-        var buffer = [UInt8](repeating: 0, count: 4_096)
-        while !request.contains(Data("\r\n\r\n".utf8)) {
-            let count = recv(client, &buffer, buffer.count, 0)
-            if count <= 0 { return }
-            request.append(contentsOf: buffer[0..<count])
-        }
-        let text = String(decoding: request, as: UTF8.self)
+        guard let text = LoopbackSocket.readRequestHead(client) else { return }
         let wantsTitles = !titles.isEmpty && text.lowercased().contains("icy-metadata: 1")
         let header = "HTTP/1.0 200 OK\r\nContent-Type: \(contentType)\r\nicy-name: Chorus test station\r\nCache-Control: no-cache\r\n"
             + (wantsTitles ? "icy-metaint: \(Self.icyInterval)\r\n" : "") + "\r\n"

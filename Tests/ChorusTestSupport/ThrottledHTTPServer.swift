@@ -63,18 +63,9 @@ public final class ThrottledHTTPServer: Sendable {
 
     private func serve(_ client: Int32) {
         defer { close(client) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var sendBuffer: Int32 = 4_096
         setsockopt(client, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
-        var request = Data()
-        var buffer = [UInt8](repeating: 0, count: 4_096)
-        while !request.contains(Data("\r\n\r\n".utf8)) {
-            let count = recv(client, &buffer, buffer.count, 0)
-            if count <= 0 { return }
-            request.append(contentsOf: buffer[0..<count])
-        }
-        let text = String(decoding: request, as: UTF8.self)
+        guard let text = LoopbackSocket.readRequestHead(client) else { return }
         let line = text.prefix { $0 != "\r" }.split(separator: " ")
         guard line.count >= 2 else { return }
         let path = String(line[1].drop { $0 == "/" }.prefix { $0 != "?" })
@@ -83,16 +74,8 @@ public final class ThrottledHTTPServer: Sendable {
             _ = LoopbackSocket.sendAll(client, Data("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
             return
         }
-        var start = 0
-        if let range = text.range(of: "Range: bytes=", options: .caseInsensitive) {
-            start = min(Int(text[range.upperBound...].prefix { $0.isNumber }) ?? 0, file.count)
-        }
-        var header = start > 0 ? "HTTP/1.1 206 Partial Content\r\n" : "HTTP/1.1 200 OK\r\n"
-        header += "Content-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\nConnection: close\r\n"
-        header += "Content-Length: \(file.count - start)\r\n"
-        if start > 0 { header += "Content-Range: bytes \(start)-\(file.count - 1)/\(file.count)\r\n" }
-        header += "\r\n"
-        guard LoopbackSocket.sendAll(client, Data(header.utf8)) else { return }
+        let start = LoopbackSocket.rangeStart(in: text, size: file.count)
+        guard LoopbackSocket.sendAll(client, LoopbackSocket.fileResponseHead(size: file.count, from: start)) else { return }
         if text.hasPrefix("HEAD") { return }
         var offset = start
         while offset < file.count {
