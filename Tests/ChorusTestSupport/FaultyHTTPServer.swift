@@ -46,18 +46,11 @@ public final class FaultyHTTPServer: Sendable {
     /// Stops listening.
     public func stop() {
         counters.withLockAnnotated { $0.dead = true }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
+        LoopbackSocket.closeListener(listener)
     }
 
     private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if counters.withLockAnnotated({ $0.dead }) { return }
-                if errno == EINTR { continue }
-                return
-            }
+        while let client = LoopbackSocket.nextClient(of: listener, stopped: { counters.withLockAnnotated { $0.dead } }) {
             let number = counters.withLockAnnotated { counters -> Int in
                 counters.connections += 1
                 return counters.connections

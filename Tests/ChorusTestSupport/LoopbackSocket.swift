@@ -71,4 +71,22 @@ enum LoopbackSocket {
         guard let range = request.range(of: "Range: bytes=", options: .caseInsensitive) else { return 0 }
         return min(Int(request[range.upperBound...].prefix { $0.isNumber }) ?? 0, size)
     }
+
+    /// The next connection `listener` takes; nil once it is closed (`stopped` then says so)
+    /// or fails for good.
+    static func nextClient(of listener: Int32, stopped: () -> Bool) -> Int32? {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client >= 0 { return client }
+            let error = errno
+            if stopped() || error != EINTR { return nil }
+        }
+    }
+
+    /// Stops `listener` taking connections: shut down, so that a thread in `accept` returns,
+    /// and closed.
+    static func closeListener(_ listener: Int32) {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
 }

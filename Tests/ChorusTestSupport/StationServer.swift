@@ -61,8 +61,7 @@ public final class StationServer: Sendable {
     /// Goes off the air: stops listening and ends every listener's response.
     public func stop() {
         state.withLockAnnotated { $0.stopped = true }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
+        LoopbackSocket.closeListener(listener)
     }
 
     /// The broadcast's byte now, counted from its start (it runs on past the file's end).
@@ -73,13 +72,7 @@ public final class StationServer: Sendable {
     }
 
     private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if state.withLockAnnotated({ $0.stopped }) { return }
-                if errno == EINTR { continue }
-                return
-            }
+        while let client = LoopbackSocket.nextClient(of: listener, stopped: { state.withLockAnnotated { $0.stopped } }) {
             state.withLockAnnotated { $0.connections += 1 }
             let thread = Thread { [self] in serve(client) }
             thread.name = "test.station.listener"

@@ -43,18 +43,11 @@ public final class ThrottledHTTPServer: Sendable {
     /// Stops listening.
     public func stop() {
         state.withLockAnnotated { $0.stopped = true }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
+        LoopbackSocket.closeListener(listener)
     }
 
     private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if state.withLockAnnotated({ $0.stopped }) { return }
-                if errno == EINTR { continue }
-                return
-            }
+        while let client = LoopbackSocket.nextClient(of: listener, stopped: { state.withLockAnnotated { $0.stopped } }) {
             let thread = Thread { [self] in serve(client) }
             thread.name = "test.http.throttled.conn"
             thread.start()
