@@ -85,6 +85,10 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     }
 
     public let asset: AVAsset
+    /// Whether the item is read over the network (HTTP or HTTPS), which alone has access
+    /// and error logs and chooses among variants: worked out once, since the player's
+    /// monitor asks it every tick.
+    let isNetworkItem: Bool
     public let observationRegistry = ObservationRegistry()
     private let state = Mutex(State())
 
@@ -155,6 +159,8 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// initializer calls it.
     public init(asset: AVAsset, automaticallyLoadedAssetKeys: [String]?) {
         self.asset = asset
+        let scheme = URL(string: asset.location)?.scheme?.lowercased()
+        isNetworkItem = scheme == "http" || scheme == "https"
         // A fetch that fails while the item is read (a segment the HLS demuxer skips and
         // plays on without) goes to its error log.
         let owner = WeakBox<AVPlayerItem>()

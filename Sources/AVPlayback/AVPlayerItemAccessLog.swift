@@ -103,12 +103,6 @@ struct NetworkLog {
 }
 
 extension AVPlayerItem {
-    /// Whether the item is read over the network, which alone has access and error logs.
-    var isNetworkItem: Bool {
-        guard let scheme = URL(string: asset.location)?.scheme?.lowercased() else { return false }
-        return scheme == "http" || scheme == "https"
-    }
-
     /// The item's network access log: for an item read over HTTP(S) (a file, or an HLS
     /// stream) that has begun to play, one event from its first play, and one more from
     /// each move to another of an HLS playlist's variants (by what the network brings, or

@@ -218,8 +218,8 @@ final class LeaderNode: @unchecked Sendable {
             ticksSinceSpliceCheck += 1
             if ticksSinceSpliceCheck >= Self.spliceCheckTicks, let source = spliceSource.withLockAnnotated({ $0 }) {
                 ticksSinceSpliceCheck = 0
-                let splices = GroupState.rising(source())
-                if splices != core.state.splices { _ = core.handle(.splicesFound(splices), at: now) }
+                // The core keeps them as the wire carries them (`GroupState.rising`).
+                _ = core.handle(.splicesFound(source()), at: now)
             }
         case .stop:
             reportDrops(now: now, finally: true)

@@ -330,7 +330,7 @@ public final class VideoReader: @unchecked Sendable {
         lastItemNanoseconds = due
         // Before a seek's target: only the picture still showing at the target is kept.
         if due + duration <= discardBefore {
-            passOver(decoded, due: due, duration: duration)
+            passOver(due: due, duration: duration)
             return
         }
         releasePassedOver()
@@ -362,9 +362,9 @@ public final class VideoReader: @unchecked Sendable {
         }
     }
 
-    /// Keeps a picture before the seek's target as `passedOver`, in place of the one kept
+    /// Keeps the picture just decoded, before the seek's target, as `passedOver` in place of the one kept
     /// before, so that the stream's end finds the last of them.
-    private func passOver(_ decoded: VideoDecoder.Decoded, due: Int64, duration: Int64) {
+    private func passOver(due: Int64, duration: Int64) {
         decoder.hold(into: heldPicture)
         passedOver = (due, duration)
     }

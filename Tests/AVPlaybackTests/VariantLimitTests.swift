@@ -115,22 +115,32 @@ import MutexAnnotations
 
 /// An HLS item moving between its variants by itself, by what its network brings.
 @Suite(.ownThread) struct VariantAdaptationTests {
-    @Test("an item whose network cannot carry its variant moves to one it can, from the time reached, and plays on")
-    func aSlowNetworkMovesTheItemDown() async throws {
-        let folder = try TestMedia.hlsSoundVariants(seconds: 40)
-        // 150 kbit/s: the low variant (64) with room to spare, the high one (400) not.
-        let server = try ThrottledHTTPServer(serving: folder, bytesPerSecond: 150_000 / 8)
-        defer { server.stop() }
-        let item = AVPlayerItem(url: try #require(URL(string: server.url("master.m3u8"))))
+    /// The throttled link's rate (bytes/s), 150 kbit/s: the low variant (64 kbit/s) with
+    /// room to spare, the high one (400 kbit/s) not.
+    static let linkBytesPerSecond = 150_000 / 8
+
+    /// A player of the master playlist at `url`, played from the variant listed first (as
+    /// Apple's players start) until its item has moved to the low one, and a count of its
+    /// item's failures.
+    static func playUntilMovedDown(_ url: String) async throws -> (AVPlayer, AVPlayerItem, NotificationCounter) {
+        let item = AVPlayerItem(url: try #require(URL(string: url)))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
-        defer { player.close() }
         let failed = NotificationCounter(AVPlayerItem.failedToPlayToEndTimeNotification, object: item)
         #expect(await waitUntil(30) { item.status == .readyToPlay })
-        // It starts with the variant listed first, as Apple's players do.
         #expect(item.indicatedBitrate == Double(TestMedia.variantBandwidths.high))
         player.play()
         #expect(await waitUntil(60) { item.indicatedBitrate == Double(TestMedia.variantBandwidths.low) },
                 "the network brought \(item.variantAdaptation.withLockAnnotated { $0.estimate.bitsPerSecond ?? -1 }) bit/s")
+        return (player, item, failed)
+    }
+
+    @Test("an item whose network cannot carry its variant moves to one it can, from the time reached, and plays on")
+    func aSlowNetworkMovesTheItemDown() async throws {
+        let folder = try TestMedia.hlsSoundVariants(seconds: 40)
+        let server = try ThrottledHTTPServer(serving: folder, bytesPerSecond: Self.linkBytesPerSecond)
+        defer { server.stop() }
+        let (player, item, failed) = try await Self.playUntilMovedDown(server.url("master.m3u8"))
+        defer { player.close() }
         // The low variant's segments are read from the time reached (not only the first,
         // which every opening of the master probes).
         #expect(await waitUntil(30) { server.requests.contains { $0.hasPrefix("low/segment") && $0 > "low/segment002.ts" } },
@@ -175,17 +185,11 @@ import MutexAnnotations
             low/live.m3u8
 
             """.write(to: folder.appendingPathComponent("live-master.m3u8"), atomically: true, encoding: .utf8)
-        let server = try ThrottledHTTPServer(serving: folder, bytesPerSecond: 150_000 / 8)
+        let server = try ThrottledHTTPServer(serving: folder, bytesPerSecond: VariantAdaptationTests.linkBytesPerSecond)
         defer { server.stop() }
-        let item = AVPlayerItem(url: try #require(URL(string: server.url("live-master.m3u8"))))
-        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        let (player, item, failed) = try await VariantAdaptationTests.playUntilMovedDown(server.url("live-master.m3u8"))
         defer { player.close() }
-        let failed = NotificationCounter(AVPlayerItem.failedToPlayToEndTimeNotification, object: item)
-        #expect(await waitUntil(30) { item.status == .readyToPlay })
         #expect(item.duration.isIndefinite)
-        #expect(item.indicatedBitrate == Double(TestMedia.variantBandwidths.high))
-        player.play()
-        #expect(await waitUntil(60) { item.indicatedBitrate == Double(TestMedia.variantBandwidths.low) })
         // It plays on from where it stood: the time runs on, never back, and nothing failed.
         let reached = player.currentTime()
         var times: [CMTime] = []

@@ -134,25 +134,41 @@ import ChorusTestSupport
     static let segmentKey: [UInt8] = Array(0..<16), segmentIV: [UInt8] = Array((0..<16).reversed())
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
+    /// A new folder `named` in the test media's, holding each of `tone`'s segments as
+    /// `make` writes it from the segmenter's (a plain copy unless given), for a test to
+    /// serve with a playlist of its own.
+    static func segmentFolder(of tone: (folder: URL, segments: [String]), named name: String,
+                              make: (_ plain: URL, _ served: URL) throws -> Void = { try FileManager.default.copyItem(at: $0, to: $1) }) throws -> URL {
+        let folder = TestMedia.folder.appendingPathComponent(name)
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for segment in tone.segments {
+            try make(tone.folder.appendingPathComponent(segment), folder.appendingPathComponent(segment))
+        }
+        return folder
+    }
+
+    /// Writes `tone`'s media playlist into `folder` as `index.m3u8`, its lines as `rewrite`
+    /// leaves them.
+    static func writePlaylist(of tone: (folder: URL, segments: [String]), into folder: URL, rewrite: (inout [String]) -> Void) throws {
+        var lines = try String(contentsOf: tone.folder.appendingPathComponent("index.m3u8"), encoding: .utf8)
+            .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        rewrite(&lines)
+        try lines.joined(separator: "\n").write(to: folder.appendingPathComponent("index.m3u8"), atomically: true, encoding: .utf8)
+    }
+
     @Test("over HTTPS an HLS item's later fetches are checked like its first: when its playlist sends the player to a server no authority given vouches for, the item is refused naming that fetch; with both vouched for, it plays",
           arguments: SecondServer.allCases)
     func httpsChecksTheServersAnHLSPlaylistSendsTo(second: SecondServer) throws {
         let tone = try TestMedia.hls(seconds: 2)
         let firstSegment = try #require(tone.segments.first)
-        let folder = TestMedia.folder.appendingPathComponent("hls-two-servers-\(second.rawValue)")
-        try? FileManager.default.removeItem(at: folder)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        for name in tone.segments {
-            let plain = tone.folder.appendingPathComponent(name), served = folder.appendingPathComponent(name)
-            if second == .encryptedSegments {
-                // HLS's AES-128 is the whole segment in CBC mode with PKCS#7 padding: what
-                // `openssl enc` does by default.
-                let encrypted = try Run.command("openssl", ["enc", "-aes-128-cbc", "-K", Self.hex(Self.segmentKey), "-iv", Self.hex(Self.segmentIV),
-                                                            "-in", plain.path, "-out", served.path])
-                #expect(encrypted.status == 0, "\(encrypted.standardError)")
-            } else {
-                try FileManager.default.copyItem(at: plain, to: served)
-            }
+        let folder = try Self.segmentFolder(of: tone, named: "hls-two-servers-\(second.rawValue)") { plain, served in
+            guard second == .encryptedSegments else { return try FileManager.default.copyItem(at: plain, to: served) }
+            // HLS's AES-128 is the whole segment in CBC mode with PKCS#7 padding: what
+            // `openssl enc` does by default.
+            let encrypted = try Run.command("openssl", ["enc", "-aes-128-cbc", "-K", Self.hex(Self.segmentKey), "-iv", Self.hex(Self.segmentIV),
+                                                        "-in", plain.path, "-out", served.path])
+            #expect(encrypted.status == 0, "\(encrypted.standardError)")
         }
         try Data(Self.segmentKey).write(to: folder.appendingPathComponent("key.bin"))
         let first = try HTTPSServer(serving: folder)
@@ -160,13 +176,12 @@ import ChorusTestSupport
 
         // The media playlist as the segmenter wrote it; for the segments' cases, their names
         // made absolute at the second server (and the key, relative, at the first).
-        var lines = try String(contentsOf: tone.folder.appendingPathComponent("index.m3u8"), encoding: .utf8)
-            .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        if second != .mediaPlaylist { lines = lines.map { tone.segments.contains($0) ? other.url($0) : $0 } }
-        if second == .encryptedSegments, let firstEntry = lines.firstIndex(where: { $0.hasPrefix("#EXTINF") }) {
-            lines.insert("#EXT-X-KEY:METHOD=AES-128,URI=\"key.bin\",IV=0x\(Self.hex(Self.segmentIV))", at: firstEntry)
+        try Self.writePlaylist(of: tone, into: folder) { lines in
+            if second != .mediaPlaylist { lines = lines.map { tone.segments.contains($0) ? other.url($0) : $0 } }
+            if second == .encryptedSegments, let firstEntry = lines.firstIndex(where: { $0.hasPrefix("#EXTINF") }) {
+                lines.insert("#EXT-X-KEY:METHOD=AES-128,URI=\"key.bin\",IV=0x\(Self.hex(Self.segmentIV))", at: firstEntry)
+            }
         }
-        try lines.joined(separator: "\n").write(to: folder.appendingPathComponent("index.m3u8"), atomically: true, encoding: .utf8)
         try """
             #EXTM3U
             #EXT-X-STREAM-INF:BANDWIDTH=140000,CODECS="mp4a.40.2"
@@ -206,21 +221,15 @@ import ChorusTestSupport
     func anUntrustedSegmentMidPlayFailsTheItem() throws {
         let tone = try TestMedia.hls(seconds: 4)
         #expect(tone.segments.count >= 3, "segments: \(tone.segments)")
-        let folder = TestMedia.folder.appendingPathComponent("hls-untrusted-later")
-        try? FileManager.default.removeItem(at: folder)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        for name in tone.segments {
-            try FileManager.default.copyItem(at: tone.folder.appendingPathComponent(name), to: folder.appendingPathComponent(name))
-        }
+        let folder = try Self.segmentFolder(of: tone, named: "hls-untrusted-later")
         let first = try HTTPSServer(serving: folder)
         let other = try HTTPSServer(serving: folder)
         // The first segment at the trusted server, the rest at the other.
         let trustedSegment = try #require(tone.segments.first)
         let untrusted = tone.segments.dropFirst()
-        let lines = try String(contentsOf: tone.folder.appendingPathComponent("index.m3u8"), encoding: .utf8)
-            .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-            .map { untrusted.contains($0) ? other.url($0) : $0 }
-        try lines.joined(separator: "\n").write(to: folder.appendingPathComponent("index.m3u8"), atomically: true, encoding: .utf8)
+        try Self.writePlaylist(of: tone, into: folder) { lines in
+            lines = lines.map { untrusted.contains($0) ? other.url($0) : $0 }
+        }
         let url = first.url("index.m3u8")
         let out = TestMedia.folder.appendingPathComponent("cli-https-hls-untrusted-later.wav")
         try? FileManager.default.removeItem(at: out)
