@@ -16,6 +16,7 @@
 #include <libavutil/pixdesc.h>
 #include <libavutil/imgutils.h>
 #include <libavutil/mem.h>
+#include <libavutil/bprint.h>
 
 /* Swift cannot import function-like or compound macros; these wrap the ones Chorus needs. */
 
@@ -78,6 +79,14 @@ static inline int chorus_thread_frame_and_slice(void) { return FF_THREAD_FRAME |
 typedef int (*ChorusIOOpen)(struct AVFormatContext *s, AVIOContext **pb, const char *url,
                             int flags, AVDictionary **options);
 
+/* Rewrites an HLS playlist as it is fetched: given its text, the URL asked for and the URL
+   the text came from (after redirects; the same when none), returns the URL to open in its
+   place (a `data:` URL, av_malloc'd), or NULL when it cannot (the open then fails). */
+typedef char *(*ChorusPlaylistRewrite)(void *opaque, const char *text, const char *url, const char *location);
+
+/* The most bytes of a playlist the rewrite reads: as HLSRenditions.largestPlaylist. */
+#define CHORUS_LARGEST_PLAYLIST (1 << 20)
+
 /* Inputs of an HLS demuxer followed while open: its playlists' and its segments'
    connections, a few more than it keeps open at once. */
 #define CHORUS_TRACKED_INPUTS 8
@@ -124,6 +133,14 @@ typedef struct ChorusFetchPolicy {
        who it is, as if the segment were merely missing. */
     int certificate_refusals;
     char *certificate_refused_url;
+    /* When set, every fetched input that is an HLS playlist (its text starts "#EXTM3U") is
+       read whole, given to this, and the URL it returns opened in its place: an on-demand
+       stream opened again at a later segment (FFmpeg's demuxer starts such a playlist at
+       its first segment, and seeks within it by times a splice may have sent back). Other
+       inputs are opened as they are. `rewrite_opaque` is passed on; both are borrowed, and
+       cleared by the caller once the demuxer has read its playlists. */
+    ChorusPlaylistRewrite rewrite_playlist;
+    void *rewrite_opaque;
 } ChorusFetchPolicy;
 
 /* The status chorus_io_open's caller is told to fail with when a fetch was refused for its
@@ -197,6 +214,41 @@ static inline int chorus_add_certificate_checks(AVDictionary **options, const ch
     return status;
 }
 
+/* For chorus_io_open with a playlist rewrite: when the input just opened at `*pb` is an HLS
+   playlist, reads it whole, closes it and opens the rewrite's URL in its place; any other
+   input is put back as it was (the bytes peeked are still in its buffer, so the seek back
+   to its start makes no request). Returns the open's status. */
+static inline int chorus_rewrite_if_playlist(struct AVFormatContext *s, ChorusFetchPolicy *policy, AVIOContext **pb,
+                                             const char *url, int flags, AVDictionary **options) {
+    static const char signature[] = "#EXTM3U";
+    unsigned char head[sizeof signature - 1];
+    int got = avio_read(*pb, head, (int)sizeof head);
+    if (got < (int)sizeof head || memcmp(head, signature, sizeof head) != 0) {
+        if (avio_seek(*pb, 0, SEEK_SET) == 0) return 0;
+        avio_closep(pb);
+        return AVERROR(EIO);
+    }
+    AVBPrint text;
+    av_bprint_init(&text, 0, CHORUS_LARGEST_PLAYLIST);
+    av_bprint_append_data(&text, (const char *)head, sizeof head);
+    int status = avio_read_to_bprint(*pb, &text, CHORUS_LARGEST_PLAYLIST);
+    uint8_t *location = NULL;
+    if (av_opt_get(*pb, "location", AV_OPT_SEARCH_CHILDREN, &location) < 0) location = NULL;
+    policy->closed_bytes += (*pb)->bytes_read;
+    if (policy->original_close) policy->original_close(s, *pb); else avio_close(*pb);
+    *pb = NULL;
+    char *replacement = NULL;
+    if (status >= 0 && av_bprint_is_complete(&text)) {
+        replacement = policy->rewrite_playlist(policy->rewrite_opaque, text.str, url, location ? (const char *)location : url);
+    }
+    av_bprint_finalize(&text, NULL);
+    av_free(location);
+    if (!replacement) return status < 0 ? status : AVERROR(EINVAL);
+    status = policy->original(s, pb, replacement, flags, options);
+    av_free(replacement);
+    return status;
+}
+
 /* The io_open Chorus installs: FFmpeg's own, with the certificate checks added. Without a
    policy (or without the io_open it replaced) it opens nothing rather than open unchecked. */
 static inline int chorus_io_open(struct AVFormatContext *s, AVIOContext **pb, const char *url,
@@ -214,6 +266,7 @@ static inline int chorus_io_open(struct AVFormatContext *s, AVIOContext **pb, co
     AVDictionary **used = options ? options : &own;
     int status = chorus_add_certificate_checks(used, policy->ca_file);
     if (status >= 0) status = policy->original(s, pb, url, flags, used);
+    if (status >= 0 && pb && *pb && policy->rewrite_playlist) status = chorus_rewrite_if_playlist(s, policy, pb, url, flags, used);
     av_dict_free(&own);
     if (status >= 0 && pb && *pb && s->iformat && s->iformat->name && strcmp(s->iformat->name, "hls") == 0) {
         for (int i = 0; i < CHORUS_TRACKED_INPUTS; i++) {

@@ -127,8 +127,20 @@ public final class ItemDemuxer: @unchecked Sendable {
         if let format = context.pointee.iformat, format.pointee.flags & AVFMT_TS_DISCONT != 0 {
             continuity = TimestampContinuity(leadingStream: soundQueue?.streamIndex)
         }
-        let kept = Set([soundQueue?.streamIndex, pictureQueue?.streamIndex].compactMap { $0 } + decoders.keys + metadataStreams)
-        for index in 0..<Int(context.pointee.nb_streams) where !kept.contains(Int32(index)) {
+        keptStreams = Set([soundQueue?.streamIndex, pictureQueue?.streamIndex].compactMap { $0 } + decoders.keys + metadataStreams)
+        discardStreamsNotKept()
+    }
+
+    /// The streams read; every other is discarded inside the demuxer.
+    private let keptStreams: Set<Int32>
+
+    /// Discards, in the source's input, every stream not kept (and one whose reading
+    /// stopped).
+    private func discardStreamsNotKept() {
+        let context = source.formatContext
+        let stopped = Set([picturesStopRequested.load(ordering: .acquiring) ? pictureQueue?.streamIndex : nil,
+                           soundStopRequested.load(ordering: .acquiring) ? soundQueue?.streamIndex : nil].compactMap { $0 })
+        for index in 0..<Int(context.pointee.nb_streams) where !keptStreams.contains(Int32(index)) || stopped.contains(Int32(index)) {
             context.pointee.streams[index]?.pointee.discard = AVDISCARD_ALL
         }
     }
@@ -380,6 +392,11 @@ public final class ItemDemuxer: @unchecked Sendable {
         heldPictures.removeAll()
         let start = source.info.startTime.convertScale(1_000_000, method: .roundTowardNegativeInfinity).value
         var itemNanoseconds = seek.itemNanoseconds
+        if reopenSplicedPlaylist(at: itemNanoseconds) {
+            for queue in feeding { queue.flush(serial: seek.serial) }
+            for decoder in subtitleDecoders.values { decoder.flush() }
+            return
+        }
         if continuity != nil {
             // The item's timeline is the closed-up one. An MPEG-TS input seeks on its own
             // times, so the target is moved into them; FFmpeg's HLS demuxer seeks on the
@@ -404,6 +421,29 @@ public final class ItemDemuxer: @unchecked Sendable {
         }
         for queue in feeding { queue.flush(serial: seek.serial) }
         for decoder in subtitleDecoders.values { decoder.flush() }
+    }
+
+    /// A seek in an on-demand HLS stream spliced from several (`MediaSource.splicedPlaylist`)
+    /// to item time `itemNanoseconds`, past its first splice (or back from a later opening):
+    /// opens the input again at the segment that holds it, rather than seek. Returns whether
+    /// it did; when it could not, the input stays as it was, and is sought in as any other.
+    ///
+    /// Why: FFmpeg's demuxer finds the segment by the playlist's durations and then skips
+    /// every packet stamped before the target, so past a splice whose times go back it
+    /// skipped everything to the end. The new input's first packet takes the epoch that puts
+    /// it where the playlist places its segment (`TimestampContinuity.prepareSeek(to:placedAt:)`).
+    private func reopenSplicedPlaylist(at itemNanoseconds: Int64) -> Bool {
+        guard let playlist = source.splicedPlaylist, let splice = playlist.firstDiscontinuity else { return false }
+        let seconds = Double(max(itemNanoseconds, 0)) / 1e9
+        let segment = playlist.segment(holding: seconds)
+        guard segment.index >= splice || source.reopenedAt != nil else { return false }
+        // An opening that fails (the network, streams that differ after the splice) leaves
+        // the input as it was, sought in as before: its reads then tell what is wrong.
+        do { try source.reopen(fromSeconds: seconds) } catch { return false }
+        discardStreamsNotKept()
+        let first = source.info.startTime.convertScale(1_000_000_000, method: .roundTowardNegativeInfinity).value
+        _ = continuity?.prepareSeek(to: itemNanoseconds &+ first, placedAt: Int64(segment.start * 1e9) &+ first)
+        return true
     }
 
     private func readFailure(_ status: Int32) -> MediaError {

@@ -59,11 +59,19 @@ public final class MediaSource: @unchecked Sendable {
         let opened = openedAt.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
         return TimelineSplice.itemNanoseconds(ofStream: opened, after: splices)
     }
-    let formatContext: UnsafeMutablePointer<AVFormatContext>
+    /// The input: replaced only by `reopen(fromSeconds:)`, on the thread reading the source.
+    private(set) var formatContext: UnsafeMutablePointer<AVFormatContext>
     private let interruptState: InterruptState
     /// The context's `opaque`: released only after the context is closed (deinit's body runs
-    /// before the stored properties go).
-    private let fetchPolicy: FetchPolicy
+    /// before the stored properties go). Replaced with the context.
+    private var fetchPolicy: FetchPolicy
+    /// For an on-demand HLS stream spliced from several (an `EXT-X-DISCONTINUITY` in the
+    /// media playlist FFmpeg reads first): that playlist, by which a seek past a splice
+    /// opens the stream again at a later segment (`reopen(fromSeconds:)`); nil otherwise.
+    let splicedPlaylist: HLSPlaylistCut?
+    /// Where the input was last opened again (`reopen(fromSeconds:)`), in seconds of the
+    /// playlist's time; nil while it reads the stream as first opened.
+    private(set) var reopenedAt: Double?
     private let gainHolder: Mutex<ItemGain>
     /// Where the bytes this source reads are counted (an item's, across all its openings);
     /// nil: not counted. Set before reading starts.
@@ -247,17 +255,21 @@ public final class MediaSource: @unchecked Sendable {
         }
     }
 
+    /// `cutAt` (s of the playlist's time) opens an on-demand HLS stream at the segment that
+    /// holds it (`HLSPlaylistCut`), interrupted through `interruptState`: the opening
+    /// `reopen(fromSeconds:)` takes the input of.
     init(url: String, audioStream: Int? = nil, allowedSegmentExtensions: String?, liveStartIndex: Int? = nil,
-         variantLimit: VariantLimit = .none, gain: ItemGain = ItemGain()) throws(MediaError) {
+         variantLimit: VariantLimit = .none, gain: ItemGain = ItemGain(),
+         cutAt: Double? = nil, interruptState: InterruptState? = nil) throws(MediaError) {
         self.url = url
         gainHolder = Mutex(gain)
         let target = try Self.resolve(url)
         // FFmpeg prints to stderr by default; every failure is reported through MediaError.
         chorus_av_quiet()
-        let state = InterruptState()
+        let state = interruptState ?? InterruptState()
         let isNetwork = URL(string: target).flatMap(\.scheme).map { Self.networkSchemes.contains($0.lowercased()) } ?? false
         state.arm(deadline: isNetwork ? .now() + Self.openTimeout : nil)
-        interruptState = state
+        self.interruptState = state
 
         guard let context = avformat_alloc_context() else {
             throw .outputFailure(device: url, reason: "out of memory")
@@ -274,7 +286,18 @@ public final class MediaSource: @unchecked Sendable {
             throw .networkFailure(url: url, reason: "cannot check servers' certificates")
         }
 
+        // Kept until the demuxer has read its playlists, which happens inside the open.
+        let cut = cutAt.map(PlaylistCutRequest.init(seconds:))
+        if let cut {
+            policy.pointer.pointee.rewrite_playlist = PlaylistCutRequest.rewrite
+            policy.pointer.pointee.rewrite_opaque = Unmanaged.passUnretained(cut).toOpaque()
+        }
+        defer { policy.pointer.pointee.rewrite_playlist = nil; policy.pointer.pointee.rewrite_opaque = nil }
+
         var options: OpaquePointer? = nil
+        // A playlist the cut opens in place of the one fetched is not an HTTP connection,
+        // and the demuxer must not ask it for the next playlist as it would a kept-alive one.
+        if cut != nil { av_dict_set(&options, "http_persistent", "0", 0) }
         av_dict_set(&options, "rw_timeout", String(Int64(Self.readTimeout.components.seconds) * 1_000_000), 0)
         // Servers that drop the connection mid-file are reconnected by FFmpeg's HTTP layer,
         // for `reconnectLimit` at most: its own default (two minutes of retries, doubling the
@@ -305,6 +328,7 @@ public final class MediaSource: @unchecked Sendable {
             if let failed = policy.failedFetch(of: url, other: target) { throw failed }
             throw .corruptData(url: url, reason: "cannot read stream information (\(FFmpegCall.message(probeStatus)))")
         }
+        withExtendedLifetime(cut) {}
         openingNanoseconds = (HostTime.now() - openingStarted).nanosecondsClamped
         var described = Self.describe(context, url: url)
         openedAt = described.startTime
@@ -314,14 +338,63 @@ public final class MediaSource: @unchecked Sendable {
         // another segment (a seek), and every room of a group that opened it at its own
         // moment stands on the same time for the same sound.
         if described.isLiveHLS { described.startTime = .zero }
-        if allowedSegmentExtensions == nil, described.formatName == "hls", HLSRenditions.isMasterPlaylist(context) {
+        if allowedSegmentExtensions == nil, cutAt == nil, described.formatName == "hls", HLSRenditions.isMasterPlaylist(context) {
             described.tracks += HLSRenditions.subtitleTracks(of: target, interrupt: context.pointee.interrupt_callback)
             described.variants = HLSVariant.variants(of: context)
         }
+        splicedPlaylist = allowedSegmentExtensions == nil && cutAt == nil && described.formatName == "hls" && !described.isLiveHLS
+            ? Self.splicedPlaylist(at: target, interrupt: context.pointee.interrupt_callback) : nil
         self.described = described
         info = described
         choose(audioStream: audioStream, variantLimit: variantLimit)
         state.arm(deadline: nil)
+    }
+
+    /// The media playlist FFmpeg's HLS demuxer reads first at `target` (its first variant's,
+    /// for a master playlist), when it is spliced (`splicedPlaylist`).
+    private static func splicedPlaylist(at target: String, interrupt: AVIOInterruptCB) -> HLSPlaylistCut? {
+        guard var text = HLSRenditions.readMediaPlaylist(target, interrupt: interrupt) else { return nil }
+        if let variant = HLSLiveWindow.firstVariant(in: text, base: target) {
+            guard let variantText = HLSRenditions.readMediaPlaylist(variant, interrupt: interrupt) else { return nil }
+            text = variantText
+        }
+        let playlist = HLSPlaylistCut(parsing: text)
+        return playlist.firstDiscontinuity == nil ? nil : playlist
+    }
+
+    /// Opens the input again at the segment of its (spliced, on-demand HLS) playlist that
+    /// holds `seconds` of the playlist's time, in place of the input as it was, which is
+    /// closed; the streams must be those of the first opening, in the same order, or the
+    /// input stays as it was and the open's failure is thrown. The item's description and
+    /// its time (`openedAt`, `info.startTime`) stay the first opening's. On the thread
+    /// reading the source, which then reads the new input from its top (no seek is needed,
+    /// and none made). The bytes the opening read count as the item's.
+    func reopen(fromSeconds seconds: Double) throws(MediaError) {
+        let fresh = try MediaSource(url: url, allowedSegmentExtensions: nil, cutAt: seconds, interruptState: interruptState)
+        guard Self.sameStreams(formatContext, fresh.formatContext) else {
+            throw .corruptData(url: url, reason: "the streams after \(seconds) s are not those before it")
+        }
+        // Swapped: `fresh` closes the input this source read, with that input's policy.
+        swap(&formatContext, &fresh.formatContext)
+        swap(&fetchPolicy, &fresh.fetchPolicy)
+        reopenedAt = seconds
+        let opened = chorus_fetch_policy_bytes(fetchPolicy.pointer, formatContext)
+        countedBytes.store(opened, ordering: .relaxed)
+        toldFailures.store(fetchPolicy.pointer.pointee.failure_count, ordering: .relaxed)
+        if opened > 0, let counter = counterHolder.withLockAnnotated({ $0 }) { counter.addUnmeasured(opened) }
+    }
+
+    /// Whether two inputs hold the same streams in the same order: their kinds, codecs and
+    /// time bases.
+    private static func sameStreams(_ a: UnsafeMutablePointer<AVFormatContext>, _ b: UnsafeMutablePointer<AVFormatContext>) -> Bool {
+        guard a.pointee.nb_streams == b.pointee.nb_streams else { return false }
+        for index in 0..<Int(a.pointee.nb_streams) {
+            guard let first = a.pointee.streams[index], let second = b.pointee.streams[index],
+                  let one = first.pointee.codecpar, let other = second.pointee.codecpar,
+                  one.pointee.codec_type == other.pointee.codec_type, one.pointee.codec_id == other.pointee.codec_id,
+                  av_cmp_q(first.pointee.time_base, second.pointee.time_base) == 0 else { return false }
+        }
+        return true
     }
 
     /// Chooses the tracks to play again, from those FFmpeg chose at the open: the sound
@@ -623,6 +696,26 @@ extension MediaInfo {
     public static func isTextSubtitle(_ track: TrackInfo) -> Bool {
         guard track.kind == .subtitle, let descriptor = avcodec_descriptor_get_by_name(track.codec) else { return false }
         return descriptor.pointee.props & Int32(AV_CODEC_PROP_TEXT_SUB) != 0 && avcodec_find_decoder(descriptor.pointee.id) != nil
+    }
+}
+
+/// What a cut opening (`MediaSource.reopen(fromSeconds:)`) gives the fetch policy's
+/// playlist rewrite: where the playlists it fetches are to start.
+final class PlaylistCutRequest {
+    let seconds: Double
+
+    init(seconds: Double) { self.seconds = seconds }
+
+    /// The fetch policy's `rewrite_playlist`: each playlist fetched, cut to start at the
+    /// segment holding `seconds` (a master playlist as it is), as a `data:` URL.
+    static let rewrite: ChorusPlaylistRewrite = { opaque, text, url, location in
+        guard let opaque, let text else { return nil }
+        let request = Unmanaged<PlaylistCutRequest>.fromOpaque(opaque).takeUnretainedValue()
+        let asked = url.map { String(cString: $0) }
+        let from = location.map { String(cString: $0) }
+        let base = from != asked ? from.flatMap(URL.init(string:)) : nil
+        let cut = HLSPlaylistCut(parsing: String(cString: text)).text(from: request.seconds, location: base)
+        return av_strdup(HLSPlaylistCut.dataURL(cut))
     }
 }
 

@@ -72,6 +72,10 @@ struct TimestampContinuity {
     /// Where the last seek asked to go (ns, shifted), until a watched stream's first packet
     /// after it chooses its epoch.
     private var seekTarget: Int64?
+    /// Where the last seek's input was opened (ns, shifted: an HLS segment placed by its
+    /// playlist), when it was: its first packet takes an epoch that puts it there, or opens
+    /// one.
+    private var seekPlacement: Int64?
 
     /// Counts the changes to `epochs`, for a reader that copies them out.
     private(set) var revision = 0
@@ -107,9 +111,24 @@ struct TimestampContinuity {
             // alone can miss: a playlist's durations place a splice a few ms from where its
             // sound puts it.
             seekTarget = nil
-            current = epochs.indices.min { a, b in
-                Self.distance(nanoseconds &+ epochs[a].shift, target) < Self.distance(nanoseconds &+ epochs[b].shift, target)
-            } ?? current
+            if let placed = seekPlacement {
+                // Opened at a segment its playlist places: an epoch seen before that puts the
+                // packet there keeps its exact shift (set by the sound); with none, the
+                // playlist's place opens an epoch (a stretch not yet read).
+                seekPlacement = nil
+                let nearest = epochs.indices.min { a, b in
+                    Self.distance(nanoseconds &+ epochs[a].shift, placed) < Self.distance(nanoseconds &+ epochs[b].shift, placed)
+                }
+                if let nearest, Self.near(nanoseconds &+ epochs[nearest].shift, placed) {
+                    current = nearest
+                } else {
+                    _ = open(Epoch(start: placed, shift: placed &- nanoseconds))
+                }
+            } else {
+                current = epochs.indices.min { a, b in
+                    Self.distance(nanoseconds &+ epochs[a].shift, target) < Self.distance(nanoseconds &+ epochs[b].shift, target)
+                } ?? current
+            }
         }
         let newest = epochs[current].shift
         var shift = streams[stream]?.shift ?? newest
@@ -149,10 +168,16 @@ struct TimestampContinuity {
     /// seek the input to, by the epoch that time lies in, and forgets where each stream left
     /// off. The first packet of the sound or the pictures after it chooses the epoch whose
     /// shift puts it nearest the target, wherever the input's own seek landed.
-    mutating func prepareSeek(to nanoseconds: Int64) -> Int64 {
-        current = epochs.lastIndex { $0.start <= nanoseconds } ?? 0
+    ///
+    /// With `placedAt` (ns, shifted), the input was opened again at a segment its playlist
+    /// places there (`MediaSource.reopen(fromSeconds:)`), rather than sought: its first
+    /// packet takes the epoch that puts it within `jumpLimitNanoseconds` of that place, or
+    /// opens one that puts it there.
+    mutating func prepareSeek(to nanoseconds: Int64, placedAt: Int64? = nil) -> Int64 {
+        current = epochs.lastIndex { $0.start <= (placedAt ?? nanoseconds) } ?? 0
         streams = [:]
         seekTarget = nanoseconds
+        seekPlacement = placedAt
         // A guess still open stands: the sound read after the seek has no history to
         // correct it from.
         for index in epochs.indices { epochs[index].provisional = false }
@@ -165,6 +190,7 @@ struct TimestampContinuity {
         current = 0
         streams = [:]
         seekTarget = nil
+        seekPlacement = nil
         for index in epochs.indices { epochs[index].provisional = false }
     }
 

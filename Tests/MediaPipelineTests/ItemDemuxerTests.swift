@@ -38,7 +38,9 @@ private struct SplicedRead {
     var sound: [(time: Double, duration: Double)] = []
     var afterSeeks: [[Double]] = []
 
-    init(_ url: URL, seekingTo seeks: [Int64] = []) throws {
+    /// Reads `url` through (unless `readThrough` is false), then seeks to each of `seeks`
+    /// and reads on to the end.
+    init(_ url: URL, seekingTo seeks: [Int64] = [], readThrough: Bool = true) throws {
         let source = try MediaSource(url: url.path)
         let demuxer = ItemDemuxer(source: source, sound: true, pictures: true)
         let soundQueue = try #require(demuxer.soundQueue)
@@ -52,7 +54,7 @@ private struct SplicedRead {
         let soundBase = try base(soundQueue), pictureBase = try base(pictureQueue)
         var soundEntries: [PacketQueueEntry] = [], pictureEntries: [PacketQueueEntry] = []
         let deadline = HostTime.now() + .seconds(20)
-        while !(soundEntries.last.map(isEnd) ?? false && pictureEntries.last.map(isEnd) ?? false) && HostTime.now() < deadline {
+        while readThrough, !(soundEntries.last.map(isEnd) ?? false && pictureEntries.last.map(isEnd) ?? false) && HostTime.now() < deadline {
             if let entry = soundQueue.take() { soundEntries.append(entry) }
             if let entry = pictureQueue.take() { pictureEntries.append(entry) }
             if soundQueue.packetCount == 0 && pictureQueue.packetCount == 0 { soundQueue.consumerSignal.wait(timeout: .milliseconds(5)) }
@@ -270,12 +272,13 @@ private struct SplicedRead {
         #expect(soundSteps.allSatisfy { abs($0 - 1024.0 / 48_000) <= tick })
     }
 
-    @Test("a seek past a splice reads on in the item's run-on times")
-    func seekPastASplice() throws {
-        // A jump forward: FFmpeg's HLS demuxer seeks by the playlist's durations (which run on
-        // as the closed-up times do) and then skips packets by their own times, so after a
-        // jump back it skips every packet, and that is left to it.
-        let hls = try TestMedia.splicedHLS(seconds: 4, offsets: (0, 50))
+    /// A jump forward (an advertisement cut in) and back (an encoder restarted at zero).
+    /// FFmpeg's HLS demuxer seeks by the playlist's durations and then skips packets by
+    /// their own times, so past a jump back it skipped every packet: the input is opened
+    /// again at the segment holding the target instead.
+    @Test("a seek past a splice reads on in the item's run-on times", arguments: [(0, 50), (50, 0)])
+    func seekPastASplice(offsets: (Int, Int)) throws {
+        let hls = try TestMedia.splicedHLS(seconds: 4, offsets: offsets)
         // Read to the end (past the splice), then back before it, then past it again: each
         // seek's pictures take the times of the stretch it lands in.
         let read = try SplicedRead(hls.folder.appendingPathComponent("index.m3u8"), seekingTo: [1_000_000_000, 3_000_000_000])
@@ -289,6 +292,23 @@ private struct SplicedRead {
             #expect(afterSeek.count >= 100 - target)
             #expect(afterSeek == Array(playedThrough.suffix(afterSeek.count)))
         }
+    }
+
+    /// Past a splice the demuxer has not read yet, the playlist places the segment opened:
+    /// its durations put the splice where the sound does to within an AAC frame or so.
+    @Test("a seek past a splice not yet read lands where the playlist places it, and reads on to the end", arguments: [(0, 50), (50, 0)])
+    func seekPastASpliceNotYetRead(offsets: (Int, Int)) throws {
+        let hls = try TestMedia.splicedHLS(seconds: 4, offsets: offsets)
+        let playedThrough = try SplicedRead(hls.folder.appendingPathComponent("index.m3u8")).pictures
+        #expect(playedThrough.count == 100)
+        let read = try SplicedRead(hls.folder.appendingPathComponent("index.m3u8"), seekingTo: [3_000_000_000], readThrough: false)
+        let afterSeek = try #require(read.afterSeeks.first)
+        // From the keyframe at or before the target (3 s: picture 75; one a second), every
+        // picture to the end, each within 50 ms of its time played through.
+        #expect(afterSeek.count == 25, "\(afterSeek.count) pictures after the seek")
+        let expected = Array(playedThrough.suffix(afterSeek.count))
+        let worst = zip(afterSeek, expected).map { abs($0 - $1) }.max() ?? .infinity
+        #expect(worst < 0.05, "\(worst) s from the pictures' times played through")
     }
 
     @Test("packets without a duration still fill a queue, by count")
