@@ -112,7 +112,8 @@ public final class MediaSource: @unchecked Sendable {
     func readFrame(_ packet: UnsafeMutablePointer<AVPacket>) -> Int32 {
         let started = HostTime.now()
         let status = av_read_frame(formatContext, packet)
-        let took = (HostTime.now() - started).nanosecondsClamped
+        let ended = HostTime.now()
+        let took = (ended - started).nanosecondsClamped
         let total = chorus_fetch_policy_bytes(fetchPolicy.pointer, formatContext)
         let before = countedBytes.exchange(total, ordering: .relaxed)
         let added = total - before
@@ -129,7 +130,7 @@ public final class MediaSource: @unchecked Sendable {
             if waitedForTheStream {
                 counter.addUnmeasured(added)
             } else if measured || waited {
-                counter.add(added, over: before == 0 ? took + openingNanoseconds : took)
+                counter.add(added, from: started.nanoseconds - (before == 0 ? openingNanoseconds : 0), to: ended.nanoseconds)
             } else {
                 counter.addUnmeasured(added)
             }
@@ -803,10 +804,12 @@ private func chorusInterruptCallback(_ opaque: UnsafeMutableRawPointer?) -> Int3
 /// fetches that failed while they read (a segment an HLS demuxer skipped).
 public final class NetworkActivity: Sendable {
     private let bytes = Atomic<Int64>(0)
-    /// The bytes of the reads that measured the network (`MediaSource.noteHeldBack`).
-    private let measuredBytes = Atomic<Int64>(0)
-    /// The time spent in the reads that brought `measuredBytes` (ns): how long they took to come.
-    private let transferTime = Atomic<Int64>(0)
+    /// The reads that measured the network (`MediaSource.noteHeldBack`): their bytes, the
+    /// time spent in them (ns: how long the bytes took to come), and when the latest of
+    /// them ended (host ns), so that reads of two openings at once (a display's pictures
+    /// beside the sound) count their time once: they share one network, and counting it
+    /// twice halved the rate.
+    private let transfers = Mutex<(bytes: Int64, nanoseconds: Int64, busyUntil: Int64)>((0, 0, .min))
     private let onFailure: @Sendable (_ url: String, _ reason: String) -> Void
 
     /// `onFailure` is told of each fetch that failed while reading, on the reading thread.
@@ -820,7 +823,7 @@ public final class NetworkActivity: Sendable {
     /// The bytes of the reads that measured the network so far, and the time those reads
     /// took (ns): what a throughput is worked out from.
     public var measured: (bytes: Int64, nanoseconds: Int64) {
-        (measuredBytes.load(ordering: .relaxed), transferTime.load(ordering: .relaxed))
+        transfers.withLockAnnotated { ($0.bytes, $0.nanoseconds) }
     }
 
     /// The throughput seen so far (bits a second): the bytes of the reads that measured
@@ -836,13 +839,18 @@ public final class NetworkActivity: Sendable {
         return Double(total) * 8 * 1e9 / Double(nanoseconds)
     }
 
-    /// Counts `count` bytes, which took `nanoseconds` to read and measure the network
-    /// (nothing, when none came).
-    func add(_ count: Int64, over nanoseconds: Int64) {
+    /// Counts `count` bytes, read from host time `start` to `end` (ns), which measure the
+    /// network (nothing, when none came). Only the part of that time no read counted before
+    /// counts: reads overlap when two openings of the item read at once.
+    func add(_ count: Int64, from start: Int64, to end: Int64) {
         guard count > 0 else { return }
         bytes.add(count, ordering: .relaxed)
-        measuredBytes.add(count, ordering: .relaxed)
-        transferTime.add(max(nanoseconds, 0), ordering: .relaxed)
+        transfers.withLockAnnotated { transfers in
+            transfers.bytes += count
+            let from = max(start, transfers.busyUntil)
+            if end > from { transfers.nanoseconds += end - from }
+            transfers.busyUntil = max(transfers.busyUntil, end)
+        }
     }
 
     /// Counts `count` bytes that came without measuring the network.

@@ -9,10 +9,10 @@ import ChorusTestSupport
         let activity = NetworkActivity()
         #expect(activity.observedBitsPerSecond == nil)
         // A read that brought nothing changes nothing; a time below zero counts as none.
-        activity.add(1_000, over: 1_000_000)
-        activity.add(1_000, over: 3_000_000)
-        activity.add(0, over: 5_000_000)
-        activity.add(500, over: -7)
+        activity.add(1_000, from: 0, to: 1_000_000)
+        activity.add(1_000, from: 2_000_000, to: 5_000_000)
+        activity.add(0, from: 6_000_000, to: 11_000_000)
+        activity.add(500, from: 12_000_000, to: 11_999_993)
         #expect(activity.total == 2_500)
         // 20,000 bits over 4 ms.
         #expect(activity.observedBitsPerSecond == 20_000 * 1e9 / 4_000_000)
@@ -21,12 +21,27 @@ import ChorusTestSupport
     @Test("bytes that came while the reader was held back count as bytes, not in the rate")
     func heldBackBytesAreNotMeasured() {
         let activity = NetworkActivity()
-        activity.add(10_000, over: 80_000_000)
+        activity.add(10_000, from: 0, to: 80_000_000)
         // 200 kB the system held, read at once.
         activity.addUnmeasured(200_000)
         activity.addUnmeasured(0)
         #expect(activity.total == 210_000)
         #expect(activity.measured == (bytes: 10_000, nanoseconds: 80_000_000))
         #expect(activity.observedBitsPerSecond == 80_000 * 1e9 / 80_000_000)
+    }
+
+    @Test("reads of two openings at once count their time once: the rate is what the one network brought")
+    func overlappingReadsCountTheirTimeOnce() {
+        let activity = NetworkActivity()
+        // The sound's reader from 0 to 100 ms, a display's from 50 to 150 ms, then the
+        // sound's again from 120 to 200 ms (ended after the other began): 200 ms in all.
+        activity.add(10_000, from: 0, to: 100_000_000)
+        activity.add(10_000, from: 50_000_000, to: 150_000_000)
+        activity.add(5_000, from: 120_000_000, to: 200_000_000)
+        #expect(activity.measured == (bytes: 25_000, nanoseconds: 200_000_000))
+        // A read wholly inside time already counted adds its bytes, not its time.
+        activity.add(5_000, from: 160_000_000, to: 190_000_000)
+        #expect(activity.measured == (bytes: 30_000, nanoseconds: 200_000_000))
+        #expect(activity.observedBitsPerSecond == 240_000 * 1e9 / 200_000_000)
     }
 }
