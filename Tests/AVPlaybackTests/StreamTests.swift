@@ -173,12 +173,25 @@ import MediaServer
     /// splice before reading reached it, then played to its end; then sought back before the
     /// splice and played to the end again. Before, the seek past the splice skipped every
     /// packet to the end: nothing was shown and the item ended at once.
-    @Test("in an on-demand HLS stream whose times go back at a splice, a seek past the splice shows the pictures there and plays on, and a seek back before it too")
-    func onDemandSeekPastASpliceBack() async throws {
+    ///
+    /// Also under a master playlist of two variants, whose media playlists the new opening
+    /// fetches and cuts each in turn.
+    @Test("in an on-demand HLS stream whose times go back at a splice, a seek past the splice shows the pictures there and plays on, and a seek back before it too",
+          arguments: ["index.m3u8", "spliced-master.m3u8"])
+    func onDemandSeekPastASpliceBack(playlist: String) async throws {
         let hls = try TestMedia.splicedHLS(seconds: 8, offsets: (50, 0))
+        try """
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=900000,RESOLUTION=320x240
+            index.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=800000,RESOLUTION=320x240
+            index.m3u8?second
+
+            """.write(to: hls.folder.appendingPathComponent("spliced-master.m3u8"), atomically: true, encoding: .utf8)
         let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
         defer { server.stop() }
-        let url = try publish(hls, on: server, id: "spliced-back")
+        let path = server.publishFolder(of: hls.folder.appendingPathComponent(playlist), id: "spliced-back")
+        let url = try #require(URL(string: "http://127.0.0.1:\(server.port)\(path)"))
         let item = AVPlayerItem(url: url)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
