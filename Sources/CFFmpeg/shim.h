@@ -87,6 +87,19 @@ typedef char *(*ChorusPlaylistRewrite)(void *opaque, const char *text, const cha
 /* The most bytes of a playlist the rewrite reads: as HLSRenditions.largestPlaylist. */
 #define CHORUS_LARGEST_PLAYLIST (1 << 20)
 
+/* The ID3 tags kept from the starts of an HLS demuxer's segments until the reader takes
+   them (`segment_tags`): a few segments' worth, more than one read of the demuxer opens. */
+#define CHORUS_SEGMENT_TAGS 8
+/* The longest segment tag kept, in bytes: a packed-audio segment's tag holds its timestamp
+   and a few text frames (hundreds of bytes); a longer one (a picture) is not kept. */
+#define CHORUS_SEGMENT_TAG_BYTES 4096
+
+/* One ID3 tag from the start of a segment. */
+typedef struct ChorusSegmentTag {
+    int length;
+    uint8_t bytes[CHORUS_SEGMENT_TAG_BYTES];
+} ChorusSegmentTag;
+
 /* Inputs of an HLS demuxer followed while open: its playlists' and its segments'
    connections, a few more than it keeps open at once. */
 #define CHORUS_TRACKED_INPUTS 8
@@ -141,6 +154,13 @@ typedef struct ChorusFetchPolicy {
        cleared by the caller once the demuxer has read its playlists. */
     ChorusPlaylistRewrite rewrite_playlist;
     void *rewrite_opaque;
+    /* The ID3 tags an HLS demuxer's inputs begin with (a packed-audio segment's: its
+       timestamp and, on a station, what is playing), the newest CHORUS_SEGMENT_TAGS, in a
+       ring: tag n is at n % CHORUS_SEGMENT_TAGS, and `segment_tags_written` counts them.
+       FFmpeg's demuxer reads only a stream's first such tag as its metadata and reports
+       the later ones' changes as a missing feature, so the reader takes them from here. */
+    ChorusSegmentTag segment_tags[CHORUS_SEGMENT_TAGS];
+    int64_t segment_tags_written;
 } ChorusFetchPolicy;
 
 /* The status chorus_io_open's caller is told to fail with when a fetch was refused for its
@@ -214,24 +234,65 @@ static inline int chorus_add_certificate_checks(AVDictionary **options, const ch
     return status;
 }
 
+/* What a newly opened input begins with, without consuming it: the bytes its first fill
+   brought (`*available` of them at `*start`), read by taking one byte, which fills the
+   buffer once, and stepping back over it, which stays inside the buffer and so makes no
+   request. Returns 0, or the failure of the read or of the step back (the input is then
+   unusable). An empty input gives 0 bytes. */
+static inline int chorus_peek(AVIOContext *pb, const uint8_t **start, int *available) {
+    *start = NULL;
+    *available = 0;
+    int first = avio_r8(pb);
+    if (pb->error < 0) return pb->error;
+    if (avio_feof(pb) && first == 0 && pb->buf_ptr == pb->buf_end) return 0;
+    *start = pb->buf_ptr - 1;
+    *available = (int)(pb->buf_end - *start);
+    return avio_seek(pb, -1, SEEK_CUR) < 0 ? AVERROR(EIO) : 0;
+}
+
+/* The size of the ID3v2 tag at `bytes` (header, frames and footer), or 0 when there is none
+   or it does not fit in `available`. */
+static inline int chorus_id3_tag_size(const uint8_t *bytes, int available) {
+    if (available < 10 || memcmp(bytes, "ID3", 3) != 0 || bytes[3] == 0xFF || bytes[4] == 0xFF) return 0;
+    if ((bytes[6] | bytes[7] | bytes[8] | bytes[9]) & 0x80) return 0;
+    int size = 10 + (bytes[6] << 21 | bytes[7] << 14 | bytes[8] << 7 | bytes[9]) + ((bytes[5] & 0x10) ? 10 : 0);
+    return size <= available ? size : 0;
+}
+
+/* For chorus_io_open, on an HLS demuxer's input (not its first): keeps the ID3 tag the
+   input begins with, when the first bytes hold it whole, in the policy's ring. */
+static inline int chorus_keep_segment_tag(ChorusFetchPolicy *policy, AVIOContext *pb) {
+    const uint8_t *start;
+    int available;
+    int status = chorus_peek(pb, &start, &available);
+    if (status < 0) return status;
+    int size = start ? chorus_id3_tag_size(start, available) : 0;
+    if (size > 0 && size <= CHORUS_SEGMENT_TAG_BYTES) {
+        ChorusSegmentTag *tag = &policy->segment_tags[policy->segment_tags_written % CHORUS_SEGMENT_TAGS];
+        memcpy(tag->bytes, start, (size_t)size);
+        tag->length = size;
+        policy->segment_tags_written += 1;
+    }
+    return 0;
+}
+
 /* For chorus_io_open with a playlist rewrite: when the input just opened at `*pb` is an HLS
    playlist, reads it whole, closes it and opens the rewrite's URL in its place; any other
-   input is put back as it was (the bytes peeked are still in its buffer, so the seek back
-   to its start makes no request). Returns the open's status. */
+   input is left as it was (`chorus_peek`). Returns the open's status. */
 static inline int chorus_rewrite_if_playlist(struct AVFormatContext *s, ChorusFetchPolicy *policy, AVIOContext **pb,
                                              const char *url, int flags, AVDictionary **options) {
     static const char signature[] = "#EXTM3U";
-    unsigned char head[sizeof signature - 1];
-    int got = avio_read(*pb, head, (int)sizeof head);
-    if (got < (int)sizeof head || memcmp(head, signature, sizeof head) != 0) {
-        if (avio_seek(*pb, 0, SEEK_SET) == 0) return 0;
+    const uint8_t *start;
+    int available;
+    int status = chorus_peek(*pb, &start, &available);
+    if (status < 0) {
         avio_closep(pb);
-        return AVERROR(EIO);
+        return status;
     }
+    if (!start || available < (int)sizeof signature - 1 || memcmp(start, signature, sizeof signature - 1) != 0) return 0;
     AVBPrint text;
     av_bprint_init(&text, 0, CHORUS_LARGEST_PLAYLIST);
-    av_bprint_append_data(&text, (const char *)head, sizeof head);
-    int status = avio_read_to_bprint(*pb, &text, CHORUS_LARGEST_PLAYLIST);
+    status = avio_read_to_bprint(*pb, &text, CHORUS_LARGEST_PLAYLIST);
     uint8_t *location = NULL;
     if (av_opt_get(*pb, "location", AV_OPT_SEARCH_CHILDREN, &location) < 0) location = NULL;
     policy->closed_bytes += (*pb)->bytes_read;
@@ -267,8 +328,13 @@ static inline int chorus_io_open(struct AVFormatContext *s, AVIOContext **pb, co
     int status = chorus_add_certificate_checks(used, policy->ca_file);
     if (status >= 0) status = policy->original(s, pb, url, flags, used);
     if (status >= 0 && pb && *pb && policy->rewrite_playlist) status = chorus_rewrite_if_playlist(s, policy, pb, url, flags, used);
+    int is_hls = s->iformat && s->iformat->name && strcmp(s->iformat->name, "hls") == 0;
+    if (status >= 0 && pb && *pb && is_hls && pb != &s->pb) {
+        status = chorus_keep_segment_tag(policy, *pb);
+        if (status < 0) avio_closep(pb);
+    }
     av_dict_free(&own);
-    if (status >= 0 && pb && *pb && s->iformat && s->iformat->name && strcmp(s->iformat->name, "hls") == 0) {
+    if (status >= 0 && pb && *pb && is_hls) {
         for (int i = 0; i < CHORUS_TRACKED_INPUTS; i++) {
             if (!policy->open_inputs[i]) { policy->open_inputs[i] = *pb; break; }
         }
@@ -330,6 +396,14 @@ static inline int chorus_fetch_policy_install(AVFormatContext *context, ChorusFe
     context->io_open = chorus_io_open;
     if (context->io_close2) context->io_close2 = chorus_io_close2;
     return 0;
+}
+
+/* Tag `n` of the policy's ring (`segment_tags`): its length and bytes. */
+static inline int chorus_segment_tag_length(const ChorusFetchPolicy *policy, int64_t n) {
+    return policy->segment_tags[n % CHORUS_SEGMENT_TAGS].length;
+}
+static inline const uint8_t *chorus_segment_tag_bytes(const ChorusFetchPolicy *policy, int64_t n) {
+    return policy->segment_tags[n % CHORUS_SEGMENT_TAGS].bytes;
 }
 
 /* Frees what `policy` holds (the failed fetch's URL) and forgets the failure. */

@@ -59,6 +59,9 @@ public final class ItemDemuxer: @unchecked Sendable {
     private let metadataStreams: Set<Int32>
     /// Whether the input is an HTTP stream that may carry ICY blocks, and its metadata is wanted.
     private let readsICY: Bool
+    /// Whether the input is HLS and its metadata is wanted: the ID3 tags its segments begin
+    /// with (packed audio) are read as they come (`noteSegmentTags`).
+    private let readsSegmentTags: Bool
     /// The input's ICY blocks, asked for after every packet (a copy of a short string, some
     /// forty times a second).
     private var icy = ICYWatcher()
@@ -124,6 +127,7 @@ public final class ItemDemuxer: @unchecked Sendable {
         metadataLog = metadata
         self.metadataStreams = metadataStreams
         readsICY = metadata != nil && source.mayCarryICY
+        readsSegmentTags = metadata != nil && source.info.formatName == "hls"
         if let format = context.pointee.iformat, format.pointee.flags & AVFMT_TS_DISCONT != 0 {
             continuity = TimestampContinuity(leadingStream: soundQueue?.streamIndex)
         }
@@ -218,7 +222,7 @@ public final class ItemDemuxer: @unchecked Sendable {
             for queue in feeding { queue.push(.failure(.outputFailure(device: source.url, reason: "out of memory"))) }
             return
         }
-        defer { var p: UnsafeMutablePointer<AVPacket>? = packet; av_packet_free(&p) }
+        defer { var p: UnsafeMutablePointer<AVPacket>? = packet; av_packet_free(&p); dropReadAhead() }
         var consecutiveErrors = 0
         while !stopping {
             if readsPictures && picturesStopRequested.load(ordering: .acquiring) {
@@ -241,7 +245,15 @@ public final class ItemDemuxer: @unchecked Sendable {
                 wake.wait(timeout: Self.idlePoll)
                 continue
             }
-            let status = source.readFrame(packet)
+            let status: Int32
+            if readAhead.isEmpty {
+                status = source.readFrame(packet)
+            } else {
+                var next: UnsafeMutablePointer<AVPacket>? = readAhead.removeFirst()
+                av_packet_move_ref(packet, next)
+                av_packet_free(&next)
+                status = 0
+            }
             if status == FFmpegCall.eof {
                 // Pictures still held at the end keep their guess.
                 continuity?.acceptGuess()
@@ -265,6 +277,7 @@ public final class ItemDemuxer: @unchecked Sendable {
             consecutiveErrors = 0
             if closeUp(packet) { continue }
             if readsICY { noteICY(after: packet) }
+            if readsSegmentTags { noteSegmentTags(after: packet) }
             route(packet)
             av_packet_unref(packet)
         }
@@ -277,6 +290,34 @@ public final class ItemDemuxer: @unchecked Sendable {
         guard let entries = icy.newFields(of: source), let time = itemTime(of: packet) else { return }
         metadataLog?.add(TimedMetadataGroup(time: time, entries: entries))
     }
+
+    /// Adds the ID3 tags of the segments opened since the last packet to the metadata (which
+    /// keeps a group only where it differs from the one before: a stream repeats its tag in
+    /// every segment): each at the time it stamps its segment with (a packed-audio segment's
+    /// timestamp, on the item's closed-up timeline), or else at `packet`'s.
+    private func noteSegmentTags(after packet: UnsafeMutablePointer<AVPacket>) {
+        for tag in source.takeSegmentTags() {
+            let entries = TimedMetadataFormat.id3TextFrames(tag)
+            guard !entries.isEmpty else { continue }
+            let time: CMTime?
+            if let stamp = TimedMetadataFormat.transportStreamTimestamp(inTag: tag) {
+                let shift = CMTime(value: continuity?.sparseShift ?? 0, timescale: HostTime.nanosecondTimescale)
+                time = CMTime(value: stamp, timescale: Self.transportStreamClock) + shift - source.info.startTime
+            } else {
+                time = itemTime(of: packet)
+            }
+            guard let time, time.isNumeric else { continue }
+            // FFmpeg 5.1 stamps a packed-audio stream's first two segments from the second's
+            // tag (its demuxer reads the next segment's tag before the first's packets are
+            // stamped), then jumps back a segment, which is closed up: the item starts where
+            // its first sound is stamped, a segment after where its first tag says. A tag
+            // before the item's start holds from the start.
+            metadataLog?.add(TimedMetadataGroup(time: max(time, .zero), entries: entries))
+        }
+    }
+
+    /// The MPEG-TS clock's rate (Hz), on which a packed-audio segment's tag stamps it.
+    static let transportStreamClock: Int32 = 90_000
 
     /// The item time of `packet`'s presentation (its decoding time when it has none).
     private func itemTime(of packet: UnsafeMutablePointer<AVPacket>) -> CMTime? {
@@ -386,6 +427,7 @@ public final class ItemDemuxer: @unchecked Sendable {
     }
 
     private func perform(seek: (itemNanoseconds: Int64, serial: Int)) {
+        dropReadAhead()
         atEnd = false
         skipsToKeyframe = false
         skippedPictures = 0
@@ -442,8 +484,67 @@ public final class ItemDemuxer: @unchecked Sendable {
         do { try source.reopen(fromSeconds: seconds) } catch { return false }
         discardStreamsNotKept()
         let first = source.info.startTime.convertScale(1_000_000_000, method: .roundTowardNegativeInfinity).value
-        _ = continuity?.prepareSeek(to: itemNanoseconds &+ first, placedAt: Int64(segment.start * 1e9) &+ first)
+        _ = continuity?.prepareSeek(to: itemNanoseconds &+ first, placedAt: Int64(segment.start * 1e9) &+ first,
+                                    anchor: readToSegmentStart())
         return true
+    }
+
+    /// How many packets an opening at a segment reads at most to find its start
+    /// (`readToSegmentStart`): an HLS segment's first picture comes within its first few
+    /// dozen packets, after a little sound at most.
+    static let segmentStartSearchPackets = 256
+
+    /// Reads the newly opened input up to the first packet of the stream that places its
+    /// segments (`placingStream`), keeping what it read before then for the queues (read
+    /// again first: `readAhead`); returns that packet's own presentation time (ns), or nil
+    /// when none came. The same for every reader of the item, whatever streams it reads,
+    /// so that its sound and its pictures stand on the same timeline when read apart.
+    private func readToSegmentStart() -> Int64? {
+        dropReadAhead()
+        let context = source.formatContext
+        guard let index = placingStream, index < Int32(context.pointee.nb_streams),
+              let stream = context.pointee.streams[Int(index)] else { return nil }
+        let base = stream.pointee.time_base
+        guard base.num > 0, base.den > 0 else { return nil }
+        // Read even when this reader does not decode it (the sound's reader, with the
+        // pictures on a reader of their own).
+        let discard = stream.pointee.discard
+        stream.pointee.discard = AVDISCARD_DEFAULT
+        defer { stream.pointee.discard = discard }
+        for _ in 0..<Self.segmentStartSearchPackets {
+            guard let packet = av_packet_alloc() else { return nil }
+            var kept = false
+            defer { if !kept { var freed: UnsafeMutablePointer<AVPacket>? = packet; av_packet_free(&freed) } }
+            guard source.readFrame(packet) >= 0 else { return nil }
+            let found = packet.pointee.stream_index == index
+            let stamp = packet.pointee.pts != FFmpegCall.noPTS ? packet.pointee.pts : packet.pointee.dts
+            if !found || discard != AVDISCARD_ALL {
+                readAhead.append(packet)
+                kept = true
+            }
+            if found { return stamp == FFmpegCall.noPTS ? nil : av_rescale_q(stamp, base, Self.nanosecondBase) }
+        }
+        return nil
+    }
+
+    /// The stream whose first packet after an opening at a segment places the segment: the
+    /// item's pictures when it has them (an HLS segmenter starts each segment at a
+    /// keyframe, and its durations are the pictures'), else its sound.
+    private var placingStream: Int32? {
+        (source.info.preferredVideoTrack ?? source.info.preferredAudioTrack).map { Int32($0.streamIndex) }
+    }
+
+    /// Packets read ahead of the queues (`readToSegmentStart`), taken before the input is
+    /// read again.
+    private var readAhead: [UnsafeMutablePointer<AVPacket>] = []
+
+    /// Frees the packets read ahead (a seek leaves them behind).
+    private func dropReadAhead() {
+        for packet in readAhead {
+            var freed: UnsafeMutablePointer<AVPacket>? = packet
+            av_packet_free(&freed)
+        }
+        readAhead.removeAll()
     }
 
     private func readFailure(_ status: Int32) -> MediaError {

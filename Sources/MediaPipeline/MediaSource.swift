@@ -72,6 +72,8 @@ public final class MediaSource: @unchecked Sendable {
     /// Where the input was last opened again (`reopen(fromSeconds:)`), in seconds of the
     /// playlist's time; nil while it reads the stream as first opened.
     private(set) var reopenedAt: Double?
+    /// The segment tags already taken (`takeSegmentTags()`), by the reading thread alone.
+    private var segmentTagsTaken: Int64 = 0
     private let gainHolder: Mutex<ItemGain>
     /// Where the bytes this source reads are counted (an item's, across all its openings);
     /// nil: not counted. Set before reading starts.
@@ -149,6 +151,22 @@ public final class MediaSource: @unchecked Sendable {
             counter.fetchFailed(url: failedURL, reason: FFmpegCall.message(fetchPolicy.pointer.pointee.last_failed_status))
         }
         return status
+    }
+
+    /// The ID3 tags the input's segments began with since the last call (an HLS stream of
+    /// packed audio: each segment's timestamp, and a station's titles), oldest first; a
+    /// few segments' worth are kept between calls. On the thread reading the source.
+    func takeSegmentTags() -> [[UInt8]] {
+        let policy = fetchPolicy.pointer
+        let written = policy.pointee.segment_tags_written
+        guard written > segmentTagsTaken else { return [] }
+        let first = max(segmentTagsTaken, written - Int64(CHORUS_SEGMENT_TAGS))
+        segmentTagsTaken = written
+        return (first..<written).compactMap { number in
+            let length = Int(chorus_segment_tag_length(policy, number))
+            guard length > 0, let bytes = chorus_segment_tag_bytes(policy, number) else { return nil }
+            return Array(UnsafeBufferPointer(start: bytes, count: length))
+        }
     }
 
     /// Why a read failed with `FFmpegCall.certificateRefused`: the fetch refused, as an
@@ -330,6 +348,14 @@ public final class MediaSource: @unchecked Sendable {
             throw .corruptData(url: url, reason: "cannot read stream information (\(FFmpegCall.message(probeStatus)))")
         }
         withExtendedLifetime(cut) {}
+        // Segments that begin with an ID3 tag (packed audio: AAC or MP3 with a timestamp
+        // tag): each is fetched on a connection of its own, so that every one's tag is seen
+        // (`takeSegmentTags`). A kept-alive connection fetches the next segment without
+        // an open anyone outside FFmpeg sees.
+        if policy.pointer.pointee.segment_tags_written > 0, let options = context.pointee.priv_data,
+           let name = context.pointee.iformat?.pointee.name, String(cString: name) == "hls" {
+            _ = av_opt_set(options, "http_persistent", "0", 0)
+        }
         openingNanoseconds = (HostTime.now() - openingStarted).nanosecondsClamped
         var described = Self.describe(context, url: url)
         openedAt = described.startTime
@@ -379,6 +405,7 @@ public final class MediaSource: @unchecked Sendable {
         swap(&formatContext, &fresh.formatContext)
         swap(&fetchPolicy, &fresh.fetchPolicy)
         reopenedAt = seconds
+        segmentTagsTaken = 0
         let opened = chorus_fetch_policy_bytes(fetchPolicy.pointer, formatContext)
         countedBytes.store(opened, ordering: .relaxed)
         toldFailures.store(fetchPolicy.pointer.pointee.failure_count, ordering: .relaxed)

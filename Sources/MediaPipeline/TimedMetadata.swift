@@ -106,24 +106,60 @@ public enum TimedMetadataFormat {
     /// description), in the tag's order; empty when `bytes` is not such a tag, or for what
     /// of it is damaged. Other frames (pictures, comments, private data) are skipped.
     public static func id3TextFrames(_ bytes: [UInt8]) -> [TimedMetadataEntry] {
-        guard bytes.count >= 10, bytes[0] == 0x49, bytes[1] == 0x44, bytes[2] == 0x33 else { return [] }   // "ID3"
+        var entries: [TimedMetadataEntry] = []
+        forEachFrame(of: bytes) { name, body in
+            guard name.hasPrefix("T"), let encoding = body.first else { return }
+            let content = Array(body.dropFirst())
+            if name == "TXXX" {
+                let (description, rest) = splitAtTerminator(content, encoding: encoding)
+                guard let value = text(rest, encoding: encoding) else { return }
+                entries.append(TimedMetadataEntry(keySpace: .id3, key: name, info: text(description, encoding: encoding) ?? "", value: value))
+            } else if let value = text(content, encoding: encoding) {
+                entries.append(TimedMetadataEntry(keySpace: .id3, key: name, value: value))
+            }
+        }
+        return entries
+    }
+
+    /// The owner of the private frame that stamps a packed-audio HLS segment: its body
+    /// holds the segment's first sample's time on the 90 kHz MPEG-TS clock.
+    static let timestampOwner = Array("com.apple.streaming.transportStreamTimestamp".utf8) + [0]
+
+    /// The time an ID3 tag at the start of a packed-audio HLS segment (AAC, MP3 or AC-3
+    /// with no container) stamps its first sample with, in ticks of the 90 kHz MPEG-TS
+    /// clock (33 bits); nil when the tag has no such stamp.
+    public static func transportStreamTimestamp(inTag bytes: [UInt8]) -> Int64? {
+        var stamp: Int64?
+        forEachFrame(of: bytes) { name, body in
+            guard stamp == nil, name == "PRIV", body.count >= timestampOwner.count + 8,
+                  body.prefix(timestampOwner.count).elementsEqual(timestampOwner) else { return }
+            let value = body.dropFirst(timestampOwner.count).prefix(8).reduce(Int64(0)) { $0 << 8 | Int64($1) }
+            stamp = value & (1 << 33 - 1)
+        }
+        return stamp
+    }
+
+    /// Calls `body` with each frame of an ID3v2.3 or v2.4 tag that is stored plainly (not
+    /// compressed, encrypted or unsynchronised), in the tag's order: its name and its bytes.
+    /// Nothing for what is not such a tag, and nothing past what of it is damaged.
+    private static func forEachFrame(of bytes: [UInt8], _ body: (_ name: String, _ body: ArraySlice<UInt8>) -> Void) {
+        guard bytes.count >= 10, bytes[0] == 0x49, bytes[1] == 0x44, bytes[2] == 0x33 else { return }   // "ID3"
         let version = bytes[3]
-        guard version == 3 || version == 4, bytes[4] != 0xFF else { return [] }
+        guard version == 3 || version == 4, bytes[4] != 0xFF else { return }
         let flags = bytes[5]
-        guard let tagSize = syncsafe(bytes, at: 6), tagSize <= longestTag else { return [] }
+        guard let tagSize = syncsafe(bytes, at: 6), tagSize <= longestTag else { return }
         // Unsynchronisation of the whole tag (v2.3) is not undone; such tags are rare in
         // streams, and are skipped rather than misread.
-        guard flags & 0x80 == 0 else { return [] }
+        guard flags & 0x80 == 0 else { return }
         let end = min(bytes.count, 10 + tagSize)
         var position = 10
         if flags & 0x40 != 0 {
             // An extended header: its size counts itself in v2.4 (syncsafe), not in v2.3.
-            guard position + 4 <= end else { return [] }
+            guard position + 4 <= end else { return }
             let size = version == 4 ? syncsafe(bytes, at: position) : bigEndian(bytes, at: position).map { $0 + 4 }
-            guard let size, size >= 4, position + size <= end else { return [] }
+            guard let size, size >= 4, position + size <= end else { return }
             position += size
         }
-        var entries: [TimedMetadataEntry] = []
         while position + 10 <= end {
             // Padding: zeros to the end.
             guard bytes[position] != 0 else { break }
@@ -131,25 +167,15 @@ public enum TimedMetadataFormat {
             guard id.allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39) }),
                   let size = version == 4 ? syncsafe(bytes, at: position + 4) : bigEndian(bytes, at: position + 4) else { break }
             let frameFlags = bytes[position + 9]
-            let body = position + 10
-            guard size <= end - body else { break }
-            position = body + size
+            let start = position + 10
+            guard size <= end - start else { break }
+            position = start + size
             // Compressed, encrypted or unsynchronised frames (v2.4's format flags; v2.3's
             // compression and encryption) are skipped.
             let transformed = version == 4 ? frameFlags & 0x0F != 0 : frameFlags & 0xC0 != 0
-            guard !transformed, size >= 1, id.first == 0x54 else { continue }   // "T"
-            let name = String(decoding: id, as: UTF8.self)
-            let encoding = bytes[body]
-            let content = Array(bytes[(body + 1)..<(body + size)])
-            if name == "TXXX" {
-                let (description, rest) = splitAtTerminator(content, encoding: encoding)
-                guard let value = text(rest, encoding: encoding) else { continue }
-                entries.append(TimedMetadataEntry(keySpace: .id3, key: name, info: text(description, encoding: encoding) ?? "", value: value))
-            } else if let value = text(content, encoding: encoding) {
-                entries.append(TimedMetadataEntry(keySpace: .id3, key: name, value: value))
-            }
+            guard !transformed, size >= 1 else { continue }
+            body(String(decoding: id, as: UTF8.self), bytes[start..<(start + size)])
         }
-        return entries
     }
 
     /// The text frames of the ID3 tag in one packet of an MPEG-TS timed metadata track.

@@ -73,9 +73,9 @@ struct TimestampContinuity {
     /// after it chooses its epoch.
     private var seekTarget: Int64?
     /// Where the last seek's input was opened (ns, shifted: an HLS segment placed by its
-    /// playlist), when it was: its first packet takes an epoch that puts it there, or opens
-    /// one.
-    private var seekPlacement: Int64?
+    /// playlist), when it was, and the unshifted time that goes there (nil: the first
+    /// packet's): the first packet takes an epoch that puts that time there, or opens one.
+    private var seekPlacement: (placed: Int64, anchor: Int64?)?
 
     /// Counts the changes to `epochs`, for a reader that copies them out.
     private(set) var revision = 0
@@ -111,18 +111,19 @@ struct TimestampContinuity {
             // alone can miss: a playlist's durations place a splice a few ms from where its
             // sound puts it.
             seekTarget = nil
-            if let placed = seekPlacement {
+            if let (placed, anchor) = seekPlacement {
                 // Opened at a segment its playlist places: an epoch seen before that puts the
-                // packet there keeps its exact shift (set by the sound); with none, the
+                // segment there keeps its exact shift (set by the sound); with none, the
                 // playlist's place opens an epoch (a stretch not yet read).
                 seekPlacement = nil
+                let own = anchor ?? nanoseconds
                 let nearest = epochs.indices.min { a, b in
-                    Self.distance(nanoseconds &+ epochs[a].shift, placed) < Self.distance(nanoseconds &+ epochs[b].shift, placed)
+                    Self.distance(own &+ epochs[a].shift, placed) < Self.distance(own &+ epochs[b].shift, placed)
                 }
-                if let nearest, Self.near(nanoseconds &+ epochs[nearest].shift, placed) {
+                if let nearest, Self.near(own &+ epochs[nearest].shift, placed) {
                     current = nearest
                 } else {
-                    _ = open(Epoch(start: placed, shift: placed &- nanoseconds))
+                    _ = open(Epoch(start: placed, shift: placed &- own))
                 }
             } else {
                 current = epochs.indices.min { a, b in
@@ -170,14 +171,15 @@ struct TimestampContinuity {
     /// shift puts it nearest the target, wherever the input's own seek landed.
     ///
     /// With `placedAt` (ns, shifted), the input was opened again at a segment its playlist
-    /// places there (`MediaSource.reopen(fromSeconds:)`), rather than sought: its first
-    /// packet takes the epoch that puts it within `jumpLimitNanoseconds` of that place, or
-    /// opens one that puts it there.
-    mutating func prepareSeek(to nanoseconds: Int64, placedAt: Int64? = nil) -> Int64 {
+    /// places there (`MediaSource.reopen(fromSeconds:)`), rather than sought, and `anchor`
+    /// (ns, unshifted; nil: the first packet's time) is the segment's own time for its
+    /// start: the first packet takes the epoch that puts `anchor` within
+    /// `jumpLimitNanoseconds` of that place, or opens one that puts it there.
+    mutating func prepareSeek(to nanoseconds: Int64, placedAt: Int64? = nil, anchor: Int64? = nil) -> Int64 {
         current = epochs.lastIndex { $0.start <= (placedAt ?? nanoseconds) } ?? 0
         streams = [:]
         seekTarget = nanoseconds
-        seekPlacement = placedAt
+        seekPlacement = placedAt.map { ($0, anchor) }
         // A guess still open stands: the sound read after the seek has no history to
         // correct it from.
         for index in epochs.indices { epochs[index].provisional = false }

@@ -3,6 +3,7 @@ import Testing
 import ChorusTestSupport
 @testable import AVPlayback
 import MediaPipeline
+import MediaServer
 
 /// A stream's timed metadata (a station's titles) reaching an app as playback reaches it.
 @Suite(.ownThread) struct TimedMetadataTests {
@@ -69,6 +70,35 @@ import MediaPipeline
         #expect(item.timedMetadata?.map(\.stringValue) == ["Bravo's Song; Part 2"])
         #expect(other.all.isEmpty)
         #expect(titles.flushes == 0)
+    }
+
+    /// Packed audio (raw AAC segments, each led by an ID3 tag with its timestamp), as
+    /// radio stations serve HLS: the title in each segment's tag. FFmpeg's demuxer reads
+    /// only the first tag's and reports later changes as a missing feature.
+    @Test("a packed-audio HLS stream's titles, changing from segment to segment, reach a metadata output where their segments begin")
+    func packedAudioTitlesArriveWhereTheirSegmentsBegin() async throws {
+        let playlist = try TestMedia.packedAudioHLS(segments: 8, titles: [0: "One", 3: "Two", 6: "Three"])
+        let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
+        defer { server.stop() }
+        let path = server.publishFolder(of: playlist, id: "packed")
+        let item = AVPlayerItem(url: try #require(URL(string: "http://127.0.0.1:\(server.port)\(path)")))
+        let output = AVPlayerItemMetadataOutput(identifiers: nil)
+        let titles = MetadataLog()
+        output.setDelegate(titles, queue: DispatchQueue(label: "metadata"))
+        item.add(output)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        player.play()
+        #expect(await waitUntil(30) { titles.all.count >= 3 }, "\(titles.all.flatMap(\.items).map(\.stringValue))")
+        let heard = titles.all
+        #expect(heard.flatMap(\.items).map(\.stringValue) == ["One", "Two", "Three"])
+        #expect(heard.flatMap(\.items).allSatisfy { $0.identifier == .id3MetadataTitleDescription })
+        // Each where its segment begins: 47 AAC frames of 1,024 samples at 48 kHz a segment.
+        let segment = Double(TestMedia.packedAudioSegmentFrames * 1_024) / 48_000
+        let starts = heard.map(\.timeRange.start.seconds)
+        let expected = [0, 3 * segment, 6 * segment]
+        #expect(starts.count == 3 && zip(starts, expected).allSatisfy { abs($0 - $1) < 0.001 }, "at \(starts) s")
+        #expect(item.error == nil)
     }
 
     @Test("a relayed station's titles are in its live playlist as ID3 tags, which a player of the playlist hears in order")

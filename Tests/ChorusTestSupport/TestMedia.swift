@@ -392,6 +392,71 @@ public enum TestMedia {
         return (directory, names)
     }
 
+    /// AAC frames (1,024 samples at 48 kHz) in each packed-audio segment of
+    /// `packedAudioHLS`: 1.002667 s.
+    public static let packedAudioSegmentFrames = 47
+    /// Where `packedAudioHLS` stamps its first segment, on the 90 kHz MPEG-TS clock: 10 s.
+    public static let packedAudioFirstStamp: Int64 = 900_000
+
+    /// An on-demand HLS playlist of packed audio, as radio stations serve it: a 440 Hz tone
+    /// as raw AAC (ADTS) segments of `packedAudioSegmentFrames` frames, each led by an ID3
+    /// tag holding its first sample's time (Apple's `transportStreamTimestamp` private
+    /// frame, from `packedAudioFirstStamp`) and the title then playing: `titles[k]` from
+    /// segment `k` on. Returns the playlist.
+    public static func packedAudioHLS(segments: Int, titles: [Int: String]) throws -> URL {
+        let key = titles.sorted { $0.key < $1.key }.map { "\($0.key)\($0.value)" }.joined().utf8.reduce(5381) { ($0 &* 33) &+ Int($1) }
+        let directory = folder.appendingPathComponent("packed-audio-\(segments)-\(key)")
+        let playlist = directory.appendingPathComponent("index.m3u8")
+        try making(directory) {
+            if FileManager.default.fileExists(atPath: playlist.path) { return }
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let frameSamples = 1_024, rate = 48_000
+            let seconds = Double(segments * packedAudioSegmentFrames * frameSamples) / Double(rate) + 0.5
+            let adts = directory.appendingPathComponent("tone.adts")
+            let result = try Run.command("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)",
+                                                    "-c:a", "aac", "-ac", "2", "-f", "adts", adts.path])
+            guard result.status == 0 else { throw TestMediaError.ffmpegFailed("packed audio", result.standardError) }
+            // The ADTS frames, each as long as its header says.
+            let bytes = [UInt8](try Data(contentsOf: adts))
+            var frames: [ArraySlice<UInt8>] = []
+            var position = 0
+            while position + 7 <= bytes.count, bytes[position] == 0xFF, bytes[position + 1] & 0xF0 == 0xF0 {
+                let length = Int(bytes[position + 3] & 0x03) << 11 | Int(bytes[position + 4]) << 3 | Int(bytes[position + 5]) >> 5
+                guard length >= 7, position + length <= bytes.count else { break }
+                frames.append(bytes[position..<(position + length)])
+                position += length
+            }
+            try FileManager.default.removeItem(at: adts)
+            guard frames.count >= segments * packedAudioSegmentFrames else { throw TestMediaError.ffmpegFailed("packed audio", "\(frames.count) frames") }
+            let duration = Double(packedAudioSegmentFrames * frameSamples) / Double(rate)
+            var text = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+            var title = titles[0] ?? ""
+            for segment in 0..<segments {
+                title = titles[segment] ?? title
+                let stamp = packedAudioFirstStamp + Int64(segment * packedAudioSegmentFrames * frameSamples) * 90_000 / Int64(rate)
+                var tag = id3Frame("PRIV", Array("com.apple.streaming.transportStreamTimestamp".utf8) + [0]
+                                   + (0..<8).map { UInt8(truncatingIfNeeded: stamp >> (56 - 8 * $0)) })
+                if !title.isEmpty { tag += id3Frame("TIT2", [3] + Array(title.utf8)) }
+                let audio = frames[(segment * packedAudioSegmentFrames)..<((segment + 1) * packedAudioSegmentFrames)].flatMap { $0 }
+                let name = String(format: "segment%03d.aac", segment)
+                try Data(Array("ID3".utf8) + [4, 0, 0] + syncsafe(tag.count) + tag + audio).write(to: directory.appendingPathComponent(name))
+                text += "#EXTINF:\(String(format: "%.6f", duration)),\n\(name)\n"
+            }
+            try (text + "#EXT-X-ENDLIST\n").write(to: playlist, atomically: true, encoding: .utf8)
+        }
+        return playlist
+    }
+
+    /// An ID3v2.4 frame: its name, size, no flags, and `body`.
+    private static func id3Frame(_ name: String, _ body: [UInt8]) -> [UInt8] {
+        Array(name.utf8) + syncsafe(body.count) + [0, 0] + body
+    }
+
+    /// `value` as ID3's four 7-bit bytes.
+    private static func syncsafe(_ value: Int) -> [UInt8] {
+        [UInt8(value >> 21 & 0x7F), UInt8(value >> 14 & 0x7F), UInt8(value >> 7 & 0x7F), UInt8(value & 0x7F)]
+    }
+
     /// A video with sound whose keyframes come every `keyframeInterval` pictures (x264's own
     /// default puts one in ten seconds), for the paths that depend on where keyframes fall.
     public static func keyframedVideo(seconds: Double = 4, rate: Int = 25, keyframeInterval: Int = 25) throws -> URL {
