@@ -295,7 +295,10 @@ private struct SplicedRead {
     }
 
     /// Past a splice the demuxer has not read yet, the playlist places the segment opened:
-    /// its durations put the splice where the sound does to within an AAC frame or so.
+    /// its durations put the second half's first picture 48 ms before the sound does here
+    /// (the first half's sound runs 26.7 ms past its pictures, with its encoder's priming
+    /// and its last frame's padding, and the second half's pictures start 21.3 ms after its
+    /// sound).
     @Test("a seek past a splice not yet read lands where the playlist places it, and reads on to the end", arguments: [(0, 50), (50, 0)])
     func seekPastASpliceNotYetRead(offsets: (Int, Int)) throws {
         let hls = try TestMedia.splicedHLS(seconds: 4, offsets: offsets)

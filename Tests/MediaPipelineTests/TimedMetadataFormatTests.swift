@@ -116,4 +116,22 @@ import MediaClock
         #expect(inEffect?.until == CMTime(seconds: 5, preferredTimescale: 1000))
         #expect(log.groups(after: CMTime(seconds: 1, preferredTimescale: 1000), through: CMTime(seconds: 5, preferredTimescale: 1000)).map(\.time.seconds) == [5])
     }
+
+    @Test("a packed-audio segment's tag gives the time it stamps (33 bits of the 90 kHz clock), and a tag without the stamp, or with a short one, none")
+    func transportStreamTimestamps() {
+        let owner = Array("com.apple.streaming.transportStreamTimestamp".utf8) + [0]
+        func stamped(_ bytes: [UInt8]) -> [UInt8] {
+            tag(version: 4, [("TIT2", [3] + Array("News".utf8)), ("PRIV", owner + bytes)])
+        }
+        #expect(TimedMetadataFormat.transportStreamTimestamp(inTag: stamped([0, 0, 0, 0, 0, 0x0D, 0xBB, 0xA0])) == 900_000)
+        // Bits above the 33rd are not the clock's.
+        #expect(TimedMetadataFormat.transportStreamTimestamp(inTag: stamped([0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 1])) == 4_294_967_297)
+        #expect(TimedMetadataFormat.transportStreamTimestamp(inTag: stamped([0, 0, 0, 1])) == nil)
+        #expect(TimedMetadataFormat.transportStreamTimestamp(inTag: tag(version: 4, [("PRIV", Array("other.owner".utf8) + [0] + [UInt8](repeating: 1, count: 8))])) == nil)
+        #expect(TimedMetadataFormat.transportStreamTimestamp(inTag: tag(version: 4, [("TIT2", [3, 0x41])])) == nil)
+        #expect(TimedMetadataFormat.transportStreamTimestamp(inTag: Array("ID3".utf8)) == nil)
+        // The title beside the stamp is read as before.
+        #expect(TimedMetadataFormat.id3TextFrames(stamped([0, 0, 0, 0, 0, 0, 0, 1])) == [TimedMetadataEntry(keySpace: .id3, key: "TIT2", value: "News")])
+    }
 }
+

@@ -186,4 +186,29 @@ import ChorusTestSupport
         _ = continuity.prepareSeek(to: .max)
         _ = continuity.prepareSeek(to: .min)
     }
+
+    @Test("an opening at a segment takes an epoch seen before when it puts the segment's start within a second of the playlist's place, and opens one there otherwise")
+    func anOpeningAtASegmentIsPlaced() {
+        var continuity = TimestampContinuity(leadingStream: Self.sound)
+        // Read through: 0 to 4 s, then a jump back to 1.4 s, closed up by the sound.
+        _ = continuity.shift(stream: Self.sound, at: 4 * Self.second - Self.soundFrame, duration: Self.soundFrame)
+        let closed = continuity.shift(stream: Self.sound, at: 1_400_000_000, duration: Self.soundFrame)
+        #expect(closed == 4 * Self.second - 1_400_000_000)
+        // Opened again at the segment the playlist places at 6 s (27 ms from where the sound
+        // put it), whose first picture is at 3.373 s of its own time: the epoch seen keeps
+        // its exact shift, whichever packet comes first.
+        _ = continuity.prepareSeek(to: 6 * Self.second, placedAt: 6 * Self.second, anchor: 3_373_000_000)
+        #expect(continuity.shift(stream: Self.sound, at: 3_390_000_000, duration: Self.soundFrame) == closed)
+        #expect(continuity.epochs.count == 2)
+        // Past a splice not read: a new epoch puts the segment's first picture at the
+        // playlist's place, though a sound packet 80 ms later came first.
+        _ = continuity.prepareSeek(to: 20 * Self.second, placedAt: 20 * Self.second, anchor: 70 * Self.second)
+        let placed = continuity.shift(stream: Self.sound, at: 70 * Self.second + 80_000_000, duration: Self.soundFrame)
+        #expect(placed == 20 * Self.second - 70 * Self.second)
+        #expect(continuity.shift(stream: Self.pictures, at: 70 * Self.second, duration: Self.picture) == placed)
+        #expect(continuity.epochs.last == .init(start: 20 * Self.second, shift: placed))
+        // Without an anchor, the first packet is the one placed.
+        _ = continuity.prepareSeek(to: 30 * Self.second, placedAt: 30 * Self.second)
+        #expect(continuity.shift(stream: Self.sound, at: 200 * Self.second, duration: Self.soundFrame) == 30 * Self.second - 200 * Self.second)
+    }
 }
