@@ -581,13 +581,10 @@ extension VideoOnlyItemTests {
         // Noise over a stretch in the middle of the file: pictures (most of an MP4's bytes)
         // are hit, and perhaps some sound.
         let url = try TestMedia.damaged(source, at: 0.45, length: 4_000, seed: 19)
-        let item = AVPlayerItem(url: url)
-        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        let (shownPlayer, ready) = await ShownPlayer.open(url, timeout: 10)
+        let (item, player, layer, ended, failed) = (shownPlayer.item, shownPlayer.player, shownPlayer.layer, shownPlayer.ended, shownPlayer.failed)
         defer { player.close() }
-        let layer = AVPlayerLayer(player: player)
-        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
-        let failed = NotificationCounter(AVPlayerItem.failedToPlayToEndTimeNotification, object: item)
-        #expect(await waitUntil(10) { item.status == .readyToPlay })
+        #expect(ready)
         player.play()
         var shown = 0
         #expect(await waitUntil(15) {

@@ -192,13 +192,10 @@ import MediaServer
         defer { server.stop() }
         let path = server.publishFolder(of: hls.folder.appendingPathComponent(playlist), id: "spliced-back")
         let url = try #require(URL(string: "http://127.0.0.1:\(server.port)\(path)"))
-        let item = AVPlayerItem(url: url)
-        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        let (shown, ready) = await ShownPlayer.open(url, timeout: 20)
+        let (item, player, layer, ended, failed) = (shown.item, shown.player, shown.layer, shown.ended, shown.failed)
         defer { player.close() }
-        let layer = AVPlayerLayer(player: player)
-        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
-        let failed = NotificationCounter(AVPlayerItem.failedToPlayToEndTimeNotification, object: item)
-        #expect(await waitUntil(20) { item.status == .readyToPlay })
+        #expect(ready)
         for (round, seconds) in [6, 1].enumerated() {
             let finished = Collected<Bool>()
             player.seek(to: CMTime(value: Int64(seconds), timescale: 1), toleranceBefore: .zero, toleranceAfter: .zero) { finished.append($0) }

@@ -19,6 +19,19 @@ import MediaServer
         var all: [AVTimedMetadataGroup] { lock.withLock { groups } }
     }
 
+    /// A player of `url` on a silent device, playing, and what a metadata output for every
+    /// identifier added to its item hears (`player.close()` is the caller's).
+    static func playListening(_ url: URL) -> (player: AVPlayer, item: AVPlayerItem, titles: MetadataLog) {
+        let item = AVPlayerItem(url: url)
+        let output = AVPlayerItemMetadataOutput(identifiers: nil)
+        let titles = MetadataLog()
+        output.setDelegate(titles, queue: DispatchQueue(label: "metadata"))
+        item.add(output)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        player.play()
+        return (player, item, titles)
+    }
+
     @Test("a station's titles reach a metadata output, in order and where the station put them, and the item's timedMetadata follows")
     func stationTitlesArriveAsTheyArePlayed() async throws {
         let station = try StationServer(broadcasting: try TestMedia.station(seconds: 30), seconds: 30,
@@ -81,14 +94,8 @@ import MediaServer
         let server = try MediaHTTPServer(address: "127.0.0.1", port: 0)
         defer { server.stop() }
         let path = server.publishFolder(of: playlist, id: "packed")
-        let item = AVPlayerItem(url: try #require(URL(string: "http://127.0.0.1:\(server.port)\(path)")))
-        let output = AVPlayerItemMetadataOutput(identifiers: nil)
-        let titles = MetadataLog()
-        output.setDelegate(titles, queue: DispatchQueue(label: "metadata"))
-        item.add(output)
-        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        let (player, item, titles) = Self.playListening(try #require(URL(string: "http://127.0.0.1:\(server.port)\(path)")))
         defer { player.close() }
-        player.play()
         #expect(await waitUntil(30) { titles.all.count >= 3 }, "\(titles.all.flatMap(\.items).map(\.stringValue))")
         let heard = titles.all
         #expect(heard.flatMap(\.items).map(\.stringValue) == ["One", "Two", "Three"])
@@ -110,14 +117,8 @@ import MediaServer
         let relay = try #require(LiveRelay.start(url: station.url.absoluteString, in: folder))
         defer { relay.stop() }
         #expect(relay.waitUntilReady(timeout: .seconds(20)))
-        let item = AVPlayerItem(url: relay.playlist)
-        let output = AVPlayerItemMetadataOutput(identifiers: nil)
-        let titles = MetadataLog()
-        output.setDelegate(titles, queue: DispatchQueue(label: "metadata"))
-        item.add(output)
-        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        let (player, _, titles) = Self.playListening(relay.playlist)
         defer { player.close() }
-        player.play()
         // The first title is heard where playback starts (it is repeated in every segment),
         // the second where it came.
         #expect(await waitUntil(20) { titles.all.count >= 2 })

@@ -62,3 +62,24 @@ func renderToPCM(_ url: URL, name: String, configure: (AVPlayer, AVPlayerItem) a
 }
 
 struct RenderFailure: Error { let reason: String }
+
+/// A player of one item shown in a layer, with counts of the item's end and failure
+/// notifications, once the item is ready (`player.close()` is the caller's).
+struct ShownPlayer {
+    let item: AVPlayerItem
+    let player: AVPlayer
+    let layer: AVPlayerLayer
+    let ended: NotificationCounter
+    let failed: NotificationCounter
+
+    /// Made for `url` on a silent device; `ready` is whether the item was ready within
+    /// `timeout` seconds.
+    static func open(_ url: URL, timeout: Double) async -> (shown: ShownPlayer, ready: Bool) {
+        let item = AVPlayerItem(url: url)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        let shown = ShownPlayer(item: item, player: player, layer: AVPlayerLayer(player: player),
+                                ended: NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item),
+                                failed: NotificationCounter(AVPlayerItem.failedToPlayToEndTimeNotification, object: item))
+        return (shown, await waitUntil(timeout) { item.status == .readyToPlay })
+    }
+}
