@@ -16,7 +16,11 @@ extension AVPlayer {
     }
 
     func addTimeObserver(_ observer: TimeObserver) -> TimeObserver {
-        state.withLockAnnotated { state in state.observers.append(observer) }
+        state.withLockAnnotated { state in
+            // The first firing, at the next tick, tells the time the observer was added at.
+            if observer.fireNow { observer.fireNowTime = currentTimeLocked(&state) }
+            state.observers.append(observer)
+        }
         return observer
     }
 
@@ -50,11 +54,13 @@ extension AVPlayer {
                     due = false
                 }
                 guard due else { continue }
+                // A jump reports where it landed; the adding, where it was made.
+                let told = jumped ? time : observer.fireNowTime ?? time
                 observer.fireNow = false
                 if interval.isNumeric, interval > .zero, interval.seconds > 0 {
-                    observer.nextFire = Self.multiple(of: interval, after: time)
+                    observer.nextFire = Self.multiple(of: interval, after: told)
                 }
-                observer.deliver { block(time) }
+                observer.deliver { block(told) }
             case .boundary(let times, let block):
                 guard playing, !jumped, previous.isNumeric, time > previous else { continue }
                 if times.contains(where: { $0 > previous && $0 <= time }) {

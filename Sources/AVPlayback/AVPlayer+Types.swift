@@ -63,6 +63,10 @@ final class TimeObserver: Sendable {
         var nextFire = CMTime.invalid
         /// Fire at the next tick whatever the time (start, stop, jump).
         var fireNow: Bool
+        /// The time to give that firing instead of the tick's, when it was asked for at a
+        /// known time (the observer's adding): a monitor held up past a play that followed
+        /// would otherwise report the adding as made after playback began.
+        var fireNowTime: CMTime?
     }
 
     let kind: Kind
@@ -84,7 +88,13 @@ final class TimeObserver: Sendable {
     /// Fire at the next tick whatever the time (start, stop, jump).
     var fireNow: Bool {
         get { state.withLockAnnotated { $0.fireNow } }
-        set { state.withLockAnnotated { $0.fireNow = newValue } }
+        set { state.withLockAnnotated { $0.fireNow = newValue; if !newValue { $0.fireNowTime = nil } } }
+    }
+
+    /// The time the next tick's firing gives, when it was fixed as it was asked for.
+    var fireNowTime: CMTime? {
+        get { state.withLockAnnotated { $0.fireNowTime } }
+        set { state.withLockAnnotated { $0.fireNowTime = newValue } }
     }
 
     /// No invocation begins after this returns. One already running finishes, as on Apple's

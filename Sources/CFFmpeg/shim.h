@@ -146,7 +146,8 @@ typedef struct ChorusFetchPolicy {
        who it is, as if the segment were merely missing. */
     int certificate_refusals;
     char *certificate_refused_url;
-    /* When set, every fetched input that is an HLS playlist (its text starts "#EXTM3U") is
+    /* When set, every fetched input that is an HLS playlist (its first bytes, as they come,
+       start "#EXTM3U"; an input whose first bytes come too few to tell fails to open) is
        read whole, given to this, and the URL it returns opened in its place: an on-demand
        stream opened again at a later segment (FFmpeg's demuxer starts such a playlist at
        its first segment, and seeks within it by times a splice may have sent back). Other
@@ -242,9 +243,10 @@ static inline int chorus_add_certificate_checks(AVDictionary **options, const ch
 static inline int chorus_peek(AVIOContext *pb, const uint8_t **start, int *available) {
     *start = NULL;
     *available = 0;
-    int first = avio_r8(pb);
+    (void)avio_r8(pb);
     if (pb->error < 0) return pb->error;
-    if (avio_feof(pb) && first == 0 && pb->buf_ptr == pb->buf_end) return 0;
+    /* Nothing came: an empty input (avio_r8 read no byte, so there is nothing to step back over). */
+    if (pb->buf_ptr <= pb->buffer) return 0;
     *start = pb->buf_ptr - 1;
     *available = (int)(pb->buf_end - *start);
     return avio_seek(pb, -1, SEEK_CUR) < 0 ? AVERROR(EIO) : 0;
@@ -277,8 +279,8 @@ static inline int chorus_keep_segment_tag(ChorusFetchPolicy *policy, AVIOContext
 }
 
 /* For chorus_io_open with a playlist rewrite: when the input just opened at `*pb` is an HLS
-   playlist, reads it whole, closes it and opens the rewrite's URL in its place; any other
-   input is left as it was (`chorus_peek`). Returns the open's status. */
+   playlist, reads it whole, closes it and opens the rewrite's URL in its place, and returns
+   1; any other input is left as it was (`chorus_peek`), and 0 returned; or the failure. */
 static inline int chorus_rewrite_if_playlist(struct AVFormatContext *s, ChorusFetchPolicy *policy, AVIOContext **pb,
                                              const char *url, int flags, AVDictionary **options) {
     static const char signature[] = "#EXTM3U";
@@ -288,6 +290,13 @@ static inline int chorus_rewrite_if_playlist(struct AVFormatContext *s, ChorusFe
     if (status < 0) {
         avio_closep(pb);
         return status;
+    }
+    /* A first fill too short to tell (a server's first bytes in a chunk of their own) is
+       not passed on unchecked: the opening fails, and the seek that asked for it seeks as
+       it would have without it. */
+    if (start && available < (int)sizeof signature - 1 && !(*pb)->eof_reached) {
+        avio_closep(pb);
+        return AVERROR(EAGAIN);
     }
     if (!start || available < (int)sizeof signature - 1 || memcmp(start, signature, sizeof signature - 1) != 0) return 0;
     AVBPrint text;
@@ -307,7 +316,8 @@ static inline int chorus_rewrite_if_playlist(struct AVFormatContext *s, ChorusFe
     if (!replacement) return status < 0 ? status : AVERROR(EINVAL);
     status = policy->original(s, pb, replacement, flags, options);
     av_free(replacement);
-    return status;
+    /* The text's bytes were counted as they were fetched. */
+    return status < 0 ? status : 1;
 }
 
 /* The io_open Chorus installs: FFmpeg's own, with the certificate checks added. Without a
@@ -327,8 +337,14 @@ static inline int chorus_io_open(struct AVFormatContext *s, AVIOContext **pb, co
     AVDictionary **used = options ? options : &own;
     int status = chorus_add_certificate_checks(used, policy->ca_file);
     if (status >= 0) status = policy->original(s, pb, url, flags, used);
-    if (status >= 0 && pb && *pb && policy->rewrite_playlist) status = chorus_rewrite_if_playlist(s, policy, pb, url, flags, used);
-    int is_hls = s->iformat && s->iformat->name && strcmp(s->iformat->name, "hls") == 0;
+    /* 1: the input is a playlist handed over in memory, neither fetched nor counted again. */
+    int handed_over = 0;
+    if (status >= 0 && pb && *pb && policy->rewrite_playlist) {
+        status = chorus_rewrite_if_playlist(s, policy, pb, url, flags, used);
+        handed_over = status == 1;
+        if (handed_over) status = 0;
+    }
+    int is_hls = s->iformat && s->iformat->name && strcmp(s->iformat->name, "hls") == 0 && !handed_over;
     if (status >= 0 && pb && *pb && is_hls && pb != &s->pb) {
         status = chorus_keep_segment_tag(policy, *pb);
         if (status < 0) avio_closep(pb);

@@ -6,10 +6,10 @@ import Foundation
 /// Why: FFmpeg's HLS demuxer starts an on-demand playlist at its first segment, and seeks in
 /// it by the playlist's durations and then by the packets' own times, skipping every packet
 /// stamped before the target. Past a splice whose times go back (an advertisement, an
-/// encoder restarted at zero) every later packet is stamped before the target, so a seek
-/// there read on to the end. A playlist that starts at the segment holding the target is
-/// read from there, with nothing skipped; the item's timeline places what it reads
-/// (`TimestampContinuity.prepareSeek(to:placedAt:)`).
+/// encoder restarted at zero) every later packet is stamped before the target, so such a
+/// seek would read on to the end. A playlist that starts at the segment holding the target
+/// is read from there, with nothing skipped; the item's timeline places what it reads
+/// (`TimestampContinuity.prepareSeek(to:placedAt:anchor:)`).
 ///
 /// The cut keeps what the kept segments need: the header (its media sequence moved on by
 /// the segments left out, so that an AES-128 key without an IV decrypts as before, and its
@@ -41,6 +41,16 @@ struct HLSPlaylistCut {
     ]
     /// Segment tags that stay in force for the segments after theirs, until replaced.
     static let lastingTags: Set<String> = ["#EXT-X-KEY", "#EXT-X-MAP", "#EXT-X-BITRATE"]
+    /// Tags of the playlist as a whole, kept in the header wherever they stand.
+    static let playlistTags: Set<String> = [
+        "#EXTM3U", "#EXT-X-VERSION", "#EXT-X-TARGETDURATION", "#EXT-X-MEDIA-SEQUENCE", "#EXT-X-DISCONTINUITY-SEQUENCE",
+        "#EXT-X-PLAYLIST-TYPE", "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-START", "#EXT-X-I-FRAMES-ONLY", "#EXT-X-ALLOW-CACHE",
+        "#EXT-X-SERVER-CONTROL", "#EXT-X-PART-INF", "#EXT-X-DEFINE",
+    ]
+    /// The largest sequence number, byte count or offset taken from a playlist: far beyond
+    /// any real one (a petabyte), and far enough from `Int.max` that sums of them cannot
+    /// overflow. A larger one is a damaged or hostile playlist's, and is left as written.
+    static let largestNumber = 1 << 50
 
     /// The playlist in `text`.
     init(parsing text: String) {
@@ -51,7 +61,8 @@ struct HLSPlaylistCut {
             if line.isEmpty { continue }
             if line.hasPrefix("#EXT-X-STREAM-INF") { isMaster = true }
             if line.hasPrefix("#") {
-                if !inSegments, !Self.segmentTags.contains(Self.tag(of: line)) {
+                let tag = Self.tag(of: line)
+                if Self.playlistTags.contains(tag) || !inSegments && !Self.segmentTags.contains(tag) {
                     header.append(line)
                 } else {
                     inSegments = true
@@ -132,6 +143,7 @@ struct HLSPlaylistCut {
     private static func advance(_ tag: String, by count: Int, in header: inout [String]) {
         if let index = header.firstIndex(where: { Self.tag(of: $0) == tag }) {
             let value = Int(header[index].dropFirst(tag.count + 1).trimmingCharacters(in: .whitespaces)) ?? 0
+            guard (0...largestNumber).contains(value) else { return }
             header[index] = "\(tag):\(value + count)"
         } else {
             header.insert("\(tag):\(count)", at: min(1, header.count))
@@ -147,8 +159,10 @@ struct HLSPlaylistCut {
             found = nil
             guard let line = segment.lines.first(where: { tag(of: $0) == "#EXT-X-BYTERANGE" }) else { end = 0; continue }
             let parts = line.dropFirst("#EXT-X-BYTERANGE:".count).split(separator: "@")
-            guard let length = parts.first.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) else { continue }
+            guard let length = parts.first.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }),
+                  (0...largestNumber).contains(length) else { end = 0; continue }
             let offset = parts.count > 1 ? Int(parts[1].trimmingCharacters(in: .whitespaces)) ?? end : end
+            guard (0...largestNumber).contains(offset) else { end = 0; continue }
             found = (length, offset)
             end = offset + length
         }

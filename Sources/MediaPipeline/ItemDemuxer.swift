@@ -291,33 +291,67 @@ public final class ItemDemuxer: @unchecked Sendable {
         metadataLog?.add(TimedMetadataGroup(time: time, entries: entries))
     }
 
-    /// Adds the ID3 tags of the segments opened since the last packet to the metadata (which
-    /// keeps a group only where it differs from the one before: a stream repeats its tag in
-    /// every segment): each at the time it stamps its segment with (a packed-audio segment's
-    /// timestamp, on the item's closed-up timeline), or else at `packet`'s.
+    /// Adds the ID3 tags of the segments opened so far to the metadata (which keeps a group
+    /// only where it differs from the one before: a stream repeats its tag in every
+    /// segment). A tag that stamps its segment (packed audio) waits for a packet of the sound
+    /// or the pictures stamped within `segmentTagReach` of it, and takes that packet's shift
+    /// onto the item's closed-up timeline: the demuxer opens a segment before the packets
+    /// before it are out, so across a splice the shift in force when the tag came is the
+    /// stretch before's. The stamp's 33 bits are unwrapped to the packet's time. A tag with
+    /// no stamp is placed at `packet`'s time.
     private func noteSegmentTags(after packet: UnsafeMutablePointer<AVPacket>) {
         for tag in source.takeSegmentTags() {
             let entries = TimedMetadataFormat.id3TextFrames(tag)
             guard !entries.isEmpty else { continue }
-            let time: CMTime?
             if let stamp = TimedMetadataFormat.transportStreamTimestamp(inTag: tag) {
-                let shift = CMTime(value: continuity?.sparseShift ?? 0, timescale: HostTime.nanosecondTimescale)
-                time = CMTime(value: stamp, timescale: Self.transportStreamClock) + shift - source.info.startTime
-            } else {
-                time = itemTime(of: packet)
+                if pendingSegmentTags.count >= Self.mostPendingSegmentTags { pendingSegmentTags.removeFirst() }
+                pendingSegmentTags.append((av_rescale_q(stamp, Self.transportStreamBase, Self.nanosecondBase), entries))
+            } else if let time = itemTime(of: packet) {
+                metadataLog?.add(TimedMetadataGroup(time: max(time, .zero), entries: entries))
             }
-            guard let time, time.isNumeric else { continue }
+        }
+        let index = packet.pointee.stream_index
+        guard !pendingSegmentTags.isEmpty, index == soundQueue?.streamIndex || index == pictureQueue?.streamIndex,
+              index < Int32(source.formatContext.pointee.nb_streams), let stream = source.formatContext.pointee.streams[Int(index)] else { return }
+        let base = stream.pointee.time_base
+        let stamp = packet.pointee.pts != FFmpegCall.noPTS ? packet.pointee.pts : packet.pointee.dts
+        guard stamp != FFmpegCall.noPTS, base.num > 0, base.den > 0 else { return }
+        // The packet was moved by its stream's shift (`closeUp`): its own time is that less it.
+        let shift = continuity?.shift(of: index) ?? 0
+        let own = av_rescale_q(stamp, base, Self.nanosecondBase) &- shift
+        let start = source.info.startTime.convertScale(1_000_000_000, method: .roundTowardNegativeInfinity).value
+        pendingSegmentTags.removeAll { tag in
+            let turns = ((Double(own) - Double(tag.nanoseconds)) / Double(Self.transportStreamWrapNanoseconds)).rounded()
+            guard turns.magnitude < 16 else { return false }
+            let unwrapped = tag.nanoseconds &+ Int64(turns) &* Self.transportStreamWrapNanoseconds
+            guard (unwrapped &- own).magnitude <= UInt64(Self.segmentTagReachNanoseconds) else { return false }
             // FFmpeg 5.1 stamps a packed-audio stream's first two segments from the second's
             // tag (its demuxer reads the next segment's tag before the first's packets are
             // stamped), then jumps back a segment, which is closed up: the item starts where
             // its first sound is stamped, a segment after where its first tag says. A tag
             // before the item's start holds from the start.
-            metadataLog?.add(TimedMetadataGroup(time: max(time, .zero), entries: entries))
+            let time = CMTime(value: max(unwrapped &+ shift &- start, 0), timescale: HostTime.nanosecondTimescale)
+            metadataLog?.add(TimedMetadataGroup(time: time, entries: tag.entries))
+            return true
         }
     }
 
-    /// The MPEG-TS clock's rate (Hz), on which a packed-audio segment's tag stamps it.
-    static let transportStreamClock: Int32 = 90_000
+    /// Segment tags awaiting a packet near the time they stamp (ns, 33 bits of the 90 kHz
+    /// clock), with their text frames.
+    private var pendingSegmentTags: [(nanoseconds: Int64, entries: [TimedMetadataEntry])] = []
+    /// The most segment tags awaiting their packets: a few segments' worth (the demuxer
+    /// opens one segment ahead, two across a splice); a tag whose packets never come (a
+    /// forged stamp) gives way to newer ones.
+    static let mostPendingSegmentTags = 8
+    /// How near a packet's own time a segment tag's stamp must be for the packet to place it
+    /// (ns): a segment's length and more (they run seconds; FFmpeg's first stamps are a
+    /// segment off), far short of any splice's jump.
+    static let segmentTagReachNanoseconds: Int64 = 30_000_000_000
+    /// The MPEG-TS clock's time base, on which a packed-audio segment's tag stamps it.
+    static let transportStreamBase = AVRational(num: 1, den: 90_000)
+    /// How long the MPEG-TS clock's 33 bits last before they wrap (ns): 2³³ ticks of 90 kHz,
+    /// about 26.5 hours.
+    static let transportStreamWrapNanoseconds: Int64 = (1 << 33) * 1_000_000_000 / 90_000
 
     /// The item time of `packet`'s presentation (its decoding time when it has none).
     private func itemTime(of packet: UnsafeMutablePointer<AVPacket>) -> CMTime? {
@@ -428,6 +462,7 @@ public final class ItemDemuxer: @unchecked Sendable {
 
     private func perform(seek: (itemNanoseconds: Int64, serial: Int)) {
         dropReadAhead()
+        pendingSegmentTags.removeAll()
         atEnd = false
         skipsToKeyframe = false
         skippedPictures = 0
@@ -471,9 +506,10 @@ public final class ItemDemuxer: @unchecked Sendable {
     /// it did; when it could not, the input stays as it was, and is sought in as any other.
     ///
     /// Why: FFmpeg's demuxer finds the segment by the playlist's durations and then skips
-    /// every packet stamped before the target, so past a splice whose times go back it
-    /// skipped everything to the end. The new input's first packet takes the epoch that puts
-    /// it where the playlist places its segment (`TimestampContinuity.prepareSeek(to:placedAt:)`).
+    /// every packet stamped before the target, so past a splice whose times go back it would
+    /// skip everything to the end. The new input's segment start (`readToSegmentStart`)
+    /// takes the epoch that puts it where the playlist places its segment
+    /// (`TimestampContinuity.prepareSeek(to:placedAt:anchor:)`).
     private func reopenSplicedPlaylist(at itemNanoseconds: Int64) -> Bool {
         guard let playlist = source.splicedPlaylist, let splice = playlist.firstDiscontinuity else { return false }
         let seconds = Double(max(itemNanoseconds, 0)) / 1e9
@@ -484,8 +520,8 @@ public final class ItemDemuxer: @unchecked Sendable {
         do { try source.reopen(fromSeconds: seconds) } catch { return false }
         discardStreamsNotKept()
         let first = source.info.startTime.convertScale(1_000_000_000, method: .roundTowardNegativeInfinity).value
-        _ = continuity?.prepareSeek(to: itemNanoseconds &+ first, placedAt: Int64(segment.start * 1e9) &+ first,
-                                    anchor: readToSegmentStart())
+        let anchor = readToSegmentStart()
+        _ = continuity?.prepareSeek(to: itemNanoseconds &+ first, placedAt: Int64(segment.start * 1e9) &+ first, anchor: anchor)
         return true
     }
 

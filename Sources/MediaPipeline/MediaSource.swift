@@ -275,11 +275,12 @@ public final class MediaSource: @unchecked Sendable {
     }
 
     /// `cutAt` (s of the playlist's time) opens an on-demand HLS stream at the segment that
-    /// holds it (`HLSPlaylistCut`), interrupted through `interruptState`: the opening
-    /// `reopen(fromSeconds:)` takes the input of.
+    /// holds it (`HLSPlaylistCut`), interrupted through `interruptState` and limited to the
+    /// protocols `protocols` names (FFmpeg's list): the opening `reopen(fromSeconds:)` takes
+    /// the input of.
     init(url: String, audioStream: Int? = nil, allowedSegmentExtensions: String?, liveStartIndex: Int? = nil,
          variantLimit: VariantLimit = .none, gain: ItemGain = ItemGain(),
-         cutAt: Double? = nil, interruptState: InterruptState? = nil) throws(MediaError) {
+         cutAt: Double? = nil, interruptState: InterruptState? = nil, protocols: String? = nil) throws(MediaError) {
         self.url = url
         gainHolder = Mutex(gain)
         let target = try Self.resolve(url)
@@ -311,12 +312,19 @@ public final class MediaSource: @unchecked Sendable {
             policy.pointer.pointee.rewrite_playlist = PlaylistCutRequest.rewrite
             policy.pointer.pointee.rewrite_opaque = Unmanaged.passUnretained(cut).toOpaque()
         }
-        defer { policy.pointer.pointee.rewrite_playlist = nil; policy.pointer.pointee.rewrite_opaque = nil }
+        defer {
+            policy.pointer.pointee.rewrite_playlist = nil
+            policy.pointer.pointee.rewrite_opaque = nil
+            }
 
         var options: OpaquePointer? = nil
         // A playlist the cut opens in place of the one fetched is not an HTTP connection,
         // and the demuxer must not ask it for the next playlist as it would a kept-alive one.
         if cut != nil { av_dict_set(&options, "http_persistent", "0", 0) }
+        // An input opened from memory (the cut playlist) brings no list of the protocols its
+        // nested fetches may use, as an HTTP or file input does: the first opening's is given,
+        // with `data:` for the playlists handed over.
+        if let protocols { av_dict_set(&options, "protocol_whitelist", protocols.contains("data") ? protocols : protocols + ",data", 0) }
         av_dict_set(&options, "rw_timeout", String(Int64(Self.readTimeout.components.seconds) * 1_000_000), 0)
         // Servers that drop the connection mid-file are reconnected by FFmpeg's HTTP layer,
         // for `reconnectLimit` at most: its own default (two minutes of retries, doubling the
@@ -330,7 +338,9 @@ public final class MediaSource: @unchecked Sendable {
         Self.addCertificateChecks(to: &options)
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
         let openingStarted = HostTime.now()
-        let openStatus = avformat_open_input(&opened, target, nil, &options)
+        // A cut opening's input is a playlist in memory, with no name or type to tell it by.
+        let format = cutAt == nil ? nil : av_find_input_format("hls")
+        let openStatus = avformat_open_input(&opened, target, format, &options)
         av_dict_free(&options)
         guard openStatus >= 0, let context = opened else {
             // avformat_open_input frees the context on failure.
@@ -397,7 +407,11 @@ public final class MediaSource: @unchecked Sendable {
     /// reading the source, which then reads the new input from its top (no seek is needed,
     /// and none made). The bytes the opening read count as the item's.
     func reopen(fromSeconds seconds: Double) throws(MediaError) {
-        let fresh = try MediaSource(url: url, allowedSegmentExtensions: nil, cutAt: seconds, interruptState: interruptState)
+        // The opening arms the shared interrupt's deadline and clears it only if it opens.
+        defer { interruptState.arm(deadline: nil) }
+        let protocols = formatContext.pointee.protocol_whitelist.map { String(cString: $0) }
+        let fresh = try MediaSource(url: url, allowedSegmentExtensions: nil, cutAt: seconds, interruptState: interruptState,
+                                    protocols: protocols)
         guard Self.sameStreams(formatContext, fresh.formatContext) else {
             throw .corruptData(url: url, reason: "the streams after \(seconds) s are not those before it")
         }
@@ -827,16 +841,51 @@ private func chorusInterruptCallback(_ opaque: UnsafeMutableRawPointer?) -> Int3
     return Unmanaged<InterruptState>.fromOpaque(opaque).takeUnretainedValue().shouldAbort() ? 1 : 0
 }
 
+/// Spans of host time (ns) already counted, merged and in order: reads of two openings of
+/// an item overlap, and end out of order (a long read begun before a short one ends after
+/// it). A pure value type.
+struct CoveredTime {
+    /// How long a span is remembered after it ended (ns): longer than any read or opening
+    /// takes (an opening gives up after `MediaSource.openTimeout`), so a read still under
+    /// way when a later one ended finds its overlap.
+    static let retention: Int64 = 120_000_000_000
+
+    private(set) var spans: [(start: Int64, end: Int64)] = []
+
+    /// Covers `start..<end`; returns how much of it was not covered before (ns).
+    mutating func cover(from start: Int64, to end: Int64) -> Int64 {
+        guard end > start else { return 0 }
+        var fresh = end - start
+        var merged = (start: start, end: end)
+        var kept: [(start: Int64, end: Int64)] = []
+        kept.reserveCapacity(spans.count + 1)
+        for span in spans {
+            if span.end < start || span.start > end {
+                kept.append(span)
+            } else {
+                // The spans are apart from each other, so their overlaps with this one add up.
+                fresh -= min(span.end, end) - max(span.start, start)
+                merged = (min(merged.start, span.start), max(merged.end, span.end))
+            }
+        }
+        let index = kept.firstIndex { $0.start > merged.start } ?? kept.count
+        kept.insert(merged, at: index)
+        let latest = kept.last?.end ?? end
+        spans = kept.filter { $0.end >= latest &- Self.retention }
+        return max(fresh, 0)
+    }
+}
+
 /// What one item's openings and readers did on the network: the bytes they read, and the
 /// fetches that failed while they read (a segment an HLS demuxer skipped).
 public final class NetworkActivity: Sendable {
     private let bytes = Atomic<Int64>(0)
     /// The reads that measured the network (`MediaSource.noteHeldBack`): their bytes, the
-    /// time spent in them (ns: how long the bytes took to come), and when the latest of
-    /// them ended (host ns), so that reads of two openings at once (a display's pictures
-    /// beside the sound) count their time once: they share one network, and counting it
-    /// twice halved the rate.
-    private let transfers = Mutex<(bytes: Int64, nanoseconds: Int64, busyUntil: Int64)>((0, 0, .min))
+    /// time spent in them (ns: how long the bytes took to come), and the host time they
+    /// spanned, so that reads of two openings at once (a display's pictures beside the
+    /// sound) count their time once: they share one network, and time counted twice would
+    /// halve the rate.
+    private let transfers = Mutex<(bytes: Int64, nanoseconds: Int64, covered: CoveredTime)>((0, 0, CoveredTime()))
     private let onFailure: @Sendable (_ url: String, _ reason: String) -> Void
 
     /// `onFailure` is told of each fetch that failed while reading, on the reading thread.
@@ -874,9 +923,7 @@ public final class NetworkActivity: Sendable {
         bytes.add(count, ordering: .relaxed)
         transfers.withLockAnnotated { transfers in
             transfers.bytes += count
-            let from = max(start, transfers.busyUntil)
-            if end > from { transfers.nanoseconds += end - from }
-            transfers.busyUntil = max(transfers.busyUntil, end)
+            transfers.nanoseconds += transfers.covered.cover(from: start, to: end)
         }
     }
 

@@ -125,6 +125,31 @@ import MediaPipeline
         #expect(times.count == afterRemoval)
     }
 
+    /// An observer added while paused at the start fires first with the time it was added
+    /// at, however late the monitor's next tick comes after a play: ticks are fed here.
+    @Test func aPeriodicObserverFiresFirstWithTheTimeItWasAddedAt() async throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(await waitUntil { item.status == .readyToPlay })
+        let queue = DispatchQueue(label: "observer")
+        let times = Collected<CMTime>()
+        let observer = player.addTimeObserver(TimeObserver(kind: .periodic(interval: CMTime(value: 1, timescale: 10), block: { times.append($0) }),
+                                                           queue: queue))
+        player.removeTimeObserver(observer)
+        // (Removed from the player's own ticks; fed directly below.) The first tick comes
+        // 150 ms into play: it tells the adding's time, then the schedule catches up at once.
+        let added = try #require(observer.fireNowTime)
+        #expect(added == .zero)
+        let fresh = TimeObserver(kind: .periodic(interval: CMTime(value: 1, timescale: 10), block: { times.append($0) }), queue: queue)
+        fresh.fireNowTime = added
+        player.fireTimeObservers(now: CMTime(value: 7_200, timescale: 48_000), playing: true, jumped: false, previous: .zero, observers: [fresh])
+        queue.sync {}
+        player.fireTimeObservers(now: CMTime(value: 7_680, timescale: 48_000), playing: true, jumped: false, previous: .zero, observers: [fresh])
+        queue.sync {}
+        #expect(times.all == [.zero, CMTime(value: 7_680, timescale: 48_000)])
+    }
+
     /// The periodic schedule, tick by tick: the monitor's ticks are fed to the observers
     /// directly, at item times chosen here, so what fires does not depend on when a loaded
     /// machine lets the monitor run.

@@ -171,8 +171,8 @@ import MediaServer
     /// An on-demand stream spliced at 4 s, its times jumping back 50 s there (an encoder
     /// restarted at zero, an advertisement stamped from zero). Paused, it is sought past the
     /// splice before reading reached it, then played to its end; then sought back before the
-    /// splice and played to the end again. Before, the seek past the splice skipped every
-    /// packet to the end: nothing was shown and the item ended at once.
+    /// splice and played to the end again. A seek FFmpeg's demuxer made itself would skip
+    /// every packet to the end there: nothing shown, and the item ended at once.
     ///
     /// Also under a master playlist of two variants, whose media playlists the new opening
     /// fetches and cuts each in turn.

@@ -119,4 +119,51 @@ import Testing
         let encoded = try #require(url.split(separator: ",").last)
         #expect(Data(base64Encoded: String(encoded)).map { String(decoding: $0, as: UTF8.self) } == "#EXTM3U\n")
     }
+
+    @Test("playlist tags after a segment tag stay the playlist's: the media sequence is moved on, not added at zero")
+    func playlistTagsAfterASegmentTag() {
+        let text = """
+            #EXTM3U
+            #EXT-X-KEY:METHOD=AES-128,URI="k.bin"
+            #EXT-X-VERSION:3
+            #EXT-X-MEDIA-SEQUENCE:100
+            #EXT-X-TARGETDURATION:2
+            #EXTINF:2,
+            a.ts
+            #EXTINF:2,
+            b.ts
+            #EXT-X-ENDLIST
+            """
+        let lines = HLSPlaylistCut(parsing: text).text(from: 3).split(separator: "\n").map(String.init)
+        #expect(lines.filter { $0.hasPrefix("#EXT-X-MEDIA-SEQUENCE") } == ["#EXT-X-MEDIA-SEQUENCE:101"])
+        #expect(lines.contains("#EXT-X-TARGETDURATION:2") && lines.contains("#EXT-X-VERSION:3"))
+        #expect(lines.contains("#EXT-X-KEY:METHOD=AES-128,URI=\"k.bin\""))
+        #expect(lines.suffix(3) == ["#EXTINF:2,", "b.ts", "#EXT-X-ENDLIST"])
+    }
+
+    @Test("numbers no real playlist holds neither trap nor are moved on: a sequence or a byte range at the edge of Int")
+    func hostileNumbers() {
+        let text = """
+            #EXTM3U
+            #EXT-X-MEDIA-SEQUENCE:9223372036854775807
+            #EXTINF:1,
+            #EXT-X-BYTERANGE:9223372036854775807@9223372036854775807
+            a.ts
+            #EXTINF:1,
+            #EXT-X-BYTERANGE:9223372036854775807
+            a.ts
+            #EXTINF:1e308,
+            #EXT-X-BYTERANGE:-5@-7
+            a.ts
+            #EXTINF:nan,
+            b.ts
+            """
+        let playlist = HLSPlaylistCut(parsing: text)
+        #expect(playlist.segments.map(\.duration) == [1, 1, 1e308, 0])
+        let lines = playlist.text(from: 2.5).split(separator: "\n").map(String.init)
+        #expect(lines.contains("#EXT-X-MEDIA-SEQUENCE:9223372036854775807"))
+        #expect(lines.contains("#EXT-X-BYTERANGE:-5@-7"))
+        #expect(HLSPlaylistCut(parsing: text).text(from: 1.5).contains("#EXT-X-BYTERANGE:9223372036854775807\n"))
+    }
 }
+

@@ -43,5 +43,28 @@ import ChorusTestSupport
         activity.add(5_000, from: 160_000_000, to: 190_000_000)
         #expect(activity.measured == (bytes: 30_000, nanoseconds: 200_000_000))
         #expect(activity.observedBitsPerSecond == 240_000 * 1e9 / 200_000_000)
+        // Reads that end out of order: a display's opening from 300 to 400 ms, told after
+        // a read of the sound's from 350 to 360 ms.
+        activity.add(1_000, from: 350_000_000, to: 360_000_000)
+        activity.add(1_000, from: 300_000_000, to: 400_000_000)
+        #expect(activity.measured == (bytes: 32_000, nanoseconds: 300_000_000))
+    }
+
+    @Test("covered time counts each instant once, whatever order its spans come in, and forgets what ended long ago")
+    func coveredTime() {
+        var covered = CoveredTime()
+        #expect(covered.cover(from: 10, to: 20) == 10)
+        #expect(covered.cover(from: 30, to: 40) == 10)
+        // Across both and the gap between.
+        #expect(covered.cover(from: 0, to: 50) == 30)
+        #expect(covered.spans.count == 1)
+        #expect(covered.cover(from: 5, to: 45) == 0)
+        #expect(covered.cover(from: 60, to: 55) == 0)
+        // Touching spans merge.
+        #expect(covered.cover(from: 50, to: 60) == 10)
+        #expect(covered.spans.map(\.start) == [0] && covered.spans.map(\.end) == [60])
+        // A span ended longer ago than the retention is let go.
+        #expect(covered.cover(from: CoveredTime.retention + 100, to: CoveredTime.retention + 200) == 100)
+        #expect(covered.spans.count == 1)
     }
 }
