@@ -139,10 +139,11 @@ public final class HLSLiveWindow: Sendable {
         var mediaURL = url
         while !stopping {
             var wait = Self.longestPoll
-            var text = HLSRenditions.readMediaPlaylist(mediaURL, interrupt: interrupt.callback)
+            let read = HLSRenditions.readPlaylistAndLocation(mediaURL, interrupt: interrupt.callback)
+            var text = read?.text
             // A master playlist: its first variant's media playlist is followed (the one
-            // FFmpeg's demuxer reads first).
-            if let master = text, let variant = Self.firstVariant(in: master, base: mediaURL) {
+            // FFmpeg's demuxer reads first), its URI relative to where the master came from.
+            if let read, let variant = Self.firstVariant(in: read.text, base: read.location) {
                 mediaURL = variant
                 text = HLSRenditions.readMediaPlaylist(mediaURL, interrupt: interrupt.callback)
             }

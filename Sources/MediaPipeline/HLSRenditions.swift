@@ -101,7 +101,7 @@ enum HLSRenditions {
     /// The text at `target` when it is small enough for a master playlist and says it is one
     /// (variants listed); nil otherwise.
     private static func readPlaylist(_ target: String, interrupt: AVIOInterruptCB) -> String? {
-        readText(target, interrupt: interrupt).flatMap { $0.contains("#EXT-X-STREAM-INF") ? $0 : nil }
+        readText(target, interrupt: interrupt).flatMap { $0.text.contains("#EXT-X-STREAM-INF") ? $0.text : nil }
     }
 
     /// The text at `target` when it is small enough for a playlist (a live media playlist
@@ -110,12 +110,19 @@ enum HLSRenditions {
     /// `CHORUS_CA_FILE`'s), as every fetch of an item is.
     static func readMediaPlaylist(_ target: String, interrupt: AVIOInterruptCB,
                                   authorities: String? = MediaSource.certificateAuthorities) -> String? {
-        readText(target, interrupt: interrupt, authorities: authorities)
+        readText(target, interrupt: interrupt, authorities: authorities)?.text
     }
 
-    /// The text at `target`, read whole, when it is no larger than `largestPlaylist`.
+    /// As `readMediaPlaylist`, with the URL the text came from (after any redirect): what
+    /// the URIs in it are relative to.
+    static func readPlaylistAndLocation(_ target: String, interrupt: AVIOInterruptCB) -> (text: String, location: String)? {
+        readText(target, interrupt: interrupt)
+    }
+
+    /// The text at `target`, read whole, when it is no larger than `largestPlaylist`, and
+    /// where it came from (`target`, or where a server redirected its request).
     private static func readText(_ target: String, interrupt: AVIOInterruptCB,
-                                 authorities: String? = MediaSource.certificateAuthorities) -> String? {
+                                 authorities: String? = MediaSource.certificateAuthorities) -> (text: String, location: String)? {
         var callback = interrupt
         var context: UnsafeMutablePointer<AVIOContext>?
         var options: OpaquePointer?
@@ -137,7 +144,13 @@ enum HLSRenditions {
             filled += Int(read)
         }
         guard filled < largestPlaylist else { return nil }
-        return String(decoding: bytes[0..<filled], as: UTF8.self)
+        var value: UnsafeMutablePointer<UInt8>? = nil
+        var location = target
+        if av_opt_get(context, "location", AV_OPT_SEARCH_CHILDREN, &value) >= 0, let value {
+            location = String(cString: value)
+            av_free(value)
+        }
+        return (String(decoding: bytes[0..<filled], as: UTF8.self), location.isEmpty ? target : location)
     }
 }
 

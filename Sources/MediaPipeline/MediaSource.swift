@@ -390,8 +390,9 @@ public final class MediaSource: @unchecked Sendable {
     /// The media playlist FFmpeg's HLS demuxer reads first at `target` (its first variant's,
     /// for a master playlist), when it is spliced (`splicedPlaylist`).
     private static func splicedPlaylist(at target: String, interrupt: AVIOInterruptCB) -> HLSPlaylistCut? {
-        guard var text = HLSRenditions.readMediaPlaylist(target, interrupt: interrupt) else { return nil }
-        if let variant = HLSLiveWindow.firstVariant(in: text, base: target) {
+        guard var (text, location) = HLSRenditions.readPlaylistAndLocation(target, interrupt: interrupt) else { return nil }
+        // A variant's URI is relative to where the master came from, after any redirect.
+        if let variant = HLSLiveWindow.firstVariant(in: text, base: location) {
             guard let variantText = HLSRenditions.readMediaPlaylist(variant, interrupt: interrupt) else { return nil }
             text = variantText
         }

@@ -207,19 +207,43 @@ import MediaServer
             // second half's pictures start 21 ms after its sound), and picture 148 stands at
             // 6 s; if not, the playlist placed it, and picture 150 does. Before the splice,
             // the pictures start 21 ms after the sound (item time 0): picture 24 stands at 1 s.
-            let expected = seconds == 6 ? 148...150 : 24...24
-            var number = -1
-            #expect(await waitUntil(10) {
-                if let picture = layer.picture(forRefreshAt: .now()), let luma = picture.plane0 {
-                    number = TestMedia.identity(luma: luma, stride: picture.stride0, width: picture.info.width, height: picture.info.height)
-                }
-                return expected.contains(number)
-            }, "at \(seconds) s: picture \(number)")
+            let picture = await waitForIdentityPicture(in: layer, numbered: seconds == 6 ? 148...150 : 24...24, timeout: 10)
+            #expect(picture.shown, "at \(seconds) s: picture \(picture.number)")
             player.play()
             #expect(await waitUntil(20) { ended.value == round + 1 }, "at \(player.currentTime().seconds) s")
             #expect(player.currentTime().seconds > 7.9, "ended at \(player.currentTime().seconds) s")
         }
         #expect(failed.value == 0 && item.error == nil)
+    }
+
+    /// The same stream's master playlist reached through a redirect from another folder, as
+    /// a content network sends a player on: its variants are relative to where it came from,
+    /// and the seek past the splice still opens the stream at the segment holding it.
+    @Test("after a redirect to a spliced on-demand master playlist, a seek past the splice shows the pictures there and plays on")
+    func onDemandSeekPastASpliceAfterARedirect() async throws {
+        let hls = try TestMedia.splicedHLS(seconds: 8, offsets: (50, 0))
+        try """
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=900000,RESOLUTION=320x240
+            index.m3u8
+
+            """.write(to: hls.folder.appendingPathComponent("redirected-master.m3u8"), atomically: true, encoding: .utf8)
+        let server = try ThrottledHTTPServer(serving: hls.folder, bytesPerSecond: 0)
+        defer { server.stop() }
+        server.redirect("start/master.m3u8", to: server.url("redirected-master.m3u8"))
+        let (shown, ready) = await ShownPlayer.open(try #require(URL(string: server.url("start/master.m3u8"))), timeout: 20)
+        defer { shown.player.close() }
+        #expect(ready)
+        let finished = Collected<Bool>()
+        shown.player.seek(to: CMTime(value: 6, timescale: 1), toleranceBefore: .zero, toleranceAfter: .zero) { finished.append($0) }
+        #expect(await waitUntil(20) { finished.all == [true] })
+        // As in `onDemandSeekPastASpliceBack`: 150 by the playlist, 148 by the sound.
+        let picture = await waitForIdentityPicture(in: shown.layer, numbered: 148...150, timeout: 10)
+        #expect(picture.shown, "picture \(picture.number)")
+        #expect(server.requests.contains("index.m3u8") && !server.requests.contains("start/index.m3u8"), "\(server.requests)")
+        shown.player.play()
+        #expect(await waitUntil(20) { shown.ended.value == 1 }, "at \(shown.player.currentTime().seconds) s")
+        #expect(shown.failed.value == 0 && shown.item.error == nil)
     }
 
     /// A live stream spliced at 4 s, its times jumping back 50 s there (an encoder restarted

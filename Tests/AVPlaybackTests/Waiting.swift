@@ -83,3 +83,17 @@ struct ShownPlayer {
         return (shown, await waitUntil(timeout) { item.status == .readyToPlay })
     }
 }
+
+/// Waits up to `timeout` seconds for `layer` to show an identity picture
+/// (`TestMedia.identity`) whose number lies in `expected`; returns whether it did, and the
+/// number last read (-1 for none).
+func waitForIdentityPicture(in layer: AVPlayerLayer, numbered expected: ClosedRange<Int>, timeout: Double) async -> (shown: Bool, number: Int) {
+    var number = -1
+    let shown = await waitUntil(timeout) {
+        if let picture = layer.picture(forRefreshAt: .now()), let luma = picture.plane0 {
+            number = TestMedia.identity(luma: luma, stride: picture.stride0, width: picture.info.width, height: picture.info.height)
+        }
+        return expected.contains(number)
+    }
+    return (shown, number)
+}

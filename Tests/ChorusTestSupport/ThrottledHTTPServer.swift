@@ -13,7 +13,8 @@ public final class ThrottledHTTPServer: Sendable {
     public let port: UInt16
     private let folder: URL
     private let listener: Int32
-    private let state = Mutex<(bytesPerSecond: Int, requests: [String], stopped: Bool, linkFreeAt: Date)>((0, [], false, .distantPast))
+    private let state = Mutex<(bytesPerSecond: Int, requests: [String], stopped: Bool, linkFreeAt: Date, redirects: [String: String])>(
+        (0, [], false, .distantPast, [:]))
 
     /// The pieces a response is sent in, bytes: small, so the pace is smooth at a few kB/s.
     static let pieceBytes = 1_024
@@ -35,6 +36,12 @@ public final class ThrottledHTTPServer: Sendable {
     public var bytesPerSecond: Int {
         get { state.withLockAnnotated { $0.bytesPerSecond } }
         set { state.withLockAnnotated { $0.bytesPerSecond = newValue } }
+    }
+
+    /// Sends a request for `path` (under the folder) to `location` with a 302, as a
+    /// content network sends a player from the address it was given to where a stream is.
+    public func redirect(_ path: String, to location: String) {
+        state.withLockAnnotated { $0.redirects[path] = location }
     }
 
     /// The paths asked for so far, in order.
@@ -62,7 +69,14 @@ public final class ThrottledHTTPServer: Sendable {
         let line = text.prefix { $0 != "\r" }.split(separator: " ")
         guard line.count >= 2 else { return }
         let path = String(line[1].drop { $0 == "/" }.prefix { $0 != "?" })
-        state.withLockAnnotated { $0.requests.append(path) }
+        let redirect = state.withLockAnnotated { state -> String? in
+            state.requests.append(path)
+            return state.redirects[path]
+        }
+        if let redirect {
+            _ = LoopbackSocket.sendAll(client, Data("HTTP/1.1 302 Found\r\nLocation: \(redirect)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
+            return
+        }
         guard !path.contains(".."), let file = try? Data(contentsOf: folder.appendingPathComponent(path)) else {
             _ = LoopbackSocket.sendAll(client, Data("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
             return
