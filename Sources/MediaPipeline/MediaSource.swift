@@ -65,10 +65,29 @@ public final class MediaSource: @unchecked Sendable {
     /// The context's `opaque`: released only after the context is closed (deinit's body runs
     /// before the stored properties go). Replaced with the context.
     private var fetchPolicy: FetchPolicy
+    /// Whether the input is an on-demand HLS stream opened whole, whose media playlist may
+    /// be spliced (`splicedPlaylist`), and what FFmpeg opened for it.
+    private let mayBeSpliced: Bool
+    private let target: String
+    /// `splicedPlaylist` once read, by the reading thread alone.
+    private var splicedPlaylistRead: HLSPlaylistCut??
+
     /// For an on-demand HLS stream spliced from several (an `EXT-X-DISCONTINUITY` in the
     /// media playlist FFmpeg reads first): that playlist, by which a seek past a splice
     /// opens the stream again at a later segment (`reopen(fromSeconds:)`); nil otherwise.
-    let splicedPlaylist: HLSPlaylistCut?
+    /// Read at the first call, which a seek makes (one or two small fetches), so that an
+    /// opening never sought in (an asset's load, most items) costs nothing more. On the
+    /// thread reading the source.
+    var splicedPlaylist: HLSPlaylistCut? {
+        if let read = splicedPlaylistRead { return read }
+        guard mayBeSpliced else { return nil }
+        interruptState.arm(deadline: .now() + Self.openTimeout)
+        defer { interruptState.arm(deadline: nil) }
+        let read = Self.splicedPlaylist(at: target, interrupt: formatContext.pointee.interrupt_callback)
+        // A read cut short by a stop is not taken for the answer.
+        if !interruptState.cancelled { splicedPlaylistRead = .some(read) }
+        return read
+    }
     /// Where the input was last opened again (`reopen(fromSeconds:)`), in seconds of the
     /// playlist's time; nil while it reads the stream as first opened.
     private(set) var reopenedAt: Double?
@@ -379,8 +398,8 @@ public final class MediaSource: @unchecked Sendable {
             described.tracks += HLSRenditions.subtitleTracks(of: target, interrupt: context.pointee.interrupt_callback)
             described.variants = HLSVariant.variants(of: context)
         }
-        splicedPlaylist = allowedSegmentExtensions == nil && cutAt == nil && described.formatName == "hls" && !described.isLiveHLS
-            ? Self.splicedPlaylist(at: target, interrupt: context.pointee.interrupt_callback) : nil
+        mayBeSpliced = allowedSegmentExtensions == nil && cutAt == nil && described.formatName == "hls" && !described.isLiveHLS
+        self.target = target
         self.described = described
         info = described
         choose(audioStream: audioStream, variantLimit: variantLimit)
