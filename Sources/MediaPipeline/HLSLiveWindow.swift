@@ -17,33 +17,13 @@ public struct HLSMediaPlaylist: Sendable, Equatable {
 
     /// The playlist in `text`; nil when it lists no segment or is not a media playlist.
     public init?(parsing text: String) {
-        var sequence = 0
-        var target = 0.0
-        var durations: [Double] = []
-        var pending: Double?
-        var ended = false
-        for raw in text.split(whereSeparator: \.isNewline) {
-            let line = raw.trimmingCharacters(in: .whitespaces)
-            if line.hasPrefix("#EXT-X-MEDIA-SEQUENCE:") {
-                sequence = Int(line.dropFirst("#EXT-X-MEDIA-SEQUENCE:".count)) ?? 0
-            } else if line.hasPrefix("#EXT-X-TARGETDURATION:") {
-                target = Double(line.dropFirst("#EXT-X-TARGETDURATION:".count)) ?? 0
-            } else if line.hasPrefix("#EXTINF:") {
-                let value = line.dropFirst("#EXTINF:".count).prefix { $0 != "," }
-                pending = Double(value.trimmingCharacters(in: .whitespaces))
-            } else if line == "#EXT-X-ENDLIST" {
-                ended = true
-            } else if !line.hasPrefix("#"), !line.isEmpty, let duration = pending {
-                // A segment's URI: it lasts what the EXTINF before it said.
-                durations.append(duration.isFinite && duration > 0 ? duration : 0)
-                pending = nil
-            }
-        }
-        guard !durations.isEmpty else { return nil }
-        firstSequence = sequence
-        self.durations = durations
+        let parsed = HLSPlaylistCut(parsing: text)
+        guard !parsed.isMaster, !parsed.segments.isEmpty else { return nil }
+        firstSequence = parsed.headerValue(of: "#EXT-X-MEDIA-SEQUENCE").flatMap { Int($0) } ?? 0
+        durations = parsed.segments.map(\.duration)
+        let target = parsed.headerValue(of: "#EXT-X-TARGETDURATION").flatMap { Double($0) } ?? 0
         targetDuration = target > 0 ? target : durations.max() ?? 0
-        self.ended = ended
+        ended = parsed.trailer.contains("#EXT-X-ENDLIST") || parsed.segments.contains { $0.lines.contains("#EXT-X-ENDLIST") }
     }
 
     /// The sequence number one past the last segment listed.

@@ -15,7 +15,8 @@ import Foundation
 /// the segments left out, so that an AES-128 key without an IV decrypts as before, and its
 /// discontinuity sequence by the splices left out), the key and initialisation section in
 /// force at the first kept segment, and an explicit offset for its byte range.
-/// A pure value type.
+/// Its reading of a media playlist (header, segments, trailer) also serves a live window's
+/// readings (`HLSMediaPlaylist`). A pure value type.
 struct HLSPlaylistCut {
     /// One segment's lines: the tags that apply to it, then its URI.
     struct Segment {
@@ -84,6 +85,11 @@ struct HLSPlaylistCut {
             pending = []
         }
         trailer = pending
+    }
+
+    /// The value of the header's `tag` (what follows its colon), if the header has it.
+    func headerValue(of tag: String) -> String? {
+        header.first { Self.tag(of: $0) == tag }.map { $0.dropFirst(tag.count + 1).trimmingCharacters(in: .whitespaces) }
     }
 
     /// A tag's name: the line up to its colon.

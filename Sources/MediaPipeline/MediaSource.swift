@@ -83,7 +83,7 @@ public final class MediaSource: @unchecked Sendable {
         guard mayBeSpliced else { return nil }
         interruptState.arm(deadline: .now() + Self.openTimeout)
         defer { interruptState.arm(deadline: nil) }
-        let read = Self.splicedPlaylist(at: target, interrupt: formatContext.pointee.interrupt_callback)
+        let read = Self.readSplicedPlaylist(at: target, interrupt: formatContext.pointee.interrupt_callback)
         // A read cut short by a stop is not taken for the answer.
         if !interruptState.cancelled { splicedPlaylistRead = .some(read) }
         return read
@@ -408,7 +408,7 @@ public final class MediaSource: @unchecked Sendable {
 
     /// The media playlist FFmpeg's HLS demuxer reads first at `target` (its first variant's,
     /// for a master playlist), when it is spliced (`splicedPlaylist`).
-    private static func splicedPlaylist(at target: String, interrupt: AVIOInterruptCB) -> HLSPlaylistCut? {
+    private static func readSplicedPlaylist(at target: String, interrupt: AVIOInterruptCB) -> HLSPlaylistCut? {
         guard var (text, location) = HLSRenditions.readPlaylistAndLocation(target, interrupt: interrupt) else { return nil }
         // A variant's URI is relative to where the master came from, after any redirect.
         if let variant = HLSLiveWindow.firstVariant(in: text, base: location) {
