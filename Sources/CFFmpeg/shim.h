@@ -17,6 +17,14 @@
 #include <libavutil/imgutils.h>
 #include <libavutil/mem.h>
 #include <libavutil/bprint.h>
+#include <libavutil/time.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 /* Swift cannot import function-like or compound macros; these wrap the ones Chorus needs. */
 
@@ -226,6 +234,122 @@ static inline int chorus_tls_certificate_refused(const char *url, const char *ca
     return chorus_tls_handshake(probe, 1, ca_file, interrupt) == AVERROR(EIO) && chorus_tls_handshake(probe, 0, NULL, interrupt) == 0;
 }
 
+/* The most redirects followed when looking for where an http: fetch was sent
+   (chorus_redirected_certificate_refused): FFmpeg's HTTP layer itself gives up after a few
+   more, and a chain longer than this is not a server sending a player on to a stream. */
+#define CHORUS_REDIRECT_PROBE_HOPS 5
+/* The most of an answer's head read when looking for its Location (bytes): a redirect's
+   head is a few hundred bytes; a server sending more is not answered further. */
+#define CHORUS_REDIRECT_PROBE_HEAD 8192
+/* How long each poll of the probe's socket waits before the interrupt is asked again (ms). */
+#define CHORUS_REDIRECT_PROBE_POLL_MS 50
+
+/* Waits until `socket_fd` is ready for `events`, within `deadline` (av_gettime_relative µs)
+   and while `interrupt` lets it; returns 1 when ready, 0 otherwise. */
+static inline int chorus_probe_wait(int socket_fd, short events, int64_t deadline, const AVIOInterruptCB *interrupt) {
+    for (;;) {
+        if (interrupt && interrupt->callback && interrupt->callback(interrupt->opaque)) return 0;
+        if (av_gettime_relative() >= deadline) return 0;
+        struct pollfd waiting = { .fd = socket_fd, .events = events };
+        int ready = poll(&waiting, 1, CHORUS_REDIRECT_PROBE_POLL_MS);
+        if (ready > 0) return (waiting.revents & (events | POLLHUP | POLLERR)) ? 1 : 0;
+        if (ready < 0 && errno != EINTR) return 0;
+    }
+}
+
+/* Where the http: URL `url` sends its client when it answers with a redirect (a 3xx with
+   an absolute http: or https: Location): copied into `location` (`size` bytes, NUL
+   terminated); returns 1 then, else 0 (no redirect, a relative one, a location too long, no
+   answer). The server is asked by a request of its own, a GET whose answer's head alone is
+   read before the connection is closed: FFmpeg's HTTP layer follows redirects inside one
+   open and keeps no record of where it went when the open fails. Bounded by `interrupt`
+   and CHORUS_CERTIFICATE_PROBE_TIMEOUT_US. */
+static inline int chorus_http_redirect(const char *url, const AVIOInterruptCB *interrupt, char *location, size_t size) {
+    if (!url || !location || size == 0 || strncasecmp(url, "http://", 7) != 0) return 0;
+    char host[256], path[2048], port_text[16], request[2600];
+    int port = -1;
+    av_url_split(NULL, 0, NULL, 0, host, sizeof host, &port, path, sizeof path, url);
+    if (!host[0]) return 0;
+    if (port < 0) port = 80;
+    snprintf(port_text, sizeof port_text, "%d", port);
+    int is_ipv6 = strchr(host, ':') != NULL;
+    int written = snprintf(request, sizeof request,
+                           "GET %s HTTP/1.1\r\nHost: %s%s%s:%d\r\nUser-Agent: Chorus\r\nAccept: */*\r\nConnection: close\r\n\r\n",
+                           path[0] ? path : "/", is_ipv6 ? "[" : "", host, is_ipv6 ? "]" : "", port);
+    if (written < 0 || (size_t)written >= sizeof request) return 0;
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *found = NULL;
+    if (getaddrinfo(host, port_text, &hints, &found) != 0 || !found) return 0;
+    int64_t deadline = av_gettime_relative() + CHORUS_CERTIFICATE_PROBE_TIMEOUT_US;
+    int socket_fd = socket(found->ai_family, found->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, found->ai_protocol);
+    int connected = socket_fd >= 0 && (connect(socket_fd, found->ai_addr, found->ai_addrlen) == 0 || errno == EINPROGRESS);
+    freeaddrinfo(found);
+    if (connected) {
+        connected = chorus_probe_wait(socket_fd, POLLOUT, deadline, interrupt);
+        int failure = 0;
+        socklen_t length = sizeof failure;
+        if (connected && (getsockopt(socket_fd, SOL_SOCKET, SO_ERROR, &failure, &length) != 0 || failure != 0)) connected = 0;
+    }
+    for (int sent = 0; connected && sent < written;) {
+        ssize_t now = send(socket_fd, request + sent, (size_t)(written - sent), MSG_NOSIGNAL);
+        if (now > 0) sent += (int)now;
+        else if (now < 0 && (errno == EAGAIN || errno == EINTR)) connected = chorus_probe_wait(socket_fd, POLLOUT, deadline, interrupt);
+        else connected = 0;
+    }
+    char head[CHORUS_REDIRECT_PROBE_HEAD + 1];
+    size_t received = 0;
+    while (connected && received < CHORUS_REDIRECT_PROBE_HEAD) {
+        head[received] = 0;
+        if (strstr(head, "\r\n\r\n")) break;
+        ssize_t now = recv(socket_fd, head + received, CHORUS_REDIRECT_PROBE_HEAD - received, 0);
+        if (now > 0) received += (size_t)now;
+        else if (now < 0 && (errno == EAGAIN || errno == EINTR)) connected = chorus_probe_wait(socket_fd, POLLIN, deadline, interrupt);
+        else break;
+    }
+    if (socket_fd >= 0) close(socket_fd);
+    head[received] = 0;
+    /* "HTTP/1.x 3xx", then a Location line whose value is an absolute http(s): URL. */
+    int code = 0;
+    if (sscanf(head, "HTTP/%*d.%*d %d", &code) != 1 || code < 300 || code > 399) return 0;
+    for (char *line = strstr(head, "\r\n"); line && line[2] && !(line[2] == '\r' && line[3] == '\n'); line = strstr(line + 2, "\r\n")) {
+        if (strncasecmp(line + 2, "Location:", 9) != 0) continue;
+        const char *value = line + 11;
+        while (*value == ' ' || *value == '\t') value++;
+        const char *end = strstr(value, "\r\n");
+        size_t length = end ? (size_t)(end - value) : strlen(value);
+        while (length > 0 && (value[length - 1] == ' ' || value[length - 1] == '\t')) length--;
+        if (length >= size || (strncasecmp(value, "http://", 7) != 0 && strncasecmp(value, "https://", 8) != 0)) return 0;
+        memcpy(location, value, length);
+        location[length] = 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* For an http: fetch `url` that failed with AVERROR(EIO): the https: address its redirects
+   led to, when that server's certificate is what refused it (chorus_tls_certificate_refused),
+   copied into `refused` (`size` bytes); returns 1 then, else 0. A server that sends a
+   player from http: to https: (most content networks do) fails the fetch inside FFmpeg's
+   HTTP layer with the same EIO as any broken connection. Follows at most
+   CHORUS_REDIRECT_PROBE_HOPS redirects, over http: alone: no request goes to an https:
+   server, only the handshakes that tell the refusal. */
+static inline int chorus_redirected_certificate_refused(const char *url, const char *ca_file, const AVIOInterruptCB *interrupt,
+                                                        char *refused, size_t size) {
+    if (!url || !refused || size == 0 || strncasecmp(url, "http://", 7) != 0) return 0;
+    char current[2048], next[2048];
+    if (strlen(url) >= sizeof current) return 0;
+    strcpy(current, url);
+    for (int hop = 0; hop < CHORUS_REDIRECT_PROBE_HOPS; hop++) {
+        if (!chorus_http_redirect(current, interrupt, next, sizeof next)) return 0;
+        if (strncasecmp(next, "https://", 8) == 0) {
+            if (!chorus_tls_certificate_refused(next, ca_file, interrupt) || strlen(next) >= size) return 0;
+            strcpy(refused, next);
+            return 1;
+        }
+        strcpy(current, next);
+    }
+    return 0;
+}
+
 /* Adds the certificate checks to `options` (created when *options is NULL). Returns 0, or a
    negative AVERROR when the dictionary could not grow. */
 static inline int chorus_add_certificate_checks(AVDictionary **options, const char *ca_file) {
@@ -355,9 +479,16 @@ static inline int chorus_io_open(struct AVFormatContext *s, AVIOContext **pb, co
             if (!policy->open_inputs[i]) { policy->open_inputs[i] = *pb; break; }
         }
     }
-    if (status == AVERROR(EIO) && chorus_tls_certificate_refused(url, policy->ca_file, &s->interrupt_callback)) {
-        policy->certificate_refusals += 1;
-        if (!policy->certificate_refused_url) policy->certificate_refused_url = url ? av_strdup(url) : NULL;
+    if (status == AVERROR(EIO)) {
+        /* The https: server an http: fetch was redirected to, when its certificate refused it. */
+        char redirected[2048];
+        const char *refused = NULL;
+        if (chorus_tls_certificate_refused(url, policy->ca_file, &s->interrupt_callback)) refused = url;
+        else if (chorus_redirected_certificate_refused(url, policy->ca_file, &s->interrupt_callback, redirected, sizeof redirected)) refused = redirected;
+        if (refused) {
+            policy->certificate_refusals += 1;
+            if (!policy->certificate_refused_url) policy->certificate_refused_url = av_strdup(refused);
+        }
     }
     if (status < 0 && status != AVERROR_EXIT) {
         policy->failure_count += 1;

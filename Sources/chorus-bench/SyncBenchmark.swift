@@ -132,6 +132,9 @@ struct SyncBenchmark: ParsableCommand {
     struct Headline {
         var scenario: String
         var worstP99: Double
+        /// The worst p99 of an impaired follower against a directly connected one, where the
+        /// scenario has both.
+        var worstAgainstDirect: Double?
         var p99Aim: Double?
         var worstJoin: Double?
         var joinsMissing: Int
@@ -203,7 +206,9 @@ struct SyncBenchmark: ParsableCommand {
     // MARK: - One scenario
 
     private struct Plan {
-        var followers: [(node: SimulatedNode, delay: Double)]
+        /// Each follower, when it is launched (seconds into the leader's play), and whether
+        /// its path is direct even where the plan impairs the others'.
+        var followers: [(node: SimulatedNode, delay: Double, direct: Bool)]
         /// Every follower's path through its own relay, impaired so; direct when `nil`.
         var impairment: ImpairmentRelay.Impairment?
         /// Every follower's path through a process of `--relay-command`'s instead.
@@ -213,7 +218,7 @@ struct SyncBenchmark: ParsableCommand {
     }
 
     private func plan(_ which: Scenario) -> Plan {
-        let three = Self.followerNodes.prefix(3).map { (node: $0, delay: 0.0) }
+        let three = Self.followerNodes.prefix(3).map { (node: $0, delay: 0.0, direct: false) }
         let t = Double(seconds)
         switch which {
         case .clean:
@@ -222,10 +227,12 @@ struct SyncBenchmark: ParsableCommand {
             return Plan(followers: three, impairment: Self.impairment,
                         description: "every follower's UDP path through its own ImpairmentRelay: 5 ms ± 2 ms (uniform) delay, 10% loss, each direction; HTTP direct")
         case .ticks:
-            return Plan(followers: three, impairment: Self.tickImpairment,
-                        description: "every follower's UDP path through its own ImpairmentRelay: 5 ms ± 2 ms (uniform) delay, 10% loss, each direction, each datagram then released on the relay's next 1 ms timer tick; HTTP direct")
+            // The issue measured a follower on such a path against one connected directly:
+            // f4 is that one, so each ticked follower's pair with it is the issue's figure.
+            return Plan(followers: three + [(Self.followerNodes[3], 0, true)], impairment: Self.tickImpairment,
+                        description: "f1 to f3's UDP paths each through its own ImpairmentRelay: 5 ms ± 2 ms (uniform) delay, 10% loss, each direction, each datagram then released on the relay's next 1 ms timer tick; f4 direct, as the issue's reference; HTTP direct")
         case .join:
-            return Plan(followers: three + [(Self.followerNodes[3], (t / 2).rounded())],
+            return Plan(followers: three + [(Self.followerNodes[3], (t / 2).rounded(), false)],
                         description: "3 followers from the start, f4 launched \(Int((t / 2).rounded())) s into the item")
         case .pauseSeek:
             let pause = (t * 0.3).rounded(), resume = pause + 2, back = (t * 0.55).rounded(), forward = (t * 0.8).rounded()
@@ -282,7 +289,7 @@ struct SyncBenchmark: ParsableCommand {
         for (index, entry) in plan.followers.enumerated() {
             events.append((entry.delay, {
                 var target = leaderAddress
-                if var impairment = plan.impairment {
+                if !entry.direct, var impairment = plan.impairment {
                     impairment.seed = UInt64(index + 1)
                     let relay: ImpairmentRelay
                     do {
@@ -368,12 +375,19 @@ struct SyncBenchmark: ParsableCommand {
             }
         }
         var pooledPairs: [Double] = []
+        // A pair of an impaired follower and a direct one, where the plan has both: the
+        // figure the ticks issue measured (a follower on the path against one off it).
+        let direct = Set(plan.followers.filter(\.direct).map(\.node.name))
+        var worstAgainstDirect: Double?
         for f in followers.indices {
             for g in followers.indices where g > f {
                 let values = analysis.offsets(of: f, minus: g, from: max(from[f], from[g]))
                 pooledPairs += values
                 let p99 = addRow(&table, "\(followers[f].name) − \(followers[g].name)", values, join: "-", resyncs: "-", underruns: "-")
                 worstP99 = max(worstP99, p99.isFinite ? p99 : .infinity)
+                if plan.impairment != nil, direct.contains(followers[f].name) != direct.contains(followers[g].name) {
+                    worstAgainstDirect = max(worstAgainstDirect ?? 0, p99.isFinite ? p99 : .infinity)
+                }
             }
         }
         _ = addRow(&table, "all followers − leader", pooledLeader, join: joins.max().map { "max \(Format.fixed($0, 2))" } ?? "-",
@@ -408,10 +422,14 @@ struct SyncBenchmark: ParsableCommand {
         default: Self.cleanP99Aim
         }
         sink.record("sync", "\(which.rawValue): worst pair p99 |offset| µs", Format.fixed(worstP99, 1), aim: "≤ \(Int(aim)) µs")
+        if let worstAgainstDirect {
+            sink.record("sync", "\(which.rawValue): worst p99 |offset| µs of an impaired follower against the direct one",
+                        Format.fixed(worstAgainstDirect, 1), aim: "≤ \(Int(aim)) µs")
+        }
         sink.record("sync", "\(which.rawValue): slowest join s", joinsMissing > 0 ? "never (\(joinsMissing))" : Format.fixed(joins.max() ?? .nan, 2),
                     aim: "< \(Self.joinAim) s")
         sink.record("sync", "\(which.rawValue): hard resyncs after convergence", "\(resyncTotal)", aim: "0")
-        return Headline(scenario: which.rawValue, worstP99: worstP99, p99Aim: aim, worstJoin: joins.max(),
+        return Headline(scenario: which.rawValue, worstP99: worstP99, worstAgainstDirect: worstAgainstDirect, p99Aim: aim, worstJoin: joins.max(),
                         joinsMissing: joinsMissing, resyncs: resyncTotal)
     }
 
@@ -478,18 +496,22 @@ struct SyncBenchmark: ParsableCommand {
     private func printSummary(_ headlines: [Headline]) {
         guard !headlines.isEmpty else { return }
         var table = Table(title: "sync summary against the issue's targets", command: "chorus-bench sync --seconds \(seconds)",
-                          header: ["scenario", "worst pair p99 µs", "aim µs", "p99 met", "slowest join s", "aim s", "join met",
+                          header: ["scenario", "worst pair p99 µs", "impaired − direct p99 µs", "aim µs", "p99 met", "slowest join s", "aim s", "join met",
                                    "hard resyncs", "aim", "resyncs met"])
         for h in headlines {
             let join = h.joinsMissing > 0 ? "never (\(h.joinsMissing))" : Format.fixed(h.worstJoin ?? .nan, 2)
             let joinMet = h.joinsMissing == 0 && (h.worstJoin ?? .infinity) < Self.joinAim
-            table.add([h.scenario, Format.fixed(h.worstP99, 1), h.p99Aim.map { "≤ \(Int($0))" } ?? "-",
-                       h.p99Aim.map { h.worstP99 <= $0 ? "yes" : "no" } ?? "-",
+            table.add([h.scenario, Format.fixed(h.worstP99, 1), h.worstAgainstDirect.map { Format.fixed($0, 1) } ?? "-",
+                       h.p99Aim.map { "≤ \(Int($0))" } ?? "-",
+                       h.p99Aim.map { aim in
+                           h.worstP99 <= aim ? "yes" : (h.worstAgainstDirect.map { $0 <= aim } ?? false) ? "against direct" : "no"
+                       } ?? "-",
                        join, "< \(Format.fixed(Self.joinAim, 0))", joinMet ? "yes" : "no",
                        "\(h.resyncs)", "0", h.resyncs == 0 ? "yes" : "no"])
         }
         table.notes = [
             "worst pair = the largest p99 over every follower against the leader and every pair of followers",
+            "impaired − direct = the largest p99 of a follower on the impaired path against one connected directly (the ticks scenario's f4), the ticks issue's own measure; where only that meets the aim, 'p99 met' says so",
             "zero hard resyncs in steady play is the issue's 5-minute check: run `chorus-bench sync --scenario clean --seconds 300`; these runs are \(seconds) s",
         ]
         table.print()

@@ -45,4 +45,42 @@ internal import CFFmpeg
             #expect(chorus_tls_certificate_refused(nil, other, interrupt) == 0)
         }
     }
+
+    @Test("an http: address sent on to an https: server whose certificate does not check out is refused for that certificate, naming the server it was sent to")
+    func aRedirectToARefusedServerIsToldApart() throws {
+        let tone = try TestMedia.hls(seconds: 1)
+        let server = try HTTPSServer(serving: tone.folder)
+        let stranger = try CertificateAuthority()
+        let plain = try ThrottledHTTPServer(serving: tone.folder, bytesPerSecond: 0)
+        defer { plain.stop() }
+        let target = server.url("index.m3u8")
+        // Two hops, as a content network's address often takes: http: to http: to https:.
+        plain.redirect("start.m3u8", to: plain.url("moved.m3u8"))
+        plain.redirect("moved.m3u8", to: target)
+        plain.redirect("elsewhere.m3u8", to: plain.url("index.m3u8"))
+        let trusted = server.authority.certificate.path, other = stranger.certificate.path
+        var refused = [CChar](repeating: 0, count: 2_048)
+        withUnsafePointer(to: AVIOInterruptCB()) { interrupt in
+            #expect(chorus_redirected_certificate_refused(plain.url("start.m3u8"), other, interrupt, &refused, refused.count) == 1)
+            #expect(String(decoding: refused.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) == target)
+            // Checked against its own authority the server is not refused: the fetch failed
+            // for something else.
+            #expect(chorus_redirected_certificate_refused(plain.url("start.m3u8"), trusted, interrupt, &refused, refused.count) == 0)
+            // No redirect, or one that stays on http:, says nothing of a certificate.
+            #expect(chorus_redirected_certificate_refused(plain.url("index.m3u8"), other, interrupt, &refused, refused.count) == 0)
+            #expect(chorus_redirected_certificate_refused(plain.url("elsewhere.m3u8"), other, interrupt, &refused, refused.count) == 0)
+            // Too little room for the address: not told, rather than cut short.
+            #expect(chorus_redirected_certificate_refused(plain.url("start.m3u8"), other, interrupt, &refused, 8) == 0)
+        }
+        // Opened as an item, with the system's authorities (which do not know the test's):
+        // the error names the https: server and its certificate, not a broken connection.
+        do {
+            _ = try MediaSource(url: plain.url("start.m3u8"))
+            Issue.record("an untrusted server was read")
+        } catch {
+            let message = "\(error)"
+            #expect(message.contains(target), "\(message)")
+            #expect(message.contains(MediaSource.untrustedCertificate), "\(message)")
+        }
+    }
 }
