@@ -163,6 +163,15 @@ open class AVAsset: AVKeyValueObservable, @unchecked Sendable {
         try await load(.tracks).filter { $0.mediaType == mediaType }
     }
 
+    /// Loads the asset's tracks of `mediaType`, in container order, and hands them (or the
+    /// load's error) to `completionHandler`, on a queue of the loader's.
+    public func loadTracks(withMediaType mediaType: AVMediaType,
+                           completionHandler: @escaping @Sendable ([AVAssetTrack]?, (any Error)?) -> Void) {
+        Task {
+            do { completionHandler(try await loadTracks(withMediaType: mediaType), nil) } catch { completionHandler(nil, error) }
+        }
+    }
+
     /// Loads the asset's track with `trackID`, or nil when it has none.
     public func loadTrack(withTrackID trackID: CMPersistentTrackID) async throws -> AVAssetTrack? {
         try await load(.tracks).first { $0.trackID == trackID }

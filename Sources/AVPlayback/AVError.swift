@@ -55,6 +55,9 @@ public struct AVError: CustomNSError, Hashable, CustomStringConvertible, @unchec
 
     public var errorCode: Int { code.rawValue }
 
+    /// The error's user info, as Apple's bridged error gives it (`errorUserInfo`).
+    public var userInfo: [String: Any] { errorUserInfo }
+
     /// The error's description: the underlying error's, which names the input and the reason.
     public var localizedDescription: String {
         errorUserInfo[NSLocalizedDescriptionKey] as? String ?? "The operation could not be completed (\(Self.errorDomain) \(code.rawValue))"

@@ -46,6 +46,15 @@ extension AVPlayerItem {
             seek(to: time) { continuation.resume(returning: $0) }
         }
     }
+
+    /// Seeks the item's time to within `[time - toleranceBefore, time + toleranceAfter]`;
+    /// true when the seek finished, false when a later one superseded it.
+    @discardableResult
+    public func seek(to time: CMTime, toleranceBefore: CMTime, toleranceAfter: CMTime) async -> Bool {
+        await withCheckedContinuation { continuation in
+            seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter) { continuation.resume(returning: $0) }
+        }
+    }
 }
 
 /// Times and ranges in `NSValue`s, as Apple's boundary observers and collections take them.

@@ -456,7 +456,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                                               rateBefore: oldRate)
             state.rate = rate
             if oldRate != rate {
-                effects.changes.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.rate, old: oldRate, new: rate) }
+                announceRateChange(&effects, from: oldRate, to: rate)
             }
             applyModeLocked(&state, flush: false)
             return true
@@ -962,7 +962,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             state.rate = rate
             state.positioned = true
             if oldRate != rate {
-                effects.changes.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.rate, old: oldRate, new: rate) }
+                announceRateChange(&effects, from: oldRate, to: rate)
             }
             if seekFirst {
                 state.position = itemTime ?? currentTimeLocked(&state)
@@ -1067,7 +1067,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         state.scheduledHost = nil
         state.masterAnchor = nil
         if oldRate != 0 {
-            effects.changes.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.rate, old: oldRate, new: Float(0)) }
+            announceRateChange(&effects, from: oldRate, to: 0)
             // Re-read from the paused position so that resuming starts exactly there,
             // whatever the device had queued.
             state.serial += 1
@@ -1460,6 +1460,44 @@ struct PendingSeek {
 }
 
 /// Work gathered under the lock and run after it is released, in order, on the event queue.
+extension AVPlayer {
+    /// Posted (object: the player) after every change of its `rate`, with the reason under
+    /// `rateDidChangeReasonKey`, on the queue key-value observers of `rate` are told on.
+    public static let rateDidChangeNotification = Notification.Name("AVPlayerRateDidChangeNotification")
+    /// The key of `rateDidChangeNotification`'s user info whose value, a
+    /// `RateDidChangeReason`, says why the rate changed.
+    public static let rateDidChangeReasonKey = "AVPlayerRateDidChangeReasonKey"
+
+    /// Why a player's rate changed (`rateDidChangeNotification`).
+    public struct RateDidChangeReason: RawRepresentable, Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The application changed it: `rate`, `play`, `pause`, `setRate(_:time:atHostTime:)`,
+        /// or the player pausing itself at an item's end or failure, as the application's
+        /// settings (`actionAtItemEnd`) asked.
+        public static let setRateCalled = RateDidChangeReason(rawValue: "AVPlayerRateDidChangeReasonSetRateCalled")
+        /// A rate was asked that the item cannot play.
+        public static let setRateFailed = RateDidChangeReason(rawValue: "AVPlayerRateDidChangeReasonSetRateFailed")
+        /// Another application's audio took the device. (Never on Linux: nothing here takes
+        /// a device from a player.)
+        public static let audioSessionInterrupted = RateDidChangeReason(rawValue: "AVPlayerRateDidChangeReasonAudioSessionInterrupted")
+        /// The application went to the background. (Never on Linux: there is no background.)
+        public static let appBackgrounded = RateDidChangeReason(rawValue: "AVPlayerRateDidChangeReasonAppBackgrounded")
+    }
+
+    /// Tells `rate`'s observers, then `rateDidChangeNotification`'s, of a change made under
+    /// the state's lock, once it is released.
+    func announceRateChange(_ effects: inout Effects, from old: Float, to new: Float,
+                            reason: RateDidChangeReason = .setRateCalled) {
+        effects.changes.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.rate, old: old, new: new) }
+        effects.notifications.append { [weak self] in
+            guard let self else { return }
+            NotificationCenter.default.post(name: AVPlayer.rateDidChangeNotification, object: self,
+                                            userInfo: [AVPlayer.rateDidChangeReasonKey: reason])
+        }
+    }
+}
+
 struct Effects {
     var changes: [@Sendable () -> Void] = []
     var completions: [@Sendable () -> Void] = []

@@ -38,6 +38,8 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         var player: AVPlayer?
         var gravity = AVLayerVideoGravity.resizeAspect
         var bounds = CGRect.zero
+        /// Where the layer lies in its host's coordinates (`frame`'s origin).
+        var origin = CGPoint.zero
         var isReadyForDisplay = false
     }
     private let state = Mutex(State())
@@ -118,6 +120,19 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
     open var bounds: CGRect {
         get { state.withLockAnnotated { $0.bounds } }
         set { state.withLockAnnotated { $0.bounds = newValue } }
+    }
+
+    /// The layer's place and size in its host's coordinates, as a core animation layer's
+    /// frame: setting it (`playerLayer.frame = view.bounds`) sizes `bounds` to match, and
+    /// the picture fits that size under `videoGravity`.
+    open var frame: CGRect {
+        get { state.withLockAnnotated { CGRect(origin: $0.origin, size: $0.bounds.size) } }
+        set {
+            state.withLockAnnotated { state in
+                state.origin = newValue.origin
+                state.bounds.size = newValue.size
+            }
+        }
     }
 
     /// Whether a first picture of the current item is decoded and ready to show: observable,

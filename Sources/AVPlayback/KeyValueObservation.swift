@@ -54,6 +54,13 @@ public final class NSKeyValueObservation: Sendable {
     deinit { invalidate() }
 }
 
+/// Observations compare and hash by identity, as Apple's (objects) do, so that a program
+/// can keep them in a set.
+extension NSKeyValueObservation: Hashable {
+    public static func == (lhs: NSKeyValueObservation, rhs: NSKeyValueObservation) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
 /// The change registry behind `observe(_:options:changeHandler:)`.
 ///
 /// Each observation keeps the value it last delivered. A change the object announces for a

@@ -40,6 +40,9 @@ public struct CMTime: Sendable {
         self.epoch = epoch
     }
 
+    /// The invalid time, as CoreMedia's empty initializer makes it (all fields zero).
+    public init() { self.init(value: 0, timescale: 0, flags: [], epoch: 0) }
+
     /// `value / timescale` seconds (`CMTimeMake`). A non-positive timescale yields `.invalid`.
     public init(value: CMTimeValue, timescale: CMTimeScale) {
         if timescale > 0 {

@@ -26,6 +26,10 @@ public final class CMTimebase: Sendable {
     public static let timeJumpedNotification = Notification.Name("CMTimebaseNotification_TimeJumped")
     /// Posted (object: the timebase) when `setRate` or `setRateAndAnchorTime` changes the rate.
     public static let effectiveRateChangedNotification = Notification.Name("CMTimebaseNotification_EffectiveRateChanged")
+    /// `timeJumpedNotification` by the name Apple's Swift overlay gives it.
+    public static let timeJumped = timeJumpedNotification
+    /// `effectiveRateChangedNotification` by the name Apple's Swift overlay gives it.
+    public static let effectiveRateChanged = effectiveRateChangedNotification
 
     /// What drives the timebase.
     private enum Source {
@@ -60,6 +64,12 @@ public final class CMTimebase: Sendable {
     /// ignored. Never throws in this implementation; the signature matches Apple's.
     public convenience init(allocator: Any? = nil, sourceClock: CMClock) throws(CMTimebaseError) {
         self.init(sourceClock: sourceClock, notificationCenter: .default)
+    }
+
+    /// CoreMedia-style creation (`CMTimebase(allocator:sourceTimebase:)`); the allocator is
+    /// ignored. Never throws in this implementation; the signature matches Apple's.
+    public convenience init(allocator: Any? = nil, sourceTimebase: CMTimebase) throws(CMTimebaseError) {
+        self.init(sourceTimebase: sourceTimebase, notificationCenter: .default)
     }
 
     /// A timebase driven by another timebase, reading 0 at rate 0. Its effective rate
@@ -231,3 +241,10 @@ public final class CMTimebase: Sendable {
         return state.anchorTime + scaled
     }
 }
+
+/// The name of `CMTimebase.timeJumpedNotification` as CoreMedia's C constant spells it;
+/// Apple's code makes a name of it (`NSNotification.Name(kCMTimebaseNotification_TimeJumped
+/// as String)`), which compiles here unchanged.
+public let kCMTimebaseNotification_TimeJumped: String = CMTimebase.timeJumpedNotification.rawValue
+/// The name of `CMTimebase.effectiveRateChangedNotification` as CoreMedia's C constant spells it.
+public let kCMTimebaseNotification_EffectiveRateChanged: String = CMTimebase.effectiveRateChangedNotification.rawValue

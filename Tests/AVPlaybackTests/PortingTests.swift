@@ -113,4 +113,77 @@ import Synchronization
         let sought = await player.seek(to: Date())
         #expect(!sought)
     }
+
+    @Test("more of what Apple's code is written with: an empty time, the timebase's notification names, an error's user info, observations in a set, tracks by completion handler, an item's awaited seek within tolerances, a layer's frame")
+    func morePieces() async throws {
+        #expect(!CMTime().isValid)
+        #expect(CMTime() == .invalid)
+        // CoreMedia's notification names, both spellings, reach the same observers.
+        #expect(CMTimebase.timeJumped == CMTimebase.timeJumpedNotification)
+        #expect(CMTimebase.effectiveRateChanged == CMTimebase.effectiveRateChangedNotification)
+        let timebase = try CMTimebase(allocator: nil, sourceClock: CMClockGetHostTimeClock())
+        let slaved = try CMTimebase(allocator: nil, sourceTimebase: timebase)
+        #expect(slaved.sourceTimebase === timebase)
+        let jumps = Atomic<Int>(0)
+        let observer = NotificationCenter.default.addObserver(forName: NSNotification.Name(kCMTimebaseNotification_TimeJumped as String),
+                                                              object: timebase, queue: nil) { _ in jumps.add(1, ordering: .relaxed) }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        try timebase.setTime(CMTime(value: 3, timescale: 1))
+        #expect(jumps.load(ordering: .relaxed) == 1)
+        #expect(kCMTimebaseNotification_EffectiveRateChanged == CMTimebase.effectiveRateChanged.rawValue)
+
+        let underlying = NSError(domain: "test", code: 7)
+        let error = AVError(.fileFormatNotRecognized, userInfo: [NSUnderlyingErrorKey: underlying])
+        #expect((error.userInfo[NSUnderlyingErrorKey] as? NSError)?.code == 7)
+
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        var observations = Set<NSKeyValueObservation>()
+        observations.insert(player.observe(\.rate) { _, _ in })
+        observations.insert(player.observe(\.volume) { _, _ in })
+        #expect(observations.count == 2)
+        observations.removeAll()
+
+        let tracks = await withCheckedContinuation { continuation in
+            item.asset.loadTracks(withMediaType: .audio) { tracks, error in continuation.resume(returning: (tracks?.count, error == nil)) }
+        }
+        #expect(tracks.0 == 1 && tracks.1)
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
+        let sought = await item.seek(to: CMTime(value: 1, timescale: 1), toleranceBefore: .zero, toleranceAfter: .zero)
+        #expect(sought)
+        #expect(item.currentTime() == CMTime(value: 1, timescale: 1))
+
+        let layer = AVPlayerLayer(player: player)
+        layer.frame = CGRect(x: 10, y: 20, width: 640, height: 360)
+        #expect(layer.frame == CGRect(x: 10, y: 20, width: 640, height: 360))
+        #expect(layer.bounds.size == CGSize(width: 640, height: 360))
+    }
+
+    @Test("a change of rate posts rateDidChangeNotification with its reason, once the player's rate is the new one")
+    func rateChangesArePosted() async throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let posted = Collected<(rate: Float, reason: AVPlayer.RateDidChangeReason?)>()
+        let observer = NotificationCenter.default.addObserver(forName: AVPlayer.rateDidChangeNotification, object: player, queue: nil) { note in
+            let player = note.object as? AVPlayer
+            posted.append((player?.rate ?? -99, note.userInfo?[AVPlayer.rateDidChangeReasonKey] as? AVPlayer.RateDidChangeReason))
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
+        player.play()
+        #expect(await waitUntil(10) { posted.all.count == 1 })
+        player.rate = 2
+        #expect(await waitUntil(10) { posted.all.count == 2 })
+        player.pause()
+        #expect(await waitUntil(10) { posted.all.count == 3 })
+        // The same rate again changes nothing, and posts nothing: the next change's post
+        // follows the last one's (posts go out in order, on one queue).
+        player.pause()
+        player.play()
+        #expect(await waitUntil(10) { posted.all.count >= 4 })
+        #expect(posted.all.map(\.rate) == [1, 2, 0, 1])
+        #expect(posted.all.allSatisfy { $0.reason == .setRateCalled })
+    }
 }
