@@ -8,10 +8,37 @@ extension AVPlayerItem {
     /// `errorLog()`).
     public static let newErrorLogEntryNotification = Notification.Name("AVPlayerItemNewErrorLogEntryNotification")
 
-    /// The date of the current time, for streams whose playlist dates its segments
-    /// (`EXT-X-PROGRAM-DATE-TIME`); nil when the media has no dates, which here is always:
-    /// FFmpeg's demuxer does not hand the dates on.
-    public func currentDate() -> Date? { nil }
+    /// The date of the current time, for an HLS stream whose playlist dates its segments
+    /// (`EXT-X-PROGRAM-DATE-TIME`); nil for media without dates. A live item's dates come
+    /// with its playlist's readings; an on-demand one's are read in the background when a
+    /// player opens it, and are nil for the moment that takes.
+    public func currentDate() -> Date? {
+        programDates?.date(atItemSeconds: currentTime().seconds)
+    }
+
+    /// Seeks to the moment `date` of an HLS stream whose playlist dates its segments; true
+    /// when the item has that date and the seek is made (`completionHandler` is then told
+    /// whether it finished), false otherwise (the handler is then told false at once, as
+    /// the item's other seeks tell theirs when no player is there, so that one awaiting it
+    /// goes on).
+    @discardableResult
+    public func seek(to date: Date, completionHandler: (@Sendable (Bool) -> Void)? = nil) -> Bool {
+        guard let time = time(at: date) else {
+            completionHandler?(false)
+            return false
+        }
+        seek(to: time, toleranceBefore: .zero, toleranceAfter: .zero, completionHandler: completionHandler)
+        return true
+    }
+
+    /// Where the item's playlist puts `date` on its timeline; nil when it has no such date.
+    func time(at date: Date) -> CMTime? {
+        programDates?.itemSeconds(at: date).map { CMTime(seconds: $0, preferredTimescale: Self.dateSeekTimescale) }
+    }
+
+    /// The timescale of a time a date seek goes to: microseconds, finer than any
+    /// playlist's dates (milliseconds).
+    static let dateSeekTimescale: CMTimeScale = 1_000_000
 }
 
 extension NSNotification.Name {

@@ -620,6 +620,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             // A live stream's playlist is followed from now on, for its seekable range and to
             // open it again where a seek asks (until the item is replaced, which stops it).
             item.followLive(source)
+            item.readProgramDates(of: source)
             state.format = format
             return (state.serial, readerStartFrameLocked(&state, format: format))
         }
@@ -744,10 +745,15 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         startSeek(to: time, completionHandler: completionHandler)
     }
 
-    /// Seeks to the moment `date` in a stream with dates; media here has none, so the
-    /// handler is called with `false`.
+    /// Seeks to the moment `date` of the current item, an HLS stream whose playlist dates
+    /// its segments (`AVPlayerItem.seek(to:completionHandler:)`); the handler is called with
+    /// `false` when the item has no such date.
     open func seek(to date: Date, completionHandler: @escaping @Sendable (Bool) -> Void = { _ in }) {
-        eventQueue.async { completionHandler(false) }
+        guard let time = currentItem?.time(at: date) else {
+            eventQueue.async { completionHandler(false) }
+            return
+        }
+        seek(to: time, toleranceBefore: .zero, toleranceAfter: .zero, completionHandler: completionHandler)
     }
 
     /// Cancels the seek in flight; its handler gets `false`.

@@ -73,6 +73,10 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         var live: HLSLiveWindow?
         /// Where a player last opened the live stream, on the item's timeline.
         var liveOpening: CMTime?
+        /// An on-demand HLS item's segment dates, once read (`readProgramDates(of:)`).
+        var onDemandDates: HLSProgramDates?
+        /// Whether they have been asked for, so that each item reads them once.
+        var datesRequested = false
         /// Where another player of the same live stream closed up its jumps, for this item to
         /// count as it does (`countsAcrossSplices(_:)`).
         var splices: [TimelineSplice] = []
@@ -397,6 +401,27 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
             return current.live
         }
         old?.stop()
+    }
+
+    /// Reads the dates an on-demand HLS item's playlist gives its segments, in the
+    /// background, once per item (a live item's come with each reading of its playlist):
+    /// one or two small fetches of playlists the demuxer has just read.
+    func readProgramDates(of source: MediaSource) {
+        guard source.info.formatName == "hls", !source.info.isLiveHLS else { return }
+        let first = state.withLockAnnotated { current in defer { current.datesRequested = true }; return !current.datesRequested }
+        guard first else { return }
+        let url = source.url
+        DispatchQueue.global(qos: .utility).async { [weak self] in
+            let dates = HLSProgramDates.readOnDemand(url: url)
+            self?.state.withLockAnnotated { $0.onDemandDates = dates }
+        }
+    }
+
+    /// The item's segment dates: a live item's by its playlist as last read, an on-demand
+    /// one's once read; nil when it has none (or they are not read yet).
+    var programDates: HLSProgramDates? {
+        if let reading = live?.current { return reading.programDates }
+        return state.withLockAnnotated { $0.onDemandDates }
     }
 
     /// Stops following a live playlist (the item left its player).

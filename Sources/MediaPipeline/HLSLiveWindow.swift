@@ -14,6 +14,9 @@ public struct HLSMediaPlaylist: Sendable, Equatable {
     public var targetDuration: Double
     /// Whether the playlist is complete (`EXT-X-ENDLIST`): it no longer moves.
     public var ended: Bool
+    /// Each listed segment's date, when the playlist dates them (`EXT-X-PROGRAM-DATE-TIME`,
+    /// carried on to segments without one: `HLSProgramDates.segmentDates(of:)`).
+    public var dates: [Date?]
 
     /// The playlist in `text`; nil when it lists no segment or is not a media playlist.
     public init?(parsing text: String) {
@@ -21,6 +24,7 @@ public struct HLSMediaPlaylist: Sendable, Equatable {
         guard !parsed.isMaster, !parsed.segments.isEmpty else { return nil }
         firstSequence = parsed.headerValue(of: "#EXT-X-MEDIA-SEQUENCE").flatMap { Int($0) } ?? 0
         durations = parsed.segments.map(\.duration)
+        dates = HLSProgramDates.segmentDates(of: parsed.segments)
         let target = parsed.headerValue(of: "#EXT-X-TARGETDURATION").flatMap { Double($0) } ?? 0
         targetDuration = target > 0 ? target : durations.max() ?? 0
         ended = parsed.trailer.contains("#EXT-X-ENDLIST") || parsed.segments.contains { $0.lines.contains("#EXT-X-ENDLIST") }
@@ -60,6 +64,11 @@ public final class HLSLiveWindow: Sendable {
         /// Where segment `index` of the listing begins, in item seconds.
         public func start(ofIndex index: Int) -> Double {
             firstStart + playlist.durations.prefix(max(0, min(index, playlist.durations.count))).reduce(0, +)
+        }
+
+        /// The listing's dates on the item's timeline; nil when it dates no segment.
+        public var programDates: HLSProgramDates? {
+            HLSProgramDates(durations: playlist.durations, dates: playlist.dates, firstStart: firstStart)
         }
 
         /// Where the listing ends, in item seconds.

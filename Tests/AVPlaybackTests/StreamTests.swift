@@ -246,6 +246,50 @@ import MediaServer
         #expect(shown.failed.value == 0 && shown.item.error == nil)
     }
 
+    /// An on-demand HLS stream whose playlist dates its segments: the item tells the date of
+    /// its current time, and a date seek lands where the playlist puts that date.
+    @Test("an HLS stream whose playlist dates its segments tells the date it stands at, and seeks to a date")
+    func programDatesAreToldAndSoughtTo() async throws {
+        let hls = try TestMedia.hls(seconds: 4)
+        let original = try String(contentsOf: hls.folder.appendingPathComponent("index.m3u8"), encoding: .utf8)
+        // Dated from the second segment on (the first is dated back from it).
+        let first = try #require(original.range(of: "#EXTINF"))
+        let second = try #require(original.range(of: "#EXTINF", range: first.upperBound..<original.endIndex))
+        let dated = original.replacingCharacters(in: second.lowerBound..<second.lowerBound, with: "#EXT-X-PROGRAM-DATE-TIME:2026-11-28T09:00:01.000Z\n")
+        try dated.write(to: hls.folder.appendingPathComponent("dated.m3u8"), atomically: true, encoding: .utf8)
+        let server = try ThrottledHTTPServer(serving: hls.folder, bytesPerSecond: 0)
+        defer { server.stop() }
+        let nine = Date(timeIntervalSince1970: 1_795_856_400)
+
+        let item = AVPlayerItem(url: try #require(URL(string: server.url("dated.m3u8"))))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        // The second segment begins where the first one's duration puts it.
+        let firstDuration = try #require(Double(original[first.upperBound...].dropFirst().prefix { $0 != "," }))
+        #expect(await waitUntil(20) { item.status == .readyToPlay && item.currentDate() != nil })
+        // At time 0: the first segment's length before 09:00:01.
+        let start = try #require(item.currentDate())
+        #expect(abs(start.timeIntervalSince(nine) - (1 - firstDuration)) < 0.001, "\(start)")
+        // 09:00:02.5 is 1.5 s into the second segment.
+        let sought = await player.seek(to: nine.addingTimeInterval(2.5))
+        #expect(sought)
+        let target = firstDuration + 1.5
+        #expect(abs(player.currentTime().seconds - target) < 0.001, "\(player.currentTime().seconds)")
+        let there = try #require(item.currentDate())
+        #expect(abs(there.timeIntervalSince(nine) - 2.5) < 0.001)
+        // A date the playlist does not hold: refused, and the item stays where it was.
+        #expect(!item.seek(to: nine.addingTimeInterval(-60)))
+        let refused = await player.seek(to: nine.addingTimeInterval(3_600))
+        #expect(!refused)
+        #expect(abs(player.currentTime().seconds - target) < 0.001)
+        // An item without dates has none.
+        let plain = AVPlayerItem(url: try #require(URL(string: server.url("index.m3u8"))))
+        player.replaceCurrentItem(with: plain)
+        #expect(await waitUntil(20) { plain.status == .readyToPlay })
+        #expect(plain.currentDate() == nil)
+        #expect(!plain.seek(to: nine))
+    }
+
     /// A live stream spliced at 4 s, its times jumping back 50 s there (an encoder restarted
     /// at zero): played across the splice, then sought back to just after it, which opens the
     /// stream again at that segment. The new opening closes the jump up as the first did, so
