@@ -56,6 +56,12 @@ public final class AVAssetTrack: Sendable, Hashable {
     /// A video track's decoded pixel layout, FFmpeg's name ("yuv420p", ...) (a Chorus addition).
     public let pixelFormat: String?
 
+    /// What the track's samples are, as Apple describes formats.
+    public let formatDescription: CMFormatDescription
+    /// The track's format descriptions (one here: a container's track has one format),
+    /// each a `CMFormatDescription`, typed as Apple's property is.
+    public var formatDescriptions: [Any] { [formatDescription] }
+
     /// What the demuxer said of the track, whole.
     let trackInfo: TrackInfo
 
@@ -90,6 +96,7 @@ public final class AVAssetTrack: Sendable, Hashable {
         rotationDegrees = info.rotationDegrees
         sampleAspectRatio = info.sampleAspectRatio
         pixelFormat = info.pixelFormat
+        formatDescription = CMFormatDescription(track: info)
     }
 
     /// A display rotation as Apple writes it for a movie: the turn on a y-down screen, then
@@ -138,6 +145,10 @@ extension AVPartialAsyncProperty where Root == AVAssetTrack {
     public static var isPlayable: AVAsyncProperty<AVAssetTrack, Bool> { .track("playable") { $0.isPlayable } }
     /// Whether the track is enabled in its file.
     public static var isEnabled: AVAsyncProperty<AVAssetTrack, Bool> { .track("enabled") { $0.isEnabled } }
+    /// What the track's samples are, as Apple describes formats.
+    public static var formatDescriptions: AVAsyncProperty<AVAssetTrack, [CMFormatDescription]> {
+        .track("formatDescriptions") { [$0.formatDescription] }
+    }
     /// The track's language, ISO 639-2.
     public static var languageCode: AVAsyncProperty<AVAssetTrack, String?> { .track("languageCode") { $0.languageCode } }
 }

@@ -186,4 +186,48 @@ import Synchronization
         #expect(posted.all.map(\.rate) == [1, 2, 0, 1])
         #expect(posted.all.allSatisfy { $0.reason == .setRateCalled })
     }
+
+    @Test("a sound track's format description says its codec by Apple's code, and gives its Core Audio description", arguments: [
+        (TestMedia.Kind.wav, kAudioFormatLinearPCM, UInt32(16), UInt32(0)),
+        (.aac, kAudioFormatMPEG4AAC, 0, 1_024),
+        (.mp3, kAudioFormatMPEGLayer3, 0, 1_152),
+        (.flac, kAudioFormatFLAC, 0, 0),
+        (.opus, kAudioFormatOpus, 0, 960),
+        (.vorbis, 0, 0, 0),
+    ])
+    func formatDescriptions(kind: TestMedia.Kind, format: AudioFormatID, bits: UInt32, framesPerPacket: UInt32) async throws {
+        let asset = AVURLAsset(url: try TestMedia.tone(kind, seconds: 0.5, rate: 48_000, channels: 2))
+        let track = try #require(try await asset.loadTracks(withMediaType: .audio).first)
+        let descriptions = try await track.load(.formatDescriptions)
+        let description = try #require(descriptions.first)
+        #expect(CMFormatDescriptionGetMediaType(description) == kCMMediaType_Audio)
+        #expect(CMFormatDescriptionGetMediaSubType(description) == format)
+        let basic = try #require(CMAudioFormatDescriptionGetStreamBasicDescription(description)).pointee
+        #expect(basic.mFormatID == format)
+        #expect(basic.mSampleRate == 48_000)
+        #expect(basic.mChannelsPerFrame == 2)
+        #expect(basic.mBitsPerChannel == bits)
+        #expect(basic.mFramesPerPacket == (format == kAudioFormatLinearPCM ? 1 : framesPerPacket))
+        if format == kAudioFormatLinearPCM {
+            #expect(basic.mFormatFlags == kAudioFormatFlagIsSignedInteger | kAudioFormatFlagIsPacked)
+            #expect(basic.mBytesPerFrame == 4)
+        }
+        // The older, untyped form holds the same.
+        #expect((track.formatDescriptions.first as? CMFormatDescription) == description)
+        #expect(description.mediaType == .audio)
+    }
+
+    @Test("a video track's format description gives its codec and its coded size")
+    func videoFormatDescription() async throws {
+        let asset = AVURLAsset(url: try TestMedia.identityVideo(seconds: 1, rate: 25, rotate: 90, withSound: true))
+        let track = try #require(try await asset.loadTracks(withMediaType: .video).first)
+        let description = try #require(try await track.load(.formatDescriptions).first)
+        #expect(CMFormatDescriptionGetMediaType(description) == kCMMediaType_Video)
+        #expect(CMFormatDescriptionGetMediaSubType(description) == kCMVideoCodecType_H264)
+        #expect(description.mediaSubType == .h264)
+        let size = CMVideoFormatDescriptionGetDimensions(description)
+        #expect(size.width == 320 && size.height == 240)
+        #expect(CMAudioFormatDescriptionGetStreamBasicDescription(description) == nil)
+        #expect("\(description)" == "CMFormatDescription(vide, avc1)")
+    }
 }
