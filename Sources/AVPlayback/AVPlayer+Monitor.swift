@@ -50,7 +50,7 @@ extension AVPlayer {
         let status = engine.status
         let realtime = engine.isRealtime
         let now = HostTime(hostClock.time) ?? .now()
-        var fire: (time: CMTime, playing: Bool, jumped: Bool, previous: CMTime, observers: [TimeObserver])?
+        var fire: (time: CMTime, playing: Bool, jumped: Bool, jumpedTo: CMTime?, previous: CMTime, observers: [TimeObserver])?
         // Where the item stands, for its pushing outputs (subtitles, timed metadata).
         var pushed: (item: AVPlayerItem, time: CMTime, jumped: Bool)?
         // The item that may move to another of its variants, when it plays.
@@ -110,9 +110,10 @@ extension AVPlayer {
                 effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.newAccessLogEntryNotification, object: item) }
             }
             state.lastTickHost = now
-            fire = (time, playing, state.timeJumped, state.lastObservedTime, state.observers)
+            fire = (time, playing, state.timeJumped, state.jumpedTo, state.lastObservedTime, state.observers)
             if state.itemLoaded { pushed = (item, time, state.timeJumped) }
             state.timeJumped = false
+            state.jumpedTo = nil
             state.lastObservedTime = time
         }
         effects.run(on: eventQueue)
@@ -125,7 +126,8 @@ extension AVPlayer {
         observationRegistry.poke()
         currentItem?.observationRegistry.poke()
         if let fire, !fire.observers.isEmpty {
-            fireTimeObservers(now: fire.time, playing: fire.playing, jumped: fire.jumped, previous: fire.previous, observers: fire.observers)
+            fireTimeObservers(now: fire.time, playing: fire.playing, jumped: fire.jumped, jumpedTo: fire.jumpedTo, previous: fire.previous,
+                              observers: fire.observers)
         }
         if let pushed {
             if let info = pushed.item.loadedInfo {

@@ -40,6 +40,7 @@ extension AVPlayer {
             }
             applyModeLocked(&state, flush: true)
             state.timeJumped = true
+            state.jumpedTo = currentTimeLocked(&state)
             if state.rate != 0 { setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: .toMinimizeStalls, &effects) }
             if let item = state.item {
                 effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.timeJumpedNotification, object: item) }

@@ -40,8 +40,10 @@ extension AVPlayer {
         return CMTime(seconds: steps * interval.seconds, preferredTimescale: time.timescale > 0 ? max(time.timescale, interval.timescale) : 1_000_000)
     }
 
-    /// On the event queue, each tick: fires the observers that are due.
-    func fireTimeObservers(now time: CMTime, playing: Bool, jumped: Bool, previous: CMTime, observers: [TimeObserver]) {
+    /// On the event queue, each tick: fires the observers that are due. `jumpedTo` is where
+    /// the time stood just after a jump since the last tick (nil: `time`).
+    func fireTimeObservers(now time: CMTime, playing: Bool, jumped: Bool, jumpedTo: CMTime? = nil, previous: CMTime,
+                           observers: [TimeObserver]) {
         for observer in observers {
             switch observer.kind {
             case .periodic(let interval, let block):
@@ -54,8 +56,9 @@ extension AVPlayer {
                     due = false
                 }
                 guard due else { continue }
-                // A jump reports where it landed; the adding, where it was made.
-                let told = jumped ? time : observer.fireNowTime ?? time
+                // A jump (a seek, a start, a pause) reports where it landed, however late the
+                // tick came after it; the adding, where it was made.
+                let told = jumped ? jumpedTo ?? time : observer.fireNowTime ?? time
                 observer.fireNow = false
                 if interval.isNumeric, interval > .zero, interval.seconds > 0 {
                     observer.nextFire = Self.multiple(of: interval, after: told)

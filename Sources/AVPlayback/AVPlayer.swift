@@ -997,6 +997,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 effects.after.append { [weak self] in self?.refreshSuccessors() }
                 applyModeLocked(&state, flush: true)
                 state.timeJumped = true
+                state.jumpedTo = currentTimeLocked(&state)
                 // A start at a given time is a jump of the item's time, as a seek is.
                 if let item = state.item {
                     effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.timeJumpedNotification, object: item) }
@@ -1028,6 +1029,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: reason, &effects)
             }
             state.timeJumped = true
+            state.jumpedTo = currentTimeLocked(&state)
         }
         updateTimebase()
         effects.run(on: eventQueue)
@@ -1085,6 +1087,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             effects.after.append { [weak self] in self?.refreshSuccessors() }
             applyModeLocked(&state, flush: true)
             state.timeJumped = true
+            state.jumpedTo = currentTimeLocked(&state)
         }
         setTimeControlLocked(&state, .paused, reason: nil, &effects)
         effects.after.append { [weak self] in self?.updateTimebase() }
@@ -1410,6 +1413,10 @@ struct PlayerState {
     var endHandledSerial: Int?
     var lastStallCount = 0
     var timeJumped = false
+    /// Where the item's time stood just after the last jump (a seek's landing, a start, a
+    /// pause), for the observers the next tick fires: told that, not the tick's time a few
+    /// ms of play later.
+    var jumpedTo: CMTime?
     var observers: [TimeObserver] = []
     var lastObservedTime = CMTime.invalid
     var allowsExternalPlayback = true

@@ -150,6 +150,40 @@ import MediaPipeline
         #expect(times.all == [.zero, CMTime(value: 7_680, timescale: 48_000)])
     }
 
+    /// A start (or a seek, or a pause) fires every periodic observer at the next tick: with
+    /// the time it landed at, however late that tick comes. Under load the first tick after a
+    /// `play()` came 26 frames in, and the start was told as 26 frames, not 0.
+    @Test func aJumpIsToldWhereItLandedNotWhereTheTickFoundIt() async throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(await waitUntil { item.status == .readyToPlay })
+        let queue = DispatchQueue(label: "observer")
+        let times = Collected<CMTime>()
+        let observer = TimeObserver(kind: .periodic(interval: CMTime(value: 1, timescale: 10), block: { times.append($0) }), queue: queue,
+                                    fireNow: false)
+        // A start at 0.5 s, found by the tick 26 frames later; then the schedule from there.
+        let landed = CMTime(value: 24_000, timescale: 48_000)
+        player.fireTimeObservers(now: CMTime(value: 24_026, timescale: 48_000), playing: true, jumped: true, jumpedTo: landed,
+                                 previous: .zero, observers: [observer])
+        queue.sync {}
+        player.fireTimeObservers(now: CMTime(value: 28_810, timescale: 48_000), playing: true, jumped: false, previous: landed,
+                                 observers: [observer])
+        queue.sync {}
+        #expect(times.all == [landed, CMTime(value: 28_810, timescale: 48_000)])
+        // The player records where a start landed, for its own ticks.
+        let real = Collected<CMTime>()
+        let token = player.addPeriodicTimeObserver(forInterval: CMTime(value: 10, timescale: 1), queue: queue) { real.append($0) }
+        defer { player.removeTimeObserver(token) }
+        await player.seek(to: CMTime(value: 1, timescale: 4))
+        player.play()
+        #expect(await waitUntil { real.all.contains { $0 != .zero } })
+        queue.sync {}
+        // The adding (at 0, unless the seek came before the next tick), then the seek and
+        // the start (one firing when no tick came between them), told where they landed.
+        #expect(real.all.first { $0 != .zero } == CMTime(value: 1, timescale: 4), "\(real.all)")
+    }
+
     /// The periodic schedule, tick by tick: the monitor's ticks are fed to the observers
     /// directly, at item times chosen here, so what fires does not depend on when a loaded
     /// machine lets the monitor run.
