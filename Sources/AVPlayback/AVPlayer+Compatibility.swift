@@ -18,9 +18,8 @@ extension AVPlayerItem {
 
     /// Seeks to the moment `date` of an HLS stream whose playlist dates its segments; true
     /// when the item has that date and the seek is made (`completionHandler` is then told
-    /// whether it finished), false otherwise (the handler is then told false at once, as
-    /// the item's other seeks tell theirs when no player is there, so that one awaiting it
-    /// goes on).
+    /// whether it finished), false otherwise (the handler is then told false at once, on
+    /// the caller's thread, so that one awaiting it goes on).
     @discardableResult
     public func seek(to date: Date, completionHandler: (@Sendable (Bool) -> Void)? = nil) -> Bool {
         guard let time = time(at: date) else {
@@ -33,7 +32,9 @@ extension AVPlayerItem {
 
     /// Where the item's playlist puts `date` on its timeline; nil when it has no such date.
     func time(at date: Date) -> CMTime? {
-        programDates?.itemSeconds(at: date).map { CMTime(seconds: $0, preferredTimescale: Self.dateSeekTimescale) }
+        guard let seconds = programDates?.itemSeconds(at: date) else { return nil }
+        let time = CMTime(seconds: seconds, preferredTimescale: Self.dateSeekTimescale)
+        return time.isNumeric ? time : nil
     }
 
     /// The timescale of a time a date seek goes to: microseconds, finer than any

@@ -1472,7 +1472,6 @@ struct PendingSeek {
     let completion: @Sendable (Bool) -> Void
 }
 
-/// Work gathered under the lock and run after it is released, in order, on the event queue.
 extension AVPlayer {
     /// Posted (object: the player) after every change of its `rate`, with the reason under
     /// `rateDidChangeReasonKey`, on the queue key-value observers of `rate` are told on.
@@ -1511,6 +1510,7 @@ extension AVPlayer {
     }
 }
 
+/// Work gathered under the lock and run after it is released, in order, on the event queue.
 struct Effects {
     var changes: [@Sendable () -> Void] = []
     var completions: [@Sendable () -> Void] = []

@@ -77,6 +77,8 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         var onDemandDates: HLSProgramDates?
         /// Whether they have been asked for, so that each item reads them once.
         var datesRequested = false
+        /// Whether that reading has ended, with dates or without.
+        var datesRead = false
         /// Where another player of the same live stream closed up its jumps, for this item to
         /// count as it does (`countsAcrossSplices(_:)`).
         var splices: [TimelineSplice] = []
@@ -413,9 +415,15 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         let url = source.url
         DispatchQueue.global(qos: .utility).async { [weak self] in
             let dates = HLSProgramDates.readOnDemand(url: url)
-            self?.state.withLockAnnotated { $0.onDemandDates = dates }
+            self?.state.withLockAnnotated { current in
+                current.onDemandDates = dates
+                current.datesRead = true
+            }
         }
     }
+
+    /// Whether an on-demand HLS item's dates have been read (with dates or without them).
+    var programDatesRead: Bool { state.withLockAnnotated { $0.datesRead } }
 
     /// The item's segment dates: a live item's by its playlist as last read, an on-demand
     /// one's once read; nil when it has none (or they are not read yet).

@@ -165,8 +165,8 @@ public final class CMFormatDescription: Sendable, Hashable, CustomStringConverti
             mediaType = .audio
             let (format, flags, bits, framesPerPacket) = Self.soundFormat(codec: info.codec)
             mediaSubType = MediaSubType(rawValue: format)
-            let channels = UInt32(max(0, info.channels ?? 0))
-            let bytesPerFrame = format == kAudioFormatLinearPCM ? bits / 8 * channels : 0
+            let channels = UInt32(clamping: max(0, info.channels ?? 0))
+            let bytesPerFrame = Self.bytesPerFrame(format: format, flags: flags, bits: bits, channels: channels)
             let description = AudioStreamBasicDescription(
                 mSampleRate: Float64(info.sampleRate ?? 0), mFormatID: format, mFormatFlags: flags,
                 mBytesPerPacket: bytesPerFrame, mFramesPerPacket: framesPerPacket, mBytesPerFrame: bytesPerFrame,
@@ -217,7 +217,8 @@ public final class CMFormatDescription: Sendable, Hashable, CustomStringConverti
     /// PCM codecs by their samples, "pcm_s16le", "pcm_f32be") and frames per packet.
     static func soundFormat(codec: String) -> (AudioFormatID, AudioFormatFlags, UInt32, UInt32) {
         if let known = soundCodecs[codec] { return (known.format, 0, 0, known.framesPerPacket) }
-        let parts = codec.split(separator: "_")
+        // "pcm_s16le", "pcm_f32be", "pcm_s16le_planar": the samples' kind, size and order.
+        let parts = codec.split(separator: "_", maxSplits: 1)
         guard parts.count == 2, parts[0] == "pcm", let kind = parts[1].first, "suf".contains(kind) else { return (0, 0, 0, 0) }
         let digits = parts[1].dropFirst().prefix { $0.isNumber }
         guard let bits = UInt32(digits), [8, 16, 24, 32, 64].contains(bits) else { return (0, 0, 0, 0) }
@@ -227,9 +228,19 @@ public final class CMFormatDescription: Sendable, Hashable, CustomStringConverti
         case "s": flags |= kAudioFormatFlagIsSignedInteger
         default: break
         }
-        if parts[1].hasSuffix("be") { flags |= kAudioFormatFlagIsBigEndian }
+        if parts[1].hasSuffix("be") || parts[1].hasSuffix("be_planar") { flags |= kAudioFormatFlagIsBigEndian }
         if parts[1].hasSuffix("planar") { flags |= kAudioFormatFlagIsNonInterleaved }
         return (kAudioFormatLinearPCM, flags, bits, 1)
+    }
+
+    /// The bytes of a frame of linear PCM: a sample of every channel, or of one when the
+    /// channels are planes of their own (Core Audio's non-interleaved formats); 0 for a
+    /// compressed format. A container may claim any channel count: the product is clamped,
+    /// never trapped on.
+    static func bytesPerFrame(format: AudioFormatID, flags: AudioFormatFlags, bits: UInt32, channels: UInt32) -> UInt32 {
+        guard format == kAudioFormatLinearPCM else { return 0 }
+        let interleaved = flags & kAudioFormatFlagIsNonInterleaved == 0
+        return UInt32(clamping: UInt64(bits / 8) * UInt64(interleaved ? channels : 1))
     }
 
     /// The Core Audio description's storage, for `CMAudioFormatDescriptionGetStreamBasicDescription`.

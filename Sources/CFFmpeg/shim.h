@@ -154,6 +154,10 @@ typedef struct ChorusFetchPolicy {
        who it is, as if the segment were merely missing. */
     int certificate_refusals;
     char *certificate_refused_url;
+    /* Whether an http: fetch that failed with EIO has been asked where it was redirected
+       (chorus_redirected_certificate_refused): once per context, so that a flaky http:
+       server's failed segments do not each cost a request more. */
+    int redirect_probed;
     /* When set, every fetched input that is an HLS playlist (its first bytes, as they come,
        start "#EXTM3U"; an input whose first bytes come too few to tell fails to open) is
        read whole, given to this, and the URL it returns opened in its place: an on-demand
@@ -257,15 +261,35 @@ static inline int chorus_probe_wait(int socket_fd, short events, int64_t deadlin
     }
 }
 
+/* Connects a non-blocking socket to one of `found`'s addresses, trying each in turn, by
+   `deadline` and while `interrupt` lets it; returns the socket, or -1. */
+static inline int chorus_probe_connect(struct addrinfo *found, int64_t deadline, const AVIOInterruptCB *interrupt) {
+    for (struct addrinfo *address = found; address; address = address->ai_next) {
+        int socket_fd = socket(address->ai_family, address->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, address->ai_protocol);
+        if (socket_fd < 0) continue;
+        int connected = connect(socket_fd, address->ai_addr, address->ai_addrlen) == 0 || errno == EINPROGRESS;
+        if (connected) connected = chorus_probe_wait(socket_fd, POLLOUT, deadline, interrupt);
+        int failure = 0;
+        socklen_t length = sizeof failure;
+        if (connected && getsockopt(socket_fd, SOL_SOCKET, SO_ERROR, &failure, &length) == 0 && failure == 0) return socket_fd;
+        close(socket_fd);
+        if (av_gettime_relative() >= deadline) break;
+    }
+    return -1;
+}
+
 /* Where the http: URL `url` sends its client when it answers with a redirect (a 3xx with
    an absolute http: or https: Location): copied into `location` (`size` bytes, NUL
-   terminated); returns 1 then, else 0 (no redirect, a relative one, a location too long, no
-   answer). The server is asked by a request of its own, a GET whose answer's head alone is
-   read before the connection is closed: FFmpeg's HTTP layer follows redirects inside one
-   open and keeps no record of where it went when the open fails. Bounded by `interrupt`
-   and CHORUS_CERTIFICATE_PROBE_TIMEOUT_US. */
-static inline int chorus_http_redirect(const char *url, const AVIOInterruptCB *interrupt, char *location, size_t size) {
+   terminated); returns 1 then, else 0 (no redirect, a relative one, a location too long,
+   an answer whose head does not end within CHORUS_REDIRECT_PROBE_HEAD bytes, no answer by
+   `deadline` (av_gettime_relative µs)). The server is asked by a request of its own, a GET
+   whose answer's head alone is read before the connection is closed: FFmpeg's HTTP layer
+   follows redirects inside one open and keeps no record of where it went when the open
+   fails. Stops when `interrupt` says so. */
+static inline int chorus_http_redirect(const char *url, int64_t deadline, const AVIOInterruptCB *interrupt,
+                                       char *location, size_t size) {
     if (!url || !location || size == 0 || strncasecmp(url, "http://", 7) != 0) return 0;
+    if (interrupt && interrupt->callback && interrupt->callback(interrupt->opaque)) return 0;
     char host[256], path[2048], port_text[16], request[2600];
     int port = -1;
     av_url_split(NULL, 0, NULL, 0, host, sizeof host, &port, path, sizeof path, url);
@@ -277,18 +301,13 @@ static inline int chorus_http_redirect(const char *url, const AVIOInterruptCB *i
                            "GET %s HTTP/1.1\r\nHost: %s%s%s:%d\r\nUser-Agent: Chorus\r\nAccept: */*\r\nConnection: close\r\n\r\n",
                            path[0] ? path : "/", is_ipv6 ? "[" : "", host, is_ipv6 ? "]" : "", port);
     if (written < 0 || (size_t)written >= sizeof request) return 0;
+    /* (The name's lookup is the system resolver's, unbounded by the deadline: the failed
+       fetch has just looked the same name up.) */
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *found = NULL;
     if (getaddrinfo(host, port_text, &hints, &found) != 0 || !found) return 0;
-    int64_t deadline = av_gettime_relative() + CHORUS_CERTIFICATE_PROBE_TIMEOUT_US;
-    int socket_fd = socket(found->ai_family, found->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, found->ai_protocol);
-    int connected = socket_fd >= 0 && (connect(socket_fd, found->ai_addr, found->ai_addrlen) == 0 || errno == EINPROGRESS);
+    int socket_fd = chorus_probe_connect(found, deadline, interrupt);
     freeaddrinfo(found);
-    if (connected) {
-        connected = chorus_probe_wait(socket_fd, POLLOUT, deadline, interrupt);
-        int failure = 0;
-        socklen_t length = sizeof failure;
-        if (connected && (getsockopt(socket_fd, SOL_SOCKET, SO_ERROR, &failure, &length) != 0 || failure != 0)) connected = 0;
-    }
+    int connected = socket_fd >= 0;
     for (int sent = 0; connected && sent < written;) {
         ssize_t now = send(socket_fd, request + sent, (size_t)(written - sent), MSG_NOSIGNAL);
         if (now > 0) sent += (int)now;
@@ -297,16 +316,20 @@ static inline int chorus_http_redirect(const char *url, const AVIOInterruptCB *i
     }
     char head[CHORUS_REDIRECT_PROBE_HEAD + 1];
     size_t received = 0;
+    int complete = 0;
     while (connected && received < CHORUS_REDIRECT_PROBE_HEAD) {
         head[received] = 0;
-        if (strstr(head, "\r\n\r\n")) break;
+        if (strstr(head, "\r\n\r\n")) { complete = 1; break; }
         ssize_t now = recv(socket_fd, head + received, CHORUS_REDIRECT_PROBE_HEAD - received, 0);
         if (now > 0) received += (size_t)now;
         else if (now < 0 && (errno == EAGAIN || errno == EINTR)) connected = chorus_probe_wait(socket_fd, POLLIN, deadline, interrupt);
         else break;
     }
-    if (socket_fd >= 0) close(socket_fd);
     head[received] = 0;
+    if (!complete && strstr(head, "\r\n\r\n")) complete = 1;
+    if (socket_fd >= 0) close(socket_fd);
+    /* Only a whole head is read: a cut one could name a Location cut short. */
+    if (!complete) return 0;
     /* "HTTP/1.x 3xx", then a Location line whose value is an absolute http(s): URL. */
     int code = 0;
     if (sscanf(head, "HTTP/%*d.%*d %d", &code) != 1 || code < 300 || code > 399) return 0;
@@ -315,7 +338,8 @@ static inline int chorus_http_redirect(const char *url, const AVIOInterruptCB *i
         const char *value = line + 11;
         while (*value == ' ' || *value == '\t') value++;
         const char *end = strstr(value, "\r\n");
-        size_t length = end ? (size_t)(end - value) : strlen(value);
+        if (!end) return 0;
+        size_t length = (size_t)(end - value);
         while (length > 0 && (value[length - 1] == ' ' || value[length - 1] == '\t')) length--;
         if (length >= size || (strncasecmp(value, "http://", 7) != 0 && strncasecmp(value, "https://", 8) != 0)) return 0;
         memcpy(location, value, length);
@@ -330,16 +354,19 @@ static inline int chorus_http_redirect(const char *url, const AVIOInterruptCB *i
    copied into `refused` (`size` bytes); returns 1 then, else 0. A server that sends a
    player from http: to https: (most content networks do) fails the fetch inside FFmpeg's
    HTTP layer with the same EIO as any broken connection. Follows at most
-   CHORUS_REDIRECT_PROBE_HOPS redirects, over http: alone: no request goes to an https:
-   server, only the handshakes that tell the refusal. */
+   CHORUS_REDIRECT_PROBE_HOPS redirects over http:, all of them within one
+   CHORUS_CERTIFICATE_PROBE_TIMEOUT_US, then the two handshakes of
+   chorus_tls_certificate_refused, each bounded by the same; no request goes to an https:
+   server, only those handshakes. */
 static inline int chorus_redirected_certificate_refused(const char *url, const char *ca_file, const AVIOInterruptCB *interrupt,
                                                         char *refused, size_t size) {
     if (!url || !refused || size == 0 || strncasecmp(url, "http://", 7) != 0) return 0;
     char current[2048], next[2048];
     if (strlen(url) >= sizeof current) return 0;
     strcpy(current, url);
+    int64_t deadline = av_gettime_relative() + CHORUS_CERTIFICATE_PROBE_TIMEOUT_US;
     for (int hop = 0; hop < CHORUS_REDIRECT_PROBE_HOPS; hop++) {
-        if (!chorus_http_redirect(current, interrupt, next, sizeof next)) return 0;
+        if (!chorus_http_redirect(current, deadline, interrupt, next, sizeof next)) return 0;
         if (strncasecmp(next, "https://", 8) == 0) {
             if (!chorus_tls_certificate_refused(next, ca_file, interrupt) || strlen(next) >= size) return 0;
             strcpy(refused, next);
@@ -484,7 +511,10 @@ static inline int chorus_io_open(struct AVFormatContext *s, AVIOContext **pb, co
         char redirected[2048];
         const char *refused = NULL;
         if (chorus_tls_certificate_refused(url, policy->ca_file, &s->interrupt_callback)) refused = url;
-        else if (chorus_redirected_certificate_refused(url, policy->ca_file, &s->interrupt_callback, redirected, sizeof redirected)) refused = redirected;
+        else if (!policy->redirect_probed && url && strncasecmp(url, "http://", 7) == 0) {
+            policy->redirect_probed = 1;
+            if (chorus_redirected_certificate_refused(url, policy->ca_file, &s->interrupt_callback, redirected, sizeof redirected)) refused = redirected;
+        }
         if (refused) {
             policy->certificate_refusals += 1;
             if (!policy->certificate_refused_url) policy->certificate_refused_url = av_strdup(refused);

@@ -30,7 +30,11 @@ public struct HLSProgramDates: Sendable, Equatable {
         var spans: [Span] = []
         var start = firstStart
         for (duration, date) in zip(durations, dates) {
-            if let date { spans.append(Span(start: start, date: date, duration: duration)) }
+            // A damaged playlist's durations (finite, yet summing past a double's range)
+            // date nothing.
+            if let date, date.timeIntervalSinceReferenceDate.isFinite, start.isFinite, duration.isFinite {
+                spans.append(Span(start: start, date: date, duration: duration))
+            }
             start += duration
         }
         guard !spans.isEmpty else { return nil }
@@ -95,9 +99,11 @@ public struct HLSProgramDates: Sendable, Equatable {
             at += 1
             return true
         }
+        // (A second of 60 is a leap second: the same instant as the next minute's first.)
         guard let year = number(4), expect("-"), let month = number(2), expect("-"), let day = number(2),
               expect("T") || expect("t"), let hour = number(2), expect(":"), let minute = number(2), expect(":"),
-              let second = number(2), (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second <= 60
+              let second = number(2), (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
+              hour < 24, minute < 60, second <= 60
         else { return nil }
         var fraction = 0.0
         if expect(".") {
@@ -124,12 +130,34 @@ public struct HLSProgramDates: Sendable, Equatable {
             return nil
         }
         guard at == utf8.count else { return nil }
-        var calendar = Calendar(identifier: .gregorian)
-        guard let utc = TimeZone(secondsFromGMT: 0) else { return nil }
-        calendar.timeZone = utc
-        let components = DateComponents(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
-        guard let whole = calendar.date(from: components), calendar.component(.day, from: whole) == day else { return nil }
-        return whole.addingTimeInterval(fraction - Double(offsetSeconds))
+        let days = daysSince1970(year: year, month: month, day: day)
+        let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second - offsetSeconds
+        return Date(timeIntervalSince1970: Double(seconds) + fraction)
+    }
+
+    /// The days in `month` (1 to 12) of `year`, on the proleptic Gregorian calendar ISO 8601
+    /// counts in.
+    static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// The days from 1970-01-01 to a date of the proleptic Gregorian calendar (negative
+    /// before it), counted in whole 400-year cycles (146,097 days each) with the year taken
+    /// to start in March, so that February's leap day falls at its end.
+    static func daysSince1970(year: Int, month: Int, day: Int) -> Int {
+        let marchYear = month > 2 ? year : year - 1
+        let cycle = (marchYear >= 0 ? marchYear : marchYear - 399) / 400
+        let yearOfCycle = marchYear - cycle * 400
+        let monthFromMarch = (month + 9) % 12
+        // Days before each month, from March: 31 30 31 30 31 31 30 31 30 31 31 (and February).
+        let dayOfYear = (153 * monthFromMarch + 2) / 5 + day - 1
+        let dayOfCycle = yearOfCycle * 365 + yearOfCycle / 4 - yearOfCycle / 100 + dayOfYear
+        // 1970-01-01 is day 719,468 counted from 0000-03-01.
+        return cycle * 146_097 + dayOfCycle - 719_468
     }
 
     /// The dates of the on-demand HLS playlist at `url` (its first variant's, for a master

@@ -390,7 +390,10 @@ import Synchronization
     @Test("isReadyForDisplay is observed changing when the first picture is presented")
     func readinessIsObservable() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
-        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        // The item comes once the layer is watched: given at once, its first picture could be
+        // queued, and the layer ready, before the observation began (seen under load: the
+        // initial value was already true).
+        let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
         defer { player.close() }
         let layer = AVPlayerLayer(player: player)
         let seen = Mutex<[Bool]>([])
@@ -398,6 +401,7 @@ import Synchronization
             if let value = change.newValue { seen.withLockAnnotated { $0.append(value) } }
         }
         defer { observation.invalidate() }
+        player.replaceCurrentItem(with: item)
         #expect(await waitUntil(10) { item.status == .readyToPlay })
         // Paused at the start, the still of the first picture is shown and presented.
         var presented = false

@@ -217,6 +217,26 @@ import Synchronization
         #expect(description.mediaType == .audio)
     }
 
+    @Test("FFmpeg's names of linear PCM become Core Audio's flags, and a container's claimed channel count cannot overflow a frame's size")
+    func linearPCMFormats() {
+        let planar = CMFormatDescription.soundFormat(codec: "pcm_s16le_planar")
+        #expect(planar.0 == kAudioFormatLinearPCM)
+        #expect(planar.1 == kAudioFormatFlagIsSignedInteger | kAudioFormatFlagIsPacked | kAudioFormatFlagIsNonInterleaved)
+        #expect(planar.2 == 16)
+        let float = CMFormatDescription.soundFormat(codec: "pcm_f32be")
+        #expect(float.1 == kAudioFormatFlagIsFloat | kAudioFormatFlagIsPacked | kAudioFormatFlagIsBigEndian)
+        #expect(CMFormatDescription.soundFormat(codec: "pcm_s24be_planar").1 & kAudioFormatFlagIsBigEndian != 0)
+        #expect(CMFormatDescription.soundFormat(codec: "pcm_u8").1 == kAudioFormatFlagIsPacked)
+        // Not PCM, or not a size there is: no format.
+        #expect(CMFormatDescription.soundFormat(codec: "pcm_bluray").0 == 0)
+        #expect(CMFormatDescription.soundFormat(codec: "pcm_s12le").0 == 0)
+        #expect(CMFormatDescription.soundFormat(codec: "vorbis").0 == 0)
+        #expect(CMFormatDescription.bytesPerFrame(format: kAudioFormatLinearPCM, flags: float.1, bits: 32, channels: 6) == 24)
+        #expect(CMFormatDescription.bytesPerFrame(format: kAudioFormatLinearPCM, flags: planar.1, bits: 16, channels: 6) == 2)
+        #expect(CMFormatDescription.bytesPerFrame(format: kAudioFormatLinearPCM, flags: float.1, bits: 64, channels: .max) == .max)
+        #expect(CMFormatDescription.bytesPerFrame(format: kAudioFormatMPEG4AAC, flags: 0, bits: 0, channels: 2) == 0)
+    }
+
     @Test("a video track's format description gives its codec and its coded size")
     func videoFormatDescription() async throws {
         let asset = AVURLAsset(url: try TestMedia.identityVideo(seconds: 1, rate: 25, rotate: 90, withSound: true))

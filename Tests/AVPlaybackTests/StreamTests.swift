@@ -285,7 +285,7 @@ import MediaServer
         // An item without dates has none.
         let plain = AVPlayerItem(url: try #require(URL(string: server.url("index.m3u8"))))
         player.replaceCurrentItem(with: plain)
-        #expect(await waitUntil(20) { plain.status == .readyToPlay })
+        #expect(await waitUntil(20) { plain.status == .readyToPlay && plain.programDatesRead })
         #expect(plain.currentDate() == nil)
         #expect(!plain.seek(to: nine))
     }

@@ -22,8 +22,33 @@ public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
         }
         let executor = ThreadExecutor()
         defer { executor.finish() }
+        let started = Date()
+        defer { TestTimes.record(test, testCase: testCase, seconds: Date().timeIntervalSince(started)) }
         try await withTaskExecutorPreference(executor) {
             try await function()
+        }
+    }
+}
+
+/// Each test case's own running time (from when it got its thread, not from when it was
+/// queued, which is what the test run's report counts from), appended to the file
+/// `CHORUS_TEST_TIMES` names, a line each: seconds, a tab, the test's identifier. For finding
+/// where a test run's time goes (docs/test-time.md); nothing is written without it.
+enum TestTimes {
+    private static let path = ProcessInfo.processInfo.environment["CHORUS_TEST_TIMES"].flatMap { $0.isEmpty ? nil : $0 }
+    private static let lock = NSLock()
+
+    static func record(_ test: Test, testCase: Test.Case?, seconds: Double) {
+        guard let path else { return }
+        let line = String(format: "%.3f", seconds) + "\t\(test.id)\n"
+        lock.withLock {
+            guard let handle = FileHandle(forWritingAtPath: path) ?? {
+                FileManager.default.createFile(atPath: path, contents: nil)
+                return FileHandle(forWritingAtPath: path)
+            }() else { return }
+            defer { try? handle.close() }
+            _ = try? handle.seekToEnd()
+            try? handle.write(contentsOf: Data(line.utf8))
         }
     }
 }

@@ -17,9 +17,17 @@ import Testing
         #expect(HLSProgramDates.parseDate("2026-11-28T04:30:00-0430") == nine)
         let fine = HLSProgramDates.parseDate("2026-11-28T09:00:00.123456789Z")
         #expect(abs((fine?.timeIntervalSince(nine) ?? 0) - 0.123456789) < 1e-6)
+        // The proleptic Gregorian calendar: leap days where it has them, a leap second as the
+        // next minute's first, and early years counted as ISO 8601 counts them.
+        #expect(HLSProgramDates.parseDate("2024-02-29T00:00:00Z") == Date(timeIntervalSince1970: 1_709_164_800))
+        #expect(HLSProgramDates.parseDate("2000-02-29T00:00:00Z") == Date(timeIntervalSince1970: 951_782_400))
+        #expect(HLSProgramDates.parseDate("2016-12-31T23:59:60Z") == HLSProgramDates.parseDate("2017-01-01T00:00:00Z"))
+        #expect(HLSProgramDates.parseDate("1969-12-31T23:59:59Z") == Date(timeIntervalSince1970: -1))
+        #expect(HLSProgramDates.parseDate("0001-01-01T00:00:00Z") == Date(timeIntervalSince1970: -62_135_596_800))
         // No time zone, an impossible day or hour, a fraction without digits, trailing text,
         // nothing at all: not dates.
-        for bad in ["2026-11-28T09:00:00", "2026-02-30T09:00:00Z", "2026-11-28T24:00:00Z", "2026-11-28T09:00:00.Z",
+        for bad in ["2026-11-28T09:00:00", "2026-02-30T09:00:00Z", "2023-02-29T09:00:00Z", "1900-02-29T09:00:00Z",
+                    "2026-04-31T09:00:00Z", "2026-11-28T24:00:00Z", "2026-11-28T09:00:00.Z",
                     "2026-11-28T09:00:00Zjunk", "2026-13-01T09:00:00Z", "", "yesterday", "2026-11-28 09:00"] {
             #expect(HLSProgramDates.parseDate(bad) == nil, "\(bad)")
         }
@@ -61,6 +69,30 @@ import Testing
         #expect(dates.itemSeconds(at: nine + 3600) == nil)
         #expect(dates.itemSeconds(at: nine - 7) == nil)
         #expect(dates.itemSeconds(at: nine + 3 * 3600 + 3) == nil)
+    }
+
+    @Test("durations too large to add up date nothing, and trap nothing")
+    func hostileDurationsDateNothing() throws {
+        let text = """
+            #EXTM3U
+            #EXT-X-PROGRAM-DATE-TIME:2026-11-28T09:00:00Z
+            #EXTINF:4,
+            a.ts
+            #EXTINF:1e308,
+            b.ts
+            #EXTINF:1e308,
+            c.ts
+            #EXTINF:4,
+            d.ts
+            """
+        let playlist = try #require(HLSMediaPlaylist(parsing: text))
+        let dates = try #require(HLSProgramDates(durations: playlist.durations, dates: playlist.dates, firstStart: 0))
+        #expect(dates.itemSeconds(at: Self.nine.addingTimeInterval(1)) == 1)
+        #expect(dates.date(atItemSeconds: 1) == Self.nine.addingTimeInterval(1))
+        // d would begin past the sum a double can hold, at infinity: it is not dated.
+        #expect(dates.spans.count == 3)
+        #expect(dates.spans.allSatisfy { $0.start.isFinite && $0.date.timeIntervalSinceReferenceDate.isFinite })
+        #expect(dates.date(atItemSeconds: .infinity) == nil)
     }
 
     @Test("a live reading places its dates where its segments begin on the item's timeline")
