@@ -247,8 +247,9 @@ struct SyncBenchmark: ParsableCommand {
                         commands: [(faster, "rate 1.5"), (slower, "rate 0.75"), (normal, "rate 1")],
                         description: "leader: speed 1.5 at \(Int(faster)) s, 0.75 at \(Int(slower)) s, 1 at \(Int(normal)) s (each made everywhere 300 ms later, without a break)")
         case .relay:
-            return Plan(followers: three, external: true,
-                        description: "every follower's UDP path through its own process of `\(relayCommand ?? "")`; HTTP direct")
+            // As for ticks: f4, connected directly, is the reference the others are measured by.
+            return Plan(followers: three + [(Self.followerNodes[3], 0, true)], external: true,
+                        description: "f1 to f3's UDP paths each through its own process of `\(relayCommand ?? "")`; f4 direct; HTTP direct")
         case .snapcast:
             fatalError("not a Chorus-only scenario")
         }
@@ -300,7 +301,7 @@ struct SyncBenchmark: ParsableCommand {
                     relays.append(relay)
                     target = relay.listenEndpoint.description
                 }
-                if plan.external {
+                if plan.external, !entry.direct {
                     let relayPort = Int(port) + Self.externalRelayPortOffset + index
                     let command = (relayCommand ?? "")
                         .replacingOccurrences(of: "{port}", with: "\(relayPort)")
@@ -385,7 +386,7 @@ struct SyncBenchmark: ParsableCommand {
                 pooledPairs += values
                 let p99 = addRow(&table, "\(followers[f].name) − \(followers[g].name)", values, join: "-", resyncs: "-", underruns: "-")
                 worstP99 = max(worstP99, p99.isFinite ? p99 : .infinity)
-                if plan.impairment != nil, direct.contains(followers[f].name) != direct.contains(followers[g].name) {
+                if plan.impairment != nil || plan.external, direct.contains(followers[f].name) != direct.contains(followers[g].name) {
                     worstAgainstDirect = max(worstAgainstDirect ?? 0, p99.isFinite ? p99 : .infinity)
                 }
             }
