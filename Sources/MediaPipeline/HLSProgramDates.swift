@@ -165,13 +165,7 @@ public struct HLSProgramDates: Sendable, Equatable {
     /// time 0; nil when it dates no segment or cannot be read. Blocking: it fetches one or
     /// two playlists, each bounded by the reads' own timeout.
     public static func readOnDemand(url: String) -> HLSProgramDates? {
-        let interrupt = AVIOInterruptCB()
-        guard let (first, location) = HLSRenditions.readPlaylistAndLocation(url, interrupt: interrupt) else { return nil }
-        var text = first
-        if let variant = HLSLiveWindow.firstVariant(in: text, base: location) {
-            guard let variantText = HLSRenditions.readMediaPlaylist(variant, interrupt: interrupt) else { return nil }
-            text = variantText
-        }
+        guard let text = HLSRenditions.readFirstMediaPlaylist(url, interrupt: AVIOInterruptCB()) else { return nil }
         let playlist = HLSPlaylistCut(parsing: text)
         guard !playlist.isMaster else { return nil }
         return HLSProgramDates(durations: playlist.segments.map(\.duration), dates: segmentDates(of: playlist.segments), firstStart: 0)

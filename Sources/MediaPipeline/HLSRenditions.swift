@@ -119,6 +119,15 @@ enum HLSRenditions {
         readText(target, interrupt: interrupt)
     }
 
+    /// The media playlist a player of `target` reads first: `target`'s own text, or for a
+    /// master playlist its first variant's (resolved against where the master came from,
+    /// after any redirect); nil when either cannot be read.
+    static func readFirstMediaPlaylist(_ target: String, interrupt: AVIOInterruptCB) -> String? {
+        guard let (text, location) = readPlaylistAndLocation(target, interrupt: interrupt) else { return nil }
+        guard let variant = HLSLiveWindow.firstVariant(in: text, base: location) else { return text }
+        return readMediaPlaylist(variant, interrupt: interrupt)
+    }
+
     /// The text at `target`, read whole, when it is no larger than `largestPlaylist`, and
     /// where it came from (`target`, or where a server redirected its request).
     private static func readText(_ target: String, interrupt: AVIOInterruptCB,

@@ -409,13 +409,7 @@ public final class MediaSource: @unchecked Sendable {
     /// The media playlist FFmpeg's HLS demuxer reads first at `target` (its first variant's,
     /// for a master playlist), when it is spliced (`splicedPlaylist`).
     private static func readSplicedPlaylist(at target: String, interrupt: AVIOInterruptCB) -> HLSPlaylistCut? {
-        guard let (first, location) = HLSRenditions.readPlaylistAndLocation(target, interrupt: interrupt) else { return nil }
-        var text = first
-        // A variant's URI is relative to where the master came from, after any redirect.
-        if let variant = HLSLiveWindow.firstVariant(in: text, base: location) {
-            guard let variantText = HLSRenditions.readMediaPlaylist(variant, interrupt: interrupt) else { return nil }
-            text = variantText
-        }
+        guard let text = HLSRenditions.readFirstMediaPlaylist(target, interrupt: interrupt) else { return nil }
         let playlist = HLSPlaylistCut(parsing: text)
         return playlist.firstDiscontinuity == nil ? nil : playlist
     }
