@@ -160,6 +160,22 @@ import Synchronization
         #expect(layer.bounds.size == CGSize(width: 640, height: 360))
     }
 
+    @Test("an iOS program's audio session set-up runs unchanged, and reads back as set")
+    func audioSessionSetUp() throws {
+        let session = AVAudioSession.sharedInstance()
+        try session.setCategory(.playback, mode: .moviePlayback, options: [.allowAirPlay])
+        try session.setActive(true)
+        #expect(session.category == .playback)
+        #expect(session.mode == .moviePlayback)
+        #expect(session.categoryOptions == [.allowAirPlay])
+        #expect(session.isActive)
+        #expect(!session.isOtherAudioPlaying)
+        try AVAudioSession.sharedInstance().setCategory(.ambient)
+        #expect(session.category == .ambient && session.mode == .moviePlayback)
+        try session.setActive(false, options: .notifyOthersOnDeactivation)
+        #expect(!session.isActive)
+    }
+
     @Test("a change of rate posts rateDidChangeNotification with its reason, once the player's rate is the new one")
     func rateChangesArePosted() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
