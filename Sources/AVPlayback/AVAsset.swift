@@ -25,6 +25,10 @@ open class AVAsset: AVKeyValueObservable, @unchecked Sendable {
     public let observationRegistry = ObservationRegistry()
     /// Where loading stands, and who waits for it to finish.
     private let loading = Mutex<(state: LoadState, waiters: [Waiter])>((.notLoaded, []))
+    /// The tracks made for the media described last: one object per track for the asset's
+    /// life, as Apple's are, so that tracks loaded twice compare equal (tracks compare by
+    /// identity).
+    private let madeTracks = Mutex<(info: MediaInfo, tracks: [AVAssetTrack])?>(nil)
 
     /// Called once with the outcome of loading, on the loading thread.
     typealias Waiter = @Sendable (Result<MediaInfo, MediaError>) -> Void
@@ -81,7 +85,9 @@ open class AVAsset: AVKeyValueObservable, @unchecked Sendable {
     }
 
     static let knownKeys: Set<String> = ["duration", "tracks", "playable", "readable", "hasProtectedContent",
-                                         "preferredRate", "preferredVolume", "providesPreciseDurationAndTiming",
+                                         "preferredRate", "preferredVolume", "preferredTransform",
+                                         "providesPreciseDurationAndTiming", "overallDurationHint",
+                                         "exportable", "composable", "creationDate", "lyrics",
                                          "availableMediaCharacteristicsWithMediaSelectionOptions", "preferredMediaSelection",
                                          "commonMetadata", "metadata"]
 
@@ -183,8 +189,13 @@ open class AVAsset: AVKeyValueObservable, @unchecked Sendable {
     /// FFmpeg but metadata to Apple (`AVMetadataItem`'s `.commonKeyArtwork`): an MP3 with a
     /// cover has one track, its sound, and no video track to show.
     func makeTracks(_ info: MediaInfo) -> [AVAssetTrack] {
-        info.tracks.filter { !$0.isAttachedPicture }
-            .map { AVAssetTrack(info: $0, asset: self, isPlayable: $0 == info.preferredAudioTrack || $0 == info.preferredVideoTrack) }
+        madeTracks.withLockAnnotated { made in
+            if let made, made.info == info { return made.tracks }
+            let tracks = info.tracks.filter { !$0.isAttachedPicture }
+                .map { AVAssetTrack(info: $0, asset: self, isPlayable: $0 == info.preferredAudioTrack || $0 == info.preferredVideoTrack) }
+            made = (info, tracks)
+            return tracks
+        }
     }
 
     var loadedMediaInfo: MediaInfo? {

@@ -110,6 +110,13 @@ public final class AVAssetTrack: Sendable, Hashable {
         }
     }
 
+    /// Whether the track has `mediaCharacteristic`: audible for sound, visual and frame
+    /// based for pictures, legible for subtitles, and those its roles in the container give
+    /// (main program or auxiliary content, a dub, forced subtitles, accessibility).
+    public func hasMediaCharacteristic(_ mediaCharacteristic: AVMediaCharacteristic) -> Bool {
+        AVMediaCharacteristic.of(trackInfo).contains(mediaCharacteristic)
+    }
+
     public static func == (lhs: AVAssetTrack, rhs: AVAssetTrack) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

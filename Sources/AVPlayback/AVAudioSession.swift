@@ -60,10 +60,44 @@ public final class AVAudioSession: Sendable {
     /// Posted when the sound's route changes (headphones in or out): never on Linux.
     public static let routeChangeNotification = Notification.Name("AVAudioSessionRouteChangeNotification")
 
+    /// What an interruption notification says happened (`AVAudioSessionInterruptionTypeKey`).
+    public enum InterruptionType: UInt, Sendable {
+        case ended = 0
+        case began = 1
+    }
+
+    /// What an interruption's end allows (`AVAudioSessionInterruptionOptionKey`).
+    public struct InterruptionOptions: OptionSet, Sendable {
+        public let rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        public static let shouldResume = InterruptionOptions(rawValue: 1)
+    }
+
+    /// Why the route changed (`AVAudioSessionRouteChangeReasonKey`).
+    public enum RouteChangeReason: UInt, Sendable {
+        case unknown = 0
+        case newDeviceAvailable = 1
+        case oldDeviceUnavailable = 2
+        case categoryChange = 3
+        case override = 4
+        case wakeFromSleep = 6
+        case noSuitableRouteForCategory = 7
+        case routeConfigurationChange = 8
+    }
+
+    /// How the session's route is shared with other applications' (kept, with no effect).
+    public enum RouteSharingPolicy: UInt, Sendable {
+        case `default` = 0
+        case longFormAudio = 1
+        case independent = 2
+        case longFormVideo = 3
+    }
+
     private struct Settings {
         var category = Category.soloAmbient
         var mode = Mode.default
         var options: CategoryOptions = []
+        var policy = RouteSharingPolicy.default
         var isActive = false
     }
     private let settings = Mutex(Settings())
@@ -100,6 +134,19 @@ public final class AVAudioSession: Sendable {
         }
     }
 
+    /// Sets the category, mode, route sharing policy and options; never throws here.
+    public func setCategory(_ category: Category, mode: Mode, policy: RouteSharingPolicy, options: CategoryOptions = []) throws {
+        settings.withLockAnnotated { settings in
+            settings.category = category
+            settings.mode = mode
+            settings.policy = policy
+            settings.options = options
+        }
+    }
+
+    /// The route sharing policy last set (`.default` until one is).
+    public var routeSharingPolicy: RouteSharingPolicy { settings.withLockAnnotated { $0.policy } }
+
     /// Sets the category and options; never throws here.
     public func setCategory(_ category: Category, options: CategoryOptions) throws {
         settings.withLockAnnotated { settings in
@@ -118,3 +165,12 @@ public final class AVAudioSession: Sendable {
         settings.withLockAnnotated { $0.isActive = active }
     }
 }
+
+/// The `userInfo` key of an interruption notification's `AVAudioSession.InterruptionType`.
+public let AVAudioSessionInterruptionTypeKey = "AVAudioSessionInterruptionTypeKey"
+/// The `userInfo` key of an interruption notification's `AVAudioSession.InterruptionOptions`.
+public let AVAudioSessionInterruptionOptionKey = "AVAudioSessionInterruptionOptionKey"
+/// The `userInfo` key of a route change notification's `AVAudioSession.RouteChangeReason`.
+public let AVAudioSessionRouteChangeReasonKey = "AVAudioSessionRouteChangeReasonKey"
+/// The `userInfo` key of the route before a route change.
+public let AVAudioSessionRouteChangePreviousRouteKey = "AVAudioSessionRouteChangePreviousRouteKey"

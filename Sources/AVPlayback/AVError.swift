@@ -18,15 +18,23 @@ public struct AVError: CustomNSError, Hashable, CustomStringConvertible, @unchec
     public enum Code: Int, Sendable, Hashable {
         case unknown = -11800
         case outOfMemory = -11801
+        case mediaDiscontinuity = -11812
         case mediaServicesWereReset = -11819
+        case exportFailed = -11820
         case decodeFailed = -11821
         case invalidSourceMedia = -11822
+        case fileAlreadyExists = -11823
         case fileFormatNotRecognized = -11828
         case fileFailedToParse = -11829
         case contentIsProtected = -11831
+        case noImageAtTime = -11832
         case decoderNotFound = -11833
+        case encoderNotFound = -11834
         case contentIsNotAuthorized = -11835
+        case applicationIsNotAuthorized = -11836
         case operationNotSupportedForAsset = -11838
+        case decoderTemporarilyUnavailable = -11839
+        case operationInterrupted = -11847
         case incompatibleAsset = -11848
         case failedToLoadMediaData = -11849
         case serverIncorrectlyConfigured = -11850
@@ -35,8 +43,11 @@ public struct AVError: CustomNSError, Hashable, CustomStringConvertible, @unchec
         case operationNotAllowed = -11862
         case contentIsUnavailable = -11863
         case formatUnsupported = -11864
+        case contentNotUpdated = -11866
         case noLongerPlayable = -11867
+        case noCompatibleAlternatesForExternalDisplay = -11868
         case noSourceTrack = -11869
+        case externalPlaybackNotSupportedForAsset = -11870
         case operationCancelled = -11878
     }
 

@@ -15,6 +15,8 @@ public struct AVMediaCharacteristic: RawRepresentable, Hashable, Sendable, Custo
     public static let legible = AVMediaCharacteristic(rawValue: "public.legible")
     /// Media that is seen.
     public static let visual = AVMediaCharacteristic(rawValue: "public.visual")
+    /// Media made of frames: video.
+    public static let frameBased = AVMediaCharacteristic(rawValue: "public.frame-based")
     /// Subtitles only for what the picture's own language does not carry.
     public static let containsOnlyForcedSubtitles = AVMediaCharacteristic(rawValue: "public.subtitles.forced-only")
     /// Subtitles that also describe music and sounds, for the deaf and hard of hearing.
@@ -57,17 +59,7 @@ public final class AVMediaSelectionOption: Hashable, Sendable, CustomStringConve
         self.isPlayable = isPlayable
         mediaType = track.kind == .audio ? .audio : .subtitle
         extendedLanguageTag = Self.languageTag(track.language)
-        var characteristics: Set<AVMediaCharacteristic> = [track.kind == .audio ? .audible : .legible]
-        let roles = track.roles
-        if roles.contains(.comment) { characteristics.insert(.isAuxiliaryContent) } else { characteristics.insert(.isMainProgramContent) }
-        if roles.contains(.original) { characteristics.insert(.isOriginalContent) }
-        if roles.contains(.dub) { characteristics.insert(.dubbedTranslation) }
-        if roles.contains(.forced) { characteristics.insert(.containsOnlyForcedSubtitles) }
-        if roles.contains(.hearingImpaired) {
-            characteristics.formUnion([.transcribesSpokenDialogForAccessibility, .describesMusicAndSoundForAccessibility])
-        }
-        if roles.contains(.visualImpaired) { characteristics.insert(.describesVideoForAccessibility) }
-        self.characteristics = characteristics
+        characteristics = AVMediaCharacteristic.of(track)
     }
 
     /// Whether the option has `characteristic`.
@@ -369,5 +361,30 @@ extension AVPartialAsyncProperty where Root == AVAsset {
     /// What plays when nothing is chosen.
     public static var preferredMediaSelection: AVAsyncProperty<AVAsset, AVMediaSelection> {
         AVAsyncProperty(name: "preferredMediaSelection") { asset, _ in asset.preferredMediaSelection }
+    }
+}
+
+extension AVMediaCharacteristic {
+    /// The characteristics of a container's track: its kind's (audible; visual and frame
+    /// based; legible) and those its roles in the container give (a commentary is auxiliary
+    /// content, a dub a translation, ...).
+    static func of(_ track: TrackInfo) -> Set<AVMediaCharacteristic> {
+        var characteristics: Set<AVMediaCharacteristic>
+        switch track.kind {
+        case .audio: characteristics = [.audible]
+        case .video: characteristics = [.visual, .frameBased]
+        case .subtitle: characteristics = [.legible]
+        case .data, .attachment, .unknown: return []
+        }
+        let roles = track.roles
+        if roles.contains(.comment) { characteristics.insert(.isAuxiliaryContent) } else { characteristics.insert(.isMainProgramContent) }
+        if roles.contains(.original) { characteristics.insert(.isOriginalContent) }
+        if roles.contains(.dub) { characteristics.insert(.dubbedTranslation) }
+        if roles.contains(.forced) { characteristics.insert(.containsOnlyForcedSubtitles) }
+        if roles.contains(.hearingImpaired) {
+            characteristics.formUnion([.transcribesSpokenDialogForAccessibility, .describesMusicAndSoundForAccessibility])
+        }
+        if roles.contains(.visualImpaired) { characteristics.insert(.describesVideoForAccessibility) }
+        return characteristics
     }
 }

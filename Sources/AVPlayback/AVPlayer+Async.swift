@@ -20,7 +20,9 @@ extension AVPlayer {
         }
     }
 
-    /// Seeks to the moment `date` in a stream with dates; media here carries none, so false.
+    /// Seeks to the moment `date` of the current item, an HLS stream whose playlist dates its
+    /// segments (`EXT-X-PROGRAM-DATE-TIME`); false when it has no such date or the seek was
+    /// interrupted.
     @discardableResult
     public func seek(to date: Date) async -> Bool {
         await withCheckedContinuation { continuation in
@@ -95,6 +97,28 @@ extension NSValue {
         getValue(&fields)
         return CMTimeRange(start: NSValue.time((fields.0, fields.1, fields.2, fields.3)),
                            duration: NSValue.time((fields.4, fields.5, fields.6, fields.7)))
+    }
+
+    /// Two ranges (source, target) in the same layout.
+    private static let timeMappingLayout = "[16q]"
+
+    /// A value holding `timeMapping`.
+    public convenience init(timeMapping: CMTimeMapping) {
+        var fields = [Int64]()
+        for time in [timeMapping.source.start, timeMapping.source.duration, timeMapping.target.start, timeMapping.target.duration] {
+            fields += [time.value, Int64(time.timescale), Int64(time.flags.rawValue), time.epoch]
+        }
+        self.init(bytes: fields, objCType: NSValue.timeMappingLayout)
+    }
+
+    /// The time mapping the value holds; `.invalid` when it holds none.
+    public var timeMappingValue: CMTimeMapping {
+        guard String(cString: objCType) == NSValue.timeMappingLayout else { return .invalid }
+        var fields = [Int64](repeating: 0, count: 16)
+        fields.withUnsafeMutableBytes { if let base = $0.baseAddress { getValue(base) } }
+        func time(_ at: Int) -> CMTime { NSValue.time((fields[at], fields[at + 1], fields[at + 2], fields[at + 3])) }
+        return CMTimeMapping(source: CMTimeRange(start: time(0), duration: time(4)),
+                             target: CMTimeRange(start: time(8), duration: time(12)))
     }
 
     private static func time(_ fields: (Int64, Int64, Int64, Int64)) -> CMTime {

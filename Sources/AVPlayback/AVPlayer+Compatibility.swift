@@ -30,6 +30,15 @@ extension AVPlayerItem {
         return true
     }
 
+    /// Seeks to the moment `date` of an HLS stream whose playlist dates its segments; true
+    /// once the seek finished there, false when the item has no such date or the seek was
+    /// interrupted.
+    public func seek(to date: Date) async -> Bool {
+        await withCheckedContinuation { continuation in
+            _ = seek(to: date) { continuation.resume(returning: $0) }
+        }
+    }
+
     /// Where the item's playlist puts `date` on its timeline; nil when it has no such date.
     func time(at date: Date) -> CMTime? {
         guard let seconds = programDates?.itemSeconds(at: date) else { return nil }

@@ -43,6 +43,11 @@ extension AVPlayer {
         public static let evaluatingBufferingRate = WaitingReason(rawValue: "AVPlayerWaitingWhileEvaluatingBufferingRateReason")
         /// There is no item, or the item failed.
         public static let noItemToPlay = WaitingReason(rawValue: "AVPlayerWaitingWithNoItemToPlayReason")
+        /// Waiting for the other participants of coordinated playback; never, as this
+        /// player has none (a group's rooms follow their leader's clock instead).
+        public static let waitingForCoordinatedPlayback = WaitingReason(rawValue: "AVPlayerWaitingForCoordinatedPlaybackReason")
+        /// Waiting while an interstitial event plays; never, as this player schedules none.
+        public static let interstitialEvent = WaitingReason(rawValue: "AVPlayerWaitingDuringInterstitialEventReason")
         /// A start was scheduled with `setRate(_:time:atHostTime:)` and its host time has
         /// not come yet. (A Chorus addition.)
         public static let waitingForScheduledStart = WaitingReason(rawValue: "ChorusWaitingForScheduledStartReason")

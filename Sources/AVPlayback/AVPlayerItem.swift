@@ -17,6 +17,9 @@ public struct AVAudioTimePitchAlgorithm: RawRepresentable, Hashable, Sendable {
     public static let spectral = AVAudioTimePitchAlgorithm(rawValue: "Spectral")
     /// Pitch follows rate, like a tape.
     public static let varispeed = AVAudioTimePitchAlgorithm(rawValue: "Varispeed")
+    /// Keeps pitch cheaply, for brief scans; played here as `.timeDomain`, whose engine is
+    /// already the cheap one.
+    public static let lowQualityZeroLatency = AVAudioTimePitchAlgorithm(rawValue: "LowQualityZeroLatency")
 }
 
 /// The presentation state of an asset as a player plays it: its status, timing and tracks.
@@ -95,6 +98,12 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// and error logs and chooses among variants: worked out once, since the player's
     /// monitor asks it every tick.
     let isNetworkItem: Bool
+    /// The asset keys named when the item was made, which Apple's player loads before the
+    /// item is ready (here every key loads, together, before it is); empty when none were.
+    public let automaticallyLoadedAssetKeys: [String]
+    /// What the item's access and error logs call its playback: one identifier for the item's
+    /// life, as Apple's `playbackSessionID`.
+    let playbackSessionID = UUID().uuidString
     public let observationRegistry = ObservationRegistry()
     private let state = Mutex(State())
 
@@ -160,11 +169,12 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// An item for `asset`, with the keys named ("duration", "tracks", ...) that Apple's
-    /// player loads before the item is ready; accepted for compatibility (all keys load
-    /// together here). The designated initializer, as on Apple's platforms: a subclass's own
-    /// initializer calls it.
+    /// player loads before the item is ready; kept in `automaticallyLoadedAssetKeys` (every
+    /// key loads, together, before the item is ready here). The designated initializer, as
+    /// on Apple's platforms: a subclass's own initializer calls it.
     public init(asset: AVAsset, automaticallyLoadedAssetKeys: [String]?) {
         self.asset = asset
+        self.automaticallyLoadedAssetKeys = automaticallyLoadedAssetKeys ?? []
         let scheme = URL(string: asset.location)?.scheme?.lowercased()
         isNetworkItem = scheme == "http" || scheme == "https"
         // A fetch that fails while the item is read (a segment the HLS demuxer skips and
@@ -179,10 +189,11 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         }
     }
 
-    /// An item for `asset`; `automaticallyLoadedAssetKeys` is accepted for compatibility
-    /// (all keys load together here).
+    /// An item for `asset`, with the properties that Apple's player loads before the item is
+    /// ready; their keys are kept in `automaticallyLoadedAssetKeys` (every key loads,
+    /// together, before the item is ready here).
     public convenience init(asset: AVAsset, automaticallyLoadedAssetKeys: [AVPartialAsyncProperty<AVAsset>]) {
-        self.init(asset: asset, automaticallyLoadedAssetKeys: nil)
+        self.init(asset: asset, automaticallyLoadedAssetKeys: automaticallyLoadedAssetKeys.map(\.name))
     }
 
     /// The item's status: `.unknown` until loaded by a player.

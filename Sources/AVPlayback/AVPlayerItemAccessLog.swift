@@ -8,9 +8,33 @@ public final class AVPlayerItemAccessLog: Sendable {
     public let events: [AVPlayerItemAccessLogEvent]
 
     init(events: [AVPlayerItemAccessLogEvent]) { self.events = events }
+
+    /// The log in the W3C Extended Log File Format, as Apple's: a header naming the fields,
+    /// then a line per event, in `extendedLogDataStringEncoding`.
+    public func extendedLogData() -> Data? {
+        var lines = ["#Version: 1.0", "#Software: Chorus",
+                     "#Date: \(W3CLog.dateTime(Date()))",
+                     "#Fields: date time s-ip cs-uri c-start-time c-duration-watched c-frames-dropped c-stalls "
+                        + "sc-count sc-bytes sc-indicated-bitrate c-observed-bitrate s-playback-type cs-guid"]
+        for event in events {
+            lines.append([
+                event.playbackStartDate.map(W3CLog.dateTime) ?? "- -",
+                event.serverAddress ?? "-", event.uri.map(W3CLog.field) ?? "-",
+                W3CLog.number(event.startupTime), W3CLog.number(event.durationWatched),
+                "\(event.numberOfDroppedVideoFrames)", "\(event.numberOfStalls)", "\(event.numberOfMediaRequests)",
+                "\(event.numberOfBytesTransferred)", W3CLog.number(event.indicatedBitrate), W3CLog.number(event.observedBitrate),
+                event.playbackType ?? "-", event.playbackSessionID ?? "-",
+            ].joined(separator: " "))
+        }
+        return Data((lines.joined(separator: "\n") + "\n").utf8)
+    }
+
+    /// The encoding of `extendedLogData()`: UTF-8.
+    public var extendedLogDataStringEncoding: UInt { String.Encoding.utf8.rawValue }
 }
 
-/// One event of an access log (`AVPlayerItemAccessLogEvent`): the best-known of Apple's fields.
+/// One event of an access log (`AVPlayerItemAccessLogEvent`). As on Apple's platforms, a
+/// figure this player does not measure is negative (-1), and a text it does not know is nil.
 public final class AVPlayerItemAccessLogEvent: Sendable {
     /// The address played from.
     public let uri: String?
@@ -28,9 +52,38 @@ public final class AVPlayerItemAccessLogEvent: Sendable {
     public let observedBitrate: Double
     /// Bytes read in this stretch.
     public let numberOfBytesTransferred: Int64
+    /// Seconds spent reading this stretch's bytes (the time `observedBitrate` is measured
+    /// over).
+    public let transferDuration: TimeInterval
+    /// The item's playback, the same in every event of its logs.
+    public let playbackSessionID: String?
+    /// "LIVE" for a live stream, "VOD" for an on-demand stream.
+    public let playbackType: String?
+    /// Changes of server address: 0, as one address serves an item here.
+    public let numberOfServerAddressChanges: Int
+    /// Media requests made in this stretch: not counted here (-1).
+    public let numberOfMediaRequests: Int
+    /// Pictures dropped in this stretch: not counted here (-1).
+    public let numberOfDroppedVideoFrames: Int
+    /// Seconds from the first request to the first sound: not measured here (-1).
+    public let startupTime: TimeInterval
+    /// The bit rate whose measure made the player change variants (-1: not kept).
+    public let switchBitrate: Double
+    /// The variant's declared average bit rate (`AVERAGE-BANDWIDTH`; -1: not read).
+    public let indicatedAverageBitrate: Double
+    /// The video's and the sound's average bit rates (-1: not measured apart).
+    public let averageVideoBitrate: Double
+    public let averageAudioBitrate: Double
+    /// Seconds of media downloaded (-1: not counted).
+    public let segmentsDownloadedDuration: TimeInterval
+    /// Segments that arrived after they were due (-1: not counted).
+    public let downloadOverdue: Int
+    /// Requests over a cellular network: 0, as this player has none.
+    public let mediaRequestsWWAN: Int
 
     init(uri: String?, serverAddress: String?, playbackStartDate: Date?, durationWatched: TimeInterval,
-         numberOfStalls: Int, indicatedBitrate: Double, observedBitrate: Double, numberOfBytesTransferred: Int64) {
+         numberOfStalls: Int, indicatedBitrate: Double, observedBitrate: Double, numberOfBytesTransferred: Int64,
+         transferDuration: TimeInterval = -1, playbackSessionID: String? = nil, playbackType: String? = nil) {
         self.uri = uri
         self.serverAddress = serverAddress
         self.playbackStartDate = playbackStartDate
@@ -39,6 +92,40 @@ public final class AVPlayerItemAccessLogEvent: Sendable {
         self.indicatedBitrate = indicatedBitrate
         self.observedBitrate = observedBitrate
         self.numberOfBytesTransferred = numberOfBytesTransferred
+        self.transferDuration = transferDuration
+        self.playbackSessionID = playbackSessionID
+        self.playbackType = playbackType
+        numberOfServerAddressChanges = 0
+        numberOfMediaRequests = -1
+        numberOfDroppedVideoFrames = -1
+        startupTime = -1
+        switchBitrate = -1
+        indicatedAverageBitrate = -1
+        averageVideoBitrate = -1
+        averageAudioBitrate = -1
+        segmentsDownloadedDuration = -1
+        downloadOverdue = -1
+        mediaRequestsWWAN = 0
+    }
+}
+
+/// The W3C Extended Log File Format's fields, as the logs' `extendedLogData()` write them.
+enum W3CLog {
+    /// "date time" in UTC, as the format's `date` and `time` fields.
+    static func dateTime(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss.SSS"
+        return formatter.string(from: date)
+    }
+
+    /// A figure, "-" when it is not known (negative).
+    static func number(_ value: Double) -> String { value < 0 || !value.isFinite ? "-" : String(format: "%.3f", value) }
+
+    /// A text field, quoted when it holds a space (the format's separator).
+    static func field(_ text: String) -> String {
+        text.contains(" ") || text.contains("\"") ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
     }
 }
 
@@ -48,6 +135,25 @@ public final class AVPlayerItemErrorLog: Sendable {
     public let events: [AVPlayerItemErrorLogEvent]
 
     init(events: [AVPlayerItemErrorLogEvent]) { self.events = events }
+
+    /// The log in the W3C Extended Log File Format, as Apple's: a header naming the fields,
+    /// then a line per event, in `extendedLogDataStringEncoding`.
+    public func extendedLogData() -> Data? {
+        var lines = ["#Version: 1.0", "#Software: Chorus",
+                     "#Date: \(W3CLog.dateTime(Date()))",
+                     "#Fields: date time s-ip cs-uri status domain comment cs-guid"]
+        for event in events {
+            lines.append([
+                event.date.map(W3CLog.dateTime) ?? "- -", event.serverAddress ?? "-", event.uri.map(W3CLog.field) ?? "-",
+                "\(event.errorStatusCode)", W3CLog.field(event.errorDomain), event.errorComment.map(W3CLog.field) ?? "-",
+                event.playbackSessionID ?? "-",
+            ].joined(separator: " "))
+        }
+        return Data((lines.joined(separator: "\n") + "\n").utf8)
+    }
+
+    /// The encoding of `extendedLogData()`: UTF-8.
+    public var extendedLogDataStringEncoding: UInt { String.Encoding.utf8.rawValue }
 }
 
 /// One event of an error log (`AVPlayerItemErrorLogEvent`).
@@ -64,14 +170,18 @@ public final class AVPlayerItemErrorLogEvent: Sendable {
     public let errorDomain: String
     /// What went wrong, in words.
     public let errorComment: String?
+    /// The item's playback, the same in every event of its logs.
+    public let playbackSessionID: String?
 
-    init(date: Date?, uri: String?, serverAddress: String?, errorStatusCode: Int, errorDomain: String, errorComment: String?) {
+    init(date: Date?, uri: String?, serverAddress: String?, errorStatusCode: Int, errorDomain: String, errorComment: String?,
+         playbackSessionID: String? = nil) {
         self.date = date
         self.uri = uri
         self.serverAddress = serverAddress
         self.errorStatusCode = errorStatusCode
         self.errorDomain = errorDomain
         self.errorComment = errorComment
+        self.playbackSessionID = playbackSessionID
     }
 }
 
@@ -141,7 +251,9 @@ extension AVPlayerItem {
             events.append(AVPlayerItemAccessLogEvent(uri: asset.location, serverAddress: numeric ? host : nil, playbackStartDate: stretch.startDate,
                                                      durationWatched: stretch.watched, numberOfStalls: stretch.stalls,
                                                      indicatedBitrate: stretch.indicatedBitrate, observedBitrate: observed,
-                                                     numberOfBytesTransferred: bytes))
+                                                     numberOfBytesTransferred: bytes,
+                                                     transferDuration: measured.nanoseconds > 0 ? Double(measured.nanoseconds) / 1e9 : 0,
+                                                     playbackSessionID: playbackSessionID, playbackType: playbackType))
         }
         return AVPlayerItemAccessLog(events: events)
     }
@@ -154,6 +266,13 @@ extension AVPlayerItem {
     public func errorLog() -> AVPlayerItemErrorLog? {
         let errors = networkLog.withLockAnnotated { $0.errors }
         return errors.isEmpty ? nil : AVPlayerItemErrorLog(events: errors)
+    }
+
+    /// What the access log calls the item's playback: "LIVE" for a live stream, "VOD" for an
+    /// on-demand one; nil before the item has loaded.
+    var playbackType: String? {
+        guard let info = loadedInfo ?? asset.loadedMediaInfo else { return nil }
+        return info.duration.isNumeric ? "VOD" : "LIVE"
     }
 
     /// The bit rate the media declares for what plays, in bits per second: the played HLS
@@ -227,7 +346,8 @@ extension AVPlayerItem {
         }
         let host = URL(string: asset.location)?.host
         let event = AVPlayerItemErrorLogEvent(date: Date(), uri: asset.location, serverAddress: host, errorStatusCode: Self.httpStatus(in: reason) ?? -1,
-                                              errorDomain: "CoreMediaErrorDomain", errorComment: reason)
+                                              errorDomain: "CoreMediaErrorDomain", errorComment: reason,
+                                              playbackSessionID: playbackSessionID)
         networkLog.withLockAnnotated { $0.errors.append(event) }
         // Where the item's other notifications go out: its failure is told on its player's
         // event queue, and this with it.
@@ -240,7 +360,8 @@ extension AVPlayerItem {
     func noteFetchFailure(url: String, reason: String) {
         let host = URL(string: url)?.host
         let event = AVPlayerItemErrorLogEvent(date: Date(), uri: url, serverAddress: host, errorStatusCode: Self.httpStatus(in: reason) ?? -1,
-                                              errorDomain: "CoreMediaErrorDomain", errorComment: reason)
+                                              errorDomain: "CoreMediaErrorDomain", errorComment: reason,
+                                              playbackSessionID: playbackSessionID)
         networkLog.withLockAnnotated { $0.errors.append(event) }
         DispatchQueue.global().async { [self] in
             NotificationCenter.default.post(name: AVPlayerItem.newErrorLogEntryNotification, object: self)

@@ -22,10 +22,30 @@ public let kCVReturnSuccess: CVReturn = 0
 public let kCVPixelFormatType_420YpCbCr8Planar: OSType = 0x7934_3230
 /// NV12 ('420v'): Y, then interleaved CbCr at half width and height, video range.
 public let kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange: OSType = 0x3432_3076
+/// NV12 ('420f'): as '420v', in full range (luma 0 to 255).
+public let kCVPixelFormatType_420YpCbCr8BiPlanarFullRange: OSType = 0x3432_3066
 /// Packed BGRA ('BGRA'), 8 bits a component.
 public let kCVPixelFormatType_32BGRA: OSType = 0x4247_5241
+/// Packed ARGB (32), 8 bits a component.
+public let kCVPixelFormatType_32ARGB: OSType = 0x0000_0020
 /// The key of `pixelBufferAttributes` that names the wanted pixel format(s).
 public let kCVPixelBufferPixelFormatTypeKey = "PixelFormatType"
+/// The key of `pixelBufferAttributes` that names the width the pictures are scaled to (with
+/// `kCVPixelBufferHeightKey`).
+public let kCVPixelBufferWidthKey = "Width"
+/// The key of `pixelBufferAttributes` that names the height the pictures are scaled to.
+public let kCVPixelBufferHeightKey = "Height"
+/// Accepted and ignored: Linux has no IOSurface; every buffer is in the process's memory.
+public let kCVPixelBufferIOSurfacePropertiesKey = "IOSurfaceProperties"
+/// Accepted and ignored: no Metal on Linux; the planes are plain memory any API can upload.
+public let kCVPixelBufferMetalCompatibilityKey = "MetalCompatibility"
+/// Accepted and ignored: the planes are plain memory OpenGL can upload.
+public let kCVPixelBufferOpenGLCompatibilityKey = "OpenGLCompatibility"
+/// Accepted and ignored: rows are packed (each plane's bytes per row is its width's bytes).
+public let kCVPixelBufferBytesPerRowAlignmentKey = "BytesPerRowAlignment"
+
+/// CoreVideo's image buffer; every one here is a pixel buffer.
+public typealias CVImageBuffer = CVPixelBuffer
 
 /// A decoded picture an application can draw from: CoreVideo's pixel buffer, with its
 /// planes in memory of its own. Read it through the `CVPixelBufferGet…` functions, as on
@@ -40,7 +60,9 @@ public final class CVPixelBuffer: Sendable {
         switch picture.layout {
         case .yuv420p: pixelFormatType = kCVPixelFormatType_420YpCbCr8Planar
         case .nv12: pixelFormatType = kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+        case .nv12FullRange: pixelFormatType = kCVPixelFormatType_420YpCbCr8BiPlanarFullRange
         case .bgra: pixelFormatType = kCVPixelFormatType_32BGRA
+        case .argb: pixelFormatType = kCVPixelFormatType_32ARGB
         }
     }
 }
@@ -62,6 +84,8 @@ public func CVPixelBufferGetWidth(_ buffer: CVPixelBuffer) -> Int { buffer.pictu
 public func CVPixelBufferGetHeight(_ buffer: CVPixelBuffer) -> Int { buffer.picture.height }
 /// The buffer's `kCVPixelFormatType_…` code.
 public func CVPixelBufferGetPixelFormatType(_ buffer: CVPixelBuffer) -> OSType { buffer.pixelFormatType }
+/// Bytes the buffer's planes hold together.
+public func CVPixelBufferGetDataSize(_ buffer: CVPixelBuffer) -> Int { buffer.picture.byteCount }
 /// Whether the buffer has planes (I420, NV12) rather than packed pixels (BGRA).
 public func CVPixelBufferIsPlanar(_ buffer: CVPixelBuffer) -> Bool { buffer.picture.layout.planeCount > 1 }
 /// Planes of a planar buffer; 0 for a packed one, as on Apple's platforms.
@@ -88,9 +112,8 @@ public func CVPixelBufferGetHeightOfPlane(_ buffer: CVPixelBuffer, _ plane: Int)
 public func CVPixelBufferGetWidthOfPlane(_ buffer: CVPixelBuffer, _ plane: Int) -> Int {
     guard buffer.picture.bytesPerRow.indices.contains(plane) else { return 0 }
     switch buffer.picture.layout {
-    case .bgra: return buffer.picture.width
-    case .yuv420p: return plane == 0 ? buffer.picture.width : (buffer.picture.width + 1) / 2
-    case .nv12: return plane == 0 ? buffer.picture.width : (buffer.picture.width + 1) / 2
+    case .bgra, .argb: return buffer.picture.width
+    case .yuv420p, .nv12, .nv12FullRange: return plane == 0 ? buffer.picture.width : (buffer.picture.width + 1) / 2
     }
 }
 
@@ -145,8 +168,9 @@ extension AVPlayerItemOutputPullDelegate {
 /// and `copyPixelBuffer(forItemTime:itemTimeForDisplay:)`.
 ///
 /// Adding the output to an item makes its player decode pictures while the output stays
-/// added. The pictures come in the format `pixelBufferAttributes` asks for
-/// (`kCVPixelBufferPixelFormatTypeKey`: I420, NV12 or BGRA; I420 when it says nothing).
+/// added. The pictures come in the format and size `pixelBufferAttributes` asks for
+/// (`kCVPixelBufferPixelFormatTypeKey`: I420, NV12 in video or full range, BGRA or ARGB;
+/// I420 when it says nothing).
 public final class AVPlayerItemVideoOutput: AVPlayerItemOutput, @unchecked Sendable {
     // @unchecked restates its superclass's; its own state is in `pulled`, a Mutex.
     /// The layout the pictures are copied into, as the attributes asked.
@@ -158,17 +182,50 @@ public final class AVPlayerItemVideoOutput: AVPlayerItemOutput, @unchecked Senda
     }
     private let pulled = Mutex(Pulled())
 
-    /// An output delivering pictures with `pixelBufferAttributes` (nil: I420). Only the
-    /// pixel format is read; the other attributes are accepted and ignored.
-    public init(pixelBufferAttributes: [String: Any]?) {
+    /// The size the pictures are scaled to, when the attributes name one.
+    let size: (width: Int, height: Int)?
+
+    /// An output delivering pictures with `pixelBufferAttributes` (nil: I420 at the
+    /// picture's own size).
+    ///
+    /// Read: `kCVPixelBufferPixelFormatTypeKey` (one code or several, the first this output
+    /// makes taken: I420 'y420', NV12 '420v' and '420f', BGRA, ARGB; I420 when none is one
+    /// of them), and `kCVPixelBufferWidthKey` with `kCVPixelBufferHeightKey` (both, or
+    /// neither: the pictures are scaled to that size). The other attributes (IOSurface,
+    /// Metal, OpenGL) are accepted and ignored: every buffer is plain memory.
+    public init(pixelBufferAttributes: [String: Any]? = nil) {
+        let attributes = pixelBufferAttributes ?? [:]
         var wanted: [OSType] = []
-        if let single = pixelBufferAttributes?[kCVPixelBufferPixelFormatTypeKey] as? OSType { wanted = [single] }
-        if let several = pixelBufferAttributes?[kCVPixelBufferPixelFormatTypeKey] as? [OSType] { wanted = several }
-        if let number = pixelBufferAttributes?[kCVPixelBufferPixelFormatTypeKey] as? Int { wanted = [OSType(truncatingIfNeeded: number)] }
-        switch wanted.first {
-        case kCVPixelFormatType_32BGRA: layout = .bgra
-        case kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange: layout = .nv12
-        default: layout = .yuv420p
+        switch attributes[kCVPixelBufferPixelFormatTypeKey] {
+        case let single as OSType: wanted = [single]
+        case let several as [OSType]: wanted = several
+        case let number as Int: wanted = [OSType(truncatingIfNeeded: number)]
+        case let numbers as [Int]: wanted = numbers.map { OSType(truncatingIfNeeded: $0) }
+        case let number as NSNumber: wanted = [number.uint32Value]
+        case let numbers as [NSNumber]: wanted = numbers.map(\.uint32Value)
+        default: break
+        }
+        let layouts: [OSType: PictureLayout] = [
+            kCVPixelFormatType_420YpCbCr8Planar: .yuv420p,
+            kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange: .nv12,
+            kCVPixelFormatType_420YpCbCr8BiPlanarFullRange: .nv12FullRange,
+            kCVPixelFormatType_32BGRA: .bgra,
+            kCVPixelFormatType_32ARGB: .argb,
+        ]
+        layout = wanted.lazy.compactMap { layouts[$0] }.first ?? .yuv420p
+        func side(_ key: String) -> Int? {
+            switch attributes[key] {
+            case let value as Int: return value
+            case let value as NSNumber: return value.intValue
+            case let value as Double where value.isFinite && abs(value) < 1e9: return Int(value)
+            case let value as CGFloat where value.isFinite && abs(value) < 1e9: return Int(value)
+            default: return nil
+            }
+        }
+        if let width = side(kCVPixelBufferWidthKey), let height = side(kCVPixelBufferHeightKey), width > 0, height > 0 {
+            size = (width, height)
+        } else {
+            size = nil
         }
         super.init()
     }
@@ -204,7 +261,7 @@ public final class AVPlayerItemVideoOutput: AVPlayerItemOutput, @unchecked Senda
         case .show(let picked): planes = picked
         case .keep: planes = queue.displayed.flatMap { queue.isDue($0.info, by: due, items: items) ? $0 : nil }
         }
-        guard let planes, let copy = PictureCopy(planes, layout: layout) else { return nil }
+        guard let planes, let copy = PictureCopy(planes, layout: layout, size: size) else { return nil }
         pulled.withLockAnnotated { $0.lastNumber = planes.info.number }
         itemTimeForDisplay?.pointee = planes.info.itemTime
         return CVPixelBuffer(picture: copy)

@@ -594,4 +594,29 @@ static inline void chorus_fetch_policy_clear(ChorusFetchPolicy *policy) {
     policy->certificate_refusals = 0;
 }
 
+/// A scaler from one picture size and format to another that keeps each side's range (0:
+/// video range, luma 16 to 235; 1: full range) in the colour matrix `colorspace` (SWS_CS_*).
+/// The ranges are set before the context is initialised: swscale's same-size shortcuts
+/// between YUV formats copy levels as they are, and it takes one only when both ranges are
+/// known to match. NULL when the context cannot be made.
+static inline struct SwsContext *chorus_sws_ranged_context(int src_w, int src_h, enum AVPixelFormat src_format,
+                                                           int dst_w, int dst_h, enum AVPixelFormat dst_format,
+                                                           int flags, int src_range, int dst_range, int colorspace) {
+    struct SwsContext *context = sws_alloc_context();
+    if (!context) return NULL;
+    if (av_opt_set_int(context, "srcw", src_w, 0) < 0 || av_opt_set_int(context, "srch", src_h, 0) < 0
+        || av_opt_set_int(context, "src_format", src_format, 0) < 0
+        || av_opt_set_int(context, "dstw", dst_w, 0) < 0 || av_opt_set_int(context, "dsth", dst_h, 0) < 0
+        || av_opt_set_int(context, "dst_format", dst_format, 0) < 0
+        || av_opt_set_int(context, "sws_flags", flags, 0) < 0
+        || av_opt_set_int(context, "src_range", src_range, 0) < 0 || av_opt_set_int(context, "dst_range", dst_range, 0) < 0
+        || sws_init_context(context, NULL, NULL) < 0) {
+        sws_freeContext(context);
+        return NULL;
+    }
+    const int *table = sws_getCoefficients(colorspace);
+    sws_setColorspaceDetails(context, table, src_range, table, dst_range, 0, 1 << 16, 1 << 16);
+    return context;
+}
+
 #endif

@@ -116,7 +116,10 @@ final class LeaderNode: @unchecked Sendable {
         }
         self.reportMembership = reportMembership
         self.report = report
-        relayDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-relays-\(getpid())", isDirectory: true)
+        // A folder of this leader's own: its stop removes it, and another leader in the same
+        // process (a program leading two groups) must keep its relays.
+        relayDirectory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("chorus-relays-\(getpid())-\(UUID().uuidString)", isDirectory: true)
     }
 
     /// How long a relay may take to gather what a player starts with before its stream is

@@ -110,12 +110,12 @@ public func CMTIME_IS_INDEFINITE(_ time: CMTime) -> Bool {
 }
 
 /// Whether `time` is +infinity.
-public func CMTIME_IS_POSITIVE_INFINITY(_ time: CMTime) -> Bool {
+public func CMTIME_IS_POSITIVEINFINITY(_ time: CMTime) -> Bool {
     time.isPositiveInfinity
 }
 
 /// Whether `time` is -infinity.
-public func CMTIME_IS_NEGATIVE_INFINITY(_ time: CMTime) -> Bool {
+public func CMTIME_IS_NEGATIVEINFINITY(_ time: CMTime) -> Bool {
     time.isNegativeInfinity
 }
 
@@ -124,10 +124,11 @@ public func CMTIME_HAS_BEEN_ROUNDED(_ time: CMTime) -> Bool {
     time.hasBeenRounded
 }
 
-/// The time's description (`CMTime.description`), as CoreMedia's function returns it. The
+/// The time as CoreMedia's function describes it, the text `CMTimeShow` prints:
+/// `{1/2 = 0.500}`, or `{INVALID}`, `{INDEFINITE}`, `{+INFINITY}`, `{-INFINITY}`. The
 /// allocator is accepted for source compatibility and unused.
 public func CMTimeCopyDescription(allocator: Any?, time: CMTime) -> String? {
-    time.description
+    showText(time)
 }
 
 /// Prints `time` to standard output, as CoreMedia's does: `{1/2 = 0.500}` (seconds to three

@@ -57,6 +57,68 @@ public func CMTIMERANGE_IS_EMPTY(_ range: CMTimeRange) -> Bool {
     range.isEmpty
 }
 
+/// Whether `range` is not valid (`!CMTimeRange.isValid`).
+public func CMTIMERANGE_IS_INVALID(_ range: CMTimeRange) -> Bool {
+    !range.isValid
+}
+
+/// See `CMTimeRange.isIndefinite`.
+public func CMTIMERANGE_IS_INDEFINITE(_ range: CMTimeRange) -> Bool {
+    range.isIndefinite
+}
+
+/// The range as CoreMedia's function describes it, the text `CMTimeRangeShow` prints:
+/// `{{0/1 = 0.000}, {3/2 = 1.500}}`. The allocator is accepted for source compatibility
+/// and unused.
+public func CMTimeRangeCopyDescription(allocator: Any?, range: CMTimeRange) -> String? {
+    showText(range)
+}
+
+/// The time in `toRange` that stands where `time` stands in `fromRange`
+/// (`CMTimeMapTimeFromRangeToRange`): `toRange.start` plus the time since
+/// `fromRange.start` scaled by the ratio of their durations, exactly where the result can
+/// hold it. Invalid when a time is not numeric or `fromRange` lasts no time.
+public func CMTimeMapTimeFromRangeToRange(_ time: CMTime, fromRange: CMTimeRange, toRange: CMTimeRange) -> CMTime {
+    guard time.isNumeric, fromRange.start.isNumeric, toRange.start.isNumeric else { return .invalid }
+    let mapped = CMTimeMapDurationFromRangeToRange(time - fromRange.start, fromRange: fromRange, toRange: toRange)
+    return mapped.isValid ? toRange.start + mapped : .invalid
+}
+
+/// `duration` scaled by the ratio of `toRange`'s duration to `fromRange`'s
+/// (`CMTimeMapDurationFromRangeToRange`), exactly where the result can hold it. Invalid when
+/// a duration is not numeric or `fromRange` lasts no time.
+public func CMTimeMapDurationFromRangeToRange(_ duration: CMTime, fromRange: CMTimeRange, toRange: CMTimeRange) -> CMTime {
+    let from = fromRange.duration, to = toRange.duration
+    guard duration.isNumeric, from.isNumeric, to.isNumeric, from.value != 0 else { return .invalid }
+    // duration × to ÷ from, each a value over its timescale:
+    //   (d / ds) × (t / ts) ÷ (f / fs) = (d × fs) × t ÷ (ds × ts × f),
+    // which `fitting` computes in 128-bit integers for the result's timescale.
+    let numerator = Int128(duration.value) * Int128(from.timescale)
+    let denominator = Int128(duration.timescale) * Int128(to.timescale) * Int128(from.value)
+    let timescale = max(duration.timescale, to.timescale, toRange.start.timescale)
+    return CMTime.fitting(numerator, times: Int128(to.value), over: denominator,
+                          preferredTimescale: timescale, fallbackTimescale: timescale, epoch: duration.epoch,
+                          alreadyRounded: duration.hasBeenRounded || from.hasBeenRounded || to.hasBeenRounded)
+}
+
+/// `time` folded into `range` (`CMTimeFoldIntoRange`), as a loop over the range plays it:
+/// `time` itself inside the range, otherwise the time as far into the range as `time` is
+/// past (or before) a whole number of the range's durations from its start. Invalid when a
+/// time is not numeric or the range lasts no time.
+public func CMTimeFoldIntoRange(_ time: CMTime, range: CMTimeRange) -> CMTime {
+    guard time.isNumeric, range.start.isNumeric, range.duration.isNumeric, range.duration > .zero else { return .invalid }
+    if range.containsTime(time) { return time }
+    let offset = time - range.start
+    // Whole durations to step back by, from the seconds; the exact step below corrects a
+    // quotient the division rounded one off.
+    var loops = (offset.seconds / range.duration.seconds).rounded(.down)
+    guard loops.isFinite, abs(loops) < 1e15 else { return .invalid }
+    var folded = time - range.duration * loops
+    while folded < range.start { folded = folded + range.duration; loops -= 1 }
+    while folded >= range.end { folded = folded - range.duration; loops += 1 }
+    return folded
+}
+
 /// Prints `range` to standard output, as CoreMedia's does: its start and duration as
 /// `CMTimeShow` prints them, `{{0/1 = 0.000}, {3/2 = 1.500}}`.
 public func CMTimeRangeShow(_ range: CMTimeRange) {

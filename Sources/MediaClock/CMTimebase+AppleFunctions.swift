@@ -18,6 +18,53 @@ public func CMTimebaseCreateWithSourceTimebase(
     return noErr
 }
 
+/// `CMTimebaseCreateWithSourceClock` under its older name (`CMTimebaseCreateWithMasterClock`),
+/// which code written before the rename still calls.
+public func CMTimebaseCreateWithMasterClock(
+    allocator: Any?, masterClock: CMClock, timebaseOut: inout CMTimebase?
+) -> OSStatus {
+    CMTimebaseCreateWithSourceClock(allocator: allocator, sourceClock: masterClock, timebaseOut: &timebaseOut)
+}
+
+/// `CMTimebaseCreateWithSourceTimebase` under its older name
+/// (`CMTimebaseCreateWithMasterTimebase`).
+public func CMTimebaseCreateWithMasterTimebase(
+    allocator: Any?, masterTimebase: CMTimebase, timebaseOut: inout CMTimebase?
+) -> OSStatus {
+    CMTimebaseCreateWithSourceTimebase(allocator: allocator, sourceTimebase: masterTimebase, timebaseOut: &timebaseOut)
+}
+
+/// The clock driving `timebase` directly; nil when a timebase drives it
+/// (`CMTimebaseCopySourceClock`).
+public func CMTimebaseCopySourceClock(_ timebase: CMTimebase) -> CMClock? {
+    timebase.sourceClock
+}
+
+/// The timebase driving `timebase`; nil when a clock drives it (`CMTimebaseCopySourceTimebase`).
+public func CMTimebaseCopySourceTimebase(_ timebase: CMTimebase) -> CMTimebase? {
+    timebase.sourceTimebase
+}
+
+/// The clock at the end of `timebase`'s chain of sources (`CMTimebaseCopyUltimateSourceClock`).
+public func CMTimebaseCopyUltimateSourceClock(_ timebase: CMTimebase) -> CMClock {
+    timebase.ultimateSourceClock
+}
+
+/// `CMTimebaseCopySourceClock` under its older name (`CMTimebaseGetMasterClock`).
+public func CMTimebaseGetMasterClock(_ timebase: CMTimebase) -> CMClock? {
+    timebase.sourceClock
+}
+
+/// `CMTimebaseCopySourceTimebase` under its older name (`CMTimebaseGetMasterTimebase`).
+public func CMTimebaseGetMasterTimebase(_ timebase: CMTimebase) -> CMTimebase? {
+    timebase.sourceTimebase
+}
+
+/// `CMTimebaseCopyUltimateSourceClock` under its older name (`CMTimebaseGetUltimateMasterClock`).
+public func CMTimebaseGetUltimateMasterClock(_ timebase: CMTimebase) -> CMClock {
+    timebase.ultimateSourceClock
+}
+
 /// See `CMTimebase.time`.
 public func CMTimebaseGetTime(_ timebase: CMTimebase) -> CMTime {
     timebase.time

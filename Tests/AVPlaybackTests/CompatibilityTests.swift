@@ -267,6 +267,45 @@ private final class Recorder<Value: Sendable>: Sendable {
         #expect(asset.commonMetadata.count == common.count)
     }
 
+    @Test("An asset's whole-file properties: its creation date and lyrics from its tags, the values a file always has, the keys of the older API", arguments: [TestMedia.Kind.mp3, .aac])
+    func assetProperties(kind: TestMedia.Kind) async throws {
+        let url = try taggedTone(kind, tags: ["title": "Song", "date": "2021", "lyrics": "la la la"])
+        let asset = AVURLAsset(url: url)
+        let (creation, lyrics, hint, transform) = try await asset.load(.creationDate, .lyrics, .overallDurationHint, .preferredTransform)
+        #expect(creation?.numberValue == 2021)
+        #expect(creation?.commonKey == .commonKeyCreationDate)
+        #expect(lyrics == "la la la")
+        #expect(hint == asset.duration && hint.isNumeric)
+        #expect(transform == .identity)
+        #expect(asset.creationDate?.numberValue == 2021 && asset.lyrics == "la la la")
+        #expect(asset.isReadable && asset.providesPreciseDurationAndTiming)
+        #expect(asset.preferredRate == 1 && asset.preferredVolume == 1)
+        #expect(!asset.isExportable && !asset.isComposable)
+        let (exportable, composable) = try await asset.load(.isExportable, .isComposable)
+        #expect(!exportable && !composable)
+        // The older API knows each of them as a key.
+        for key in ["creationDate", "lyrics", "exportable", "composable", "preferredTransform", "overallDurationHint"] {
+            var error: NSError?
+            #expect(asset.statusOfValue(forKey: key, error: &error) == .loaded, "\(key): \(error.map { "\($0)" } ?? "")")
+        }
+        // A file with no such tags has none.
+        let plain = AVURLAsset(url: try TestMedia.tone(.wav, seconds: 1))
+        #expect(plain.creationDate == nil && plain.lyrics == nil)
+        // Media that cannot be opened is not readable, and has no duration to hint at.
+        let missing = AVURLAsset(url: URL(fileURLWithPath: "/nonexistent/missing.mp3"))
+        #expect(!missing.isReadable && !missing.overallDurationHint.isValid)
+    }
+
+    @Test("An item keeps the asset keys it was made with")
+    func automaticallyLoadedAssetKeys() throws {
+        let asset = AVURLAsset(url: try TestMedia.tone(.wav, seconds: 1))
+        #expect(AVPlayerItem(asset: asset).automaticallyLoadedAssetKeys.isEmpty)
+        #expect(AVPlayerItem(asset: asset, automaticallyLoadedAssetKeys: ["playable", "duration"]).automaticallyLoadedAssetKeys
+                == ["playable", "duration"])
+        #expect(AVPlayerItem(asset: asset, automaticallyLoadedAssetKeys: [.isPlayable, .duration]).automaticallyLoadedAssetKeys
+                == ["playable", "duration"])
+    }
+
     @Test("All of a file's tags load as metadata under FFmpeg's names")
     func allMetadata() async throws {
         let url = try taggedTone(.mp3, tags: ["title": "Signal", "track": "3/12", "album_artist": "Various"])

@@ -561,6 +561,61 @@ import Synchronization
         #expect(white[0] > 240 && white[1] > 240 && white[2] > 240)
         #expect(black[0] < 15 && black[1] < 15 && black[2] < 15)
     }
+
+    @Test("full-range NV12 spreads the levels to 0 and 255, ARGB puts alpha first, and a size asked for scales the pictures")
+    func formatsAndSizes() async throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 1, rate: 25, withSound: true))
+        let video = AVPlayerItemVideoOutput(pixelBufferAttributes: [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange])
+        let full = AVPlayerItemVideoOutput(pixelBufferAttributes: [kCVPixelBufferPixelFormatTypeKey: [kCVPixelFormatType_420YpCbCr8BiPlanarFullRange]])
+        let argb = AVPlayerItemVideoOutput(pixelBufferAttributes: [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_32ARGB,
+                                                                   kCVPixelBufferWidthKey: 160, kCVPixelBufferHeightKey: 120,
+                                                                   kCVPixelBufferMetalCompatibilityKey: true])
+        // No attributes at all: I420 at the picture's size.
+        let plain = AVPlayerItemVideoOutput()
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        for output in [video, full, argb, plain] { item.add(output) }
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
+        let sought = Atomic<Bool>(false)
+        player.seek(to: CMTime(value: 1, timescale: 25), toleranceBefore: .zero, toleranceAfter: .zero) { sought.store($0, ordering: .relaxed) }
+        #expect(await waitUntil(10) { sought.load(ordering: .relaxed) })
+        func picture(_ output: AVPlayerItemVideoOutput) async -> CVPixelBuffer? {
+            var buffer: CVPixelBuffer?
+            _ = await waitUntil(10) {
+                buffer = output.copyPixelBuffer(forItemTime: CMTime(value: 1, timescale: 25), itemTimeForDisplay: nil)
+                return buffer != nil
+            }
+            return buffer
+        }
+        // Row 120's luma, at a white column (10) and a black one (300).
+        func levels(_ buffer: CVPixelBuffer) throws -> (white: UInt8, black: UInt8) {
+            let luma = try #require(CVPixelBufferGetBaseAddressOfPlane(buffer, 0)).assumingMemoryBound(to: UInt8.self)
+            let row = luma + 120 * CVPixelBufferGetBytesPerRowOfPlane(buffer, 0)
+            return (row[10], row[300])
+        }
+        let videoRange = try #require(await picture(video))
+        let fullRange = try #require(await picture(full))
+        #expect(CVPixelBufferGetPixelFormatType(fullRange) == kCVPixelFormatType_420YpCbCr8BiPlanarFullRange)
+        #expect(CVPixelBufferGetPlaneCount(fullRange) == 2)
+        let narrow = try levels(videoRange), wide = try levels(fullRange)
+        #expect(narrow.black >= 12 && narrow.black <= 20 && narrow.white >= 230 && narrow.white <= 240, "video range \(narrow)")
+        #expect(wide.black <= 4 && wide.white >= 250, "full range \(wide)")
+
+        let packed = try #require(await picture(argb))
+        #expect(CVPixelBufferGetPixelFormatType(packed) == kCVPixelFormatType_32ARGB)
+        #expect(CVPixelBufferGetWidth(packed) == 160 && CVPixelBufferGetHeight(packed) == 120)
+        #expect(CVPixelBufferGetBytesPerRow(packed) == 160 * 4)
+        #expect(CVPixelBufferGetDataSize(packed) == 160 * 120 * 4)
+        let base = try #require(CVPixelBufferGetBaseAddress(packed)).assumingMemoryBound(to: UInt8.self)
+        let row = base + 60 * CVPixelBufferGetBytesPerRow(packed)
+        let white = row + 5 * 4, black = row + 150 * 4
+        #expect(white[0] == 255 && white[1] > 240 && white[2] > 240 && white[3] > 240)
+        #expect(black[0] == 255 && black[1] < 15 && black[2] < 15 && black[3] < 15)
+
+        let planar = try #require(await picture(plain))
+        #expect(CVPixelBufferGetPixelFormatType(planar) == kCVPixelFormatType_420YpCbCr8Planar)
+        #expect(CVPixelBufferGetWidth(planar) == 320 && CVPixelBufferGetDataSize(planar) == 320 * 240 + 2 * 160 * 120)
+    }
 }
 
 extension VideoOnlyItemTests {

@@ -26,6 +26,12 @@ import Synchronization
         #expect(playable)
         let byID = try await asset.loadTrack(withTrackID: video.trackID)
         #expect(byID?.trackID == video.trackID)
+        // By characteristic, as by media type.
+        #expect(try await asset.loadTracks(withMediaCharacteristic: .visual) == videos)
+        #expect(asset.tracks(withMediaCharacteristic: .audible) == audios)
+        #expect(video.hasMediaCharacteristic(.frameBased) && !video.hasMediaCharacteristic(.audible))
+        #expect(audios[0].hasMediaCharacteristic(.isMainProgramContent))
+        #expect(try await asset.loadTracks(withMediaCharacteristic: .legible).isEmpty)
     }
 
     @Test("seek and preroll can be awaited")
@@ -67,7 +73,35 @@ import Synchronization
         #expect(NSValue(timeRange: range).timeRangeValue == range)
         // A value that holds no time gives none.
         #expect(!NSNumber(value: 3).timeValue.isValid)
-        #expect(CMTimeCopyDescription(allocator: nil, time: time) == time.description)
+        // Described as CoreMedia describes it, the text CMTimeShow prints.
+        #expect(CMTimeCopyDescription(allocator: nil, time: time) == "{1001/30000 = 0.033}")
+        #expect(CMTimeCopyDescription(allocator: nil, time: .indefinite) == "{INDEFINITE}")
+        let mapping = CMTimeMapping(source: range, target: CMTimeRange(start: .zero, duration: time))
+        #expect(NSValue(timeMapping: mapping).timeMappingValue == mapping)
+        #expect(NSValue(time: time).timeMappingValue == .invalid)
+    }
+
+    @Test("Apple's names port as they are: a synchronized layer, waiting reasons, error codes, pitch algorithms, the audio session's keys")
+    func namesPort() async throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1))
+        let layer = AVSynchronizedLayer(playerItem: item)
+        #expect(layer.playerItem === item && layer.currentTime == item.currentTime())
+        layer.playerItem = nil
+        #expect(layer.playerItem == nil && !layer.currentTime.isValid && layer.timebase == nil)
+        #expect(AVPlayer.WaitingReason.waitingForCoordinatedPlayback.rawValue == "AVPlayerWaitingForCoordinatedPlaybackReason")
+        #expect(AVPlayer.WaitingReason.interstitialEvent != .toMinimizeStalls)
+        #expect(AVError.Code.noImageAtTime.rawValue == -11832 && AVError.Code.mediaDiscontinuity.rawValue == -11812)
+        // The cheap pitch algorithm keeps the pitch, with the time-domain engine.
+        item.audioTimePitchAlgorithm = .lowQualityZeroLatency
+        #expect(item.audioTimePitchAlgorithm == .lowQualityZeroLatency && item.pitchMode == .timeDomain)
+        // An item with no dates refuses a date seek, awaited as on Apple's platforms.
+        #expect(await item.seek(to: Date()) == false)
+        let session = AVAudioSession.sharedInstance()
+        try session.setCategory(.playback, mode: .moviePlayback, policy: .longFormVideo, options: [])
+        #expect(session.category == .playback && session.routeSharingPolicy == .longFormVideo)
+        #expect(AVAudioSession.InterruptionType(rawValue: 1) == .began && AVAudioSession.InterruptionOptions.shouldResume.rawValue == 1)
+        #expect(AVAudioSessionInterruptionTypeKey == "AVAudioSessionInterruptionTypeKey")
+        #expect(AVAudioSession.RouteChangeReason(rawValue: 2) == .oldDeviceUnavailable)
     }
 
     @Test("players, items and assets compare by identity")

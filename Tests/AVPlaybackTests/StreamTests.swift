@@ -58,6 +58,16 @@ import MediaServer
         #expect(event.numberOfBytesTransferred >= Int64(segmentBytes), "\(event.numberOfBytesTransferred) bytes, segments \(segmentBytes)")
         #expect(event.numberOfBytesTransferred <= Int64(segmentBytes) + 64 * 1024, "\(event.numberOfBytesTransferred) bytes, segments \(segmentBytes)")
         #expect(event.observedBitrate > 0)
+        #expect(event.transferDuration > 0 && event.playbackType == "VOD" && event.playbackSessionID != nil)
+        // Figures this player does not measure are negative, as Apple's unknowns are.
+        #expect(event.numberOfDroppedVideoFrames < 0 && event.startupTime < 0)
+        // The W3C extended form: a header naming the fields, then the event's line.
+        let log = try #require(played.all.first?.accessLog())
+        let text = try #require(log.extendedLogData().flatMap { String(data: $0, encoding: .utf8) })
+        #expect(log.extendedLogDataStringEncoding == String.Encoding.utf8.rawValue)
+        let lines = text.split(separator: "\n")
+        #expect(lines.first == "#Version: 1.0" && lines.contains { $0.hasPrefix("#Fields: date time") })
+        #expect(lines.last?.contains(url.absoluteString) == true && lines.last?.contains("VOD") == true, "\(text)")
     }
 
     @Test("an HLS stream's access log counts its segments' bytes as they come, over the demuxer's one connection to them")

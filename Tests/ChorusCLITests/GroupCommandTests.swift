@@ -11,7 +11,7 @@ import MediaPipeline
 /// `patience`) for what it needs to see (a capture long enough to compare, a line in a log),
 /// and holds the group to `syncBound`, which only a fault breaks. How closely a group plays
 /// together is `chorus-bench sync`'s figure (clean, join, pause-seek and speed scenarios).
-@Suite(.serialized, .ownThread) struct GroupCommandTests {
+@Suite(.ownThread) struct GroupCommandTests {
     /// The longest a wait for the group lasts before the test fails (seconds): several times
     /// what the slowest takes on a loaded machine (a holdover that ends after 10 s), so only
     /// a group that never gets there fails.

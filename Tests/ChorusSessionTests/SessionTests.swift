@@ -10,7 +10,7 @@ import Synchronization
 import Testing
 
 /// The sessions driven as a front end drives them: commands in, events out, no executable.
-@Suite(.serialized, .ownThread) struct SessionTests {
+@Suite(.ownThread) struct SessionTests {
     /// Every event a session sent, gathered on a task of its own. The tests are async and
     /// run the blocking sessions on threads of their own, so that the task is never starved
     /// of the concurrency pool by a test waiting on it.
@@ -419,7 +419,8 @@ import Testing
         leader.send(.stop)
         await following.wait()
         await leading.wait()
-        #expect(await leaderLog.messages().contains { $0.contains("relayed to the group") })
+        let leaderMessages = await leaderLog.messages()
+        #expect(leaderMessages.contains { $0.contains("relayed to the group") }, "the leader said: \(leaderMessages)")
         #expect(await followerLog.messages().allSatisfy { !$0.contains("cannot play") })
         for log in [leaderLog, followerLog] {
             #expect(await log.all().contains { if case .title("Chorus – Morning Show") = $0 { true } else { false } })

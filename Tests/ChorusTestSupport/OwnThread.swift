@@ -22,8 +22,8 @@ public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
         }
         let executor = ThreadExecutor()
         defer { executor.finish() }
-        let started = Date()
-        defer { TestTimes.record(test, testCase: testCase, seconds: Date().timeIntervalSince(started)) }
+        let started = TestTimes.start()
+        defer { TestTimes.record(test, testCase: testCase, started: started, seconds: Date().timeIntervalSince(started)) }
         try await withTaskExecutorPreference(executor) {
             try await function()
         }
@@ -32,15 +32,25 @@ public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
 
 /// Each test case's own running time (from when it got its thread, not from when it was
 /// queued, which is what the test run's report counts from), appended to the file
-/// `CHORUS_TEST_TIMES` names, a line each: seconds, a tab, the test's identifier. For finding
-/// where a test run's time goes (docs/test-time.md); nothing is written without it.
+/// `CHORUS_TEST_TIMES` names, a line each: seconds, a tab, when it started (seconds since the
+/// first test case on a thread of its own started), a tab, the test's identifier. For finding
+/// where a test run's time goes, and which tests run alone at its end (docs/test-time.md);
+/// nothing is written without it.
 enum TestTimes {
     private static let path = ProcessInfo.processInfo.environment["CHORUS_TEST_TIMES"].flatMap { $0.isEmpty ? nil : $0 }
     private static let lock = NSLock()
+    /// When the first case started: the origin of every start.
+    private static let origin = Date()
 
-    static func record(_ test: Test, testCase: Test.Case?, seconds: Double) {
+    /// Now, for a case starting (the first one sets the origin).
+    static func start() -> Date {
+        _ = origin
+        return Date()
+    }
+
+    static func record(_ test: Test, testCase: Test.Case?, started: Date, seconds: Double) {
         guard let path else { return }
-        let line = String(format: "%.3f", seconds) + "\t\(test.id)\n"
+        let line = String(format: "%.3f\t%.3f", seconds, started.timeIntervalSince(origin)) + "\t\(test.id)\n"
         lock.withLock {
             guard let handle = FileHandle(forWritingAtPath: path) ?? {
                 FileManager.default.createFile(atPath: path, contents: nil)

@@ -464,7 +464,7 @@ struct CMTimeTests {
         #expect(CMTimeAdd(CMTimeMake(value: 1, timescale: 2), CMTimeMakeWithSeconds(0.5, preferredTimescale: 2)) == CMTimeMake(value: 1, timescale: 1))
         #expect(CMTimeConvertScale(CMTimeMake(value: 1, timescale: 3), timescale: 600, method: .default).value == 200)
         #expect(CMTIME_HAS_BEEN_ROUNDED(CMTimeMakeWithSeconds(0.1, preferredTimescale: 600)))
-        #expect(CMTIME_IS_INVALID(.invalid) && CMTIME_IS_POSITIVE_INFINITY(.positiveInfinity) && CMTIME_IS_NEGATIVE_INFINITY(.negativeInfinity))
+        #expect(CMTIME_IS_INVALID(.invalid) && CMTIME_IS_POSITIVEINFINITY(.positiveInfinity) && CMTIME_IS_NEGATIVEINFINITY(.negativeInfinity))
         #expect(CMTimeMakeWithEpoch(value: 1, timescale: 1, epoch: 5).epoch == 5)
     }
 }
