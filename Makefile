@@ -80,14 +80,15 @@ example-player:
 LATER_TESTS := GuideCodeTests GuideConformanceTests
 
 # Test cases run at once. Each runs on a thread of its own (`OwnThreadTrait`), mostly waiting
-# on real time, so the bound is what the two cores can carry: with three, no test that holds
-# a sound or a picture to the millisecond was starved. (Six at once, the group suites in a
-# process of their own beside the rest, put a room keeping its pitch through a speed change
-# 86 ms off, and a picture pulled for its refresh 91 ms late; without a bound every test
-# started at once, and the machine thrashed. Four at once failed one to three such checks in
-# each of three fresh-clone runs: docs/test-time.md.) The sanitizer slows every thread several
-# times: two there.
-TEST_WIDTH := 3
+# on real time (the cores are a third busy), so the bound is what the two cores carry in a
+# burst: with four, no test that holds a sound or a picture to the millisecond was starved
+# once the group suites stopped running one test at a time at the end (two clean runs of
+# 171 and 162 s). Six at once, the group suites in a process of their own beside the rest,
+# put a room keeping its pitch through a speed change 86 ms off, and a picture pulled for
+# its refresh 91 ms late; without a bound every test started at once, and the machine
+# thrashed; the guide's suites in the same run at four put a follower's backward picture
+# 65 ms late (docs/test-time.md). The sanitizer slows every thread several times: two there.
+TEST_WIDTH := 4
 TSAN_TEST_WIDTH := 2
 
 # What the tests run: the test bundle and the programs they start. The benchmarks are left to

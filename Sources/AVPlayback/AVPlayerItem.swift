@@ -104,6 +104,8 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// What the item's access and error logs call its playback: one identifier for the item's
     /// life, as Apple's `playbackSessionID`.
     let playbackSessionID = UUID().uuidString
+    /// Set when the item goes, to cut short a background read of its playlist's dates.
+    let datesInterrupt = InterruptFlag()
     public let observationRegistry = ObservationRegistry()
     private let state = Mutex(State())
 
@@ -387,7 +389,11 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         return CMTimeRange(start: start, end: CMTime(seconds: span.upperBound, preferredTimescale: 1_000_000))
     }
 
-    deinit { state.withLockAnnotated { $0.live }?.stop() }
+    deinit {
+        state.withLockAnnotated { $0.live }?.stop()
+        // A read of the dates still under way is for nobody now.
+        datesInterrupt.set()
+    }
 
     /// Where a player opened this live stream, on the item's timeline (the start of the
     /// segment it opened at): a live item has no time 0, its times being the stream's own.
@@ -424,8 +430,9 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         let first = state.withLockAnnotated { current in defer { current.datesRequested = true }; return !current.datesRequested }
         guard first else { return }
         let url = source.url
+        let interrupt = datesInterrupt
         DispatchQueue.global(qos: .utility).async { [weak self] in
-            let dates = HLSProgramDates.readOnDemand(url: url)
+            let dates = HLSProgramDates.readOnDemand(url: url, interrupt: interrupt)
             self?.state.withLockAnnotated { current in
                 current.onDemandDates = dates
                 current.datesRead = true

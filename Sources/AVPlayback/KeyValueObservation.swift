@@ -292,6 +292,24 @@ extension AVKeyValueObservable {
     }
 }
 
+extension AVKeyValueObservable {
+    /// The changes of `keyPath` as an async sequence, each as an `observe(_:options:)`
+    /// handler would be given it: with `.initial`, the current value first; with `.prior`, a
+    /// change before each change (`isPrior`, its `oldValue` when `.old` is asked for); with
+    /// `.new` and `.old`, the values after and before. The stream ends when the object is
+    /// released or the consumer stops.
+    public func changes<Value: Sendable>(of keyPath: KeyPath<Self, Value>,
+                                         options: NSKeyValueObservingOptions = [.new]) -> AsyncStream<NSKeyValueObservedChange<Value>> {
+        AsyncStream { continuation in
+            let observation = observe(keyPath, options: options) { _, change in continuation.yield(change) }
+            let box = ObservationBox(observation)
+            continuation.onTermination = { _ in box.observation.invalidate() }
+        }
+    }
+}
+
+extension NSKeyValueObservedChange: Sendable where Value: Sendable {}
+
 /// Keeps an observation alive for as long as an async stream needs it.
 private final class ObservationBox: Sendable {
     let observation: NSKeyValueObservation

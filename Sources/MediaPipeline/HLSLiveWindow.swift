@@ -197,11 +197,13 @@ public final class HLSLiveWindow: Sendable {
 }
 
 /// A flag an FFmpeg read polls, to cut a blocked read short.
-final class InterruptFlag: Sendable {
+package final class InterruptFlag: Sendable {
     private let flag = Atomic<Bool>(false)
 
-    func set() { flag.store(true, ordering: .releasing) }
-    var isSet: Bool { flag.load(ordering: .acquiring) }
+    package init() {}
+
+    package func set() { flag.store(true, ordering: .releasing) }
+    package var isSet: Bool { flag.load(ordering: .acquiring) }
 
     /// The callback FFmpeg polls, bound to this flag (which must outlive the reads).
     var callback: AVIOInterruptCB {

@@ -163,9 +163,11 @@ public struct HLSProgramDates: Sendable, Equatable {
     /// The dates of the on-demand HLS playlist at `url` (its first variant's, for a master
     /// playlist: a presentation's variants carry the same dates), its first segment at item
     /// time 0; nil when it dates no segment or cannot be read. Blocking: it fetches one or
-    /// two playlists, each bounded by the reads' own timeout.
-    public static func readOnDemand(url: String) -> HLSProgramDates? {
-        guard let text = HLSRenditions.readFirstMediaPlaylist(url, interrupt: AVIOInterruptCB()) else { return nil }
+    /// two playlists, each bounded by the reads' own timeout, and cut short once `interrupt`
+    /// is set (the item they were for is gone).
+    package static func readOnDemand(url: String, interrupt: InterruptFlag = InterruptFlag()) -> HLSProgramDates? {
+        let text = withExtendedLifetime(interrupt) { HLSRenditions.readFirstMediaPlaylist(url, interrupt: interrupt.callback) }
+        guard let text, !interrupt.isSet else { return nil }
         let playlist = HLSPlaylistCut(parsing: text)
         guard !playlist.isMaster else { return nil }
         return HLSProgramDates(durations: playlist.segments.map(\.duration), dates: segmentDates(of: playlist.segments), firstStart: 0)

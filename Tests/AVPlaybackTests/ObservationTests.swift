@@ -55,6 +55,33 @@ import MediaPipeline
         #expect(changes.count == 2)
     }
 
+    @Test("a key path's values and changes come as async streams: the current value first, then each change, .prior before it")
+    func asyncStreams() async throws {
+        let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
+        defer { player.close() }
+        var values = player.values(of: \.volume).makeAsyncIterator()
+        #expect(await values.next() == 1)
+        var changes = player.changes(of: \.volume, options: [.initial, .new, .old, .prior]).makeAsyncIterator()
+        let initial = await changes.next()
+        #expect(initial?.newValue == 1 && initial?.isPrior == false)
+        player.volume = 0.5
+        #expect(await values.next() == 0.5)
+        let prior = await changes.next()
+        #expect(prior?.isPrior == true && prior?.oldValue == 1 && prior?.newValue == nil)
+        let change = await changes.next()
+        #expect(change?.isPrior == false && change?.oldValue == 1 && change?.newValue == 0.5)
+        // A chained key path through the current item streams too.
+        let statuses = Collected<AVPlayerItem.Status?>()
+        let stream = player.changes(of: \.currentItem?.status, options: [.initial, .new])
+        let reading = Task {
+            for await change in stream { if let status = change.newValue { statuses.append(status) } }
+        }
+        defer { reading.cancel() }
+        #expect(await waitUntil(10) { statuses.all.first == .some(nil) })
+        player.replaceCurrentItem(with: AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1)))
+        #expect(await waitUntil(10) { statuses.all.last == .readyToPlay }, "statuses: \(statuses.all)")
+    }
+
     @Test("the buffered ranges of the playing item notify as they grow")
     func derivedPropertiesNotify() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 3, rate: 48_000))

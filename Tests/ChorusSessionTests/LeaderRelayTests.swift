@@ -2,6 +2,7 @@
 import ChorusTestSupport
 import Foundation
 import GroupSync
+import Synchronization
 import Testing
 
 /// The live streams a leader relays to its group, kept apart from every other leader's.
@@ -20,8 +21,16 @@ import Testing
         }
         let first = try leader(), second = try leader()
         defer { second.stop() }
-        let firstRelay = first.playable(station.url, index: 0)
-        let secondRelay = second.playable(station.url, index: 0)
+        // Both relays gather their first seconds of the station at once (each waits for the
+        // station's pace).
+        let leaders = [first, second]
+        let relayed = Mutex<[Int: URL]>([:])
+        DispatchQueue.concurrentPerform(iterations: leaders.count) { index in
+            let playlist = leaders[index].playable(station.url, index: 0)
+            relayed.withLock { $0[index] = playlist }
+        }
+        let firstRelay = try #require(relayed.withLock { $0[0] })
+        let secondRelay = try #require(relayed.withLock { $0[1] })
         #expect(firstRelay.isFileURL && secondRelay.isFileURL, "relayed: \(firstRelay), \(secondRelay)")
         #expect(firstRelay.deletingLastPathComponent() != secondRelay.deletingLastPathComponent())
         first.stop()
