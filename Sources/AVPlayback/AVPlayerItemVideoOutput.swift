@@ -135,6 +135,15 @@ open class AVPlayerItemOutput: @unchecked Sendable {
         return player.itemTime(forHostTime: CMTime(seconds: hostTimeInSeconds, preferredTimescale: 1_000_000_000))
     }
 
+    /// The item time the item's timeline reaches at host time `machAbsoluteTime`, in this
+    /// platform's host units: nanoseconds of CLOCK_MONOTONIC, the clock `HostTime` reads (as
+    /// Mach ticks are nanoseconds on Intel Macs). Invalid while the output is not added to an
+    /// item that plays.
+    public func itemTime(forMachAbsoluteTime machAbsoluteTime: Int64) -> CMTime {
+        guard let player = attachment.withLockAnnotated({ $0.item })?.player else { return .invalid }
+        return player.itemTime(forHostTime: CMTime(value: machAbsoluteTime, timescale: HostTime.nanosecondTimescale))
+    }
+
     /// Whether an item owns this output.
     var item: AVPlayerItem? { attachment.withLockAnnotated { $0.item } }
 

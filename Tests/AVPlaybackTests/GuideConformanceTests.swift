@@ -9,9 +9,9 @@ import MediaServer
 /// Apple's "Playback" guide, section by section, as a specification: one test per behaviour
 /// the guide documents, named by what the guide says, from "Playing Assets" to "Putting It
 /// All Together". Players here play to the null output, in real time on the host clock.
-/// One test at a time: the suite is a specification, not a load test, and the group tests
-/// that run beside it measure real time.
-@Suite(.serialized, .ownThread) struct GuideConformanceTests {
+/// `make test` runs the suite after the others (the group tests measure real time, and it
+/// plays many short items), and its tests beside each other there.
+@Suite(.ownThread) struct GuideConformanceTests {
     /// A player for `url` on the null output, with its item.
     static func player(_ url: URL) -> (AVPlayer, AVPlayerItem) {
         let item = AVPlayerItem(url: url)

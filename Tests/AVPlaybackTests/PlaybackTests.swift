@@ -206,7 +206,8 @@ import MediaPipeline
         // once: then exactly once at each tenth of a second, at the tick that reaches it.
         tick(atFrame: 0, jumped: true)
         for period in 1...100 { tick(atFrame: Int64(period * 480)) }
-        #expect(times.all == (0...10).map { CMTime(value: Int64($0 * 4_800), timescale: 48_000) })
+        let multiples: [CMTime] = (0...10).map { (tenth: Int) -> CMTime in CMTime(value: Int64(tenth * 4_800), timescale: 48_000) }
+        #expect(times.all == multiples)
         // A tick held up past two multiples fires once for both, and the schedule goes on
         // from the multiple after it.
         times.removeAll()

@@ -526,6 +526,13 @@ import Synchronization
             // The picture is the one the file holds at that time.
             #expect(CMTime(value: Int64(pull.number), timescale: 25) == pull.shown)
         }
+        // Host time in Mach's units (nanoseconds here) maps as host time in seconds does: the
+        // same item time, but for the few µs by which the player's reading of its device moves
+        // between the two calls.
+        let host = HostTime.now()
+        let byMach = planar.itemTime(forMachAbsoluteTime: Int64(clamping: host.nanoseconds))
+        let bySeconds = planar.itemTime(forHostTime: Double(host.nanoseconds) / 1e9)
+        #expect(byMach.isNumeric && abs((byMach - bySeconds).seconds) < 1e-3, "\(byMach.seconds) against \(bySeconds.seconds)")
         // After a copy, nothing new until the next picture comes due.
         let now = planar.itemTime(forHostTime: Double(HostTime.now().nanoseconds) / 1e9)
         _ = planar.copyPixelBuffer(forItemTime: now, itemTimeForDisplay: nil)

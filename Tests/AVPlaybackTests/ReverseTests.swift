@@ -107,7 +107,7 @@ import ChorusTestSupport
         let pcm = try PCM(wavFile: out)
         #expect(pcm.frameCount == 96_000, "\(pcm.frameCount) frames")
         guard pcm.frameCount == 96_000 else { return }
-        let mirrored = (0..<48_000).allSatisfy { frame in
+        let mirrored = (0..<48_000).allSatisfy { (frame: Int) -> Bool in
             pcm.samples[frame * 2] == pcm.samples[(95_999 - frame) * 2]
         }
         #expect(mirrored)

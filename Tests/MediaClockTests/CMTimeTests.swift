@@ -350,7 +350,8 @@ struct CMTimeTests {
 
     /// (value at timescale 2 or 4, target timescale, expected per method in declaration order:
     /// halfAway, towardZero, awayFromZero, quickTime, towardPositiveInfinity, towardNegativeInfinity).
-    @Test(arguments: [
+    /// Typed here, where the compiler took over a second to infer the literal's type.
+    static let roundingCases: [(Int64, Int32, Int32, [Int64])] = [
         (Int64(3), Int32(2), Int32(1), [Int64(2), 1, 2, 1, 2, 1]),
         (Int64(-3), Int32(2), Int32(1), [Int64(-2), -1, -2, -1, -1, -2]),
         (Int64(5), Int32(4), Int32(2), [Int64(3), 2, 3, 2, 3, 2]),
@@ -360,7 +361,9 @@ struct CMTimeTests {
         (Int64(1), Int32(3), Int32(5), [Int64(2), 1, 2, 2, 2, 1]),
         (Int64(-1), Int32(3), Int32(5), [Int64(-2), -1, -2, -2, -1, -2]),
         (Int64(4), Int32(2), Int32(1), [Int64(2), 2, 2, 2, 2, 2]),
-    ])
+    ]
+
+    @Test(arguments: CMTimeTests.roundingCases)
     func roundingMethods(value: Int64, from: Int32, to: Int32, expected: [Int64]) {
         let time = CMTime(value: value, timescale: from)
         let exact = Int128(value) * Int128(to) % Int128(from) == 0

@@ -15,7 +15,8 @@ import ChorusTestSupport
         activity.add(500, from: 12_000_000, to: 11_999_993)
         #expect(activity.total == 2_500)
         // 20,000 bits over 4 ms.
-        #expect(activity.observedBitsPerSecond == 20_000 * 1e9 / 4_000_000)
+        let expected: Double = 20_000 * 1e9 / 4_000_000
+        #expect(activity.observedBitsPerSecond == expected)
     }
 
     @Test("bytes that came while the reader was held back count as bytes, not in the rate")
@@ -27,7 +28,8 @@ import ChorusTestSupport
         activity.addUnmeasured(0)
         #expect(activity.total == 210_000)
         #expect(activity.measured == (bytes: 10_000, nanoseconds: 80_000_000))
-        #expect(activity.observedBitsPerSecond == 80_000 * 1e9 / 80_000_000)
+        let expected: Double = 80_000 * 1e9 / 80_000_000
+        #expect(activity.observedBitsPerSecond == expected)
     }
 
     @Test("reads of two openings at once count their time once: the rate is what the one network brought")
@@ -42,7 +44,8 @@ import ChorusTestSupport
         // A read wholly inside time already counted adds its bytes, not its time.
         activity.add(5_000, from: 160_000_000, to: 190_000_000)
         #expect(activity.measured == (bytes: 30_000, nanoseconds: 200_000_000))
-        #expect(activity.observedBitsPerSecond == 240_000 * 1e9 / 200_000_000)
+        let expected: Double = 240_000 * 1e9 / 200_000_000
+        #expect(activity.observedBitsPerSecond == expected)
         // Reads that end out of order: a display's opening from 300 to 400 ms, told after
         // a read of the sound's from 350 to 360 ms.
         activity.add(1_000, from: 350_000_000, to: 360_000_000)

@@ -287,8 +287,10 @@ private func push(_ event: SDL_Event) {
             let rect = window.videoRect
             var decoded: Int64 = 0
             for bit in 0..<CountingSource.bits {
-                let x = Int(rect.x + (Double(bit) + 0.5) * rect.width / Double(CountingSource.bits))
-                let pixel = try #require(snapshot.pixel(x: x, y: Int(rect.y + rect.height / 2)))
+                let across: Double = (Double(bit) + 0.5) / Double(CountingSource.bits)
+                let x = Int(rect.x + across * rect.width)
+                let middle: Double = rect.y + rect.height / 2
+                let pixel = try #require(snapshot.pixel(x: x, y: Int(middle)))
                 decoded = decoded << 1 | (pixel.green > 128 ? 1 : 0)
             }
             #expect(decoded == identity & 0xFFFF)
