@@ -25,10 +25,10 @@ open class AVAsset: AVKeyValueObservable, @unchecked Sendable {
     public let observationRegistry = ObservationRegistry()
     /// Where loading stands, and who waits for it to finish.
     private let loading = Mutex<(state: LoadState, waiters: [Waiter])>((.notLoaded, []))
-    /// The tracks made for the media described last: one object per track for the asset's
-    /// life, as Apple's are, so that tracks loaded twice compare equal (tracks compare by
-    /// identity).
-    private let madeTracks = Mutex<(info: MediaInfo, tracks: [AVAssetTrack])?>(nil)
+    /// The tracks made so far, by stream index: one object per track for the asset's life,
+    /// as Apple's are, so that tracks loaded twice compare equal (tracks compare by
+    /// identity). A track is made again only when its description changes.
+    private let madeTracks = Mutex<[Int: AVAssetTrack]>([:])
 
     /// Called once with the outcome of loading, on the loading thread.
     typealias Waiter = @Sendable (Result<MediaInfo, MediaError>) -> Void
@@ -190,11 +190,13 @@ open class AVAsset: AVKeyValueObservable, @unchecked Sendable {
     /// cover has one track, its sound, and no video track to show.
     func makeTracks(_ info: MediaInfo) -> [AVAssetTrack] {
         madeTracks.withLockAnnotated { made in
-            if let made, made.info == info { return made.tracks }
-            let tracks = info.tracks.filter { !$0.isAttachedPicture }
-                .map { AVAssetTrack(info: $0, asset: self, isPlayable: $0 == info.preferredAudioTrack || $0 == info.preferredVideoTrack) }
-            made = (info, tracks)
-            return tracks
+            info.tracks.filter { !$0.isAttachedPicture }.map { track in
+                let isPlayable = track == info.preferredAudioTrack || track == info.preferredVideoTrack
+                if let kept = made[track.streamIndex], kept.trackInfo == track, kept.isPlayable == isPlayable { return kept }
+                let fresh = AVAssetTrack(info: track, asset: self, isPlayable: isPlayable)
+                made[track.streamIndex] = fresh
+                return fresh
+            }
         }
     }
 

@@ -843,7 +843,15 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     func currentTimeLocked(_ state: inout PlayerState) -> CMTime {
         guard let format = state.format else { return state.position }
         guard let frame = renderedFrameLocked(&state, format: format) else { return state.position }
-        return CMTime(value: frame, timescale: Int32(format.sampleRate))
+        let time = CMTime(value: frame, timescale: Int32(format.sampleRate))
+        // Playing forward, the item ends at its forward end time: the monitor stops it there
+        // within a tick, and until it does the time stands at the end rather than past it
+        // (a loaded machine's late tick once let it read 22 ms beyond). Going backwards the
+        // reader itself stops at the reverse end.
+        if state.rate > 0, let end = state.item?.forwardPlaybackEndTime, end.isNumeric, end > .zero, time > end {
+            return end
+        }
+        return time
     }
 
     /// The item frame presented now, when the render thread is playing this serial.

@@ -165,9 +165,10 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         self.init(asset: AVURLAsset(url: url))
     }
 
-    /// An item for `asset`.
+    /// An item for `asset`; as Apple's, the same as naming the key "duration" to load
+    /// before the item is ready (`automaticallyLoadedAssetKeys`).
     public convenience init(asset: AVAsset) {
-        self.init(asset: asset, automaticallyLoadedAssetKeys: nil)
+        self.init(asset: asset, automaticallyLoadedAssetKeys: ["duration"])
     }
 
     /// An item for `asset`, with the keys named ("duration", "tracks", ...) that Apple's

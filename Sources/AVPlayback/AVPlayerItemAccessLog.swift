@@ -9,21 +9,27 @@ public final class AVPlayerItemAccessLog: Sendable {
 
     init(events: [AVPlayerItemAccessLogEvent]) { self.events = events }
 
-    /// The log in the W3C Extended Log File Format, as Apple's: a header naming the fields,
-    /// then a line per event, in `extendedLogDataStringEncoding`.
+    /// The log in the W3C Extended Log File Format, as Apple's: a header naming the fields
+    /// (Apple's names for them), then a line per event, in `extendedLogDataStringEncoding`;
+    /// "-" for what is not known.
     public func extendedLogData() -> Data? {
         var lines = ["#Version: 1.0", "#Software: Chorus",
                      "#Date: \(W3CLog.dateTime(Date()))",
-                     "#Fields: date time s-ip cs-uri c-start-time c-duration-watched c-frames-dropped c-stalls "
-                        + "sc-count sc-bytes sc-indicated-bitrate c-observed-bitrate s-playback-type cs-guid"]
+                     "#Fields: date time s-ip cs-guid uri s-ip-changes sc-count c-start-time c-duration-watched bytes "
+                        + "c-observed-bitrate sc-indicated-bitrate c-stalls c-frames-dropped c-startup-time c-overdue "
+                        + "s-playback-type sc-wwan-count c-switch-bitrate c-transfer-duration"]
         for event in events {
             lines.append([
                 event.playbackStartDate.map(W3CLog.dateTime) ?? "- -",
-                event.serverAddress ?? "-", event.uri.map(W3CLog.field) ?? "-",
-                W3CLog.number(event.startupTime), W3CLog.number(event.durationWatched),
-                "\(event.numberOfDroppedVideoFrames)", "\(event.numberOfStalls)", "\(event.numberOfMediaRequests)",
-                "\(event.numberOfBytesTransferred)", W3CLog.number(event.indicatedBitrate), W3CLog.number(event.observedBitrate),
-                event.playbackType ?? "-", event.playbackSessionID ?? "-",
+                event.serverAddress ?? "-", event.playbackSessionID ?? "-", event.uri.map(W3CLog.field) ?? "-",
+                W3CLog.count(event.numberOfServerAddressChanges), W3CLog.count(event.numberOfMediaRequests),
+                W3CLog.number(event.playbackStartOffset), W3CLog.number(event.durationWatched),
+                W3CLog.count(Int(clamping: event.numberOfBytesTransferred)),
+                W3CLog.number(event.observedBitrate), W3CLog.number(event.indicatedBitrate),
+                W3CLog.count(event.numberOfStalls), W3CLog.count(event.numberOfDroppedVideoFrames),
+                W3CLog.number(event.startupTime), W3CLog.count(event.downloadOverdue),
+                event.playbackType ?? "-", W3CLog.count(event.mediaRequestsWWAN),
+                W3CLog.number(event.switchBitrate), W3CLog.number(event.transferDuration),
             ].joined(separator: " "))
         }
         return Data((lines.joined(separator: "\n") + "\n").utf8)
@@ -57,8 +63,11 @@ public final class AVPlayerItemAccessLogEvent: Sendable {
     public let transferDuration: TimeInterval
     /// The item's playback, the same in every event of its logs.
     public let playbackSessionID: String?
-    /// "LIVE" for a live stream, "VOD" for an on-demand stream.
+    /// "LIVE" for a live stream, "VOD" for an on-demand HLS stream, "FILE" for a file
+    /// read over HTTP.
     public let playbackType: String?
+    /// Where in the item this stretch of playback began, in seconds (-1: not kept).
+    public let playbackStartOffset: TimeInterval
     /// Changes of server address: 0, as one address serves an item here.
     public let numberOfServerAddressChanges: Int
     /// Media requests made in this stretch: not counted here (-1).
@@ -96,6 +105,7 @@ public final class AVPlayerItemAccessLogEvent: Sendable {
         self.playbackSessionID = playbackSessionID
         self.playbackType = playbackType
         numberOfServerAddressChanges = 0
+        playbackStartOffset = -1
         numberOfMediaRequests = -1
         numberOfDroppedVideoFrames = -1
         startupTime = -1
@@ -123,6 +133,9 @@ enum W3CLog {
     /// A figure, "-" when it is not known (negative).
     static func number(_ value: Double) -> String { value < 0 || !value.isFinite ? "-" : String(format: "%.3f", value) }
 
+    /// A count, "-" when it is not known (negative).
+    static func count(_ value: Int) -> String { value < 0 ? "-" : "\(value)" }
+
     /// A text field, quoted when it holds a space (the format's separator).
     static func field(_ text: String) -> String {
         text.contains(" ") || text.contains("\"") ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
@@ -141,7 +154,7 @@ public final class AVPlayerItemErrorLog: Sendable {
     public func extendedLogData() -> Data? {
         var lines = ["#Version: 1.0", "#Software: Chorus",
                      "#Date: \(W3CLog.dateTime(Date()))",
-                     "#Fields: date time s-ip cs-uri status domain comment cs-guid"]
+                     "#Fields: date time s-ip uri status domain comment cs-guid"]
         for event in events {
             lines.append([
                 event.date.map(W3CLog.dateTime) ?? "- -", event.serverAddress ?? "-", event.uri.map(W3CLog.field) ?? "-",
@@ -268,11 +281,13 @@ extension AVPlayerItem {
         return errors.isEmpty ? nil : AVPlayerItemErrorLog(events: errors)
     }
 
-    /// What the access log calls the item's playback: "LIVE" for a live stream, "VOD" for an
-    /// on-demand one; nil before the item has loaded.
+    /// What the access log calls the item's playback, in Apple's words: "LIVE" for a live
+    /// stream, "VOD" for an on-demand HLS stream, "FILE" for a file read over HTTP; nil before
+    /// the item has loaded.
     var playbackType: String? {
         guard let info = loadedInfo ?? asset.loadedMediaInfo else { return nil }
-        return info.duration.isNumeric ? "VOD" : "LIVE"
+        if !info.duration.isNumeric { return "LIVE" }
+        return info.formatName == "hls" ? "VOD" : "FILE"
     }
 
     /// The bit rate the media declares for what plays, in bits per second: the played HLS

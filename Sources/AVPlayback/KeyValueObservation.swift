@@ -280,7 +280,8 @@ extension AVKeyValueObservable {
     }
 
     /// The values of `keyPath` as an async sequence: the current value first, then each
-    /// new value. The stream ends when the object is released or the consumer stops.
+    /// new value. The observation lasts until the consumer stops (its task is cancelled, or
+    /// it drops the stream); the stream does not end by itself.
     public func values<Value: Sendable>(of keyPath: KeyPath<Self, Value>) -> AsyncStream<Value> {
         AsyncStream { continuation in
             let observation = observe(keyPath, options: [.initial, .new]) { _, change in
@@ -296,8 +297,9 @@ extension AVKeyValueObservable {
     /// The changes of `keyPath` as an async sequence, each as an `observe(_:options:)`
     /// handler would be given it: with `.initial`, the current value first; with `.prior`, a
     /// change before each change (`isPrior`, its `oldValue` when `.old` is asked for); with
-    /// `.new` and `.old`, the values after and before. The stream ends when the object is
-    /// released or the consumer stops.
+    /// `.new` and `.old`, the values after and before. The observation lasts until the
+    /// consumer stops (its task is cancelled, or it drops the stream); the stream does not
+    /// end by itself.
     public func changes<Value: Sendable>(of keyPath: KeyPath<Self, Value>,
                                          options: NSKeyValueObservingOptions = [.new]) -> AsyncStream<NSKeyValueObservedChange<Value>> {
         AsyncStream { continuation in

@@ -68,8 +68,8 @@ public func CMSyncGetRelativeRate(_ clockOrTimebase: CMClockOrTimebase, relative
 
 /// Whether two clocks or timebases may drift apart (`CMSyncMightDrift`): false when both
 /// come down to the same clock, or to clocks that run at fixed rates against this machine's
-/// host time; true for clocks that re-fit their mapping over time (a follower's, a
-/// device's), which are subclasses, and for clocks of other (simulated) host clocks.
+/// host time; true for clocks that re-fit their mapping over time (a follower's clock of
+/// its leader), which are subclasses, and for clocks of other (simulated) host clocks.
 public func CMSyncMightDrift(_ clockOrTimebase1: CMClockOrTimebase, _ clockOrTimebase2: CMClockOrTimebase) -> Bool {
     func clock(_ object: CMClockOrTimebase) -> CMClock? {
         (object as? CMClock) ?? (object as? CMTimebase)?.ultimateSourceClock

@@ -74,48 +74,63 @@ public func CMTimeRangeCopyDescription(allocator: Any?, range: CMTimeRange) -> S
     showText(range)
 }
 
+/// Whether `range` can carry a time onto another: valid, numeric, and lasting some time
+/// forward.
+private func isMappable(_ range: CMTimeRange) -> Bool {
+    range.isValid && range.start.isNumeric && range.duration.isNumeric && range.duration > .zero
+}
+
 /// The time in `toRange` that stands where `time` stands in `fromRange`
 /// (`CMTimeMapTimeFromRangeToRange`): `toRange.start` plus the time since
 /// `fromRange.start` scaled by the ratio of their durations, exactly where the result can
-/// hold it. Invalid when a time is not numeric or `fromRange` lasts no time.
+/// hold it. Invalid, as CoreMedia's, when the time is not numeric or either range is invalid
+/// or lasts no time.
 public func CMTimeMapTimeFromRangeToRange(_ time: CMTime, fromRange: CMTimeRange, toRange: CMTimeRange) -> CMTime {
-    guard time.isNumeric, fromRange.start.isNumeric, toRange.start.isNumeric else { return .invalid }
+    guard time.isNumeric, isMappable(fromRange), isMappable(toRange) else { return .invalid }
     let mapped = CMTimeMapDurationFromRangeToRange(time - fromRange.start, fromRange: fromRange, toRange: toRange)
-    return mapped.isValid ? toRange.start + mapped : .invalid
+    return mapped.isNumeric ? toRange.start + mapped : .invalid
 }
 
 /// `duration` scaled by the ratio of `toRange`'s duration to `fromRange`'s
-/// (`CMTimeMapDurationFromRangeToRange`), exactly where the result can hold it. Invalid when
-/// a duration is not numeric or `fromRange` lasts no time.
+/// (`CMTimeMapDurationFromRangeToRange`), exactly where the result can hold it. Invalid, as
+/// CoreMedia's, when the duration is not numeric or has an epoch, or either range is invalid
+/// or lasts no time.
 public func CMTimeMapDurationFromRangeToRange(_ duration: CMTime, fromRange: CMTimeRange, toRange: CMTimeRange) -> CMTime {
+    guard duration.isNumeric, duration.epoch == 0, isMappable(fromRange), isMappable(toRange) else { return .invalid }
     let from = fromRange.duration, to = toRange.duration
-    guard duration.isNumeric, from.isNumeric, to.isNumeric, from.value != 0 else { return .invalid }
     // duration × to ÷ from, each a value over its timescale:
     //   (d / ds) × (t / ts) ÷ (f / fs) = (d × fs) × t ÷ (ds × ts × f),
-    // which `fitting` computes in 128-bit integers for the result's timescale.
+    // which `fitting` computes in 128-bit integers for the result's timescale (the divisor
+    // is positive: both ranges last some time forward).
     let numerator = Int128(duration.value) * Int128(from.timescale)
     let denominator = Int128(duration.timescale) * Int128(to.timescale) * Int128(from.value)
     let timescale = max(duration.timescale, to.timescale, toRange.start.timescale)
     return CMTime.fitting(numerator, times: Int128(to.value), over: denominator,
-                          preferredTimescale: timescale, fallbackTimescale: timescale, epoch: duration.epoch,
+                          preferredTimescale: timescale, fallbackTimescale: timescale, epoch: 0,
                           alreadyRounded: duration.hasBeenRounded || from.hasBeenRounded || to.hasBeenRounded)
 }
 
-/// `time` folded into `range` (`CMTimeFoldIntoRange`), as a loop over the range plays it:
-/// `time` itself inside the range, otherwise the time as far into the range as `time` is
-/// past (or before) a whole number of the range's durations from its start. Invalid when a
-/// time is not numeric or the range lasts no time.
-public func CMTimeFoldIntoRange(_ time: CMTime, range: CMTimeRange) -> CMTime {
-    guard time.isNumeric, range.start.isNumeric, range.duration.isNumeric, range.duration > .zero else { return .invalid }
+/// The most durations of its range a time is folded across (`CMTimeFoldIntoRange`): 10^15,
+/// where a `Double`'s count of them still holds whole numbers exactly. A time further out
+/// is a fault in its maker, and gives an invalid time.
+private let largestFold: Double = 1e15
+
+/// `time` folded into `foldRange` (`CMTimeFoldIntoRange`), as a loop over the range plays
+/// it: `time` itself inside the range, otherwise the time as far into the range as `time`
+/// is past (or before) a whole number of the range's durations from its start. Invalid when
+/// the time is not numeric, the range lasts no time, or the time lies more than
+/// `largestFold` durations away.
+public func CMTimeFoldIntoRange(_ time: CMTime, foldRange range: CMTimeRange) -> CMTime {
+    guard time.isNumeric, isMappable(range) else { return .invalid }
     if range.containsTime(time) { return time }
     let offset = time - range.start
-    // Whole durations to step back by, from the seconds; the exact step below corrects a
+    // Whole durations to step back by, from the seconds; the exact steps below correct a
     // quotient the division rounded one off.
-    var loops = (offset.seconds / range.duration.seconds).rounded(.down)
-    guard loops.isFinite, abs(loops) < 1e15 else { return .invalid }
+    let loops = (offset.seconds / range.duration.seconds).rounded(.down)
+    guard loops.isFinite, abs(loops) < largestFold else { return .invalid }
     var folded = time - range.duration * loops
-    while folded < range.start { folded = folded + range.duration; loops -= 1 }
-    while folded >= range.end { folded = folded - range.duration; loops += 1 }
+    while folded < range.start { folded = folded + range.duration }
+    while folded >= range.end { folded = folded - range.duration }
     return folded
 }
 

@@ -51,19 +51,13 @@ public func CMTimebaseCopyUltimateSourceClock(_ timebase: CMTimebase) -> CMClock
 }
 
 /// `CMTimebaseCopySourceClock` under its older name (`CMTimebaseGetMasterClock`).
-public func CMTimebaseGetMasterClock(_ timebase: CMTimebase) -> CMClock? {
-    timebase.sourceClock
-}
+public func CMTimebaseGetMasterClock(_ timebase: CMTimebase) -> CMClock? { CMTimebaseCopySourceClock(timebase) }
 
 /// `CMTimebaseCopySourceTimebase` under its older name (`CMTimebaseGetMasterTimebase`).
-public func CMTimebaseGetMasterTimebase(_ timebase: CMTimebase) -> CMTimebase? {
-    timebase.sourceTimebase
-}
+public func CMTimebaseGetMasterTimebase(_ timebase: CMTimebase) -> CMTimebase? { CMTimebaseCopySourceTimebase(timebase) }
 
 /// `CMTimebaseCopyUltimateSourceClock` under its older name (`CMTimebaseGetUltimateMasterClock`).
-public func CMTimebaseGetUltimateMasterClock(_ timebase: CMTimebase) -> CMClock {
-    timebase.ultimateSourceClock
-}
+public func CMTimebaseGetUltimateMasterClock(_ timebase: CMTimebase) -> CMClock { CMTimebaseCopyUltimateSourceClock(timebase) }
 
 /// See `CMTimebase.time`.
 public func CMTimebaseGetTime(_ timebase: CMTimebase) -> CMTime {

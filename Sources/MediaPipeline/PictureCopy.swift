@@ -85,8 +85,9 @@ public final class PictureCopy: @unchecked Sendable {
 
     deinit { storage.deallocate() }
 
-    /// The widest or tallest picture a copy is scaled to (pixels): 16K, past any screen, so
-    /// that a size an application got wrong cannot ask for gigabytes.
+    /// The widest or tallest picture a copy is scaled to (pixels): 16K, past any screen. A
+    /// size beyond it is taken as a mistake and the picture keeps its own; within it a copy
+    /// is at most 1 GiB (16K square in BGRA).
     static let largestSide = 16_384
 
     /// Bytes the copy's planes hold.
@@ -115,9 +116,10 @@ public final class PictureCopy: @unchecked Sendable {
                              to layout: PictureLayout, width targetWidth: Int, height targetHeight: Int) -> Bool {
         let info = planes.info
         let width = Int32(info.width), height = Int32(info.height)
-        // The picture's own matrix and range, so that colours and levels come out as they
-        // were made: most video is in video range (luma 16 to 235), JPEG-like sources in full
-        // range; `.nv12FullRange` spreads the levels over the full 0 to 255.
+        // The picture's matrix and range as its decoder names them (`VideoColorMatrix`:
+        // BT.709, or else BT.601; full range is taken as BT.601's, as JPEG's is), so that
+        // colours and levels come out as they were made: most video is in video range (luma
+        // 16 to 235); `.nv12FullRange` spreads the levels over the full 0 to 255.
         let sourceRange: Int32 = info.colorMatrix == .fullRange601 ? 1 : 0
         let targetRange: Int32
         switch layout {

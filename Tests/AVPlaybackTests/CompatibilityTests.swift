@@ -299,7 +299,9 @@ private final class Recorder<Value: Sendable>: Sendable {
     @Test("An item keeps the asset keys it was made with")
     func automaticallyLoadedAssetKeys() throws {
         let asset = AVURLAsset(url: try TestMedia.tone(.wav, seconds: 1))
-        #expect(AVPlayerItem(asset: asset).automaticallyLoadedAssetKeys.isEmpty)
+        // As Apple's header has it: the plain initializer loads the duration.
+        #expect(AVPlayerItem(asset: asset).automaticallyLoadedAssetKeys == ["duration"])
+        #expect(AVPlayerItem(asset: asset, automaticallyLoadedAssetKeys: nil).automaticallyLoadedAssetKeys.isEmpty)
         #expect(AVPlayerItem(asset: asset, automaticallyLoadedAssetKeys: ["playable", "duration"]).automaticallyLoadedAssetKeys
                 == ["playable", "duration"])
         #expect(AVPlayerItem(asset: asset, automaticallyLoadedAssetKeys: [.isPlayable, .duration]).automaticallyLoadedAssetKeys

@@ -10,7 +10,8 @@ import MediaServer
 /// the guide documents, named by what the guide says, from "Playing Assets" to "Putting It
 /// All Together". Players here play to the null output, in real time on the host clock.
 /// `make test` runs the suite after the others (the group tests measure real time, and it
-/// plays many short items), and its tests beside each other there.
+/// plays many short items), and its tests beside each other there; the sanitizer's run, two
+/// at once, runs them among the other suites' tests.
 @Suite(.ownThread) struct GuideConformanceTests {
     /// A player for `url` on the null output, with its item.
     static func player(_ url: URL) -> (AVPlayer, AVPlayerItem) {

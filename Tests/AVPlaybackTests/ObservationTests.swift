@@ -59,17 +59,25 @@ import MediaPipeline
     func asyncStreams() async throws {
         let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
         defer { player.close() }
-        var values = player.values(of: \.volume).makeAsyncIterator()
-        #expect(await values.next() == 1)
-        var changes = player.changes(of: \.volume, options: [.initial, .new, .old, .prior]).makeAsyncIterator()
-        let initial = await changes.next()
-        #expect(initial?.newValue == 1 && initial?.isPrior == false)
+        // Each stream read on a task of its own, so that a stream that never yields fails the
+        // waits below rather than holding the test.
+        let values = Collected<Float>()
+        let volumes = player.values(of: \.volume)
+        let readingValues = Task { for await value in volumes { values.append(value) } }
+        defer { readingValues.cancel() }
+        let changes = Collected<(prior: Bool, old: Float?, new: Float?)>()
+        let volumeChanges = player.changes(of: \.volume, options: [.initial, .new, .old, .prior])
+        let readingChanges = Task { for await change in volumeChanges { changes.append((change.isPrior, change.oldValue, change.newValue)) } }
+        defer { readingChanges.cancel() }
+        #expect(await waitUntil(10) { values.all == [1] && changes.count == 1 })
+        #expect(changes.all.first.map { !$0.prior && $0.new == 1 } == true)
         player.volume = 0.5
-        #expect(await values.next() == 0.5)
-        let prior = await changes.next()
-        #expect(prior?.isPrior == true && prior?.oldValue == 1 && prior?.newValue == nil)
-        let change = await changes.next()
-        #expect(change?.isPrior == false && change?.oldValue == 1 && change?.newValue == 0.5)
+        #expect(await waitUntil(10) { values.all == [1, 0.5] && changes.count == 3 }, "values \(values.all), changes \(changes.all)")
+        let seen = changes.all
+        #expect(seen.count == 3)
+        guard seen.count == 3 else { return }
+        #expect(seen[1].prior && seen[1].old == 1 && seen[1].new == nil)
+        #expect(!seen[2].prior && seen[2].old == 1 && seen[2].new == 0.5)
         // A chained key path through the current item streams too.
         let statuses = Collected<AVPlayerItem.Status?>()
         let stream = player.changes(of: \.currentItem?.status, options: [.initial, .new])

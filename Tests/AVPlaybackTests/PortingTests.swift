@@ -96,9 +96,6 @@ import Synchronization
         #expect(item.audioTimePitchAlgorithm == .lowQualityZeroLatency && item.pitchMode == .timeDomain)
         // An item with no dates refuses a date seek, awaited as on Apple's platforms.
         #expect(await item.seek(to: Date()) == false)
-        let session = AVAudioSession.sharedInstance()
-        try session.setCategory(.playback, mode: .moviePlayback, policy: .longFormVideo, options: [])
-        #expect(session.category == .playback && session.routeSharingPolicy == .longFormVideo)
         #expect(AVAudioSession.InterruptionType(rawValue: 1) == .began && AVAudioSession.InterruptionOptions.shouldResume.rawValue == 1)
         #expect(AVAudioSessionInterruptionTypeKey == "AVAudioSessionInterruptionTypeKey")
         #expect(AVAudioSession.RouteChangeReason(rawValue: 2) == .oldDeviceUnavailable)
@@ -208,6 +205,9 @@ import Synchronization
         #expect(session.category == .ambient && session.mode == .moviePlayback)
         try session.setActive(false, options: .notifyOthersOnDeactivation)
         #expect(!session.isActive)
+        // The session is the process's one: every setting is checked here, in one test.
+        try session.setCategory(.playback, mode: .moviePlayback, policy: .longFormVideo, options: [])
+        #expect(session.category == .playback && session.routeSharingPolicy == .longFormVideo && session.categoryOptions.isEmpty)
     }
 
     @Test("a change of rate posts rateDidChangeNotification with its reason, once the player's rate is the new one")

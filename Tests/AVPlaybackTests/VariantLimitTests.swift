@@ -8,11 +8,12 @@ import MutexAnnotations
 /// `preferredPeakBitRate` and `preferredMaximumResolution` on an HLS master playlist: the
 /// variant an item plays, set before it opens and changed while it plays.
 @Suite(.ownThread) struct VariantLimitTests {
-    /// The four-second three-variant master and its variants, as FFmpeg opens it: four
-    /// one-second segments each, so an item played to its end has read a variant's playlist
-    /// and moved from segment to segment three times, each a chance to move between variants.
-    func master() throws -> (url: URL, info: MediaInfo) {
-        let url = try TestMedia.hlsVariants()
+    /// The three-variant master of `seconds` and its variants, as FFmpeg opens it. Four
+    /// seconds are four one-second segments each, so an item played to its end has read a
+    /// variant's playlist and moved from segment to segment three times, each a chance to
+    /// move between variants.
+    func master(seconds: Double = 4) throws -> (url: URL, info: MediaInfo) {
+        let url = try TestMedia.hlsVariants(seconds: seconds)
         let info = try MediaSource(url: url.path).info
         try #require(info.variants.count == TestMedia.variantSizes.count)
         return (url, info)
@@ -66,7 +67,9 @@ import MutexAnnotations
 
     @Test("a lower peak bit rate set while playing moves to the variant it allows, from the time reached, and plays on to the end")
     func aLimitWhilePlayingSwitchesTheVariant() async throws {
-        let (url, info) = try master()
+        // Eight seconds: the switch, asked for after a second, has several to happen in
+        // before the end, however loaded the machine.
+        let (url, info) = try master(seconds: 8)
         let item = AVPlayerItem(url: url)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 import ChorusTestSupport
 import MediaPipeline
@@ -106,8 +107,31 @@ import MediaPipeline
         }
     }
 
-    /// A free UDP port pair (the leader uses port and port + 1 for HTTP).
-    static func freePort() -> UInt16 { UInt16.random(in: 20_000...40_000) & ~1 }
+    /// A port pair free now (the leader listens on UDP `port` and serves HTTP on TCP
+    /// `port + 1`): even, below Linux's range for ports the kernel hands out (32768 on), so
+    /// no socket bound to port 0 takes it meanwhile, and checked by binding both. Tests run
+    /// side by side, so the pair is drawn at random and a pair in use drawn again.
+    static func freePort() -> UInt16 {
+        for _ in 0..<100 {
+            let port = UInt16.random(in: 20_000...32_000) & ~1
+            if canBind(port, type: SOCK_DGRAM) && canBind(port + 1, type: SOCK_STREAM) { return port }
+        }
+        return UInt16.random(in: 20_000...32_000) & ~1
+    }
+
+    /// Whether a socket of `type` can be bound to `port` on loopback now.
+    static func canBind(_ port: UInt16, type: __socket_type) -> Bool {
+        let socket = Glibc.socket(AF_INET, Int32(type.rawValue), 0)
+        guard socket >= 0 else { return false }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
 
     func capture(_ name: String) -> String { TestMedia.folder.appendingPathComponent("\(name).cap").path }
 

@@ -20,7 +20,11 @@ import Testing
                            reportMembership: false) { _, _ in }
         }
         let first = try leader(), second = try leader()
-        defer { second.stop() }
+        var firstStopped = false
+        defer {
+            if !firstStopped { first.stop() }
+            second.stop()
+        }
         // Both relays gather their first seconds of the station at once (each waits for the
         // station's pace).
         let leaders = [first, second]
@@ -34,6 +38,7 @@ import Testing
         #expect(firstRelay.isFileURL && secondRelay.isFileURL, "relayed: \(firstRelay), \(secondRelay)")
         #expect(firstRelay.deletingLastPathComponent() != secondRelay.deletingLastPathComponent())
         first.stop()
+        firstStopped = true
         #expect(!FileManager.default.fileExists(atPath: firstRelay.path))
         #expect(FileManager.default.fileExists(atPath: secondRelay.path))
     }

@@ -38,18 +38,22 @@ import MediaClock
         #expect(!CMTimeMapTimeFromRangeToRange(.invalid, fromRange: from, toRange: to).isValid)
         #expect(!CMTimeMapTimeFromRangeToRange(second, fromRange: CMTimeRange(start: .zero, duration: .zero), toRange: to).isValid)
         #expect(!CMTimeMapDurationFromRangeToRange(second, fromRange: from, toRange: CMTimeRange(start: .zero, duration: .indefinite)).isValid)
+        // An empty or backward range maps nothing, as CoreMedia's.
+        #expect(!CMTimeMapTimeFromRangeToRange(second, fromRange: from, toRange: CMTimeRange(start: second, duration: .zero)).isValid)
+        #expect(!CMTimeMapDurationFromRangeToRange(second, fromRange: CMTimeRange(start: .zero, duration: CMTime(value: -1, timescale: 1)),
+                                                   toRange: to).isValid)
     }
 
     @Test("a time folds into a range as a loop over the range plays it")
     func folding() {
         let range = CMTimeRange(start: second, duration: CMTime(value: 2, timescale: 1))
-        #expect(CMTimeFoldIntoRange(CMTime(value: 2, timescale: 1), range: range) == CMTime(value: 2, timescale: 1))
-        #expect(CMTimeFoldIntoRange(CMTime(value: 11, timescale: 2), range: range) == CMTime(value: 3, timescale: 2))
-        #expect(CMTimeFoldIntoRange(CMTime(value: -1, timescale: 2), range: range) == CMTime(value: 3, timescale: 2))
+        #expect(CMTimeFoldIntoRange(CMTime(value: 2, timescale: 1), foldRange: range) == CMTime(value: 2, timescale: 1))
+        #expect(CMTimeFoldIntoRange(CMTime(value: 11, timescale: 2), foldRange: range) == CMTime(value: 3, timescale: 2))
+        #expect(CMTimeFoldIntoRange(CMTime(value: -1, timescale: 2), foldRange: range) == CMTime(value: 3, timescale: 2))
         // The range's end is the next loop's start.
-        #expect(CMTimeFoldIntoRange(range.end, range: range) == range.start)
-        #expect(!CMTimeFoldIntoRange(.positiveInfinity, range: range).isValid)
-        #expect(!CMTimeFoldIntoRange(second, range: CMTimeRange(start: .zero, duration: .zero)).isValid)
+        #expect(CMTimeFoldIntoRange(range.end, foldRange: range) == range.start)
+        #expect(!CMTimeFoldIntoRange(.positiveInfinity, foldRange: range).isValid)
+        #expect(!CMTimeFoldIntoRange(second, foldRange: CMTimeRange(start: .zero, duration: .zero)).isValid)
     }
 
     @Test("times convert between clocks and timebases through host time; anything else is neither")
