@@ -2,6 +2,7 @@
 import ChorusTestSupport
 import Foundation
 import GroupSync
+import MutexAnnotations
 import Synchronization
 import Testing
 
@@ -31,10 +32,10 @@ import Testing
         let relayed = Mutex<[Int: URL]>([:])
         DispatchQueue.concurrentPerform(iterations: leaders.count) { index in
             let playlist = leaders[index].playable(station.url, index: 0)
-            relayed.withLock { $0[index] = playlist }
+            relayed.withLockAnnotated { $0[index] = playlist }
         }
-        let firstRelay = try #require(relayed.withLock { $0[0] })
-        let secondRelay = try #require(relayed.withLock { $0[1] })
+        let firstRelay = try #require(relayed.withLockAnnotated { $0[0] })
+        let secondRelay = try #require(relayed.withLockAnnotated { $0[1] })
         #expect(firstRelay.isFileURL && secondRelay.isFileURL, "relayed: \(firstRelay), \(secondRelay)")
         #expect(firstRelay.deletingLastPathComponent() != secondRelay.deletingLastPathComponent())
         first.stop()
