@@ -120,6 +120,10 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
 
     /// The outputs added with `add(_:)`.
     let outputList = Mutex<[AVPlayerItemOutput]>([])
+    /// Whether a video output added to the item keeps the player's layers from showing its
+    /// pictures (`suppressesPlayerRendering`): read by a layer's display thread, so an atomic
+    /// kept up by `outputsChanged()`.
+    let layersSuppressed = Atomic<Bool>(false)
 
     /// What the item's access and error logs are made from (`accessLog()`, `errorLog()`).
     let networkLog = Mutex(NetworkLog())
@@ -677,6 +681,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         guard added else { return }
         output.attachment.withLockAnnotated { $0.item = self }
         if output is AVPlayerItemVideoOutput { player?.addVideoConsumer() }
+        outputsChanged()
     }
 
     /// Removes an output added with `add(_:)`.
@@ -689,6 +694,15 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         guard removed else { return }
         output.attachment.withLockAnnotated { $0.item = nil }
         if output is AVPlayerItemVideoOutput { player?.removeVideoConsumer() }
+        outputsChanged()
+    }
+
+    /// An output was added or removed, or one changed `suppressesPlayerRendering`.
+    func outputsChanged() {
+        let suppressed = outputList.withLockAnnotated { outputs in
+            outputs.contains { $0 is AVPlayerItemVideoOutput && $0.suppressesPlayerRendering }
+        }
+        layersSuppressed.store(suppressed, ordering: .relaxed)
     }
 
     /// The outputs added to this item.

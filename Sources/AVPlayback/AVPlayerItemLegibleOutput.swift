@@ -36,7 +36,6 @@ public final class AVPlayerItemLegibleOutput: AVPlayerItemOutput, @unchecked Sen
         var delegate = WeakDelegate<any AVPlayerItemLegibleOutputPushDelegate>()
         var delegateQueue: DispatchQueue?
         var advance: TimeInterval = 0
-        var suppressesPlayerRendering = false
         /// What was last delivered, and for which stream; nil before the first delivery.
         var delivered: (stream: Int?, cues: [SubtitleCue])?
     }
@@ -67,13 +66,6 @@ public final class AVPlayerItemLegibleOutput: AVPlayerItemOutput, @unchecked Sen
     public var advanceIntervalForDelegateInvocation: TimeInterval {
         get { settings.withLockAnnotated { $0.advance } }
         set { settings.withLockAnnotated { $0.advance = newValue.isFinite ? max(0, newValue) : 0 } }
-    }
-
-    /// Whether the player's own layers leave the subtitles to this output's delegate instead
-    /// of drawing them.
-    public var suppressesPlayerRendering: Bool {
-        get { settings.withLockAnnotated { $0.suppressesPlayerRendering } }
-        set { settings.withLockAnnotated { $0.suppressesPlayerRendering = newValue } }
     }
 
     /// On the player's monitor: tells the delegate when the text showing at `time` (plus the

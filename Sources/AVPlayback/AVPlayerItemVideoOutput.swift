@@ -122,10 +122,26 @@ open class AVPlayerItemOutput: @unchecked Sendable {
     // @unchecked only because the class is open; its state is in `attachment`, a Mutex.
     struct Attachment {
         weak var item: AVPlayerItem?
+        var suppressesPlayerRendering = false
     }
     let attachment = Mutex(Attachment())
 
     init() {}
+
+    /// Whether the player's own rendering of what this output receives is left to the
+    /// application: a video output's pictures are then not shown by the player's layers
+    /// (their windows show black), a legible output's subtitles not drawn over them. False
+    /// by default, as on Apple's platforms.
+    public var suppressesPlayerRendering: Bool {
+        get { attachment.withLockAnnotated { $0.suppressesPlayerRendering } }
+        set {
+            let item = attachment.withLockAnnotated { attachment in
+                attachment.suppressesPlayerRendering = newValue
+                return attachment.item
+            }
+            item?.outputsChanged()
+        }
+    }
 
     /// The item time the item's timeline reaches at `hostTimeInSeconds` (CLOCK_MONOTONIC
     /// seconds, the clock `CACurrentMediaTime()` reads on Apple's platforms); invalid while the

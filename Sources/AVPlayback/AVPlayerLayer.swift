@@ -173,10 +173,25 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
     public func picture(forRefreshAt refreshAt: HostTime, refreshInterval: Duration = .zero) -> VideoPlanes? {
         let player = target.tryRead() ?? refresh.player
         refresh.player = player
-        guard let engine = player?.engine, let queue = engine.videoQueue, engine.decodesVideo else { return nil }
+        guard let player, let queue = player.engine.videoQueue, player.engine.decodesVideo else { return nil }
+        let engine = player.engine
         let timeline = engine.videoTimeline.tryRead() ?? refresh.timeline
         refresh.timeline = timeline
         guard let timeline, timeline.showsPictures else { return nil }
+        if isSuppressed(player) {
+            refresh.wasSuppressed = true
+            return nil
+        }
+        if refresh.wasSuppressed {
+            // Shown again: the picture on display now, which the window no longer has, and
+            // then the pictures as they come due.
+            guard let shown = queue.displayedIfAvailable else { return nil }
+            refresh.wasSuppressed = false
+            if let shown {
+                refresh.pending = (shown.info, timeline)
+                return shown
+            }
+        }
         let lead = Duration.nanoseconds(Int64(Double(refreshInterval.nanosecondsClamped) * Self.refreshLeadFraction))
         let due = timeline.itemNanoseconds(at: engine.playerHostTime(ofReal: refreshAt) + lead)
         switch queue.next(dueNanoseconds: due, showFirstEarly: timeline.rate == 0, timelineSerial: timeline.serial, items: timeline.items) {
@@ -197,7 +212,7 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         guard let engine = player?.engine, let queue = engine.videoQueue, engine.decodesVideo else { return nil }
         let timeline = engine.videoTimeline.tryRead() ?? refresh.timeline
         refresh.timeline = timeline
-        guard let timeline, timeline.showsPictures, timeline.rate != 0,
+        guard let timeline, timeline.showsPictures, timeline.rate != 0, let player, !isSuppressed(player),
               let item = queue.nextQueuedItemNanoseconds(timelineSerial: timeline.serial, items: timeline.items),
               let due = timeline.hostTime(atItemNanoseconds: item) else { return nil }
         // The timeline is in the player's host time; the display's clock is the real one (they
@@ -208,6 +223,19 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         var real = due
         for _ in 0..<Self.inversionSteps { real = real - (engine.playerHostTime(ofReal: real) - due) }
         return real + Self.dueRoundingAllowance
+    }
+
+    /// Whether the last refresh found the pictures left to a video output of the current
+    /// item (`AVPlayerItemOutput.suppressesPlayerRendering`), so that the host shows none.
+    /// Called by the hosting view's display thread only, after `picture(forRefreshAt:)`.
+    var picturesSuppressed: Bool { refresh.wasSuppressed }
+
+    /// Whether a video output of `player`'s current item keeps the layer from showing its
+    /// pictures (`AVPlayerItemOutput.suppressesPlayerRendering`). On the display thread: the
+    /// player's lock only if it is free, else the item last seen.
+    private func isSuppressed(_ player: AVPlayer) -> Bool {
+        if let item = player.state.withLockIfAvailableAnnotated({ $0.item }) { refresh.item = item }
+        return refresh.item?.layersSuppressed.load(ordering: .relaxed) ?? false
     }
 
     /// Added to a picture's due time when a display wakes for it: the item-to-host mapping and
@@ -278,4 +306,9 @@ private final class RefreshState: @unchecked Sendable {
     var player: AVPlayer?
     var timeline: VideoTimeline?
     var pending: (VideoFrameInfo, VideoTimeline)?
+    /// The player's current item as last read.
+    var item: AVPlayerItem?
+    /// Whether the last refresh left the pictures to a video output: the next one shown
+    /// again starts with the picture on display.
+    var wasSuppressed = false
 }

@@ -288,11 +288,21 @@ public final class AVPlayerView: Sendable {
         /// The display thread's copy of the controls' figures (a busy lock keeps it).
         private let lastOverlay = Mutex(OverlayState(isPaused: true, elapsedSeconds: 0, durationSeconds: nil, rate: 1, droppedFrames: 0))
 
+        /// What the window shows while a video output takes the pictures
+        /// (`suppressesPlayerRendering`), handed to it once as they stop coming.
+        private let black = BlackPicture()
+        /// Whether the window was last handed `black`.
+        private let showsBlack = Atomic<Bool>(false)
+
         init(layer: AVPlayerLayer) { self.layer = layer }
 
         func frame(forRefreshAt hostNanoseconds: Int64, refreshNanoseconds: Int64) -> DisplayFrame? {
-            guard let planes = layer.picture(forRefreshAt: HostTime(nanoseconds: hostNanoseconds),
-                                             refreshInterval: .nanoseconds(refreshNanoseconds)) else { return nil }
+            let picked = layer.picture(forRefreshAt: HostTime(nanoseconds: hostNanoseconds), refreshInterval: .nanoseconds(refreshNanoseconds))
+            if picked == nil, layer.picturesSuppressed {
+                return showsBlack.exchange(true, ordering: .relaxed) ? nil : black.frame
+            }
+            guard let planes = picked else { return nil }
+            showsBlack.store(false, ordering: .relaxed)
             let info = planes.info
             pictureTime.store(info.itemNanoseconds, ordering: .relaxed)
             return DisplayFrame(format: info.format == .nv12 ? .nv12 : .yuv420p, width: info.width, height: info.height,
@@ -310,6 +320,7 @@ public final class AVPlayerView: Sendable {
         }
 
         func presented(identity: Int64, atHostNanoseconds: Int64) {
+            guard identity != BlackPicture.identity else { return }
             layer.didPresent(number: identity, at: HostTime(nanoseconds: atHostNanoseconds))
         }
 
@@ -351,3 +362,34 @@ final class WeakBox<Object: AnyObject & Sendable>: Sendable {
         set { reference.withLockAnnotated { $0.object = newValue } }
     }
 }
+
+/// A small black picture (I420, video range) for the window to show in place of the
+/// player's: its planes live as long as it does, as `VideoFrameSource` requires.
+private final class BlackPicture: Sendable {
+    /// The identity handed with it: no picture of a player's is numbered so.
+    static let identity = Int64.min
+    /// Its side, in pixels: the window scales it to the picture's place.
+    static let side = 16
+    // Written once here, then only read: safe to share.
+    nonisolated(unsafe) private let luma: UnsafeMutablePointer<UInt8>
+    nonisolated(unsafe) private let chroma: UnsafeMutablePointer<UInt8>
+
+    init() {
+        luma = .allocate(capacity: Self.side * Self.side)
+        luma.initialize(repeating: 16, count: Self.side * Self.side)
+        chroma = .allocate(capacity: Self.side * Self.side / 4)
+        chroma.initialize(repeating: 128, count: Self.side * Self.side / 4)
+    }
+
+    deinit {
+        luma.deallocate()
+        chroma.deallocate()
+    }
+
+    var frame: DisplayFrame {
+        DisplayFrame(format: .yuv420p, width: Self.side, height: Self.side,
+                     planes: (UnsafePointer(luma), UnsafePointer(chroma), UnsafePointer(chroma)),
+                     strides: (Self.side, Self.side / 2, Self.side / 2), identity: Self.identity)
+    }
+}
+

@@ -400,6 +400,11 @@ public final class VideoFrameQueue: Sendable {
         state.withLockAnnotated { $0.displayed }.map(planes(of:))
     }
 
+    /// `displayed`, for a real-time caller: nil when the queue's lock is busy (ask again).
+    public var displayedIfAvailable: VideoPlanes?? {
+        state.withLockIfAvailableAnnotated { $0.displayed.map(planes(of:)) }
+    }
+
     /// Pictures of the wanted serial dropped because they came due too late, and shown.
     public var counts: (dropped: Int, shown: Int) {
         state.withLockAnnotated { ($0.dropped, $0.shown) }

@@ -178,6 +178,62 @@ extension VideoWindowTests {
         #expect(await waitUntil(5) { (brightness() ?? 0) > 600 })
     }
 
+    @Test("a video output that suppresses the player's rendering leaves the window black and still gets the pictures",
+          .enabled(if: hasDisplay))
+    func suppressingVideoOutputLeavesTheWindowBlack() async throws {
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 12, rate: 25, withSound: true))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let view = try AVPlayerView(player: player, geometry: "320x240+0+0")
+        defer { view.close() }
+        #expect(await waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
+        // Picture 255 lights bits 0 to 7: the left half of the picture.
+        let picture = CMTime(value: 255, timescale: 25)
+        let sought = Atomic<Bool>(false)
+        player.seek(to: picture, toleranceBefore: .zero, toleranceAfter: .zero) { sought.store($0, ordering: .relaxed) }
+        #expect(await waitUntil(10) { sought.load(ordering: .relaxed) })
+        func brightness() -> Int? {
+            guard let snapshot = view.snapshot(), let pixel = snapshot.pixel(x: 10, y: 120) else { return nil }
+            return Int(pixel.red) + Int(pixel.green) + Int(pixel.blue)
+        }
+        #expect(await waitUntil(5) { (brightness() ?? 0) > 600 })
+        let output = AVPlayerItemVideoOutput()
+        #expect(!output.suppressesPlayerRendering)
+        output.suppressesPlayerRendering = true
+        item.add(output)
+        #expect(await waitUntil(5) { (brightness() ?? 999) < 30 })
+        // The application has the picture the window no longer shows.
+        var shownTime = CMTime.invalid
+        let buffer = try #require(output.copyPixelBuffer(forItemTime: picture, itemTimeForDisplay: &shownTime))
+        #expect(shownTime == picture)
+        _ = CVPixelBufferLockBaseAddress(buffer, .readOnly)
+        let luma = CVPixelBufferGetBaseAddressOfPlane(buffer, 0)?.assumingMemoryBound(to: UInt8.self)
+        #expect((luma?[CVPixelBufferGetBytesPerRowOfPlane(buffer, 0) * 120 + 10]).map { $0 > 200 } == true)
+        _ = CVPixelBufferUnlockBaseAddress(buffer, .readOnly)
+        // Rendering given back, the paused window shows the picture again; and again when the
+        // output is removed while it suppresses.
+        output.suppressesPlayerRendering = false
+        #expect(await waitUntil(5) { (brightness() ?? 0) > 600 })
+        output.suppressesPlayerRendering = true
+        #expect(await waitUntil(5) { (brightness() ?? 999) < 30 })
+        item.remove(output)
+        #expect(await waitUntil(5) { (brightness() ?? 0) > 600 })
+        // While playing, the window stays black and the output's pictures move on.
+        item.add(output)
+        #expect(await waitUntil(5) { (brightness() ?? 999) < 30 })
+        player.play()
+        var times: Set<Int64> = []
+        #expect(await waitUntil(5) {
+            var time = CMTime.invalid
+            let now = output.itemTime(forHostTime: CACurrentMediaTime())
+            if output.hasNewPixelBuffer(forItemTime: now), output.copyPixelBuffer(forItemTime: now, itemTimeForDisplay: &time) != nil {
+                times.insert(time.value * 25 / Int64(time.timescale))
+            }
+            return times.count >= 5
+        })
+        #expect((brightness() ?? 999) < 30)
+    }
+
     @Test("paused, the window's controls and steps move the picture one at a time", .enabled(if: hasDisplay))
     func stepsWhilePaused() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
