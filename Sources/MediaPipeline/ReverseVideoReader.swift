@@ -10,19 +10,27 @@ import Synchronization
 ///
 /// The pictures keep their own item times; the queue is told it runs backwards
 /// (`VideoFrameQueue.flush(toSerial:backwards:)`), so a picture is due when the timeline,
-/// running down, reaches its end. A group whose pictures do not all fit in the stash (a
-/// long one) is read again for the part before what was kept: each pass gives at least one
-/// picture, so the reader always moves on.
+/// running down, reaches its end. The stash holds as many pictures as fit its memory
+/// (`stashBudgetBytes`), so a group of pictures that fits is decoded once; a longer one is
+/// read again for the part before what was kept: each pass gives at least one picture, so
+/// the reader always moves on.
 ///
 /// It opens the item a second time, on its own thread, when it is first asked to read, as
 /// `ReverseAudioReader` does for the sound.
 // @unchecked: `request`, `opened` and `stopRequested` are the only state shared with other
 // threads (Mutexes and an atomic); everything else belongs to the reader's thread.
 public final class ReverseVideoReader: @unchecked Sendable {
-    /// Pictures held decoded at once, waiting to be queued newest first: a second and a half
-    /// of 30 fps, 140 MB at 1080p. A longer group of pictures is read in several passes,
-    /// each decoding from its keyframe again.
-    static let stashLimit = 48
+    /// The memory the stash holds pictures in by default, in bytes: a group of pictures
+    /// whose pictures fit it is decoded once going backwards. 256 MiB holds over ten seconds of
+    /// 30 fps at 480p (x264's default keyframe interval is 250 pictures), 6.5 s at 720p and
+    /// 2.9 s at 1080p; each picture decoded is 1.5 bytes a pixel (8-bit 4:2:0).
+    public static let defaultStashBudgetBytes = 256 << 20
+    /// The fewest pictures held whatever their size: a second and a half of 30 fps (140 MB
+    /// at 1080p, 600 MB at 4K), so that large pictures are not decoded more often than that.
+    static let minimumStash = 48
+    /// The most pictures held whatever their size: 40 s of 25 fps, past any keyframe
+    /// interval an encoder uses for playback.
+    static let maximumStash = 1000
     /// How long the thread sleeps between looks when it has nothing to do or the queue is full.
     static let idlePoll: Duration = .milliseconds(10)
 
@@ -65,13 +73,23 @@ public final class ReverseVideoReader: @unchecked Sendable {
     /// Decoded pictures waiting to be queued, oldest first, and what is known of each.
     private var stash: [UnsafeMutablePointer<AVFrame>] = []
     private var stashInfo: [VideoFrameInfo] = []
+    /// The memory the stash may hold its pictures in, and how many that makes for the
+    /// pictures decoded last.
+    private let stashBudgetBytes: Int
+    private var stashCapacity = ReverseVideoReader.minimumStash
+    /// Pictures the decoder gave, over the reader's life (read by tests: the cost of a run).
+    private let decodedCount = Atomic<Int>(0)
+    var picturesDecoded: Int { decodedCount.load(ordering: .relaxed) }
 
     /// A reverse reader for the pictures of the item at `url` (those that go with the sound
     /// `audioStream` within `variantLimit`, as `MediaSource` chooses them), queued into `queue`
-    /// tagged with item number `item`; `onEvent` as for `VideoReader`.
+    /// tagged with item number `item`; `onEvent` as for `VideoReader`. Pictures waiting to be
+    /// queued are held in up to `stashBudgetBytes` of memory.
     public init(url: String, audioStream: Int? = nil, variantLimit: VariantLimit = .none, queue: VideoFrameQueue, item: Int,
-                networkActivity: NetworkActivity? = nil, onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) {
+                networkActivity: NetworkActivity? = nil, stashBudgetBytes: Int = ReverseVideoReader.defaultStashBudgetBytes,
+                onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) {
         self.url = url
+        self.stashBudgetBytes = max(0, stashBudgetBytes)
         self.networkActivity = networkActivity
         self.audioStream = audioStream
         self.variantLimit = variantLimit
@@ -159,18 +177,25 @@ public final class ReverseVideoReader: @unchecked Sendable {
         }
     }
 
-    /// Makes the stash's frames once, on this thread.
+    /// Makes the stash's first frames once, on this thread (more are made as pictures that
+    /// fit the budget need them).
     private func stashReady() -> Bool {
         if !stash.isEmpty { return true }
-        for _ in 0..<Self.stashLimit {
+        for _ in 0..<Self.minimumStash {
             guard let frame = av_frame_alloc() else {
                 onEvent(.failed(serial: serial, error: .outputFailure(device: url, reason: "out of memory")))
                 return false
             }
             stash.append(frame)
         }
-        stashInfo.reserveCapacity(Self.stashLimit)
+        stashInfo.reserveCapacity(Self.minimumStash)
         return true
+    }
+
+    /// How many pictures of `width` × `height` the stash holds.
+    static func stashCapacity(width: Int, height: Int, budgetBytes: Int) -> Int {
+        let bytes = max(1, width) * max(1, height) * 3 / 2
+        return min(max(budgetBytes / bytes, minimumStash), maximumStash)
     }
 
     private func openIfNeeded() -> Bool {
@@ -191,8 +216,8 @@ public final class ReverseVideoReader: @unchecked Sendable {
     }
 
     /// Decodes the pictures before item time `hi` (and the one showing at it, for a run's
-    /// first group) from the keyframe at or before it, keeping the last `stashLimit` of them
-    /// in the stash, oldest first. Returns how many were kept.
+    /// first group) from the keyframe at or before it, keeping the last `stashCapacity` of
+    /// them in the stash, oldest first. Returns how many were kept.
     private func decodeGroup(below hi: Int64, packet: UnsafeMutablePointer<AVPacket>) -> Int {
         guard let source, let decoder else { return 0 }
         // The keyframe at or before the last picture wanted: just before `hi`, or at it for
@@ -210,6 +235,7 @@ public final class ReverseVideoReader: @unchecked Sendable {
                 case .failure:
                     reportDamage()
                 case .success(let decoded):
+                    decodedCount.add(1, ordering: .relaxed)
                     let (due, duration) = timing(of: decoded, decoder: decoder, source: source, after: lastDue)
                     lastDue = due
                     let wanted = takesShowing ? due <= hi : due < hi
@@ -263,7 +289,12 @@ public final class ReverseVideoReader: @unchecked Sendable {
 
     /// Moves the received picture into the stash; a full stash gives up its oldest.
     private func keep(_ decoded: VideoDecoder.Decoded, due: Int64, duration: Int64, decoder: VideoDecoder) {
-        if stashInfo.count == Self.stashLimit {
+        stashCapacity = Self.stashCapacity(width: decoded.width, height: decoded.height, budgetBytes: stashBudgetBytes)
+        if stashInfo.count == stash.count, stash.count < stashCapacity, let frame = av_frame_alloc() {
+            stash.append(frame)
+        }
+        // (A while: pictures grown larger in the group lower the capacity.)
+        while !stashInfo.isEmpty, stashInfo.count >= min(stashCapacity, stash.count) {
             let oldest = stash.removeFirst()
             av_frame_unref(oldest)
             stash.append(oldest)

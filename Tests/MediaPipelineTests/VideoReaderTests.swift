@@ -306,14 +306,17 @@ struct SuccessorVideoReaderTests {
 
 @Suite("Reverse video reader: pictures decoded a group at a time and queued newest first", .ownThread)
 struct ReverseVideoReaderTests {
-    @Test("backwards, every picture from the playhead to the start comes once, newest first, while the falling timeline stands in it")
-    func everyPictureComesBackwards() throws {
-        // 51 pictures in one group of pictures (x264's keyframe interval is ten seconds): more
-        // than the reader's stash holds, so it is read in two passes.
+    /// 51 pictures in one group of pictures (x264's keyframe interval is ten seconds): within
+    /// the default stash's memory, so decoded once; and with no memory to spare (the fewest
+    /// pictures the stash holds, 48), read in two passes, the second decoding the first
+    /// pictures again.
+    @Test("backwards, every picture from the playhead to the start comes once, newest first, while the falling timeline stands in it",
+          arguments: [ReverseVideoReader.defaultStashBudgetBytes, 0])
+    func everyPictureComesBackwards(stashBudgetBytes: Int) throws {
         let url = try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: false)
         let queue = try #require(VideoFrameQueue())
         let events = VideoEvents()
-        let reader = ReverseVideoReader(url: url.path, queue: queue, item: 0, onEvent: events.record)
+        let reader = ReverseVideoReader(url: url.path, queue: queue, item: 0, stashBudgetBytes: stashBudgetBytes, onEvent: events.record)
         defer { reader.stop() }
         queue.flush(toSerial: 1, backwards: true)
         #expect(queue.playsBackwards)
@@ -339,6 +342,13 @@ struct ReverseVideoReaderTests {
         }
         #expect(shown == Array((0...50).reversed()))
         #expect(events.wait { if case .decodedToEnd(serial: 1) = $0 { true } else { false } } != nil)
+        // The pictures from the playhead down, and the one after it, which ends the pass.
+        if stashBudgetBytes > 0 {
+            #expect(reader.picturesDecoded == 52)
+        } else {
+            // The second pass: pictures 0 to 2, and picture 3, which ends it.
+            #expect(reader.picturesDecoded == 52 + 4)
+        }
         let (dropped, _) = queue.counts
         #expect(dropped == 0)
     }
