@@ -17,6 +17,8 @@
 #             Snapcast side by side through ALSA into PulseAudio null sinks
 #   video     CPU of `chorus play` with a window vs mpv and ffplay; dropped pictures, picture
 #             against sound, and two screens of one group against each other
+#   reverse   CPU to play a long group of pictures backwards, vs mpv --play-dir=backward, each
+#             against ffmpeg decoding the same pictures forwards
 #
 # Run by `make bench` with a private PulseAudio daemon started and its environment
 # exported (ALSA's `default` then plays into its null sink, whose monitor `start` records).
@@ -166,6 +168,11 @@ echo "(sync: $((SECONDS - started)) s)"
 started=$SECONDS
 (cd "$media" && "$bench" video --chorus "$chorus" --seconds "$video_seconds" --work-dir "$media/video" --summary "$summary")
 echo "(video: $((SECONDS - started)) s)"
+echo
+
+started=$SECONDS
+"$bench" reverse --summary "$summary"
+echo "(reverse: $((SECONDS - started)) s)"
 echo
 
 echo "== summary (ratios are chorus / peer; lower is better) =="

@@ -77,9 +77,10 @@ public final class ReverseVideoReader: @unchecked Sendable {
     /// pictures decoded last.
     private let stashBudgetBytes: Int
     private var stashCapacity = ReverseVideoReader.minimumStash
-    /// Pictures the decoder gave, over the reader's life (read by tests: the cost of a run).
     private let decodedCount = Atomic<Int>(0)
-    var picturesDecoded: Int { decodedCount.load(ordering: .relaxed) }
+    /// Pictures decoded over the reader's life, those passed over included: what playing
+    /// backwards cost, against the pictures queued.
+    public var picturesDecoded: Int { decodedCount.load(ordering: .relaxed) }
 
     /// A reverse reader for the pictures of the item at `url` (those that go with the sound
     /// `audioStream` within `variantLimit`, as `MediaSource` chooses them), queued into `queue`
@@ -221,9 +222,11 @@ public final class ReverseVideoReader: @unchecked Sendable {
     private func decodeGroup(below hi: Int64, packet: UnsafeMutablePointer<AVPacket>) -> Int {
         guard let source, let decoder else { return 0 }
         // The keyframe at or before the last picture wanted: just before `hi`, or at it for
-        // the picture showing there.
-        let target = source.seekTimestamp(itemNanoseconds: takesShowing ? hi : max(0, hi - 1))
-        _ = avformat_seek_file(source.formatContext, -1, Int64.min, target, target, 0)
+        // the picture showing there. In the pictures' own time base: a seek in microseconds
+        // is rounded to the stream's ticks, which took "just before" a group's keyframe to
+        // the keyframe itself, so the group before it was never read.
+        let target = Self.streamTicks(ofItemNanoseconds: takesShowing ? hi : hi - 1, start: source.info.startTime, timeBase: decoder.timeBase)
+        _ = avformat_seek_file(source.formatContext, decoder.streamIndex, Int64.min, target, target, 0)
         decoder.flush()
         for frame in stash { av_frame_unref(frame) }
         stashInfo.removeAll(keepingCapacity: true)
@@ -267,6 +270,19 @@ public final class ReverseVideoReader: @unchecked Sendable {
             receiveAll()
         }
         return stashInfo.count
+    }
+
+    /// The last tick of a stream with `timeBase` at or before item time `itemNanoseconds`,
+    /// for an item whose time starts at `start` (a time before the item's start is its start).
+    static func streamTicks(ofItemNanoseconds itemNanoseconds: Int64, start: CMTime, timeBase: AVRational) -> Int64 {
+        let startNanoseconds = start.isNumeric ? start.convertScale(1_000_000_000, method: .roundTowardNegativeInfinity).value : 0
+        guard timeBase.num > 0, timeBase.den > 0 else { return 0 }
+        let stamp = Int128(max(0, itemNanoseconds)) + Int128(startNanoseconds)
+        let scale = Int128(timeBase.num) * 1_000_000_000
+        // Floor division, for stamps before zero too.
+        let product = stamp * Int128(timeBase.den)
+        let ticks = product >= 0 ? product / scale : -((-product + scale - 1) / scale)
+        return Int64(clamping: ticks)
     }
 
     /// A decoded picture's item time and duration, in nanoseconds.

@@ -329,25 +329,31 @@ public enum TestMedia {
     /// `identityBits` columns, column *i* white (luma 235) when bit *i* of the frame number is
     /// set and black (16) otherwise, losslessly coded so the pattern reads back exactly.
     /// `rotate` tags the stream with a display rotation (clockwise degrees, ffmpeg's
-    /// `rotate` metadata); `withSound` adds a stereo AAC tone of the same length.
+    /// `rotate` metadata); `withSound` adds a stereo AAC tone of the same length;
+    /// `keyframeInterval` puts a keyframe every so many pictures (x264's own choice when nil:
+    /// one every ten seconds, so a short video is one group of pictures).
     public static func identityVideo(seconds: Double = 2, rate: Int = 25, width: Int = 320, height: Int = 240,
-                                     pixelFormat: String = "yuv420p", rotate: Int? = nil, withSound: Bool = false) throws -> URL {
+                                     pixelFormat: String = "yuv420p", rotate: Int? = nil, withSound: Bool = false,
+                                     keyframeInterval: Int? = nil) throws -> URL {
         if let rotate {
             // The muxer writes a rotation given with a stream copy, not one given while
             // encoding, so the tag goes on in a second pass.
             let plain = try identityVideo(seconds: seconds, rate: rate, width: width, height: height,
-                                          pixelFormat: pixelFormat, withSound: withSound)
+                                          pixelFormat: pixelFormat, withSound: withSound, keyframeInterval: keyframeInterval)
             return try make("rotated-\(rotate)-\(plain.lastPathComponent)") { url in
                 ["-i", plain.path, "-c", "copy", "-metadata:s:v", "rotate=\(rotate)", url.path]
             }
         }
-        let name = "identity-\(seconds)-\(rate)-\(width)x\(height)-\(pixelFormat)-\(withSound).mp4"
+        let groups = keyframeInterval.map { "-g\($0)" } ?? ""
+        let name = "identity-\(seconds)-\(rate)-\(width)x\(height)-\(pixelFormat)-\(withSound)\(groups).mp4"
         let pattern = "nullsrc=size=\(width)x\(height):rate=\(rate):duration=\(seconds),"
             + "geq=lum='if(bitand(N\\,pow(2\\,floor(X*\(identityBits)/W)))\\,235\\,16)':cb=128:cr=128"
         return try make(name) { url in
             var arguments = ["-f", "lavfi", "-i", pattern]
             if withSound { arguments += ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)"] }
             arguments += ["-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", "-pix_fmt", pixelFormat]
+            // A keyframe exactly every `keyframeInterval` pictures, and nowhere else.
+            if let keyframeInterval { arguments += ["-g", "\(keyframeInterval)", "-keyint_min", "\(keyframeInterval)", "-sc_threshold", "0"] }
             if withSound { arguments += ["-c:a", "aac", "-ac", "2"] }
             return arguments + [url.path]
         }

@@ -314,16 +314,44 @@ struct ReverseVideoReaderTests {
           arguments: [ReverseVideoReader.defaultStashBudgetBytes, 0])
     func everyPictureComesBackwards(stashBudgetBytes: Int) throws {
         let url = try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: false)
+        let (shown, decoded) = try Self.playBackwards(url, fromPicture: 50, stashBudgetBytes: stashBudgetBytes)
+        #expect(shown == Array((0...50).reversed()))
+        // The pictures from the playhead down, and the one after it, which ends the pass.
+        if stashBudgetBytes > 0 {
+            #expect(decoded == 52)
+        } else {
+            // The second pass: pictures 0 to 2, and picture 3, which ends it.
+            #expect(decoded == 52 + 4)
+        }
+    }
+
+    /// A keyframe every 20 pictures: each group is read from its own keyframe, the one
+    /// before the group after it. (A seek "just before" a keyframe, made in microseconds,
+    /// was rounded onto the keyframe itself, and the pictures stopped at the last group.)
+    @Test("backwards across groups of pictures, every picture comes once, each group decoded once",
+          arguments: [ReverseVideoReader.defaultStashBudgetBytes, 0])
+    func everyGroupComesBackwards(stashBudgetBytes: Int) throws {
+        let url = try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: false, keyframeInterval: 20)
+        let (shown, decoded) = try Self.playBackwards(url, fromPicture: 70, stashBudgetBytes: stashBudgetBytes)
+        #expect(shown == Array((0...70).reversed()))
+        // Pictures 60 to 70 and 71 (which ends the first pass), then each group of 20 and
+        // the keyframe after it, which ends its pass.
+        #expect(decoded == 12 + 3 * 21)
+    }
+
+    /// Plays the pictures of `url` backwards from picture `fromPicture` (25 a second) to the
+    /// first: the numbers the pictures shown carry, and how many the reader decoded.
+    private static func playBackwards(_ url: URL, fromPicture: Int, stashBudgetBytes: Int) throws -> (shown: [Int], decoded: Int) {
         let queue = try #require(VideoFrameQueue())
         let events = VideoEvents()
         let reader = ReverseVideoReader(url: url.path, queue: queue, item: 0, stashBudgetBytes: stashBudgetBytes, onEvent: events.record)
         defer { reader.stop() }
         queue.flush(toSerial: 1, backwards: true)
         #expect(queue.playsBackwards)
-        reader.seek(toItemNanoseconds: 2_000_000_000, serial: 1, endNanoseconds: 0)
         let period: Int64 = 40_000_000
+        reader.seek(toItemNanoseconds: Int64(fromPicture) * period, serial: 1, endNanoseconds: 0)
         // Halfway into each picture, from the one showing at the playhead down to the first.
-        var due = 2_000_000_000 + period / 2
+        var due = Int64(fromPicture) * period + period / 2
         var shown: [Int] = []
         let deadline = HostTime.now() + .seconds(20)
         while due > 0 && HostTime.now() < deadline {
@@ -340,17 +368,10 @@ struct ReverseVideoReaderTests {
                 Thread.sleep(forTimeInterval: 0.002)
             }
         }
-        #expect(shown == Array((0...50).reversed()))
         #expect(events.wait { if case .decodedToEnd(serial: 1) = $0 { true } else { false } } != nil)
-        // The pictures from the playhead down, and the one after it, which ends the pass.
-        if stashBudgetBytes > 0 {
-            #expect(reader.picturesDecoded == 52)
-        } else {
-            // The second pass: pictures 0 to 2, and picture 3, which ends it.
-            #expect(reader.picturesDecoded == 52 + 4)
-        }
         let (dropped, _) = queue.counts
         #expect(dropped == 0)
+        return (shown, reader.picturesDecoded)
     }
 }
 
