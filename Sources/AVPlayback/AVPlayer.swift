@@ -201,7 +201,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     func rateForCurrentItem(_ rate: Float) -> Float? {
         guard let playable = Self.playableRate(rate) else { return nil }
         if playable < 0, let item = currentItem, item.status == .readyToPlay, !item.canPlayReverse {
-            playerLog.warning("AVPlayer: rate \(rate) ignored: the item cannot play in reverse (it has no sound, or cannot be sought)")
+            playerLog.warning("AVPlayer: rate \(rate) ignored: the item cannot play in reverse (it has no sound, cannot be sought, or is an HLS presentation spliced from several)")
             return nil
         }
         return playable

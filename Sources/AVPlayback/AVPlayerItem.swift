@@ -82,6 +82,9 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         var datesRequested = false
         /// Whether that reading has ended, with dates or without.
         var datesRead = false
+        /// Whether it found the on-demand playlist spliced from several, which cannot be
+        /// played backwards (`canPlayReverse`).
+        var spliced = false
         /// Where another player of the same live stream closed up its jumps, for this item to
         /// count as it does (`countsAcrossSplices(_:)`).
         var splices: [TimelineSplice] = []
@@ -274,10 +277,15 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     open var canPlayFastForward: Bool { status == .readyToPlay }
     open var canPlaySlowForward: Bool { status == .readyToPlay }
     /// Whether negative rates play: an item with sound that can be sought and has a known
-    /// length (its sound is decoded backwards in chunks from the playhead).
+    /// length (its sound is decoded backwards in chunks from the playhead). Not an
+    /// on-demand HLS presentation spliced from several (an `EXT-X-DISCONTINUITY`), whose
+    /// times jump where a backwards read in chunks cannot follow them; that is known once
+    /// its playlist has been read again in the background, a moment after the item is ready,
+    /// and observers of this property are told. (Apple's players play no HLS backwards
+    /// without a playlist of keyframes.)
     open var canPlayReverse: Bool {
         guard status == .readyToPlay, duration.isNumeric else { return false }
-        return state.withLockAnnotated { $0.mediaInfo.map { $0.isSeekable && $0.preferredAudioTrack != nil } ?? false }
+        return state.withLockAnnotated { ($0.mediaInfo.map { $0.isSeekable && $0.preferredAudioTrack != nil } ?? false) && !$0.spliced }
     }
     /// Whether rates from -1 to 0 play: as `canPlayReverse`.
     open var canPlaySlowReverse: Bool { canPlayReverse }
@@ -427,9 +435,9 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         old?.stop()
     }
 
-    /// Reads the dates an on-demand HLS item's playlist gives its segments, in the
-    /// background, once per item (a live item's come with each reading of its playlist):
-    /// one or two small fetches of playlists the demuxer has just read.
+    /// Reads the dates an on-demand HLS item's playlist gives its segments, and whether it is
+    /// spliced, in the background, once per item (a live item's come with each reading of
+    /// its playlist): one or two small fetches of playlists the demuxer has just read.
     func readProgramDates(of source: MediaSource) {
         guard source.info.formatName == "hls", !source.info.isLiveHLS else { return }
         let first = state.withLockAnnotated { current in defer { current.datesRequested = true }; return !current.datesRequested }
@@ -437,11 +445,15 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         let url = source.url
         let interrupt = datesInterrupt
         DispatchQueue.global(qos: .utility).async { [weak self] in
-            let dates = HLSProgramDates.readOnDemand(url: url, interrupt: interrupt)
-            self?.state.withLockAnnotated { current in
-                current.onDemandDates = dates
+            let reading = HLSProgramDates.readOnDemand(url: url, interrupt: interrupt)
+            guard let self else { return }
+            state.withLockAnnotated { current in
+                current.onDemandDates = reading?.dates ?? nil
+                current.spliced = reading?.isSpliced ?? false
                 current.datesRead = true
             }
+            // `canPlayReverse` and its kin may have turned false.
+            if reading?.isSpliced == true { observationRegistry.changed(\AVPlayerItem.canPlayReverse) }
         }
     }
 

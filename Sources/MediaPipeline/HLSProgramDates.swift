@@ -160,16 +160,25 @@ public struct HLSProgramDates: Sendable, Equatable {
         return cycle * 146_097 + dayOfCycle - 719_468
     }
 
-    /// The dates of the on-demand HLS playlist at `url` (its first variant's, for a master
-    /// playlist: a presentation's variants carry the same dates), its first segment at item
-    /// time 0; nil when it dates no segment or cannot be read. Blocking: it fetches one or
-    /// two playlists, each bounded by the reads' own timeout, and cut short once `interrupt`
-    /// is set (the item they were for is gone).
-    package static func readOnDemand(url: String, interrupt: InterruptFlag = InterruptFlag()) -> HLSProgramDates? {
+    /// What the media playlist of an on-demand HLS presentation says of it as a whole.
+    package struct OnDemandReading: Sendable {
+        /// Its segments' dates, its first segment at item time 0; nil when it dates none.
+        package var dates: HLSProgramDates?
+        /// Whether it is spliced from several (an `EXT-X-DISCONTINUITY` after its first
+        /// segment): its times jump there.
+        package var isSpliced: Bool
+    }
+
+    /// Reads the on-demand HLS playlist at `url` (its first variant's, for a master
+    /// playlist: a presentation's variants carry the same dates and splices); nil when it
+    /// cannot be read. Blocking: it fetches one or two playlists, each bounded by the reads'
+    /// own timeout, and cut short once `interrupt` is set (the item they were for is gone).
+    package static func readOnDemand(url: String, interrupt: InterruptFlag = InterruptFlag()) -> OnDemandReading? {
         let text = withExtendedLifetime(interrupt) { HLSRenditions.readFirstMediaPlaylist(url, interrupt: interrupt.callback) }
         guard let text, !interrupt.isSet else { return nil }
         let playlist = HLSPlaylistCut(parsing: text)
         guard !playlist.isMaster else { return nil }
-        return HLSProgramDates(durations: playlist.segments.map(\.duration), dates: segmentDates(of: playlist.segments), firstStart: 0)
+        return OnDemandReading(dates: HLSProgramDates(durations: playlist.segments.map(\.duration), dates: segmentDates(of: playlist.segments), firstStart: 0),
+                               isSpliced: playlist.firstDiscontinuity != nil)
     }
 }

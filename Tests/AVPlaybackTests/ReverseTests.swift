@@ -140,6 +140,25 @@ import ChorusTestSupport
         #expect(player.rate == -8)
     }
 
+    /// Its times jump at the splice, where a backwards read in chunks cannot follow them
+    /// (Apple's players play no HLS backwards without a playlist of keyframes). Known once
+    /// the item has read its playlist in the background; a presentation read in one piece
+    /// still plays backwards.
+    @Test("an on-demand HLS presentation spliced from several cannot play backwards, and one that is not can",
+          arguments: [true, false])
+    func splicedHLSDoesNotPlayBackwards(spliced: Bool) async throws {
+        let playlist = spliced ? try TestMedia.splicedHLS(seconds: 4, offsets: (0, 50)).folder.appendingPathComponent("index.m3u8")
+                               : try TestMedia.hls(seconds: 4).folder.appendingPathComponent("index.m3u8")
+        let item = AVPlayerItem(url: playlist)
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(await waitUntil(20) { item.status == .readyToPlay && item.programDatesRead })
+        #expect(item.canPlayReverse == !spliced && item.canPlaySlowReverse == !spliced && item.canPlayFastReverse == !spliced)
+        #expect(await player.seek(to: CMTime(value: 3, timescale: 1), toleranceBefore: .zero, toleranceAfter: .zero))
+        player.rate = -1
+        #expect(player.rate == (spliced ? 0 : -1))
+    }
+
     @Test("a negative rate is refused for an item without sound, and the player keeps its rate")
     func reverseIsRefusedWithoutSound() async throws {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 1))
