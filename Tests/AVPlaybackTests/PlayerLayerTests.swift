@@ -115,9 +115,9 @@ import Synchronization
 
     @Test("backwards, each refresh shows the picture the falling timeline stands in, newest first, to the item's start")
     func picturesPlayBackwards() async throws {
-        // 25 pictures a second in one group of pictures (x264's keyframe interval is ten
-        // seconds): read backwards in two passes of the reader's stash.
-        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true))
+        // 25 pictures a second, a keyframe every 20: the thirty pictures shown go back
+        // across two of them, each group read from its own keyframe.
+        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 3, rate: 25, withSound: true, keyframeInterval: 20))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         let layer = AVPlayerLayer(player: player)
