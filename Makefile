@@ -82,7 +82,8 @@ LATER_TESTS := GuideCodeTests GuideConformanceTests
 # Test cases run at once. Each runs on a thread of its own (`OwnThreadTrait`), mostly waiting
 # on real time (the cores are a third busy), so the bound is what the two cores carry in a
 # burst: at four, no test that holds a sound or a picture to the millisecond was starved, on
-# an idle machine or beside CI's sanitizer build (162 to 171 s, against 210 s at three). Six
+# an idle machine (162 to 171 s, against 210 s at three) or in two CI rehearsals with the
+# sanitizer's build beside it (172 and 179 s). Six
 # at once, the group suites in a process of their own, put a room keeping its pitch 86 ms
 # off; without a bound the machine thrashed (docs/test-time.md). The sanitizer slows every
 # thread several times: two there.

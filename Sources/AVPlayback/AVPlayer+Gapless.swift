@@ -218,6 +218,7 @@ extension AVPlayer {
         state.lastJoin = (next.item, CMTime(value: boundary - state.frameBase, timescale: sampleRate))
         state.frameBase = boundary
         state.item = next.item
+        layersSuppressed.store(next.item.layersSuppressed.load(ordering: .relaxed), ordering: .relaxed)
         (state.soundStream, state.pictureStream) = wantedStreams(of: next.item)
         state.position = .zero
         state.pendingBoundary = next.continuedAt.map { boundary + $0 }

@@ -38,6 +38,11 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     let state: Mutex<PlayerState>
     /// How many layers and video outputs show this player's pictures.
     let videoConsumers = Mutex(0)
+    /// Whether the current item's layers leave its pictures to a video output
+    /// (`AVPlayerItemOutput.suppressesPlayerRendering`): what a layer's display thread reads,
+    /// an atomic so that it neither waits nor holds the item. Stored under `state`'s lock
+    /// whenever the current item or its outputs change (`currentItemOutputsChanged()`).
+    let layersSuppressed = Atomic<Bool>(false)
     private var monitor: RepeatingTimer?
 
     // Every initializer Apple's player has is designated here too, so that a subclass
@@ -205,6 +210,13 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             return nil
         }
         return playable
+    }
+
+    /// An item's outputs changed: when it is the current one, its layers follow.
+    func currentItemOutputsChanged() {
+        state.withLockAnnotated { state in
+            layersSuppressed.store(state.item?.layersSuppressed.load(ordering: .relaxed) ?? false, ordering: .relaxed)
+        }
     }
 
     /// The rate `play()` uses.
@@ -475,6 +487,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             let old = state.item
             guard old !== item else { return nil }
             state.item = item
+            layersSuppressed.store(item?.layersSuppressed.load(ordering: .relaxed) ?? false, ordering: .relaxed)
             state.serial += 1
             state.resetRunLocked()
             // The engine's unload, queued below, stops them.

@@ -124,8 +124,8 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// The outputs added with `add(_:)`.
     let outputList = Mutex<[AVPlayerItemOutput]>([])
     /// Whether a video output added to the item keeps the player's layers from showing its
-    /// pictures (`suppressesPlayerRendering`): read by a layer's display thread, so an atomic
-    /// kept up by `outputsChanged()`.
+    /// pictures (`suppressesPlayerRendering`), kept up by `outputsChanged()`; its player
+    /// copies it for its layers while the item is current (`AVPlayer.layersSuppressed`).
     let layersSuppressed = Atomic<Bool>(false)
 
     /// What the item's access and error logs are made from (`accessLog()`, `errorLog()`).
@@ -452,8 +452,14 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
                 current.spliced = reading?.isSpliced ?? false
                 current.datesRead = true
             }
-            // `canPlayReverse` and its kin may have turned false.
-            if reading?.isSpliced == true { observationRegistry.changed(\AVPlayerItem.canPlayReverse) }
+            guard reading?.isSpliced == true else { return }
+            // `canPlayReverse` and its kin turned false; a backwards run begun before this was
+            // known stops where it stands rather than read on into silence.
+            observationRegistry.changed(\AVPlayerItem.canPlayReverse)
+            if let player, player.currentItem === self, player.rate < 0 {
+                playerLog.warning("AVPlayer: \(asset.location) is an HLS presentation spliced from several, which cannot play in reverse: paused")
+                player.rate = 0
+            }
         }
     }
 
@@ -709,12 +715,14 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         outputsChanged()
     }
 
-    /// An output was added or removed, or one changed `suppressesPlayerRendering`.
+    /// An output was added or removed, or one changed `suppressesPlayerRendering`. Stored
+    /// under the list's lock, so that of two changes at once the later one's answer stands.
     func outputsChanged() {
-        let suppressed = outputList.withLockAnnotated { outputs in
-            outputs.contains { $0 is AVPlayerItemVideoOutput && $0.suppressesPlayerRendering }
+        outputList.withLockAnnotated { outputs in
+            let suppressed = outputs.contains { $0 is AVPlayerItemVideoOutput && $0.suppressesPlayerRendering }
+            layersSuppressed.store(suppressed, ordering: .relaxed)
         }
-        layersSuppressed.store(suppressed, ordering: .relaxed)
+        player?.currentItemOutputsChanged()
     }
 
     /// The outputs added to this item.

@@ -178,17 +178,18 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         let timeline = engine.videoTimeline.tryRead() ?? refresh.timeline
         refresh.timeline = timeline
         guard let timeline, timeline.showsPictures else { return nil }
-        if isSuppressed(player) {
+        if player.layersSuppressed.load(ordering: .relaxed) {
             refresh.wasSuppressed = true
             return nil
         }
         if refresh.wasSuppressed {
-            // Shown again: the picture on display now, which the window no longer has, and
-            // then the pictures as they come due.
+            // Shown again: the picture on display now, which the host no longer shows, when
+            // it is still the timeline's (not one from before a seek made meanwhile); then
+            // the pictures as they come due. Not a new presentation: its lateness and capture
+            // were counted when it was first shown.
             guard let shown = queue.displayedIfAvailable else { return nil }
             refresh.wasSuppressed = false
-            if let shown {
-                refresh.pending = (shown.info, timeline)
+            if let shown, shown.info.serial == timeline.serial, timeline.items.timelineNanoseconds(of: shown.info) != nil {
                 return shown
             }
         }
@@ -212,7 +213,7 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         guard let engine = player?.engine, let queue = engine.videoQueue, engine.decodesVideo else { return nil }
         let timeline = engine.videoTimeline.tryRead() ?? refresh.timeline
         refresh.timeline = timeline
-        guard let timeline, timeline.showsPictures, timeline.rate != 0, let player, !isSuppressed(player),
+        guard let timeline, timeline.showsPictures, timeline.rate != 0, let player, !player.layersSuppressed.load(ordering: .relaxed),
               let item = queue.nextQueuedItemNanoseconds(timelineSerial: timeline.serial, items: timeline.items),
               let due = timeline.hostTime(atItemNanoseconds: item) else { return nil }
         // The timeline is in the player's host time; the display's clock is the real one (they
@@ -225,18 +226,12 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         return real + Self.dueRoundingAllowance
     }
 
-    /// Whether the last refresh found the pictures left to a video output of the current
-    /// item (`AVPlayerItemOutput.suppressesPlayerRendering`), so that the host shows none.
-    /// Called by the hosting view's display thread only, after `picture(forRefreshAt:)`.
-    var picturesSuppressed: Bool { refresh.wasSuppressed }
-
-    /// Whether a video output of `player`'s current item keeps the layer from showing its
-    /// pictures (`AVPlayerItemOutput.suppressesPlayerRendering`). On the display thread: the
-    /// player's lock only if it is free, else the item last seen.
-    private func isSuppressed(_ player: AVPlayer) -> Bool {
-        if let item = player.state.withLockIfAvailableAnnotated({ $0.item }) { refresh.item = item }
-        return refresh.item?.layersSuppressed.load(ordering: .relaxed) ?? false
-    }
+    /// Whether the last refresh found the current item's pictures left to a video output
+    /// (`AVPlayerItemOutput.suppressesPlayerRendering`), so that the host shows none: black,
+    /// where it would keep the last picture for a nil from `picture(forRefreshAt:)`
+    /// otherwise (a Chorus addition). Called by the hosting view's display thread only,
+    /// after `picture(forRefreshAt:)`.
+    public var picturesSuppressed: Bool { refresh.wasSuppressed }
 
     /// Added to a picture's due time when a display wakes for it: the item-to-host mapping and
     /// its inverse each round to a nanosecond, and a wake-up a nanosecond early would find the
@@ -306,8 +301,6 @@ private final class RefreshState: @unchecked Sendable {
     var player: AVPlayer?
     var timeline: VideoTimeline?
     var pending: (VideoFrameInfo, VideoTimeline)?
-    /// The player's current item as last read.
-    var item: AVPlayerItem?
     /// Whether the last refresh left the pictures to a video output: the next one shown
     /// again starts with the picture on display.
     var wasSuppressed = false

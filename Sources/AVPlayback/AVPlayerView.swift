@@ -327,6 +327,8 @@ public final class AVPlayerView: Sendable {
         func nextFrameDue() -> Int64? { layer.nextPictureDue()?.nanoseconds }
 
         func subtitle() -> SubtitleBitmap? {
+            // Nothing over the black of pictures left to a video output.
+            if showsBlack.load(ordering: .relaxed) { return nil }
             let time = pictureTime.load(ordering: .relaxed)
             guard time != .min else { return nil }
             let list: [TimedSubtitle]

@@ -17,15 +17,20 @@ import Synchronization
 ///
 /// It opens the item a second time, on its own thread, when it is first asked to read, as
 /// `ReverseAudioReader` does for the sound.
-// @unchecked: `request`, `opened` and `stopRequested` are the only state shared with other
-// threads (Mutexes and an atomic); everything else belongs to the reader's thread.
+// @unchecked: `request`, `opened`, `stopRequested` and `decodedCount` are the only state
+// shared with other threads (Mutexes and atomics); everything else belongs to the reader's
+// thread.
 public final class ReverseVideoReader: @unchecked Sendable {
     /// The memory the stash holds pictures in by default, in bytes: a group of pictures
     /// whose pictures fit it is decoded once going backwards. 256 MiB holds over ten seconds of
     /// 30 fps at 480p (x264's default keyframe interval is 250 pictures), 6.5 s at 720p and
-    /// 2.9 s at 1080p; each picture decoded is 1.5 bytes a pixel (8-bit 4:2:0).
+    /// 2.9 s at 1080p (`bytesPerPixel`).
     public static let defaultStashBudgetBytes = 256 << 20
-    /// The fewest pictures held whatever their size: a second and a half of 30 fps (140 MB
+    /// What a picture held costs a pixel, in bytes: 8-bit 4:2:0, as every picture is once
+    /// moved into the stash (`VideoDecoder.move(into:)` converts any other format), the
+    /// decoder's row padding aside (a few percent).
+    static let bytesPerPixel = 1.5
+    /// The fewest pictures held whatever their size: a second and a half of 30 fps (149 MB
     /// at 1080p, 600 MB at 4K), so that large pictures are not decoded more often than that.
     static let minimumStash = 48
     /// The most pictures held whatever their size: 40 s of 25 fps, past any keyframe
@@ -76,7 +81,7 @@ public final class ReverseVideoReader: @unchecked Sendable {
     /// The memory the stash may hold its pictures in, and how many that makes for the
     /// pictures decoded last.
     private let stashBudgetBytes: Int
-    private var stashCapacity = ReverseVideoReader.minimumStash
+    private var capacity = ReverseVideoReader.minimumStash
     private let decodedCount = Atomic<Int>(0)
     /// Pictures decoded over the reader's life, those passed over included: what playing
     /// backwards cost, against the pictures queued.
@@ -145,6 +150,8 @@ public final class ReverseVideoReader: @unchecked Sendable {
         }
         while !stopping {
             if let next = request.withLockAnnotated({ value -> Request? in defer { value = nil }; return value }) {
+                // What the run before held is not this one's.
+                emptyStash()
                 serial = next.serial
                 upper = next.nanoseconds
                 endNanoseconds = next.endNanoseconds
@@ -195,8 +202,14 @@ public final class ReverseVideoReader: @unchecked Sendable {
 
     /// How many pictures of `width` × `height` the stash holds.
     static func stashCapacity(width: Int, height: Int, budgetBytes: Int) -> Int {
-        let bytes = max(1, width) * max(1, height) * 3 / 2
+        let bytes = max(1, Int(Double(max(1, width) * max(1, height)) * bytesPerPixel))
         return min(max(budgetBytes / bytes, minimumStash), maximumStash)
+    }
+
+    /// Lets go of the pictures held (a run parked or replaced): their memory goes back.
+    private func emptyStash() {
+        for frame in stash { av_frame_unref(frame) }
+        stashInfo.removeAll(keepingCapacity: true)
     }
 
     private func openIfNeeded() -> Bool {
@@ -217,8 +230,8 @@ public final class ReverseVideoReader: @unchecked Sendable {
     }
 
     /// Decodes the pictures before item time `hi` (and the one showing at it, for a run's
-    /// first group) from the keyframe at or before it, keeping the last `stashCapacity` of
-    /// them in the stash, oldest first. Returns how many were kept.
+    /// first group) from the keyframe at or before it, keeping the last `capacity` of them in
+    /// the stash, oldest first. Returns how many were kept.
     private func decodeGroup(below hi: Int64, packet: UnsafeMutablePointer<AVPacket>) -> Int {
         guard let source, let decoder else { return 0 }
         // The keyframe at or before the last picture wanted: just before `hi`, or at it for
@@ -305,12 +318,12 @@ public final class ReverseVideoReader: @unchecked Sendable {
 
     /// Moves the received picture into the stash; a full stash gives up its oldest.
     private func keep(_ decoded: VideoDecoder.Decoded, due: Int64, duration: Int64, decoder: VideoDecoder) {
-        stashCapacity = Self.stashCapacity(width: decoded.width, height: decoded.height, budgetBytes: stashBudgetBytes)
-        if stashInfo.count == stash.count, stash.count < stashCapacity, let frame = av_frame_alloc() {
+        capacity = Self.stashCapacity(width: decoded.width, height: decoded.height, budgetBytes: stashBudgetBytes)
+        if stashInfo.count == stash.count, stash.count < capacity, let frame = av_frame_alloc() {
             stash.append(frame)
         }
         // (A while: pictures grown larger in the group lower the capacity.)
-        while !stashInfo.isEmpty, stashInfo.count >= min(stashCapacity, stash.count) {
+        while !stashInfo.isEmpty, stashInfo.count >= min(capacity, stash.count) {
             let oldest = stash.removeFirst()
             av_frame_unref(oldest)
             stash.append(oldest)

@@ -35,6 +35,9 @@ struct ReverseBenchmark: ParsableCommand {
     static let emptyQueueSleepMicroseconds: UInt32 = 200
     /// The longest one backwards run may take before it counts as stuck.
     static let patience: Duration = .seconds(300)
+    /// How far from the item's start the last picture shown may be for the run to have
+    /// reached it: a first picture stamped a little after zero (an encoder's delay).
+    static let startTolerance: Duration = .milliseconds(100)
 
     @Argument(help: "The video to play backwards (default: 12 s of 1080p, one keyframe every 10 s).")
     var file: String?
@@ -81,7 +84,8 @@ struct ReverseBenchmark: ParsableCommand {
 
         let forward = try leastCPU(ChildProcess([ffmpeg, "-nostdin", "-v", "error", "-i", path, "-map", "0:v:0", "-f", "null", "-"]))
         var rows: [(name: String, cpu: Duration, decoded: Int?, shown: Int?, peakMiB: Double?)] = []
-        for (name, budget) in [("chorus, 256 MiB stash", ReverseVideoReader.defaultStashBudgetBytes), ("chorus, 48 pictures (the fewest)", 0)] {
+        let budget = "\(ReverseVideoReader.defaultStashBudgetBytes >> 20) MiB"
+        for (name, budget) in [("chorus, \(budget) held", ReverseVideoReader.defaultStashBudgetBytes), ("chorus, 48 pictures held (the fewest)", 0)] {
             var best: (cpu: Duration, decoded: Int, shown: Int)?
             for _ in 0..<repeats {
                 let run = try backwards(path, from: endNanoseconds, stashBudgetBytes: budget)
@@ -136,17 +140,23 @@ struct ReverseBenchmark: ParsableCommand {
         reader.seek(toItemNanoseconds: endNanoseconds, serial: 1, endNanoseconds: 0)
         var due = endNanoseconds
         var shown = 0
+        var earliestShown = Int64.max
         let deadline = HostTime.now() + Self.patience
         while HostTime.now() < deadline {
             if let failed = failure.withLockAnnotated({ $0 }) { throw BenchError("chorus could not play \(path) backwards: \(failed)") }
             switch queue.next(dueNanoseconds: due, showFirstEarly: false) {
             case .show(let planes):
                 shown += 1
+                earliestShown = min(earliestShown, planes.info.itemNanoseconds)
                 // The picture before it is due as soon as this one has been shown.
                 due = planes.info.itemNanoseconds - 1
             case .keep:
-                if ended.load(ordering: .relaxed) && queue.queuedItemNanoseconds().isEmpty || due < 0 {
+                if (ended.load(ordering: .relaxed) && queue.queuedItemNanoseconds().isEmpty) || due < 0 {
                     let cost = ResourceUsage.ofThisProcess().since(before).cpu
+                    // A run that ended before the start is a fault, not a cheap run.
+                    guard earliestShown <= Self.startTolerance.nanosecondsClamped else {
+                        throw BenchError("chorus stopped \(Double(earliestShown) / 1e9) s from the start of \(path) playing backwards")
+                    }
                     return (cost, reader.picturesDecoded, shown)
                 }
                 usleep(Self.emptyQueueSleepMicroseconds)
