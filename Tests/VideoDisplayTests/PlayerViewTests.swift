@@ -154,23 +154,41 @@ extension VideoWindowTests {
         }, "lit columns of the right half: \(lit)")
     }
 
-    @Test("with the picture turned off the window goes black, and the picture comes back when it is turned on", .enabled(if: hasDisplay))
-    func pictureOffIsBlack() async throws {
+    /// Picture 255 of the identity video: bits 0 to 7 lit, the left half of the picture.
+    static let picture255 = CMTime(value: 255, timescale: 25)
+
+    /// A 12 s identity video with sound in a 320×240 window, paused on `picture255`, which
+    /// the window shows.
+    static func pausedOnPicture255() async throws -> (AVPlayerItem, AVPlayer, AVPlayerView) {
         let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 12, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
-        defer { player.close() }
-        let view = try AVPlayerView(player: player, geometry: "320x240+0+0")
-        defer { view.close() }
-        #expect(await waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
-        // Picture 255 lights bits 0 to 7: the left half of the picture.
-        let sought = Atomic<Bool>(false)
-        player.seek(to: CMTime(value: 255, timescale: 25), toleranceBefore: .zero, toleranceAfter: .zero) { sought.store($0, ordering: .relaxed) }
-        #expect(await waitUntil(10) { sought.load(ordering: .relaxed) })
-        func brightness() -> Int? {
-            guard let snapshot = view.snapshot(), let pixel = snapshot.pixel(x: 10, y: 120) else { return nil }
-            return Int(pixel.red) + Int(pixel.green) + Int(pixel.blue)
+        let view: AVPlayerView
+        do {
+            view = try AVPlayerView(player: player, geometry: "320x240+0+0")
+        } catch {
+            player.close()
+            throw error
         }
-        #expect(await waitUntil(5) { (brightness() ?? 0) > 600 })
+        #expect(await waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
+        let sought = Atomic<Bool>(false)
+        player.seek(to: picture255, toleranceBefore: .zero, toleranceAfter: .zero) { sought.store($0, ordering: .relaxed) }
+        #expect(await waitUntil(10) { sought.load(ordering: .relaxed) })
+        #expect(await waitUntil(5) { (brightness(of: view) ?? 0) > 600 })
+        return (item, player, view)
+    }
+
+    /// The brightness (red + green + blue) of the window's pixel in the picture's left half.
+    static func brightness(of view: AVPlayerView) -> Int? {
+        guard let snapshot = view.snapshot(), let pixel = snapshot.pixel(x: 10, y: 120) else { return nil }
+        return Int(pixel.red) + Int(pixel.green) + Int(pixel.blue)
+    }
+
+    @Test("with the picture turned off the window goes black, and the picture comes back when it is turned on", .enabled(if: hasDisplay))
+    func pictureOffIsBlack() async throws {
+        let (item, player, view) = try await Self.pausedOnPicture255()
+        defer { player.close() }
+        defer { view.close() }
+        func brightness() -> Int? { Self.brightness(of: view) }
         let video = try #require(item.tracks.first { $0.assetTrack?.mediaType == .video })
         video.isEnabled = false
         #expect(await waitUntil(5) { (brightness() ?? 999) < 30 })
@@ -181,22 +199,11 @@ extension VideoWindowTests {
     @Test("a video output that suppresses the player's rendering leaves the window black and still gets the pictures",
           .enabled(if: hasDisplay))
     func suppressingVideoOutputLeavesTheWindowBlack() async throws {
-        let item = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 12, rate: 25, withSound: true))
-        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        let (item, player, view) = try await Self.pausedOnPicture255()
         defer { player.close() }
-        let view = try AVPlayerView(player: player, geometry: "320x240+0+0")
         defer { view.close() }
-        #expect(await waitUntil(10) { item.status == .readyToPlay && view.playerLayer.isReadyForDisplay })
-        // Picture 255 lights bits 0 to 7: the left half of the picture.
-        let picture = CMTime(value: 255, timescale: 25)
-        let sought = Atomic<Bool>(false)
-        player.seek(to: picture, toleranceBefore: .zero, toleranceAfter: .zero) { sought.store($0, ordering: .relaxed) }
-        #expect(await waitUntil(10) { sought.load(ordering: .relaxed) })
-        func brightness() -> Int? {
-            guard let snapshot = view.snapshot(), let pixel = snapshot.pixel(x: 10, y: 120) else { return nil }
-            return Int(pixel.red) + Int(pixel.green) + Int(pixel.blue)
-        }
-        #expect(await waitUntil(5) { (brightness() ?? 0) > 600 })
+        let picture = Self.picture255
+        func brightness() -> Int? { Self.brightness(of: view) }
         let output = AVPlayerItemVideoOutput()
         #expect(!output.suppressesPlayerRendering)
         output.suppressesPlayerRendering = true
