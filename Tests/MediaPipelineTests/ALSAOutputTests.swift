@@ -46,9 +46,14 @@ import ChorusTestSupport
         // The stream's timing moved from the plugin's interpolation to the server's figures.
         #expect(output.timingSourceChanges >= 1)
         #expect(steps.count >= Self.serverTimedSteps, "only \(steps.count) periods timed by the server")
-        // Each period's report follows the last by one period, as the stream plays on.
-        let worst = steps.map { $0 > period ? $0 - period : period - $0 }.max() ?? .zero
-        #expect(worst < .milliseconds(1), "worst step error \(worst)")
+        // Each period's report follows the last by one period, as the stream plays on; where
+        // it does not, the stream ran dry (this thread, not a real-time one, was held off
+        // past the device's buffer on a loaded machine) and the output counted it as an
+        // underrun: a jump no count accounts for would put a follower off unawares.
+        let errors = steps.map { $0 > period ? $0 - period : period - $0 }
+        let jumps = errors.filter { $0 >= .milliseconds(1) }
+        #expect(jumps.count <= output.underrunCount,
+                "\(jumps.count) steps off by 1 ms or more (worst \(errors.max() ?? .zero)), \(output.underrunCount) underruns counted")
     }
 
     /// How long the steps are not counted: the buffer fills, the stream starts and the
