@@ -81,7 +81,6 @@ public final class ReverseVideoReader: @unchecked Sendable {
     /// The memory the stash may hold its pictures in, and how many that makes for the
     /// pictures decoded last.
     private let stashBudgetBytes: Int
-    private var capacity = ReverseVideoReader.minimumStash
     private let decodedCount = Atomic<Int>(0)
     /// Pictures decoded over the reader's life, those passed over included: what playing
     /// backwards cost, against the pictures queued.
@@ -230,8 +229,8 @@ public final class ReverseVideoReader: @unchecked Sendable {
     }
 
     /// Decodes the pictures before item time `hi` (and the one showing at it, for a run's
-    /// first group) from the keyframe at or before it, keeping the last `capacity` of them in
-    /// the stash, oldest first. Returns how many were kept.
+    /// first group) from the keyframe at or before it, keeping the last of them that fit the
+    /// stash (`stashCapacity`), oldest first. Returns how many were kept.
     private func decodeGroup(below hi: Int64, packet: UnsafeMutablePointer<AVPacket>) -> Int {
         guard let source, let decoder else { return 0 }
         // The keyframe at or before the last picture wanted: just before `hi`, or at it for
@@ -318,7 +317,7 @@ public final class ReverseVideoReader: @unchecked Sendable {
 
     /// Moves the received picture into the stash; a full stash gives up its oldest.
     private func keep(_ decoded: VideoDecoder.Decoded, due: Int64, duration: Int64, decoder: VideoDecoder) {
-        capacity = Self.stashCapacity(width: decoded.width, height: decoded.height, budgetBytes: stashBudgetBytes)
+        let capacity = Self.stashCapacity(width: decoded.width, height: decoded.height, budgetBytes: stashBudgetBytes)
         if stashInfo.count == stash.count, stash.count < capacity, let frame = av_frame_alloc() {
             stash.append(frame)
         }
