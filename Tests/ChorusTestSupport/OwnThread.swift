@@ -23,7 +23,10 @@ public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
         let executor = ThreadExecutor()
         defer { executor.finish() }
         let started = TestTimes.start()
-        defer { TestTimes.record(test, testCase: testCase, started: started, seconds: Date().timeIntervalSince(started)) }
+        defer {
+            TestTimes.record(test, testCase: testCase, started: started, seconds: Date().timeIntervalSince(started),
+                             threadCPUSeconds: executor.cpuSeconds)
+        }
         try await withTaskExecutorPreference(executor) {
             try await function()
         }
@@ -33,7 +36,9 @@ public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
 /// Each test case's own running time (from when it got its thread, not from when it was
 /// queued, which is what the test run's report counts from), appended to the file
 /// `CHORUS_TEST_TIMES` names, a line each: seconds, a tab, when it started (seconds since the
-/// first test case on a thread of its own started), a tab, the test's identifier. For finding
+/// first test case on a thread of its own started), a tab, the test's identifier, a tab, the
+/// CPU seconds its own thread used (work done there, such as stepping a simulation, rather
+/// than waiting on real time). For finding
 /// where a test run's time goes, and which tests run alone at its end (docs/test-time.md);
 /// nothing is written without it.
 enum TestTimes {
@@ -48,9 +53,10 @@ enum TestTimes {
         return Date()
     }
 
-    static func record(_ test: Test, testCase: Test.Case?, started: Date, seconds: Double) {
+    static func record(_ test: Test, testCase: Test.Case?, started: Date, seconds: Double, threadCPUSeconds: Double) {
         guard let path else { return }
-        let line = String(format: "%.3f\t%.3f", seconds, started.timeIntervalSince(origin)) + "\t\(test.id)\n"
+        let line = String(format: "%.3f\t%.3f", seconds, started.timeIntervalSince(origin)) + "\t\(test.id)"
+            + String(format: "\t%.3f\n", threadCPUSeconds)
         lock.withLock {
             guard let handle = FileHandle(forWritingAtPath: path) ?? {
                 FileManager.default.createFile(atPath: path, contents: nil)
@@ -78,6 +84,8 @@ final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     private var finished = false
     /// The thread has returned: a job given now (a task that outlived its test) goes to the pool.
     private var ended = false
+    /// The thread, once it runs (set before its first job).
+    private var thread: pthread_t?
 
     init() {
         Thread { [self] in run() }.start()
@@ -101,7 +109,19 @@ final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
         }
     }
 
+    /// CPU seconds the thread has used so far (0 before it starts or after it ends).
+    var cpuSeconds: Double {
+        condition.withLock {
+            guard let thread, !ended else { return 0 }
+            var clock = clockid_t()
+            var now = timespec()
+            guard pthread_getcpuclockid(thread, &clock) == 0, clock_gettime(clock, &now) == 0 else { return 0 }
+            return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        }
+    }
+
     private func run() {
+        condition.withLock { thread = pthread_self() }
         while true {
             let next: UnownedJob? = condition.withLock {
                 while jobs.isEmpty && !finished { condition.wait() }
