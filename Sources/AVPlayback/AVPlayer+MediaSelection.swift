@@ -61,11 +61,12 @@ extension AVPlayer {
     /// time, rate and state are kept; while the new reader fills, the player waits
     /// (`.toMinimizeStalls`), as after a seek, but no time jump is posted. A group's follower
     /// keeps its place on the group's timeline. Another sound alone is read beside the
-    /// pictures, which play on; other pictures (another variant's) mean the whole item is
-    /// read anew from the time reached, as a seek there would, its pictures from the keyframe
-    /// before it. A live stream is opened again at the segment that holds the time reached,
-    /// as for a seek, and runs on the timeline its earlier opening closed up (its pictures,
-    /// if shown, are read anew with it).
+    /// pictures, which play on. Other pictures (another variant's) of an on-demand item are
+    /// read from the new opening too, and take over from the old one's between one picture
+    /// and the next (`PlaybackEngine.reloadItem`), the sound following on as for another
+    /// sound alone. A live stream is opened again at the segment that holds the time
+    /// reached, as for a seek, and runs on the timeline its earlier opening closed up (its
+    /// pictures, if shown, are read anew with it, from the keyframe before the time reached).
     private func reopenSound(of item: AVPlayerItem) {
         let wanted = wantedStreams(of: item)
         let playing = state.withLockAnnotated { state -> (sound: Int?, pictures: Int?)? in
@@ -90,8 +91,12 @@ extension AVPlayer {
         // Another variant's pictures: nothing of the old reading carries on. (Nor does a live
         // stream's, whose pictures' reader would not run on the new opening's timeline.)
         let whole = Self.streams(of: source).pictures != playing.pictures || (live != nil && playing.pictures != nil)
+        // Another variant's pictures of an on-demand item, while pictures are shown: the new
+        // opening's take over from the old one's without a break (`PlaybackEngine.reloadItem`),
+        // and its sound follows on as another sound alone does.
+        let takesOver = whole && live == nil && playing.pictures != nil && Self.streams(of: source).pictures != nil && engine.hasVideo
         var effects = Effects()
-        let reading = state.withLockAnnotated { state -> (serial: Int, startFrame: Int64, followsOn: FollowOn?)? in
+        let reading = state.withLockAnnotated { state -> (serial: Int, startFrame: Int64, followsOn: FollowOn?, picturesFrom: Int64)? in
             guard state.item === item, state.itemLoaded, let format = state.format else { return nil }
             let time = currentTimeLocked(&state)
             let status = engine.status
@@ -114,19 +119,25 @@ extension AVPlayer {
                 // Playing at speed 1: the new sound follows on from the last frame written
                 // to the device, which plays what it holds meanwhile (`followsOn`).
                 // The render thread skips what it writes meanwhile (`followsOn`).
-                if !whole, state.rate == 1, !state.reversed, playedOn, written.isFinite, written >= 0 {
+                if !whole || takesOver, state.rate == 1, !state.reversed, playedOn, written.isFinite, written >= 0 {
                     state.position = CMTime(value: Int64(written), timescale: Int32(format.sampleRate))
                     followsOn = writtenRun
                 }
             }
             let start = state.rate > 0 ? readerStartFrameLocked(&state, format: format) : frames(of: state.position, format: format)
             if state.rate != 0 { setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: .toMinimizeStalls, &effects) }
-            return (state.serial, start, followsOn)
+            // The new pictures from the time reached: those before it are on display or gone.
+            let seen = time.convertScale(1_000_000_000, method: .roundTowardZero)
+            return (state.serial, start, followsOn, seen.isNumeric ? max(0, seen.value) : 0)
         }
         effects.run(on: eventQueue)
         guard let reading else { return }
         do throws(MediaError) {
-            if whole {
+            if takesOver {
+                try engine.reloadItem(source: source, serial: reading.serial, startFrame: reading.startFrame,
+                                      picturesFromNanoseconds: reading.picturesFrom, forwardBuffer: Self.forwardBuffer(of: item),
+                                      subtitles: item.subtitleCues, metadata: item.timedMetadataLog, onEvent: readerEvents(of: item))
+            } else if whole {
                 try engine.load(source: source, serial: reading.serial, startFrame: reading.startFrame, start: false,
                                 forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues, metadata: item.timedMetadataLog,
                                 continuing: live != nil, onEvent: readerEvents(of: item))
@@ -154,7 +165,7 @@ extension AVPlayer {
             // one's first block comes, and the new one goes on from the frame after it (or,
             // on a schedule, from where the timeline then stands). Only a player that moved
             // or turned meanwhile starts afresh.
-            let followsOn = !whole && state.serial == reading.serial && state.rate >= 0
+            let followsOn = (!whole || takesOver) && state.serial == reading.serial && state.rate >= 0
             applyModeLocked(&state, flush: !followsOn, followsOn: followsOn ? reading.followsOn : nil)
             if !successorsWantedLocked(&state).isEmpty { engine.expectSuccessor(true) }
             return true

@@ -42,6 +42,9 @@ public final class PlaybackEngine: Sendable {
         var videoReader: VideoReader?
         /// Whether the pictures' reader is fed by `demuxer` (else by a demuxer of its own).
         var videoSharesDemuxer = false
+        /// The pictures' reader of the item's earlier opening while `videoReader` takes over
+        /// from it (`reloadItem`): it reads on until then, and stops itself once taken over.
+        var outgoingVideo: VideoReader?
         var videoError: MediaError?
         /// The items to be heard after the current one without a gap, in order: each one's
         /// reader is attached to the one before it and waits for its end.
@@ -320,6 +323,7 @@ public final class PlaybackEngine: Sendable {
             return (parts.demuxer, parts.reader, parts.reverseReader, parts.successors)
         }
         for successor in successors { Self.stop(successor) }
+        takeOutgoingVideo()?.stop()
         if shared, let oldDemuxer {
             oldDemuxer.stopReadingSound()
             video.keepReading(on: oldDemuxer, serial: serial)
@@ -329,6 +333,89 @@ public final class PlaybackEngine: Sendable {
         }
         oldReverse?.stop()
         oldReader?.stop()
+    }
+
+    /// Reads the current item anew from `source`, the item opened again for another of an
+    /// HLS master playlist's variants: its sound from item frame `startFrame` under `serial`,
+    /// as `reloadSound` does, and its pictures without a break. The pictures' reader of the
+    /// earlier opening reads on, its pictures counted as `serial`'s, until a reader of the
+    /// new one, started at the keyframe before `picturesFromNanoseconds`, has a picture
+    /// after every picture queued (`VideoReader.init(takingOverFrom:...)`); from there the
+    /// pictures are the new variant's, and the earlier reader stops. Loading the item afresh
+    /// would instead drop the pictures queued and restart them from a keyframe, a still of
+    /// as long as the new opening takes. With no pictures being read, or none in `source`,
+    /// this is `reloadSound`. Nothing new starts before `startReader()`.
+    public func reloadItem(source: MediaSource, serial: Int, startFrame: Int64, picturesFromNanoseconds: Int64,
+                           forwardBuffer: Duration = .zero, subtitles: SubtitleCues? = nil, metadata: TimedMetadataLog? = nil,
+                           onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
+        let (current, shared, ring, item) = parts.withLockAnnotated { ($0.videoReader, $0.videoSharesDemuxer, $0.renderer?.ring, $0.currentNumber) }
+        guard let video = current, let ring, source.info.preferredVideoTrack != nil else {
+            try reloadSound(source: source, serial: serial, startFrame: startFrame, forwardBuffer: forwardBuffer, subtitles: subtitles,
+                            metadata: metadata, onEvent: onEvent)
+            return
+        }
+        source.resetInterrupt()
+        let demuxer = ItemDemuxer(source: source, sound: true, pictures: true, forwardBuffer: forwardBuffer, subtitles: subtitles,
+                                  metadata: metadata)
+        let events: @Sendable (AudioReaderEvent) -> Void = { [weak self] event in
+            if case .failed(_, _, let error) = event { self?.parts.withLockAnnotated { $0.readerError = error } }
+            onEvent(event)
+        }
+        let newReader = try AudioReader(demuxer: demuxer, ring: ring, serial: serial, startFrame: startFrame, item: item, onEvent: events)
+        let handler = onVideoEvent
+        var pictures: VideoReader?
+        do throws(MediaError) {
+            pictures = try VideoReader(takingOverFrom: video, demuxer: demuxer, serial: serial, startNanoseconds: picturesFromNanoseconds,
+                                       item: item) { [weak self] event in
+                if case .failed(_, let error) = event { self?.parts.withLockAnnotated { $0.videoError = error } }
+                handler?(event)
+            }
+        } catch {
+            // The earlier opening's pictures read on, as for another sound alone.
+            demuxer.stopReadingPictures()
+        }
+        let soundTarget = demuxerTarget(demuxer, frame: startFrame, sampleRate: ring.format.sampleRate)
+        let target = pictures == nil ? soundTarget : min(soundTarget, picturesFromNanoseconds)
+        if startFrame > 0 || target > 0 { demuxer.seek(toItemNanoseconds: max(0, target), serial: serial) }
+        let (oldDemuxer, oldReader, oldReverse, oldReverseVideo, successors, earlierOutgoing) = parts.withLockAnnotated {
+            parts -> (ItemDemuxer?, AudioReader?, ReverseAudioReader?, ReverseVideoReader?, [Successor], VideoReader?) in
+            defer {
+                parts.demuxer = demuxer
+                parts.reader = newReader
+                parts.readerEvents = events
+                parts.readerError = nil
+                parts.reverseReader = nil
+                // Made again, for the new opening, at the next reverse run.
+                parts.reverseVideoReader = pictures == nil ? parts.reverseVideoReader : nil
+                parts.successors = []
+                parts.successorVideoErrors = [:]
+                parts.videoReader = pictures ?? video
+                parts.videoSharesDemuxer = pictures != nil
+                parts.outgoingVideo = pictures == nil ? nil : video
+            }
+            return (parts.demuxer, parts.reader, parts.reverseReader, pictures == nil ? nil : parts.reverseVideoReader, parts.successors,
+                    parts.outgoingVideo)
+        }
+        for successor in successors { Self.stop(successor) }
+        earlierOutgoing?.stop()
+        if shared, let oldDemuxer {
+            oldDemuxer.stopReadingSound()
+            video.keepReading(on: oldDemuxer, serial: serial)
+        } else {
+            video.keepReading(on: nil, serial: serial)
+            oldDemuxer?.stop()
+        }
+        oldReverse?.stop()
+        oldReverseVideo?.stop()
+        oldReader?.stop()
+    }
+
+    /// Takes the pictures' reader being taken over from out of the parts, for the caller to stop.
+    private func takeOutgoingVideo() -> VideoReader? {
+        parts.withLockAnnotated { parts in
+            defer { parts.outgoingVideo = nil }
+            return parts.outgoingVideo
+        }
     }
 
     /// Starts the pictures of the item already loaded (a display came after it), at item
@@ -355,6 +442,7 @@ public final class PlaybackEngine: Sendable {
         }
         backwards?.stop()
         old?.stop()
+        takeOutgoingVideo()?.stop()
         // The demuxers read on for the sound alone.
         demuxer?.stopReadingPictures()
         for successor in following where successor.pictures != nil {
@@ -415,6 +503,7 @@ public final class PlaybackEngine: Sendable {
             }
             return (parts.demuxer, parts.reader, parts.videoReader, parts.successors, parts.reverseReader, parts.reverseVideoReader)
         }
+        takeOutgoingVideo()?.stop()
         for successor in successors { Self.stop(successor) }
         reverse?.stop()
         reverseVideo?.stop()
@@ -436,6 +525,8 @@ public final class PlaybackEngine: Sendable {
             ($0.demuxer, $0.reader, $0.videoReader, $0.output?.format.sampleRate, $0.reverseReader, $0.reverseVideoReader)
         }
         guard let rate, rate > 0 else { return }
+        // A takeover under way is cut short: the new reader alone reads from the seek.
+        if let outgoing = takeOutgoingVideo() { retireQueue.async { outgoing.stop() } }
         if reverse {
             audio?.park(serial: serial)
             if let begun = audio?.rearmAfterSeek() { dropSuccessors(from: begun) }
@@ -642,7 +733,9 @@ public final class PlaybackEngine: Sendable {
             return (next, parts.demuxer, parts.reader, parts.videoReader, parts.reverseReader, parts.reverseVideoReader)
         }
         guard let (next, demuxer, reader, video, reverse, reverseVideo) = promoted else { return nil }
+        let outgoing = takeOutgoingVideo()
         retireQueue.async {
+            outgoing?.stop()
             demuxer?.stop()
             reader?.stop()
             video?.stop()

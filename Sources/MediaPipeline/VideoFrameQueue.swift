@@ -164,6 +164,9 @@ public final class VideoFrameQueue: Sendable {
         /// Whether the wanted serial plays backwards: its pictures come newest first, and
         /// each is due when the timeline, running down, reaches its end.
         var backwards = false
+        /// A producer whose pictures are refused from now on: a reader another has taken
+        /// over from (`claimTakeover(from:itemNanoseconds:)`).
+        var retiredProducer: Int?
 
         /// Where picture `info` falls on the axis the wanted serial runs along, timed by a
         /// timeline of `items`: going forward, when it is due on that timeline (the next
@@ -238,16 +241,50 @@ public final class VideoFrameQueue: Sendable {
         state.withLockAnnotated { $0.free.append(slot) }
     }
 
-    /// Queues a filled slot's picture after those already queued.
-    func commit(slot: Int, info: VideoFrameInfo) {
+    /// A number no other producer of any queue has: what a reader commits under, so that
+    /// another reader can take over from it (`claimTakeover(from:itemNanoseconds:)`).
+    static func newProducer() -> Int { producers.add(1, ordering: .relaxed).newValue }
+    private static let producers = Atomic<Int>(0)
+
+    /// Queues a filled slot's picture after those already queued. False when the picture
+    /// was refused: of an older serial (dropped, as the queue has moved on), or from
+    /// `producer` after another reader took over from it (`claimTakeover`).
+    @discardableResult
+    func commit(slot: Int, info: VideoFrameInfo, producer: Int? = nil) -> Bool {
         state.withLockAnnotated { state in
             var info = info
             if let carried = state.carried, info.serial == carried.old { info.serial = carried.new }
+            if producer != nil, producer == state.retiredProducer {
+                state.free.append(slot)
+                return false
+            }
             if info.serial != state.wantedSerial, info.serial < state.wantedSerial {
                 state.free.append(slot)
-            } else {
-                state.ready.append(Entry(slot: slot, info: info))
+                return true
             }
+            state.ready.append(Entry(slot: slot, info: info))
+            return true
+        }
+    }
+
+    /// A reader of the same item's pictures from another source (another variant of an
+    /// HLS stream) taking over from the reader `outgoing` without a break: true when its
+    /// picture due at `itemNanoseconds` comes after every picture of the wanted serial
+    /// queued or on display, and from then on `outgoing`'s pictures are refused, so the
+    /// newcomer's follow on in order. False while `outgoing` is still ahead: that picture is
+    /// dropped, and the newcomer tries its next. Forward play only.
+    func claimTakeover(from outgoing: Int, itemNanoseconds: Int64) -> Bool {
+        state.withLockAnnotated { state in
+            if state.retiredProducer == outgoing { return true }
+            let wanted = state.wantedSerial
+            var newest: Int64?
+            if let displayed = state.displayed, displayed.info.serial >= wanted { newest = displayed.info.itemNanoseconds }
+            for entry in state.ready where entry.info.serial >= wanted {
+                newest = max(newest ?? entry.info.itemNanoseconds, entry.info.itemNanoseconds)
+            }
+            if let newest, itemNanoseconds <= newest { return false }
+            state.retiredProducer = outgoing
+            return true
         }
     }
 

@@ -65,6 +65,13 @@ public final class VideoReader: @unchecked Sendable {
     private var awaitsTurn: (@Sendable () -> Int?)?
     private let stopRequested = Atomic<Bool>(false)
     private let thread = ReaderThread(name: "chorus.video.reader")
+    /// What this reader commits its pictures under (`VideoFrameQueue.newProducer()`).
+    let producer = VideoFrameQueue.newProducer()
+    /// The reader this one takes over from (`init(takingOverFrom:...)`), until its first
+    /// picture is queued after that reader's last; nil for any other reader.
+    private var takingOverFrom: Int?
+    /// Another reader has taken over: this one's pictures are refused, and it reads no more.
+    private var retired = false
 
     private var serial: Int
     /// The item's number, carried by every picture.
@@ -120,6 +127,20 @@ public final class VideoReader: @unchecked Sendable {
         try self.init(demuxer: demuxer, owned: false, queue: queue, serial: 0, startNanoseconds: 0, item: item,
                       restartsQueue: false, onEvent: onEvent)
         awaitsTurn = turn
+    }
+
+    /// A reader taking over from `outgoing` without a break in the pictures: the same item's
+    /// pictures read from `demuxer` (the item opened again for another HLS variant), from
+    /// the keyframe before `startNanoseconds` (the engine sends the shared demuxer there).
+    /// `outgoing` reads on meanwhile; the first picture this one decodes that comes after
+    /// every picture queued is queued after them, and `outgoing` is refused from then on and
+    /// stops reading (`VideoFrameQueue.claimTakeover`). Nothing queued is dropped, so the
+    /// picture on display changes variant between one picture and the next.
+    public convenience init(takingOverFrom outgoing: VideoReader, demuxer: ItemDemuxer, serial: Int, startNanoseconds: Int64, item: Int,
+                            onEvent: @escaping @Sendable (VideoReaderEvent) -> Void) throws(MediaError) {
+        try self.init(demuxer: demuxer, owned: false, queue: outgoing.queue, serial: serial, startNanoseconds: startNanoseconds, item: item,
+                      restartsQueue: false, onEvent: onEvent)
+        takingOverFrom = outgoing.producer
     }
 
     init(demuxer: ItemDemuxer, owned: Bool, queue: VideoFrameQueue, serial: Int, startNanoseconds: Int64, item: Int,
@@ -222,7 +243,7 @@ public final class VideoReader: @unchecked Sendable {
     // MARK: - The reader thread
 
     private func run() {
-        while !stopping {
+        while !stopping && !retired {
             if let seek = pendingSeek.withLockAnnotated({ value -> (itemNanoseconds: Int64, serial: Int)? in defer { value = nil }; return value }) {
                 perform(seek: seek)
             }
@@ -273,6 +294,12 @@ public final class VideoReader: @unchecked Sendable {
             }
         }
         releasePassedOver()
+        // Taken over: the demuxer this reader was left (the item's earlier opening) reads no
+        // further; the reader's owner stops the thread, already ended, later.
+        if retired {
+            handedDemuxer.withLockAnnotated { $0 }?.stop()
+            ownDemuxer?.stop()
+        }
     }
 
     private func reportDamage() {
@@ -284,8 +311,11 @@ public final class VideoReader: @unchecked Sendable {
         // Read after the seek was taken, so the count includes it; a seek counted since is
         // pending and performed next, and makes any end reached before then stale.
         seeksPerformed = progress.withLockAnnotated { $0.seeks }
-        // A sought successor is the current item's reader: its turn has come.
+        // A sought successor is the current item's reader: its turn has come. A reader
+        // taking over is the only one left once it is sought under a new serial (the queue
+        // starts afresh there); its own start, under its first serial, is the takeover's.
         awaitsTurn = nil
+        if seek.serial != serial { takingOverFrom = nil }
         serial = seek.serial
         discardBefore = seek.itemNanoseconds
         announcedReady = false
@@ -299,7 +329,7 @@ public final class VideoReader: @unchecked Sendable {
     }
 
     private func receiveAll() {
-        while !stopping, pendingSeekIsEmpty, let result = decoder.receive() {
+        while !stopping, !retired, pendingSeekIsEmpty, let result = decoder.receive() {
             switch result {
             case .failure:
                 reportDamage()
@@ -334,6 +364,14 @@ public final class VideoReader: @unchecked Sendable {
             return
         }
         releasePassedOver()
+        // Taking over: only a picture after those the reader before queued.
+        if let outgoing = takingOverFrom {
+            guard queue.claimTakeover(from: outgoing, itemNanoseconds: due) else {
+                decoder.discard()
+                return
+            }
+            takingOverFrom = nil
+        }
         guard let slot = waitForSlot() else {
             decoder.discard()
             return
@@ -355,7 +393,10 @@ public final class VideoReader: @unchecked Sendable {
         var info = info
         info.number = nextNumber
         nextNumber += 1
-        queue.commit(slot: slot, info: info)
+        guard queue.commit(slot: slot, info: info, producer: producer) else {
+            retired = true
+            return
+        }
         if !announcedReady {
             announcedReady = true
             onEvent(.ready(serial: serial, itemNanoseconds: info.itemNanoseconds))

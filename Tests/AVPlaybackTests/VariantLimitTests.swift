@@ -88,6 +88,70 @@ import MutexAnnotations
         #expect(item.error == nil)
     }
 
+    /// A move between variants whose pictures differ, while they are shown: the new
+    /// opening's pictures take over from the old one's between one picture and the next,
+    /// and its sound follows on from the last frame written, as another sound alone does.
+    /// (Read afresh from the time reached, as a seek there would be, playback stood still
+    /// while the new opening was made, and the picture at the time reached came again.)
+    @Test("a move to another variant while its pictures are shown has no break: the sound follows on, the pictures change between one and the next")
+    func aMoveWithPicturesHasNoBreak() async throws {
+        let (url, info) = try master(seconds: 8)
+        let item = AVPlayerItem(url: url)
+        let path = TestMedia.folder.appendingPathComponent("variant-move-\(UUID().uuidString).cap").path
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0), hostClock: .hostTimeClock, hostMapping: { $0 },
+                              capture: try RenderCapture(path: path))
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        let jumped = NotificationCounter(AVPlayerItem.timeJumpedNotification, object: item)
+        player.play()
+        #expect(await waitUntil(20) { player.currentTime().seconds > 1 })
+        #expect(playedVariant(player, info: info) == 0)
+        let serial = player.engine.status.serial
+        // Refreshes every 10 ms, on this thread as a display's own would: each picture
+        // shown, from half a second before the move is asked for until two seconds after it.
+        var shown: [VideoFrameInfo] = []
+        var asked = false
+        var movedAt: HostTime?
+        let deadline = HostTime.now() + .seconds(20)
+        let askAt = HostTime.now() + .milliseconds(500)
+        while HostTime.now() < deadline {
+            if let picture = layer.picture(forRefreshAt: HostTime.now() + .milliseconds(2)) { shown.append(picture.info) }
+            if !asked, HostTime.now() > askAt {
+                item.preferredPeakBitRate = Double(info.variants[2].bandwidth)
+                asked = true
+            }
+            if asked, movedAt == nil, playedVariant(player, info: info) == 2 { movedAt = .now() }
+            if let movedAt, HostTime.now() - movedAt > .seconds(2) { break }
+            usleep(10_000)
+        }
+        player.pause()
+        #expect(movedAt != nil, "the move was made")
+        #expect(jumped.value == 0)
+        // The sound: the new opening's first period heard from the instant the old one's
+        // last ends, from the frame after it.
+        let periods = try RenderCaptureLog(path: path).periods
+        let old = try #require(periods.last { $0.serial == serial })
+        let new = try #require(periods.first { $0.serial > serial })
+        let oldEnd = old.host + Int64(old.frames) * 1_000_000_000 / Int64(old.sampleRate)
+        #expect(abs(new.host - oldEnd) < 100_000, "the new sound began \(Double(new.host - oldEnd) / 1e6) ms after the old one ended")
+        #expect(abs(new.position - (old.position + Double(old.frames))) <= 1, "from frame \(new.position), the old ended at \(old.position + Double(old.frames))")
+        // The pictures: the old variant's, then the new one's, never back; each later than
+        // the one before (none shown again); and every picture between the first and the
+        // last shown either shown or counted as dropped for coming too late.
+        let widths = shown.map(\.width)
+        let switched = try #require(widths.firstIndex(of: TestMedia.variantSizes[2].width), "the new variant's pictures shown")
+        #expect(switched > 0 && widths[..<switched].allSatisfy { $0 == TestMedia.variantSizes[0].width })
+        #expect(widths[switched...].allSatisfy { $0 == TestMedia.variantSizes[2].width }, "pictures of the new variant, then none of the old")
+        let times = shown.map(\.itemNanoseconds)
+        let repeated = zip(times, times.dropFirst()).filter { $0 >= $1 }
+        #expect(repeated.isEmpty, "pictures shown again or out of order: \(repeated.prefix(3))")
+        let frame: Int64 = 40_000_000
+        let (first, last) = (try #require(times.first), try #require(times.last))
+        let missing = Int((last - first) / frame) + 1 - times.count
+        let dropped = player.engine.videoQueue?.counts.dropped ?? 0
+        #expect(missing <= dropped, "\(missing) pictures between the first and the last never shown, \(dropped) counted as late")
+    }
+
     @Test("a limit set while playing that allows the variant played changes nothing")
     func aLimitThatAllowsTheVariantPlayedChangesNothing() async throws {
         let (url, info) = try master()
