@@ -61,12 +61,12 @@ extension AVPlayer {
     /// time, rate and state are kept; while the new reader fills, the player waits
     /// (`.toMinimizeStalls`), as after a seek, but no time jump is posted. A group's follower
     /// keeps its place on the group's timeline. Another sound alone is read beside the
-    /// pictures, which play on. Other pictures (another variant's) of an on-demand item are
-    /// read from the new opening too, and take over from the old one's between one picture
-    /// and the next (`PlaybackEngine.reloadItem`), the sound following on as for another
-    /// sound alone. A live stream is opened again at the segment that holds the time
-    /// reached, as for a seek, and runs on the timeline its earlier opening closed up (its
-    /// pictures, if shown, are read anew with it, from the keyframe before the time reached).
+    /// pictures, which play on. Other pictures (another variant's, or any of a live
+    /// stream's new opening) are read from the new opening too, and take over from the old
+    /// one's between one picture and the next (`PlaybackEngine.reloadItem`), the sound
+    /// following on as for another sound alone. A live stream is opened again at the
+    /// segment that holds the time reached, as for a seek, and runs on the timeline its
+    /// earlier opening closed up.
     private func reopenSound(of item: AVPlayerItem) {
         let wanted = wantedStreams(of: item)
         let playing = state.withLockAnnotated { state -> (sound: Int?, pictures: Int?)? in
@@ -91,10 +91,10 @@ extension AVPlayer {
         // Another variant's pictures: nothing of the old reading carries on. (Nor does a live
         // stream's, whose pictures' reader would not run on the new opening's timeline.)
         let whole = Self.streams(of: source).pictures != playing.pictures || (live != nil && playing.pictures != nil)
-        // Another variant's pictures of an on-demand item, while pictures are shown: the new
-        // opening's take over from the old one's without a break (`PlaybackEngine.reloadItem`),
-        // and its sound follows on as another sound alone does.
-        let takesOver = whole && live == nil && playing.pictures != nil && Self.streams(of: source).pictures != nil && engine.hasVideo
+        // Another variant's pictures, while pictures are shown: the new opening's take over
+        // from the old one's without a break (`PlaybackEngine.reloadItem`), and its sound
+        // follows on as another sound alone does.
+        let takesOver = whole && playing.pictures != nil && Self.streams(of: source).pictures != nil && engine.hasVideo
         var effects = Effects()
         let reading = state.withLockAnnotated { state -> (serial: Int, startFrame: Int64, followsOn: FollowOn?, picturesFrom: Int64)? in
             guard state.item === item, state.itemLoaded, let format = state.format else { return nil }
@@ -136,7 +136,8 @@ extension AVPlayer {
             if takesOver {
                 try engine.reloadItem(source: source, serial: reading.serial, startFrame: reading.startFrame,
                                       picturesFromNanoseconds: reading.picturesFrom, forwardBuffer: Self.forwardBuffer(of: item),
-                                      subtitles: item.subtitleCues, metadata: item.timedMetadataLog, onEvent: readerEvents(of: item))
+                                      subtitles: item.subtitleCues, metadata: item.timedMetadataLog, continuing: live != nil,
+                                      onEvent: readerEvents(of: item))
             } else if whole {
                 try engine.load(source: source, serial: reading.serial, startFrame: reading.startFrame, start: false,
                                 forwardBuffer: Self.forwardBuffer(of: item), subtitles: item.subtitleCues, metadata: item.timedMetadataLog,

@@ -344,19 +344,22 @@ public final class PlaybackEngine: Sendable {
     /// pictures are the new variant's, and the earlier reader stops. Loading the item afresh
     /// would instead drop the pictures queued and restart them from a keyframe, a still of
     /// as long as the new opening takes. With no pictures being read, or none in `source`,
-    /// this is `reloadSound`. Nothing new starts before `startReader()`.
+    /// this is `reloadSound`. Nothing new starts before `startReader()`. With `continuing`,
+    /// as for `load`: a live stream opened again runs on the timeline its earlier opening
+    /// closed up, so that the two openings' pictures fall on one item time.
     public func reloadItem(source: MediaSource, serial: Int, startFrame: Int64, picturesFromNanoseconds: Int64,
                            forwardBuffer: Duration = .zero, subtitles: SubtitleCues? = nil, metadata: TimedMetadataLog? = nil,
-                           onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
+                           continuing: Bool = false, onEvent: @escaping @Sendable (AudioReaderEvent) -> Void) throws(MediaError) {
         let (current, shared, ring, item) = parts.withLockAnnotated { ($0.videoReader, $0.videoSharesDemuxer, $0.renderer?.ring, $0.currentNumber) }
         guard let video = current, let ring, source.info.preferredVideoTrack != nil else {
             try reloadSound(source: source, serial: serial, startFrame: startFrame, forwardBuffer: forwardBuffer, subtitles: subtitles,
-                            metadata: metadata, onEvent: onEvent)
+                            metadata: metadata, continuing: continuing, onEvent: onEvent)
             return
         }
         source.resetInterrupt()
         let demuxer = ItemDemuxer(source: source, sound: true, pictures: true, forwardBuffer: forwardBuffer, subtitles: subtitles,
                                   metadata: metadata)
+        if continuing, let epochs = parts.withLockAnnotated({ $0.demuxer?.timestampEpochs }) { demuxer.continueTimeline(from: epochs) }
         let events: @Sendable (AudioReaderEvent) -> Void = { [weak self] event in
             if case .failed(_, _, let error) = event { self?.parts.withLockAnnotated { $0.readerError = error } }
             onEvent(event)

@@ -22,9 +22,14 @@ final class ReaderThread: Sendable {
         thread.start()
     }
 
-    /// Waits for the thread to end, when it was started.
+    /// Waits for the thread to end, when it was started. Any number of times, from any
+    /// number of threads: a reader taken over stops its demuxer itself, and its owner stops
+    /// it again later.
     func waitForEnd() {
-        if started.load(ordering: .acquiring) { finished.wait() }
+        guard started.load(ordering: .acquiring) else { return }
+        finished.wait()
+        // Signalled once by the thread's end: passed on to the next waiter.
+        finished.signal()
     }
 }
 
