@@ -59,7 +59,7 @@ enum TestTimes {
             + String(format: "\t%.3f\n", threadCPUSeconds)
         lock.withLock {
             guard let handle = FileHandle(forWritingAtPath: path) ?? {
-                FileManager.default.createFile(atPath: path, contents: nil)
+                _ = FileManager.default.createFile(atPath: path, contents: nil)
                 return FileHandle(forWritingAtPath: path)
             }() else { return }
             defer { try? handle.close() }
