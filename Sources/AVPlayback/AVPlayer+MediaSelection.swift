@@ -122,6 +122,8 @@ extension AVPlayer {
                 if !whole || takesOver, state.rate == 1, !state.reversed, playedOn, written.isFinite, written >= 0 {
                     state.position = CMTime(value: Int64(written), timescale: Int32(format.sampleRate))
                     followsOn = writtenRun
+                    // Until the new sound is heard, the time runs on with the old one's.
+                    state.followingOn = FollowingOn(serial: state.serial, earlier: status, frameShift: writtenRun.frameShift)
                 }
             }
             let start = state.rate > 0 ? readerStartFrameLocked(&state, format: format) : frames(of: state.position, format: format)

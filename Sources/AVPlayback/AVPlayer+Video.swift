@@ -82,6 +82,15 @@ extension AVPlayer {
             engine.videoTimeline.publish(published)
             return
         }
+        // Following on from the run before (another sound or variant read anew): the
+        // pictures move with that run's sound, which the device still plays, rather than
+        // standing at the last frame it wrote until the new sound is heard.
+        if let format = state.format, let earlier = earlierRunHeardLocked(&state, status: status, format: format) {
+            let itemNanoseconds = Int64(max(-9e18, min(9e18, (earlier.position * 1e9 / Double(format.sampleRate)).rounded())))
+            engine.videoTimeline.publish(VideoTimeline(serial: state.serial, anchorHost: now, anchorItemNanoseconds: itemNanoseconds,
+                                                       rate: earlier.rate, items: items))
+            return
+        }
         var moving = false
         // The end is written a device's queue before it is heard: until then the sound, and
         // the pictures with it, still move (standing still there made the item's last

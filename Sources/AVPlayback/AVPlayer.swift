@@ -867,10 +867,18 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         return time
     }
 
-    /// The item frame presented now, when the render thread is playing this serial.
+    /// The item frame presented now, when the render thread is playing this serial (or,
+    /// following on, the run before it: `PlayerState.followingOn`).
     func renderedFrameLocked(_ state: inout PlayerState, format: AudioFormat) -> Int64? {
         guard state.itemLoaded, state.rate != 0 else { return nil }
         let status = engine.status
+        if let earlier = earlierRunHeardLocked(&state, status: status, format: format) {
+            let position = earlier.position.isFinite ? Int64(min(max(earlier.position.rounded(), -9e18), 9e18)) : 0
+            var heard = position
+            if let floor = state.heardFloor, floor.serial == state.serial { heard = max(heard, floor.frame) }
+            state.heardFloor = (state.serial, heard)
+            return max(0, heard)
+        }
         guard status.serial == state.serial else { return nil }
         switch status.phase {
         case .idle, .starting:
@@ -888,6 +896,32 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             if let boundary = state.pendingBoundary { heard = min(heard, boundary) }
             return max(0, state.itemFrame(ofRenderFrame: heard))
         }
+    }
+
+    /// Following on (`PlayerState.followingOn`), until this serial's own frames are heard:
+    /// the item position the device plays now, in fractional item frames, read from the run
+    /// before (its status while the render thread still writes it, else the last one seen),
+    /// no further than the last frame that run wrote; and the rate it plays at. Nil when not
+    /// following on, or once this serial is heard (which ends the following on).
+    func earlierRunHeardLocked(_ state: inout PlayerState, status: RenderStatus, format: AudioFormat) -> (position: Double, rate: Double)? {
+        guard var on = state.followingOn else { return nil }
+        guard on.serial == state.serial, engine.isRealtime, !state.reversed else {
+            state.followingOn = nil
+            return nil
+        }
+        let now = HostTime(hostClock.time) ?? .now()
+        if status.serial == state.serial, status.phase != .starting, status.phase != .idle, now >= status.runStartHost {
+            state.followingOn = nil
+            return nil
+        }
+        if status.serial == on.earlier.serial, status.phase == .playing {
+            on.earlier = status
+            state.followingOn = on
+        }
+        let earlier = on.earlier
+        let position = min(earlier.position(at: now, sampleRate: format.sampleRate), Double(earlier.writtenEndFrame))
+        guard position.isFinite else { return nil }
+        return (position - Double(on.frameShift), earlier.anchorRate.isFinite ? earlier.anchorRate : 1)
     }
 
     /// How much decoded sound waits ahead of the playhead, whether the ring is full, and
@@ -1417,6 +1451,11 @@ struct PlayerState {
     var heardFloor: (serial: Int, frame: Int64)?
     /// Where playback stands when the render thread is not playing this serial.
     var position = CMTime.zero
+    /// The run this serial's sound follows on from (another sound or variant of the item,
+    /// read anew while it plays: `reopenSound`), while the device still plays that run's
+    /// frames out; the time and the pictures' timeline are read from it until this serial's
+    /// own frames are heard. Nil otherwise.
+    var followingOn: FollowingOn?
     /// A start scheduled with `setRate(_:time:atHostTime:)`. A seek, a pause or a plain
     /// play ends the schedule, and with it the host clock's timeline.
     var scheduledHost: HostTime? {
@@ -1486,6 +1525,16 @@ struct MasterAnchor {
     let itemTime: CMTime
     let masterTime: CMTime
     var rateBefore: Float? = nil
+}
+
+/// A serial whose sound follows on from the run before it (`PlayerState.followingOn`).
+struct FollowingOn {
+    /// The serial that follows on.
+    let serial: Int
+    /// The run before: its latest status seen while the render thread still wrote it.
+    var earlier: RenderStatus
+    /// That run's frame for item frame 0 (its gapless base).
+    let frameShift: Int64
 }
 
 struct PendingSeek {
