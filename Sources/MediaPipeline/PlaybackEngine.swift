@@ -309,6 +309,7 @@ public final class PlaybackEngine: Sendable {
         if startFrame > 0 {
             demuxer.seek(toItemNanoseconds: demuxerTarget(demuxer, frame: startFrame, sampleRate: ring.format.sampleRate), serial: serial)
         }
+        readFirstSound(demuxer)
         let (oldDemuxer, oldReader, oldReverse, successors) = parts.withLockAnnotated { parts -> (ItemDemuxer?, AudioReader?, ReverseAudioReader?, [Successor]) in
             defer {
                 parts.demuxer = demuxer
@@ -380,6 +381,7 @@ public final class PlaybackEngine: Sendable {
         let soundTarget = demuxerTarget(demuxer, frame: startFrame, sampleRate: ring.format.sampleRate)
         let target = pictures == nil ? soundTarget : min(soundTarget, picturesFromNanoseconds)
         if startFrame > 0 || target > 0 { demuxer.seek(toItemNanoseconds: max(0, target), serial: serial) }
+        readFirstSound(demuxer)
         let (oldDemuxer, oldReader, oldReverse, oldReverseVideo, successors, earlierOutgoing) = parts.withLockAnnotated {
             parts -> (ItemDemuxer?, AudioReader?, ReverseAudioReader?, ReverseVideoReader?, [Successor], VideoReader?) in
             defer {
@@ -412,6 +414,28 @@ public final class PlaybackEngine: Sendable {
         oldReverseVideo?.stop()
         oldReader?.stop()
     }
+
+    /// How long a new opening that follows on from the sound playing (`reloadSound`,
+    /// `reloadItem`) is given to read its first packet of sound before the old reader stops:
+    /// long enough for a stream's segment fetched over a slow link, short enough that a
+    /// stalled server holds the player's setup only briefly (the new sound then comes when
+    /// it can, as it did before this wait).
+    static let followOnReadPatience: Duration = .milliseconds(500)
+
+    /// Starts `demuxer`, a new opening's, and waits (at most `followOnReadPatience`) for its
+    /// first packet of sound. Its first read (for a live stream, a segment's fetch) then
+    /// happens while the old reader still feeds the device, rather than after the device was
+    /// told to follow on: the device holds only 60 to 100 ms, and a live stream's new
+    /// opening came a period late without this. Its reader, started later, finds the packets.
+    private func readFirstSound(_ demuxer: ItemDemuxer) {
+        guard let sound = demuxer.soundQueue else { return }
+        demuxer.start()
+        let deadline = HostTime.now() + Self.followOnReadPatience
+        while sound.packetCount == 0, HostTime.now() < deadline { usleep(Self.firstSoundPollMicroseconds) }
+    }
+
+    /// How often `readFirstSound` looks, in microseconds: a tenth of a 10 ms period.
+    static let firstSoundPollMicroseconds: UInt32 = 1_000
 
     /// Takes the pictures' reader being taken over from out of the parts, for the caller to stop.
     private func takeOutgoingVideo() -> VideoReader? {
