@@ -901,7 +901,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Following on (`PlayerState.followingOn`), until this serial's own frames are heard:
     /// the item position the device plays now, in fractional item frames, read from the run
     /// before (its status while the render thread still writes it, else the last one seen),
-    /// no further than the last frame that run wrote; and the rate it plays at. Nil when not
+    /// no further than the last frame that run wrote; and the rate it plays at (0 once it
+    /// stands at that frame, the new sound not yet heard). Nil when not
     /// following on, or once this serial is heard (which ends the following on).
     func earlierRunHeardLocked(_ state: inout PlayerState, status: RenderStatus, format: AudioFormat) -> (position: Double, rate: Double)? {
         guard var on = state.followingOn else { return nil }
@@ -919,9 +920,11 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             state.followingOn = on
         }
         let earlier = on.earlier
-        let position = min(earlier.position(at: now, sampleRate: format.sampleRate), Double(earlier.writtenEndFrame))
-        guard position.isFinite else { return nil }
-        return (position - Double(on.frameShift), earlier.anchorRate.isFinite ? earlier.anchorRate : 1)
+        let extrapolated = earlier.position(at: now, sampleRate: format.sampleRate)
+        let written = Double(earlier.writtenEndFrame)
+        guard extrapolated.isFinite else { return nil }
+        let rate = extrapolated >= written ? 0 : (earlier.anchorRate.isFinite ? earlier.anchorRate : 1)
+        return (min(extrapolated, written) - Double(on.frameShift), rate)
     }
 
     /// How much decoded sound waits ahead of the playhead, whether the ring is full, and

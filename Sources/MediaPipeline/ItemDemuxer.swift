@@ -43,7 +43,11 @@ public final class ItemDemuxer: @unchecked Sendable {
     private let soundStopRequested = Atomic<Bool>(false)
     private let thread = ReaderThread(name: "chorus.demuxer")
 
-    private var atEnd = false
+    private var atEnd = false {
+        didSet { endReached.store(atEnd, ordering: .releasing) }
+    }
+    /// `atEnd`, for other threads.
+    private let endReached = Atomic<Bool>(false)
     private var readsPictures: Bool
     private var readsSound: Bool
     /// Where decoded subtitle lines go, when the item's are wanted.
@@ -153,6 +157,9 @@ public final class ItemDemuxer: @unchecked Sendable {
     /// continues its timeline (`continueTimeline(from:)`); nil for an input whose times never
     /// jump, or before any jump.
     var timestampEpochs: [TimestampContinuity.Epoch]? { epochRecord.withLockAnnotated { $0 } }
+
+    /// Whether reading has met the input's end or given up on it, until the next seek.
+    var hasReadToEnd: Bool { endReached.load(ordering: .acquiring) }
 
     /// Continues the timeline of an earlier opening of the same stream (a live stream opened
     /// again for a seek), given its `timestampEpochs`: a jump that opening closed up is

@@ -375,13 +375,26 @@ public final class PlaybackEngine: Sendable {
                 handler?(event)
             }
         } catch {
-            // The earlier opening's pictures read on, as for another sound alone.
+            // The earlier opening's pictures read on, as for another sound alone; the failure
+            // is told as a load's is.
             demuxer.stopReadingPictures()
+            parts.withLockAnnotated { $0.videoError = error }
+            handler?(.failed(serial: serial, error: error))
         }
         let soundTarget = demuxerTarget(demuxer, frame: startFrame, sampleRate: ring.format.sampleRate)
         let target = pictures == nil ? soundTarget : min(soundTarget, picturesFromNanoseconds)
         if startFrame > 0 || target > 0 { demuxer.seek(toItemNanoseconds: max(0, target), serial: serial) }
         readFirstSound(demuxer)
+        // The earlier opening's demuxer goes to its pictures' reader before that reader is
+        // published as the one taken over from, so that a seek stopping it meanwhile stops
+        // the demuxer too (`keepReading(on:serial:)`).
+        let earlierDemuxer = parts.withLockAnnotated { $0.demuxer }
+        if shared, let earlierDemuxer {
+            earlierDemuxer.stopReadingSound()
+            video.keepReading(on: earlierDemuxer, serial: serial)
+        } else {
+            video.keepReading(on: nil, serial: serial)
+        }
         let (oldDemuxer, oldReader, oldReverse, oldReverseVideo, successors, earlierOutgoing) = parts.withLockAnnotated {
             parts -> (ItemDemuxer?, AudioReader?, ReverseAudioReader?, ReverseVideoReader?, [Successor], VideoReader?) in
             defer {
@@ -403,35 +416,39 @@ public final class PlaybackEngine: Sendable {
         }
         for successor in successors { Self.stop(successor) }
         earlierOutgoing?.stop()
-        if shared, let oldDemuxer {
-            oldDemuxer.stopReadingSound()
-            video.keepReading(on: oldDemuxer, serial: serial)
-        } else {
-            video.keepReading(on: nil, serial: serial)
-            oldDemuxer?.stop()
-        }
+        if !shared { oldDemuxer?.stop() }
         oldReverse?.stop()
         oldReverseVideo?.stop()
         oldReader?.stop()
     }
 
     /// How long a new opening that follows on from the sound playing (`reloadSound`,
-    /// `reloadItem`) is given to read its first packet of sound before the old reader stops:
-    /// long enough for a stream's segment fetched over a slow link, short enough that a
-    /// stalled server holds the player's setup only briefly (the new sound then comes when
-    /// it can, as it did before this wait).
+    /// `reloadItem`) is given to read its first sound before the old reader stops: long
+    /// enough for a stream's segment fetched over a slow link, short enough that a stalled
+    /// server holds the player's setup only briefly (the new sound then comes when it can,
+    /// as it did before this wait).
     static let followOnReadPatience: Duration = .milliseconds(500)
 
-    /// Starts `demuxer`, a new opening's, and waits (at most `followOnReadPatience`) for its
-    /// first packet of sound. Its first read (for a live stream, a segment's fetch) then
-    /// happens while the old reader still feeds the device, rather than after the device was
-    /// told to follow on: the device holds only 60 to 100 ms, and a live stream's new
-    /// opening came a period late without this. Its reader, started later, finds the packets.
+    /// How much sound, in packets, a new opening that follows on reads before the old
+    /// reader stops: the seek's pre-roll (`AudioReader.seekPreroll`), from which its reader
+    /// decodes, and then as much as a device holds (`ALSAOutput.bufferDuration`), which the
+    /// old sound can have been written ahead by when the device is told to follow on.
+    static let followOnReadAhead: Duration = AudioReader.seekPreroll + ALSAOutput.bufferDuration
+
+    /// Starts `demuxer`, a new opening's, and waits (at most `followOnReadPatience`) until
+    /// it has read `followOnReadAhead` of sound, or all it can. Its first reads (for a live
+    /// stream, a segment's fetch, perhaps two) then happen while the old reader still feeds
+    /// the device, rather than after the device was told to follow on: the device holds only
+    /// 60 to 100 ms, and a live stream's new opening came a period late without this. Its
+    /// reader, started later, finds the packets.
     private func readFirstSound(_ demuxer: ItemDemuxer) {
         guard let sound = demuxer.soundQueue else { return }
         demuxer.start()
+        let wanted = Self.followOnReadAhead.nanosecondsClamped
         let deadline = HostTime.now() + Self.followOnReadPatience
-        while sound.packetCount == 0, HostTime.now() < deadline { usleep(Self.firstSoundPollMicroseconds) }
+        while sound.queuedNanoseconds < wanted, !sound.isFull, !demuxer.hasReadToEnd, HostTime.now() < deadline {
+            usleep(Self.firstSoundPollMicroseconds)
+        }
     }
 
     /// How often `readFirstSound` looks, in microseconds: a tenth of a 10 ms period.

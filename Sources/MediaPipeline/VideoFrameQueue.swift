@@ -164,9 +164,9 @@ public final class VideoFrameQueue: Sendable {
         /// Whether the wanted serial plays backwards: its pictures come newest first, and
         /// each is due when the timeline, running down, reaches its end.
         var backwards = false
-        /// A producer whose pictures are refused from now on: a reader another has taken
-        /// over from (`claimTakeover(from:itemNanoseconds:)`).
-        var retiredProducer: Int?
+        /// Producers whose pictures are refused from now on: readers others have taken over
+        /// from (`claimTakeover`). One a move between variants, a handful in an item's life.
+        var retiredProducers: Set<Int> = []
 
         /// Where picture `info` falls on the axis the wanted serial runs along, timed by a
         /// timeline of `items`: going forward, when it is due on that timeline (the next
@@ -242,19 +242,19 @@ public final class VideoFrameQueue: Sendable {
     }
 
     /// A number no other producer of any queue has: what a reader commits under, so that
-    /// another reader can take over from it (`claimTakeover(from:itemNanoseconds:)`).
+    /// another reader can take over from it (`claimTakeover(by:from:itemNanoseconds:)`).
     static func newProducer() -> Int { producers.add(1, ordering: .relaxed).newValue }
     private static let producers = Atomic<Int>(0)
 
-    /// Queues a filled slot's picture after those already queued. False when the picture
-    /// was refused: of an older serial (dropped, as the queue has moved on), or from
-    /// `producer` after another reader took over from it (`claimTakeover`).
+    /// Queues a filled slot's picture after those already queued (or, of an older serial,
+    /// drops it: the queue has moved on). False only when `producer` has been taken over
+    /// from (`claimTakeover`): the picture is refused, and so will every later one be.
     @discardableResult
     func commit(slot: Int, info: VideoFrameInfo, producer: Int? = nil) -> Bool {
         state.withLockAnnotated { state in
             var info = info
             if let carried = state.carried, info.serial == carried.old { info.serial = carried.new }
-            if producer != nil, producer == state.retiredProducer {
+            if let producer, state.retiredProducers.contains(producer) {
                 state.free.append(slot)
                 return false
             }
@@ -267,15 +267,18 @@ public final class VideoFrameQueue: Sendable {
         }
     }
 
-    /// A reader of the same item's pictures from another source (another variant of an
-    /// HLS stream) taking over from the reader `outgoing` without a break: true when its
-    /// picture due at `itemNanoseconds` comes after every picture of the wanted serial
+    /// A reader `claimant` of the same item's pictures from another source (another variant
+    /// of an HLS stream) taking over from the reader `outgoing` without a break: true when
+    /// its picture due at `itemNanoseconds` comes after every picture of the wanted serial
     /// queued or on display, and from then on `outgoing`'s pictures are refused, so the
-    /// newcomer's follow on in order. False while `outgoing` is still ahead: that picture is
-    /// dropped, and the newcomer tries its next. Forward play only.
-    func claimTakeover(from outgoing: Int, itemNanoseconds: Int64) -> Bool {
+    /// claimant's follow on in order. False while `outgoing` is still ahead (that picture is
+    /// dropped, and the claimant tries its next), and for good once the claimant has itself
+    /// been taken over from (a second move made before the first one's takeover). Forward
+    /// play only.
+    func claimTakeover(by claimant: Int, from outgoing: Int, itemNanoseconds: Int64) -> Bool {
         state.withLockAnnotated { state in
-            if state.retiredProducer == outgoing { return true }
+            if state.retiredProducers.contains(claimant) { return false }
+            if state.retiredProducers.contains(outgoing) { return true }
             let wanted = state.wantedSerial
             var newest: Int64?
             if let displayed = state.displayed, displayed.info.serial >= wanted { newest = displayed.info.itemNanoseconds }
@@ -283,9 +286,14 @@ public final class VideoFrameQueue: Sendable {
                 newest = max(newest ?? entry.info.itemNanoseconds, entry.info.itemNanoseconds)
             }
             if let newest, itemNanoseconds <= newest { return false }
-            state.retiredProducer = outgoing
+            state.retiredProducers.insert(outgoing)
             return true
         }
+    }
+
+    /// Whether `producer`'s pictures are refused: another reader took over from it.
+    func isRetired(_ producer: Int) -> Bool {
+        state.withLockAnnotated { $0.retiredProducers.contains(producer) }
     }
 
     /// Counts `count` pictures lost before decoding (their packets were dropped) as dropped.

@@ -193,7 +193,12 @@ public final class VideoReader: @unchecked Sendable {
     /// item's sound is read anew on a demuxer of its own, and the pictures carry on without
     /// a restart from a keyframe. Pictures already queued count as `serial`'s.
     public func keepReading(on demuxer: ItemDemuxer?, serial: Int) {
-        if let demuxer { handedDemuxer.withLockAnnotated { $0 = demuxer } }
+        if let demuxer {
+            handedDemuxer.withLockAnnotated { $0 = demuxer }
+            // Stopped meanwhile (`stop()` sets its flag before it looks for a demuxer to
+            // stop): the demuxer handed over is stopped here, or no one would.
+            if stopping { demuxer.stop() }
+        }
         pendingSerial.withLockAnnotated { $0 = serial }
         queue.carryOn(as: serial)
         packets.consumerSignal.signal()
@@ -252,10 +257,12 @@ public final class VideoReader: @unchecked Sendable {
                 serial = carried
             }
             if atEnd {
+                noteIfTakenOver()
                 packets.consumerSignal.wait(timeout: Self.idlePoll)
                 continue
             }
             guard let taken = packets.take() else {
+                noteIfTakenOver()
                 packets.consumerSignal.wait(timeout: Self.idlePoll)
                 continue
             }
@@ -263,7 +270,7 @@ public final class VideoReader: @unchecked Sendable {
             switch entry {
             case .packet(let packet):
                 let sent = sendRetrying({ decoder.send(packet.pointer) }, receiveAll: receiveAll,
-                                        shouldGiveUp: { stopping || !pendingSeekIsEmpty })
+                                        shouldGiveUp: { stopping || retired || !pendingSeekIsEmpty })
                 if sent < 0 && sent != FFmpegCall.again {
                     reportDamage()
                     continue
@@ -300,6 +307,12 @@ public final class VideoReader: @unchecked Sendable {
             handedDemuxer.withLockAnnotated { $0 }?.stop()
             ownDemuxer?.stop()
         }
+    }
+
+    /// While idle (at its end, or waiting for packets), a reader another took over from
+    /// learns it without a picture to commit, and stops reading.
+    private func noteIfTakenOver() {
+        if queue.isRetired(producer) { retired = true }
     }
 
     private func reportDamage() {
@@ -366,8 +379,10 @@ public final class VideoReader: @unchecked Sendable {
         releasePassedOver()
         // Taking over: only a picture after those the reader before queued.
         if let outgoing = takingOverFrom {
-            guard queue.claimTakeover(from: outgoing, itemNanoseconds: due) else {
+            guard queue.claimTakeover(by: producer, from: outgoing, itemNanoseconds: due) else {
                 decoder.discard()
+                // Taken over itself before it took over (a second move): it reads no more.
+                noteIfTakenOver()
                 return
             }
             takingOverFrom = nil
@@ -415,6 +430,14 @@ public final class VideoReader: @unchecked Sendable {
     private func queuePassedOver() {
         guard let kept = passedOver else { return }
         passedOver = nil
+        if let outgoing = takingOverFrom {
+            // Taking over: only after the pictures the reader before queued.
+            guard queue.claimTakeover(by: producer, from: outgoing, itemNanoseconds: kept.itemNanoseconds) else {
+                av_frame_unref(heldPicture)
+                return
+            }
+            takingOverFrom = nil
+        }
         guard !announcedReady, let slot = waitForSlot() else {
             av_frame_unref(heldPicture)
             return

@@ -191,6 +191,8 @@ public enum TestMedia {
     /// The pictures of `hlsVariants`' variants, in the master playlist's order: each smaller
     /// and of fewer bits per second than the one before, so that a choice shows in either.
     public static let variantSizes: [(width: Int, height: Int)] = [(640, 360), (320, 180), (160, 90)]
+    /// `hlsVariants`' pictures a second.
+    public static let variantFramesPerSecond = 25
 
     /// An HLS master playlist, `master.m3u8`, of three on-demand variants of one H.264 test
     /// picture with an AAC tone muxed into each (MPEG-TS, 1 s segments), `seconds` long:
@@ -208,7 +210,7 @@ public enum TestMedia {
             let sizes = variantSizes.map { "\($0.width)x\($0.height)" }
             let videoRates = ["1500k", "400k", "100k"]
             var arguments = ["-v", "error", "-y",
-                             "-f", "lavfi", "-i", "testsrc2=s=\(sizes[0]):r=25:d=\(seconds)",
+                             "-f", "lavfi", "-i", "testsrc2=s=\(sizes[0]):r=\(variantFramesPerSecond):d=\(seconds)",
                              "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=\(seconds)",
                              "-f", "lavfi", "-i", "sine=f=660:sample_rate=48000:d=\(seconds)"]
             let variants = videoRates.indices
