@@ -200,20 +200,9 @@ public final class PlaybackEngine: Sendable {
         }
         let newReader = try AudioReader(demuxer: demuxer, ring: ring, serial: serial, startFrame: startFrame, item: item, onEvent: events)
         let startNanoseconds = Self.nanoseconds(ofFrame: startFrame, sampleRate: sampleRate)
-        var pictures: VideoReader?
-        if let pictureQueue {
-            let handler = onVideoEvent
-            do throws(MediaError) {
-                pictures = try VideoReader(demuxer: demuxer, queue: pictureQueue, serial: serial, startNanoseconds: startNanoseconds,
-                                           item: item) { [weak self] event in
-                    if case .failed(_, let error) = event { self?.parts.withLockAnnotated { $0.videoError = error } }
-                    handler?(event)
-                }
-            } catch {
-                // A failure here costs the pictures, never the sound.
-                demuxer.stopReadingPictures()
-                parts.withLockAnnotated { $0.videoError = error }
-                handler?(.failed(serial: serial, error: error))
+        let pictures = pictureQueue.flatMap { queue in
+            picturesReader(on: demuxer, serial: serial) { events throws(MediaError) in
+                try VideoReader(demuxer: demuxer, queue: queue, serial: serial, startNanoseconds: startNanoseconds, item: item, onEvent: events)
             }
         }
         if startFrame > 0 {
@@ -230,6 +219,26 @@ public final class PlaybackEngine: Sendable {
             if demuxer.readsAnything { demuxer.start() }
             newReader.start()
             pictures?.start()
+        }
+    }
+
+    /// A pictures' reader on `demuxer`, the item's, made by `make` with the events it is to
+    /// tell (a failure is kept for `lastVideoError`, then told the owner). A failure to make
+    /// it costs the pictures, never the sound: the demuxer stops reading pictures, and the
+    /// failure is kept and told likewise.
+    private func picturesReader(on demuxer: ItemDemuxer, serial: Int,
+                                _ make: (@escaping @Sendable (VideoReaderEvent) -> Void) throws(MediaError) -> VideoReader) -> VideoReader? {
+        let handler = onVideoEvent
+        do throws(MediaError) {
+            return try make { [weak self] event in
+                if case .failed(_, let error) = event { self?.parts.withLockAnnotated { $0.videoError = error } }
+                handler?(event)
+            }
+        } catch {
+            demuxer.stopReadingPictures()
+            parts.withLockAnnotated { $0.videoError = error }
+            handler?(.failed(serial: serial, error: error))
+            return nil
         }
     }
 
@@ -366,20 +375,10 @@ public final class PlaybackEngine: Sendable {
             onEvent(event)
         }
         let newReader = try AudioReader(demuxer: demuxer, ring: ring, serial: serial, startFrame: startFrame, item: item, onEvent: events)
-        let handler = onVideoEvent
-        var pictures: VideoReader?
-        do throws(MediaError) {
-            pictures = try VideoReader(takingOverFrom: video, demuxer: demuxer, serial: serial, startNanoseconds: picturesFromNanoseconds,
-                                       item: item) { [weak self] event in
-                if case .failed(_, let error) = event { self?.parts.withLockAnnotated { $0.videoError = error } }
-                handler?(event)
-            }
-        } catch {
-            // The earlier opening's pictures read on, as for another sound alone; the failure
-            // is told as a load's is.
-            demuxer.stopReadingPictures()
-            parts.withLockAnnotated { $0.videoError = error }
-            handler?(.failed(serial: serial, error: error))
+        // Without a new reader, the earlier opening's pictures read on, as for another sound alone.
+        let pictures = picturesReader(on: demuxer, serial: serial) { events throws(MediaError) in
+            try VideoReader(takingOverFrom: video, demuxer: demuxer, serial: serial, startNanoseconds: picturesFromNanoseconds,
+                            item: item, onEvent: events)
         }
         let soundTarget = demuxerTarget(demuxer, frame: startFrame, sampleRate: ring.format.sampleRate)
         let target = pictures == nil ? soundTarget : min(soundTarget, picturesFromNanoseconds)
