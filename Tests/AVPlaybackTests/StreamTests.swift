@@ -423,6 +423,9 @@ import MediaServer
             return (player, wav, capture)
         }
         let first = try open("first")
+        // Seconds after the first is heard (its opening took longer than that on a loaded
+        // machine once, and the two opened the same window).
+        #expect(await waitUntil(20) { first.player.timeControlStatus == .playing })
         try await Task.sleep(for: .milliseconds(2_300))
         let second = try open("second")
         // Both read on until the second has rendered a second and a half of its own.
