@@ -55,6 +55,19 @@ public final class PlaybackEngine: Sendable {
         var isShutDown = false
         /// Whether the output is the fallback `prepare` was given, `spec`'s having failed.
         var onFallback = false
+
+        /// The current item's sound is read anew by `reader` from `demuxer` (another of its
+        /// tracks or variants, `reloadSound`, `reloadItem`): the reverse reader, the
+        /// successors and the error of the reading before go with it (the caller stops them).
+        mutating func takeSound(demuxer: ItemDemuxer, reader: AudioReader, events: @escaping @Sendable (AudioReaderEvent) -> Void) {
+            self.demuxer = demuxer
+            self.reader = reader
+            readerEvents = events
+            readerError = nil
+            reverseReader = nil
+            successors = []
+            successorVideoErrors = [:]
+        }
     }
     private let parts = Mutex(Parts())
 
@@ -321,13 +334,7 @@ public final class PlaybackEngine: Sendable {
         readFirstSound(demuxer)
         let (oldDemuxer, oldReader, oldReverse, successors) = parts.withLockAnnotated { parts -> (ItemDemuxer?, AudioReader?, ReverseAudioReader?, [Successor]) in
             defer {
-                parts.demuxer = demuxer
-                parts.reader = newReader
-                parts.readerEvents = events
-                parts.readerError = nil
-                parts.reverseReader = nil
-                parts.successors = []
-                parts.successorVideoErrors = [:]
+                parts.takeSound(demuxer: demuxer, reader: newReader, events: events)
                 parts.videoSharesDemuxer = false
             }
             return (parts.demuxer, parts.reader, parts.reverseReader, parts.successors)
@@ -397,15 +404,9 @@ public final class PlaybackEngine: Sendable {
         let (oldDemuxer, oldReader, oldReverse, oldReverseVideo, successors, earlierOutgoing) = parts.withLockAnnotated {
             parts -> (ItemDemuxer?, AudioReader?, ReverseAudioReader?, ReverseVideoReader?, [Successor], VideoReader?) in
             defer {
-                parts.demuxer = demuxer
-                parts.reader = newReader
-                parts.readerEvents = events
-                parts.readerError = nil
-                parts.reverseReader = nil
+                parts.takeSound(demuxer: demuxer, reader: newReader, events: events)
                 // Made again, for the new opening, at the next reverse run.
                 parts.reverseVideoReader = pictures == nil ? parts.reverseVideoReader : nil
-                parts.successors = []
-                parts.successorVideoErrors = [:]
                 parts.videoReader = pictures ?? video
                 parts.videoSharesDemuxer = pictures != nil
                 parts.outgoingVideo = pictures == nil ? nil : video
