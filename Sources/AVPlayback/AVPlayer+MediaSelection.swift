@@ -127,7 +127,11 @@ extension AVPlayer {
                 }
             }
             let start = state.rate > 0 ? readerStartFrameLocked(&state, format: format) : frames(of: state.position, format: format)
-            if state.rate != 0 { setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: .toMinimizeStalls, &effects) }
+            // Following on, playback does not wait: the device plays the old sound on until
+            // the new is heard (the monitor says waiting if the old runs out first).
+            if state.rate != 0, followsOn == nil {
+                setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: .toMinimizeStalls, &effects)
+            }
             // The new pictures from the time reached: those before it are on display or gone.
             let seen = time.convertScale(1_000_000_000, method: .roundTowardZero)
             return (state.serial, start, followsOn, seen.isNumeric ? max(0, seen.value) : 0)

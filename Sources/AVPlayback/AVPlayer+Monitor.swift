@@ -60,6 +60,13 @@ extension AVPlayer {
             guard let item = state.item else { return }
             if state.itemLoaded, state.rate != 0 { adapting = item }
             refreshMasterTimelineLocked(&state)
+            // Following on, the old sound has all been heard and the new is not yet: waiting
+            // (past a margin, for the new sound's start read a moment late).
+            if state.itemLoaded, state.rate != 0, let format = state.format,
+               let earlier = earlierRunHeardLocked(&state, status: status, format: format),
+               earlier.pastEnd > Self.followOnWaitMargin * Double(format.sampleRate) {
+                setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: .toMinimizeStalls, &effects)
+            }
             if state.itemLoaded, state.rate != 0, status.serial == state.serial, status.generation > 0 {
                 switch status.phase {
                 case .playing:

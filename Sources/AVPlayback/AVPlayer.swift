@@ -18,6 +18,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// time observers and notice the end: 10 ms, one device period, so observers are at
     /// most a period late and the end is reported within a period of being heard.
     public static let monitorInterval: Duration = .milliseconds(10)
+    /// Seconds the device may play on past the old sound's last frame, following on, before
+    /// the player says it waits: two monitor ticks, so a new sound whose start is read a tick
+    /// late (it is heard from the frame after the old one's last) is no wait.
+    static let followOnWaitMargin = 0.02
 
     public let observationRegistry = ObservationRegistry()
     /// The serial queue on which state changes and their callbacks are delivered.
@@ -222,17 +226,18 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// The rate `play()` uses.
     open var defaultRate: Float {
         get { state.withLockAnnotated { $0.defaultRate } }
-        set { state.withLockAnnotated { $0.defaultRate = newValue }; observationRegistry.changed(\AVPlayer.defaultRate) }
+        set { observationRegistry.set(\AVPlayer.defaultRate) { state.withLockAnnotated { $0.defaultRate = newValue } } }
     }
 
     /// What happens when the item ends; `.pause` by default (`.advance` for queue players).
     open var actionAtItemEnd: ActionAtItemEnd {
         get { state.withLockAnnotated { $0.actionAtItemEnd } }
         set {
-            state.withLockAnnotated { $0.actionAtItemEnd = newValue }
-            // Only `.advance` joins the next item on.
-            refreshSuccessors()
-            observationRegistry.changed(\AVPlayer.actionAtItemEnd)
+            observationRegistry.set(\AVPlayer.actionAtItemEnd) {
+                state.withLockAnnotated { $0.actionAtItemEnd = newValue }
+                // Only `.advance` joins the next item on.
+                refreshSuccessors()
+            }
         }
     }
 
@@ -247,16 +252,17 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     open var automaticallyWaitsToMinimizeStalling: Bool {
         get { state.withLockAnnotated { $0.waitsToMinimizeStalling } }
         set {
-            let buffers = state.withLockAnnotated { state in
-                state.waitsToMinimizeStalling = newValue
-                return stallBuffersLocked(&state)
+            observationRegistry.set(\AVPlayer.automaticallyWaitsToMinimizeStalling) {
+                let buffers = state.withLockAnnotated { state in
+                    state.waitsToMinimizeStalling = newValue
+                    return stallBuffersLocked(&state)
+                }
+                engine.render {
+                    $0.startBufferFrames = buffers.start
+                    $0.resumeBufferFrames = buffers.resume
+                    $0.flush = false
+                }
             }
-            engine.render {
-                $0.startBufferFrames = buffers.start
-                $0.resumeBufferFrames = buffers.resume
-                $0.flush = false
-            }
-            observationRegistry.changed(\AVPlayer.automaticallyWaitsToMinimizeStalling)
         }
     }
 
@@ -264,9 +270,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     open var volume: Float {
         get { state.withLockAnnotated { $0.volume } }
         set {
-            state.withLockAnnotated { state in state.volume = min(1, max(0, newValue.isFinite ? newValue : 1)) }
-            applyVolume()
-            observationRegistry.changed(\AVPlayer.volume)
+            observationRegistry.set(\AVPlayer.volume) {
+                state.withLockAnnotated { state in state.volume = min(1, max(0, newValue.isFinite ? newValue : 1)) }
+                applyVolume()
+            }
         }
     }
 
@@ -274,9 +281,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     open var isMuted: Bool {
         get { state.withLockAnnotated { $0.isMuted } }
         set {
-            state.withLockAnnotated { $0.isMuted = newValue }
-            applyVolume()
-            observationRegistry.changed(\AVPlayer.isMuted)
+            observationRegistry.set(\AVPlayer.isMuted) {
+                state.withLockAnnotated { $0.isMuted = newValue }
+                applyVolume()
+            }
         }
     }
 
@@ -289,19 +297,20 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     open var masterClock: CMClock? {
         get { state.withLockAnnotated { $0.masterClock } }
         set {
-            state.withLockAnnotated { state in
-                state.masterClock = newValue
-                if state.rate != 0, newValue != nil {
-                    state.masterAnchor = nil
-                    applyModeLocked(&state, flush: false)
+            observationRegistry.set(\AVPlayer.masterClock) {
+                state.withLockAnnotated { state in
+                    state.masterClock = newValue
+                    if state.rate != 0, newValue != nil {
+                        state.masterAnchor = nil
+                        applyModeLocked(&state, flush: false)
+                    }
+                }
+                // A group's speed change is due soon after it is announced: its pitch stage is
+                // made now (see the item's set-up), off the player's lock.
+                if newValue != nil, let mode = currentItem?.pitchMode {
+                    preparePitchKeepingInBackground(mode)
                 }
             }
-            // A group's speed change is due soon after it is announced: its pitch stage is
-            // made now (see the item's set-up), off the player's lock.
-            if newValue != nil, let mode = currentItem?.pitchMode {
-                preparePitchKeepingInBackground(mode)
-            }
-            observationRegistry.changed(\AVPlayer.masterClock)
         }
     }
 
@@ -310,7 +319,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Applies to starts on a `masterClock`. (A Chorus addition.)
     public var latencyCompensation: Duration {
         get { state.withLockAnnotated { $0.latencyCompensation } }
-        set { state.withLockAnnotated { $0.latencyCompensation = newValue }; observationRegistry.changed(\AVPlayer.latencyCompensation) }
+        set { observationRegistry.set(\AVPlayer.latencyCompensation) { state.withLockAnnotated { $0.latencyCompensation = newValue } } }
     }
 
     /// Apple's newer name for `masterClock`.
@@ -322,26 +331,26 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Whether playback may move to another machine. (External playback comes with casting.)
     open var allowsExternalPlayback: Bool {
         get { state.withLockAnnotated { $0.allowsExternalPlayback } }
-        set { state.withLockAnnotated { $0.allowsExternalPlayback = newValue }; observationRegistry.changed(\AVPlayer.allowsExternalPlayback) }
+        set { observationRegistry.set(\AVPlayer.allowsExternalPlayback) { state.withLockAnnotated { $0.allowsExternalPlayback = newValue } } }
     }
     /// Whether playback is happening on another machine now.
     open var isExternalPlaybackActive: Bool { false }
     /// Whether to play externally while an external screen is active.
     open var usesExternalPlaybackWhileExternalScreenIsActive: Bool {
         get { state.withLockAnnotated { $0.usesExternalPlaybackWhileExternalScreenIsActive } }
-        set { state.withLockAnnotated { $0.usesExternalPlaybackWhileExternalScreenIsActive = newValue }; observationRegistry.changed(\AVPlayer.usesExternalPlaybackWhileExternalScreenIsActive) }
+        set { observationRegistry.set(\AVPlayer.usesExternalPlaybackWhileExternalScreenIsActive) { state.withLockAnnotated { $0.usesExternalPlaybackWhileExternalScreenIsActive = newValue } } }
     }
     /// How pictures played externally fill the other machine's screen (`.resizeAspect`
     /// unless set).
     open var externalPlaybackVideoGravity: AVLayerVideoGravity {
         get { state.withLockAnnotated { $0.externalPlaybackVideoGravity } }
-        set { state.withLockAnnotated { $0.externalPlaybackVideoGravity = newValue }; observationRegistry.changed(\AVPlayer.externalPlaybackVideoGravity) }
+        set { observationRegistry.set(\AVPlayer.externalPlaybackVideoGravity) { state.withLockAnnotated { $0.externalPlaybackVideoGravity = newValue } } }
     }
     /// Whether closed captions are shown (Apple deprecated it for media selection, which
     /// chooses the subtitles here too); kept as set.
     open var isClosedCaptionDisplayEnabled: Bool {
         get { state.withLockAnnotated { $0.isClosedCaptionDisplayEnabled } }
-        set { state.withLockAnnotated { $0.isClosedCaptionDisplayEnabled = newValue }; observationRegistry.changed(\AVPlayer.isClosedCaptionDisplayEnabled) }
+        set { observationRegistry.set(\AVPlayer.isClosedCaptionDisplayEnabled) { state.withLockAnnotated { $0.isClosedCaptionDisplayEnabled = newValue } } }
     }
     /// Whether pictures are hidden because an external screen lacks the content's protection:
     /// never, since no protected content plays.
@@ -354,8 +363,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     open var preventsDisplaySleepDuringVideoPlayback: Bool {
         get { state.withLockAnnotated { $0.preventsDisplaySleep } }
         set {
-            state.withLockAnnotated { $0.preventsDisplaySleep = newValue }
-            observationRegistry.changed(\AVPlayer.preventsDisplaySleepDuringVideoPlayback)
+            observationRegistry.set(\AVPlayer.preventsDisplaySleepDuringVideoPlayback) {
+                state.withLockAnnotated { $0.preventsDisplaySleep = newValue }
+            }
         }
     }
 
@@ -902,9 +912,10 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// the item position the device plays now, in fractional item frames, read from the run
     /// before (its status while the render thread still writes it, else the last one seen),
     /// no further than the last frame that run wrote; and the rate it plays at (0 once it
-    /// stands at that frame, the new sound not yet heard). Nil when not
-    /// following on, or once this serial is heard (which ends the following on).
-    func earlierRunHeardLocked(_ state: inout PlayerState, status: RenderStatus, format: AudioFormat) -> (position: Double, rate: Double)? {
+    /// stands at that frame, the new sound not yet heard), with how many frames the device
+    /// has played past that frame (0 until then). Nil when not following on, or once this
+    /// serial is heard (which ends the following on).
+    func earlierRunHeardLocked(_ state: inout PlayerState, status: RenderStatus, format: AudioFormat) -> (position: Double, rate: Double, pastEnd: Double)? {
         guard var on = state.followingOn else { return nil }
         guard on.serial == state.serial, engine.isRealtime, !state.reversed else {
             state.followingOn = nil
@@ -924,7 +935,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         let written = Double(earlier.writtenEndFrame)
         guard extrapolated.isFinite else { return nil }
         let rate = extrapolated >= written ? 0 : (earlier.anchorRate.isFinite ? earlier.anchorRate : 1)
-        return (min(extrapolated, written) - Double(on.frameShift), rate)
+        return (min(extrapolated, written) - Double(on.frameShift), rate, max(0, extrapolated - written))
     }
 
     /// How much decoded sound waits ahead of the playhead, whether the ring is full, and

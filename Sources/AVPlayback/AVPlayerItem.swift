@@ -225,19 +225,19 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     /// The time at which playing forward stops, or `.invalid` for the end.
     open var forwardPlaybackEndTime: CMTime {
         get { state.withLockAnnotated { $0.forwardPlaybackEndTime } }
-        set { state.withLockAnnotated { $0.forwardPlaybackEndTime = newValue } }
+        set { observationRegistry.set(\AVPlayerItem.forwardPlaybackEndTime) { state.withLockAnnotated { $0.forwardPlaybackEndTime = newValue } } }
     }
     /// The time at which playing in reverse stops, or `.invalid` for the start.
     open var reversePlaybackEndTime: CMTime {
         get { state.withLockAnnotated { $0.reversePlaybackEndTime } }
-        set { state.withLockAnnotated { $0.reversePlaybackEndTime = newValue } }
+        set { observationRegistry.set(\AVPlayerItem.reversePlaybackEndTime) { state.withLockAnnotated { $0.reversePlaybackEndTime = newValue } } }
     }
     /// How far ahead of the playhead, in seconds, the item is read (0: the player's defaults,
     /// about three seconds): set before the item becomes current, it sizes the packets the
     /// item's demuxer keeps beyond the two seconds of decoded sound.
     open var preferredForwardBufferDuration: TimeInterval {
         get { state.withLockAnnotated { $0.preferredForwardBufferDuration } }
-        set { state.withLockAnnotated { $0.preferredForwardBufferDuration = newValue } }
+        set { observationRegistry.set(\AVPlayerItem.preferredForwardBufferDuration) { state.withLockAnnotated { $0.preferredForwardBufferDuration = newValue } } }
     }
     /// How pitch behaves at rates other than 1; `.timeDomain` by default.
     /// - `.timeDomain` keeps the pitch by overlapping grains of the waveform (speech, most
@@ -258,8 +258,10 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
     open var audioTimePitchAlgorithm: AVAudioTimePitchAlgorithm {
         get { state.withLockAnnotated { $0.audioTimePitchAlgorithm } }
         set {
-            state.withLockAnnotated { $0.audioTimePitchAlgorithm = newValue }
-            player?.pitchAlgorithmChanged(of: self)
+            observationRegistry.set(\AVPlayerItem.audioTimePitchAlgorithm) {
+                state.withLockAnnotated { $0.audioTimePitchAlgorithm = newValue }
+                player?.pitchAlgorithmChanged(of: self)
+            }
         }
     }
 
@@ -515,8 +517,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
 
     /// Sets one of `networkSettings` and tells the observers of `observed`.
     private func set<Value: Sendable>(_ setting: WritableKeyPath<NetworkSettings, Value>, to newValue: Value, observed: AnyKeyPath) {
-        let old = networkSettings.withLockAnnotated { current in defer { current[keyPath: setting] = newValue }; return current[keyPath: setting] }
-        observationRegistry.notify(observed, old: old, new: newValue)
+        observationRegistry.set(observed) { networkSettings.withLockAnnotated { $0[keyPath: setting] = newValue } }
     }
 
     /// The most bits per second the item should use from an HLS master playlist's variants;

@@ -93,27 +93,25 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
     open var player: AVPlayer? {
         get { state.withLockAnnotated { $0.player } }
         set {
-            let old: AVPlayer? = state.withLockAnnotated { state in
-                defer { state.player = newValue; state.isReadyForDisplay = false }
-                return state.player
+            observationRegistry.set(\AVPlayerLayer.player) {
+                let old: AVPlayer? = state.withLockAnnotated { state in
+                    defer { state.player = newValue; state.isReadyForDisplay = false }
+                    return state.player
+                }
+                guard old !== newValue else { return }
+                readyFlag.store(false, ordering: .relaxed)
+                watchPictures(of: newValue)
+                old?.removeVideoConsumer()
+                newValue?.addVideoConsumer()
+                target.publish(newValue)
             }
-            guard old !== newValue else { return }
-            readyFlag.store(false, ordering: .relaxed)
-            watchPictures(of: newValue)
-            old?.removeVideoConsumer()
-            newValue?.addVideoConsumer()
-            target.publish(newValue)
-            observationRegistry.notify(\AVPlayerLayer.player, old: old as Any, new: newValue as Any)
         }
     }
 
     /// How the picture fits the layer's bounds (`.resizeAspect` by default, as on Apple's).
     open var videoGravity: AVLayerVideoGravity {
         get { state.withLockAnnotated { $0.gravity } }
-        set {
-            let old = state.withLockAnnotated { state in defer { state.gravity = newValue }; return state.gravity }
-            if old != newValue { observationRegistry.notify(\AVPlayerLayer.videoGravity, old: old, new: newValue) }
-        }
+        set { observationRegistry.set(\AVPlayerLayer.videoGravity) { state.withLockAnnotated { $0.gravity = newValue } } }
     }
 
     /// The layer's size, set by the view that hosts it.

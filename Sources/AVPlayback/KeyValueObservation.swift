@@ -74,12 +74,17 @@ extension NSKeyValueObservation: Hashable {
 /// on a subclass (`\AVQueuePlayer.rate`) all notify, and setting a property never runs the
 /// handlers of others on the setter's thread.
 ///
+/// A setter stores its value inside `set(_:_:)`, and the re-read leaves that key path to it
+/// while it runs, and any value it read before the setter delivered: so the setter's thread
+/// delivers the change before the setter returns, and a re-read never hands on a value the
+/// setter has already replaced (which the next re-read would then undo).
+///
 /// No lock is held while a handler runs, so a handler may wait on another thread (a
 /// `DispatchQueue.main.sync`) while that thread sets a property or invalidates an
 /// observation. Which change a handler is given is decided under the registry's lock, so
 /// every change is delivered once, in order for each observation's thread.
-// @unchecked: `entries`, `nextID`, `rereadPending` and each entry's `last` and `removed` are
-// read and written only under `lock`. They are not in a Mutex because an entry's reading and
+// @unchecked: `entries`, `nextID`, `rereadPending`, `announcements`, `setting` and each
+// entry's `last`, `announced` and `removed` are read and written only under `lock`. They are not in a Mutex because an entry's reading and
 // comparing closures, and the values it keeps, are not Sendable (they hold the observed
 // values as `Any`), and must be called after the lock is released.
 public final class ObservationRegistry: @unchecked Sendable {
@@ -93,6 +98,10 @@ public final class ObservationRegistry: @unchecked Sendable {
         var last: Any?
         /// Set by `remove`: no delivery is decided for the entry after it.
         var removed = false
+        /// The count of `announcements` when a change of this key path was last decided on
+        /// its setter's (or announcer's) thread: a re-read begun before then may have read
+        /// the value that change replaced, and leaves the entry alone.
+        var announced = 0
 
         init(keyPath: AnyKeyPath, read: @escaping () -> Any?, equal: @escaping (Any, Any) -> Bool,
              handler: @escaping (Any, Any, Bool) -> Void) {
@@ -107,6 +116,12 @@ public final class ObservationRegistry: @unchecked Sendable {
     private var nextID = 0
     private var rereadPending = false
     private var queue: DispatchQueue
+    /// How many changes have been decided on the thread that made them (`set`, `changed`,
+    /// `notify`): a clock for telling a re-read what it may have read stale.
+    private var announcements = 0
+    /// Key paths whose setter is storing its value now (`set`), each with how many setters
+    /// are: the re-read leaves them to their setters.
+    private var setting: [AnyKeyPath: Int] = [:]
 
     /// A registry whose re-reading after a change runs on `rereadQueue` (its own serial queue
     /// when nil).
@@ -150,11 +165,29 @@ public final class ObservationRegistry: @unchecked Sendable {
         scheduleReread()
     }
 
-    /// Tells observers of `keyPath`, which a setter has just set, its new value (read again,
-    /// on this thread), and has the rest re-read.
+    /// Tells observers of `keyPath`, which has just changed, its new value (read again, on
+    /// this thread), and has the rest re-read. For a change noticed rather than made here;
+    /// a setter uses `set`.
     func changed(_ keyPath: AnyKeyPath) {
         deliver(only: keyPath, announced: nil)
         scheduleReread()
+    }
+
+    /// Runs a setter's `store`, which sets the property at `keyPath`, then tells that key
+    /// path's observers its new value on this thread, before returning, as Apple's key-value
+    /// observing delivers a set; then has the rest re-read. A re-read running meanwhile on
+    /// the registry's queue leaves `keyPath` to this thread.
+    @discardableResult
+    func set<Result>(_ keyPath: AnyKeyPath, _ store: () -> Result) -> Result {
+        lock.withLock { setting[keyPath, default: 0] += 1 }
+        let result = store()
+        deliver(only: keyPath, announced: nil)
+        lock.withLock {
+            let left = (setting[keyPath] ?? 1) - 1
+            setting[keyPath] = left > 0 ? left : nil
+        }
+        scheduleReread()
+        return result
     }
 
     /// Re-reads every observed key path and delivers those whose value moved, on this thread.
@@ -174,7 +207,7 @@ public final class ObservationRegistry: @unchecked Sendable {
     }
 
     private func deliver(only keyPath: AnyKeyPath?, announced: Any?) {
-        let current = lock.withLock { entries.sorted { $0.key < $1.key }.map(\.value) }
+        let (current, begun) = lock.withLock { (entries.sorted { $0.key < $1.key }.map(\.value), announcements) }
         for entry in current {
             if let keyPath, entry.keyPath != keyPath { continue }
             let value: Any
@@ -186,6 +219,13 @@ public final class ObservationRegistry: @unchecked Sendable {
                 value = read
             }
             let old: Any? = lock.withLock {
+                if keyPath != nil {
+                    announcements += 1
+                    entry.announced = announcements
+                } else if setting[entry.keyPath] != nil || entry.announced > begun {
+                    // A setter delivers this key path itself, or has since this re-read began.
+                    return nil
+                }
                 guard !entry.removed, let last = entry.last else {
                     if !entry.removed { entry.last = value }
                     return nil

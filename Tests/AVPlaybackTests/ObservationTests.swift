@@ -4,6 +4,7 @@ import ChorusTestSupport
 @testable import AVPlayback
 import MediaClock
 import MediaPipeline
+import Synchronization
 
 /// Key-value observation as the walkthrough's player uses it: chained key paths through the
 /// current item, properties that are set and properties that change by themselves, `.prior`,
@@ -259,5 +260,77 @@ extension ObservationTests {
         var error: NSError?
         #expect(missing.statusOfValue(forKey: "duration", error: &error) == .failed)
         #expect(error != nil)
+    }
+
+    @Test("a set is delivered on the setter's thread before it returns, though a re-read of everything runs on another thread meanwhile")
+    func aSetIsDeliveredByItsSetter() throws {
+        let dial = Dial()
+        let setter = pthread_self()
+        let seen = Collected<(value: Int, bySetter: Bool)>()
+        let watch = dial.observe(\.value, options: [.new]) { _, change in
+            seen.append((change.newValue ?? -1, pthread_equal(pthread_self(), setter) != 0))
+        }
+        defer { watch.invalidate() }
+        // A re-read between the setter's store and its delivery: it reads the new value.
+        dial.observationRegistry.set(\Dial.value) {
+            dial.store(1)
+            Dial.onAnotherThread { dial.observationRegistry.poke() }
+        }
+        #expect(seen.all.map(\.value) == [1])
+        #expect(seen.all.allSatisfy { $0.bySetter })
+        // A re-read that read the old value before the setter stored, and decides after the
+        // setter has delivered: it hands on nothing (not the old value back).
+        let hasRead = DispatchSemaphore(value: 0), goOn = DispatchSemaphore(value: 0)
+        dial.holdReads(otherThan: setter) { hasRead.signal(); goOn.wait() }
+        let rereadDone = DispatchSemaphore(value: 0)
+        Thread { dial.observationRegistry.poke(); rereadDone.signal() }.start()
+        hasRead.wait()
+        dial.value = 2
+        goOn.signal()
+        // The re-read held may be this one or one queued by a set: both are waited for.
+        rereadDone.wait()
+        dial.queue.sync {}
+        dial.observationRegistry.poke()
+        #expect(seen.all.map(\.value) == [1, 2])
+        #expect(seen.all.allSatisfy { $0.bySetter })
+    }
+}
+
+/// An observable value whose next read on another thread can be held once it has read, to
+/// put a registry's re-read at a chosen point of a setter's work.
+private final class Dial: AVKeyValueObservable, Sendable {
+    let queue = DispatchQueue(label: "chorus.test.dial")
+    let observationRegistry: ObservationRegistry
+    private let stored = Mutex(0)
+    private let hold = Mutex<(thread: pthread_t, action: @Sendable () -> Void)?>(nil)
+
+    var value: Int {
+        get {
+            let value = stored.withLock { $0 }
+            let held = hold.withLock { hold -> (@Sendable () -> Void)? in
+                guard let current = hold, pthread_equal(pthread_self(), current.thread) == 0 else { return nil }
+                hold = nil
+                return current.action
+            }
+            held?()
+            return value
+        }
+        set { observationRegistry.set(\Dial.value) { store(newValue) } }
+    }
+
+    init() { observationRegistry = ObservationRegistry(rereadQueue: queue) }
+
+    func store(_ value: Int) { stored.withLock { $0 = value } }
+
+    /// Runs `action` in the next read made on a thread other than `thread`, after it has read.
+    func holdReads(otherThan thread: pthread_t, _ action: @escaping @Sendable () -> Void) {
+        hold.withLock { $0 = (thread, action) }
+    }
+
+    /// Runs `work` on a new thread and waits for it.
+    static func onAnotherThread(_ work: @escaping @Sendable () -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        Thread { work(); done.signal() }.start()
+        done.wait()
     }
 }

@@ -153,10 +153,15 @@ import MutexAnnotations
         var movedAt: HostTime?
         let deadline = HostTime.now() + .seconds(20)
         let askAt = HostTime.now() + .milliseconds(500)
+        // Every change of the player's status from the move on: the sound plays on, so none.
+        let statuses = Collected<AVPlayer.TimeControlStatus>()
+        var watch: NSKeyValueObservation?
+        defer { watch?.invalidate() }
         while HostTime.now() < deadline {
             if let picture = layer.picture(forRefreshAt: HostTime.now() + .milliseconds(2)) { shown.append(picture.info) }
             if !asked, HostTime.now() > askAt {
                 atAsk = (shown.count, player.engine.videoQueue?.counts.dropped ?? 0)
+                watch = player.observe(\.timeControlStatus, options: [.new]) { _, change in change.newValue.map(statuses.append) }
                 item.preferredPeakBitRate = Double(info.variants[2].bandwidth)
                 asked = true
             }
@@ -164,6 +169,7 @@ import MutexAnnotations
             if let movedAt, HostTime.now() - movedAt > .seconds(2) { break }
             usleep(10_000)
         }
+        watch?.invalidate()
         player.pause()
         #expect(movedAt != nil, "the move was made")
         #expect(jumped.value == jumpsBefore)
@@ -175,6 +181,7 @@ import MutexAnnotations
         let oldEnd = old.host + Int64(old.frames) * 1_000_000_000 / Int64(old.sampleRate)
         if soundInTime {
             #expect(abs(new.host - oldEnd) < 100_000, "the new sound began \(Double(new.host - oldEnd) / 1e6) ms after the old one ended")
+            #expect(statuses.all.isEmpty, "the player's status went \(statuses.all) during the move")
         }
         #expect(abs(new.position - (old.position + Double(old.frames))) <= 1, "from frame \(new.position), the old ended at \(old.position + Double(old.frames))")
         // The pictures: the old variant's, then the new one's, never back; each later than
