@@ -524,7 +524,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
             state.pendingSeek = nil
             let oldItem = old
-            effects.changes.append { [weak self] in
+            effects.here.append { [weak self] in
                 self?.observationRegistry.notify(\AVPlayer.currentItem, old: oldItem as Any, new: item as Any)
             }
             if state.rate != 0 { setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: item == nil ? .noItemToPlay : .toMinimizeStalls, &effects) }
@@ -1097,8 +1097,12 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             if state.timeControlStatus != .playing || seekFirst {
                 setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: reason, &effects)
             }
-            state.timeJumped = true
-            state.jumpedTo = currentTimeLocked(&state)
+            // A start, a stop or a new rate calls the periodic observers; the same rate again
+            // (`play()` while playing) changes nothing, and calls none.
+            if oldRate != rate || seekFirst {
+                state.timeJumped = true
+                state.jumpedTo = currentTimeLocked(&state)
+            }
         }
         updateTimebase()
         effects.run(on: eventQueue)
@@ -1585,7 +1589,7 @@ extension AVPlayer {
     /// the state's lock, once it is released.
     func announceRateChange(_ effects: inout Effects, from old: Float, to new: Float,
                             reason: RateDidChangeReason = .setRateCalled) {
-        effects.changes.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.rate, old: old, new: new) }
+        effects.here.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.rate, old: old, new: new) }
         effects.notifications.append { [weak self] in
             guard let self else { return }
             NotificationCenter.default.post(name: AVPlayer.rateDidChangeNotification, object: self,
@@ -1594,18 +1598,23 @@ extension AVPlayer {
     }
 }
 
-/// Work gathered under the lock and run after it is released, in order, on the event queue.
+/// Work gathered under the lock and run after it is released: `here` on the thread that
+/// made the change, the rest in order on the event queue.
 struct Effects {
+    /// The observers of a change the caller made (`rate`, `currentItem`), told before the
+    /// call returns, on its thread, as Apple's key-value observing tells those of a set.
+    var here: [@Sendable () -> Void] = []
     var changes: [@Sendable () -> Void] = []
     var completions: [@Sendable () -> Void] = []
     var notifications: [@Sendable () -> Void] = []
     var after: [@Sendable () -> Void] = []
 
-    var isEmpty: Bool { changes.isEmpty && completions.isEmpty && notifications.isEmpty && after.isEmpty }
+    var isEmpty: Bool { here.isEmpty && changes.isEmpty && completions.isEmpty && notifications.isEmpty && after.isEmpty }
 
     func run(on queue: DispatchQueue) {
-        guard !isEmpty else { return }
+        for work in here { work() }
         let all = changes + completions + notifications + after
+        guard !all.isEmpty else { return }
         queue.async { for work in all { work() } }
     }
 }

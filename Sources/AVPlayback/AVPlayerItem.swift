@@ -930,9 +930,11 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
 }
 
 /// One track of an item as it plays: the asset's track, and whether it is enabled.
-public final class AVPlayerItemTrack: Sendable {
+public final class AVPlayerItemTrack: AVKeyValueObservable, Sendable {
     /// The asset track this stands for.
     public let assetTrack: AVAssetTrack?
+    /// Where observers of the track's properties (`isEnabled`) are told of their changes.
+    public let observationRegistry = ObservationRegistry()
     private let enabled = Mutex(true)
     /// The item the track belongs to, told when the track is turned on or off.
     private let owner: WeakBox<AVPlayerItem>
@@ -949,8 +951,10 @@ public final class AVPlayerItemTrack: Sendable {
     public var isEnabled: Bool {
         get { enabled.withLockAnnotated { $0 } }
         set {
-            let changed = enabled.withLockAnnotated { old in defer { old = newValue }; return old != newValue }
-            if changed, let item = owner.value { item.player?.tracksChanged(of: item) }
+            observationRegistry.set(\AVPlayerItemTrack.isEnabled) {
+                let changed = enabled.withLockAnnotated { old in defer { old = newValue }; return old != newValue }
+                if changed, let item = owner.value { item.player?.tracksChanged(of: item) }
+            }
         }
     }
 

@@ -94,11 +94,13 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         get { state.withLockAnnotated { $0.player } }
         set {
             observationRegistry.set(\AVPlayerLayer.player) {
-                let old: AVPlayer? = state.withLockAnnotated { state in
+                // The same player again changes nothing: its pictures stay ready to show.
+                let old: AVPlayer?? = state.withLockAnnotated { state in
+                    guard state.player !== newValue else { return nil }
                     defer { state.player = newValue; state.isReadyForDisplay = false }
                     return state.player
                 }
-                guard old !== newValue else { return }
+                guard let old else { return }
                 readyFlag.store(false, ordering: .relaxed)
                 watchPictures(of: newValue)
                 old?.removeVideoConsumer()

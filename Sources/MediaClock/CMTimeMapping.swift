@@ -15,6 +15,11 @@ public struct CMTimeMapping: Sendable, Hashable, Codable {
         self.target = target
     }
 
+    /// The all-zero mapping, as a C struct starts: both ranges invalid.
+    public init() {
+        self.init(source: CMTimeRange(), target: CMTimeRange())
+    }
+
     /// The invalid mapping (both ranges invalid).
     public static let invalid = CMTimeMapping(source: .invalid, target: .invalid)
 
@@ -38,3 +43,12 @@ public func CMTimeMappingMake(source: CMTimeRange, target: CMTimeRange) -> CMTim
 public func CMTimeMappingMakeEmpty(target: CMTimeRange) -> CMTimeMapping {
     CMTimeMapping(source: CMTimeRange(start: .invalid, duration: target.duration), target: target)
 }
+
+/// The invalid mapping (`kCMTimeMappingInvalid`).
+public let kCMTimeMappingInvalid = CMTimeMapping.invalid
+
+/// Whether `mapping` is usable (`CMTIMEMAPPING_IS_VALID`): see `CMTimeMapping.isValid`.
+public func CMTIMEMAPPING_IS_VALID(_ mapping: CMTimeMapping) -> Bool { mapping.isValid }
+
+/// Whether `mapping` is an empty edit (`CMTIMEMAPPING_IS_EMPTY`): see `CMTimeMapping.isEmpty`.
+public func CMTIMEMAPPING_IS_EMPTY(_ mapping: CMTimeMapping) -> Bool { mapping.isEmpty }

@@ -14,6 +14,12 @@ public struct CMTimeRange: Sendable, Hashable, Codable {
         self.duration = duration
     }
 
+    /// The all-zero range, as a C struct starts: both times invalid (flags 0), so the
+    /// range is invalid until set.
+    public init() {
+        self.init(start: CMTime(), duration: CMTime())
+    }
+
     /// The range from `start` up to, not including, `end`
     /// (`CMTimeRangeFromTimeToTime`); `end < start` produces an invalid range.
     public init(start: CMTime, end: CMTime) {

@@ -56,6 +56,32 @@ import Synchronization
         #expect(changes.count == 2)
     }
 
+    @Test("the rate and the current item, changed by the app, notify on its thread before the call returns")
+    func rateAndItemNotifyOnTheCallersThread() throws {
+        let player = AVPlayer(playerItem: AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000)),
+                              output: .null(driftPPM: 0))
+        defer { player.close() }
+        let caller = pthread_self()
+        let rates = Collected<(rate: Float, byCaller: Bool)>()
+        let items = Collected<Bool>()
+        let rateWatch = player.observe(\.rate, options: [.new]) { _, change in
+            rates.append((change.newValue ?? -1, pthread_equal(pthread_self(), caller) != 0))
+        }
+        let itemWatch = player.observe(\.currentItem, options: [.new]) { _, _ in
+            items.append(pthread_equal(pthread_self(), caller) != 0)
+        }
+        defer { rateWatch.invalidate(); itemWatch.invalidate() }
+        player.rate = 0.5
+        #expect(rates.all.map(\.rate) == [0.5])
+        player.pause()
+        #expect(rates.all.map(\.rate) == [0.5, 0])
+        player.play()
+        #expect(rates.all.map(\.rate) == [0.5, 0, 1])
+        #expect(rates.all.allSatisfy { $0.byCaller })
+        player.replaceCurrentItem(with: AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000)))
+        #expect(items.all == [true])
+    }
+
     @Test("a key path's values and changes come as async streams: the current value first, then each change, .prior before it")
     func asyncStreams() async throws {
         let player = AVPlayer(playerItem: nil, output: .null(driftPPM: 0))
@@ -260,6 +286,21 @@ extension ObservationTests {
         var error: NSError?
         #expect(missing.statusOfValue(forKey: "duration", error: &error) == .failed)
         #expect(error != nil)
+    }
+
+    @Test("a track's isEnabled is observable, and notifies on the setter's thread")
+    func trackEnablingNotifies() async throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
+        let track = try #require(item.tracks.first)
+        let seen = Collected<Bool>()
+        let watch = track.observe(\.isEnabled, options: [.new]) { _, change in change.newValue.map(seen.append) }
+        defer { watch.invalidate() }
+        track.isEnabled = false
+        track.isEnabled = true
+        #expect(seen.all == [false, true])
     }
 
     @Test("a set is delivered on the setter's thread before it returns, though a re-read of everything runs on another thread meanwhile")

@@ -99,6 +99,10 @@ import Synchronization
         // Nothing refreshes the layer: no view hosts it.
         #expect(await waitUntil(10) { layer.isReadyForDisplay })
         #expect(await waitUntil(5) { seen.all == [true] })
+        // Given the same player again, it stays ready: nothing changed.
+        layer.player = player
+        #expect(layer.isReadyForDisplay)
+        #expect(seen.all == [true])
         // A second layer on the same player, whose picture is already decoded, is ready at once.
         let second = AVPlayerLayer(player: player)
         #expect(await waitUntil(5) { second.isReadyForDisplay })

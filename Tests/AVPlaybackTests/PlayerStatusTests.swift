@@ -95,6 +95,34 @@ import Synchronization
         #expect(await waitUntil(5) { jumped.value == 1 })
     }
 
+    @Test("play while playing changes nothing: periodic observers are not called again; a new rate calls them")
+    func playWhilePlayingIsNoStart() async throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 5))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        let observers = DispatchQueue(label: "test.observer")
+        let calls = Atomic<Int>(0)
+        // An interval longer than the test: only starts, stops and jumps call the block.
+        let token = player.addPeriodicTimeObserver(forInterval: CMTime(value: 100, timescale: 1), queue: observers) { _ in
+            calls.add(1, ordering: .relaxed)
+        }
+        defer { player.removeTimeObserver(token) }
+        player.play()
+        #expect(await waitUntil(10) { player.timeControlStatus == .playing })
+        // Every monitor tick that follows a call below is run here, then its blocks.
+        func settle() { player.eventQueue.sync { player.tick() }; observers.sync {} }
+        settle()
+        let started = calls.load(ordering: .relaxed)
+        #expect(started > 0)
+        for _ in 0..<3 { player.play(); settle() }
+        player.rate = 1
+        settle()
+        #expect(calls.load(ordering: .relaxed) == started)
+        player.rate = 2
+        settle()
+        #expect(calls.load(ordering: .relaxed) > started)
+    }
+
     @Test("removing a time observer does not wait for its running block, which may be waiting for the remover")
     func removingAnObserverDoesNotWaitForItsBlock() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 3))

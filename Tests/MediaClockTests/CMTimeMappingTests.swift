@@ -13,5 +13,18 @@ struct CMTimeMappingTests {
         let empty = CMTimeMappingMakeEmpty(target: target)
         #expect(empty.isEmpty && empty.isValid)
         #expect(!CMTimeMapping.invalid.isValid)
+        #expect(CMTIMEMAPPING_IS_VALID(mapping) && !CMTIMEMAPPING_IS_EMPTY(mapping))
+        #expect(CMTIMEMAPPING_IS_EMPTY(empty))
+        #expect(!CMTIMEMAPPING_IS_VALID(kCMTimeMappingInvalid))
+    }
+
+    @Test("a range and a mapping made with no arguments are all zero, and so invalid, as C structs start")
+    func zeroInitialized() {
+        let range = CMTimeRange()
+        #expect(range.start == CMTime() && range.duration == CMTime())
+        #expect(!range.isValid && !CMTIMERANGE_IS_VALID(range))
+        let mapping = CMTimeMapping()
+        #expect(mapping.source == CMTimeRange() && mapping.target == CMTimeRange())
+        #expect(!CMTIMEMAPPING_IS_VALID(mapping))
     }
 }
