@@ -206,14 +206,27 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     }
 
     /// `rate` if the current item can play it (a negative rate needs `canPlayReverse`), or
-    /// nil with a warning.
+    /// nil with a warning, the rate unchanged and `rateDidChangeNotification` posted with
+    /// `.setRateFailed`, as Apple's players report a rate they cannot play.
     func rateForCurrentItem(_ rate: Float) -> Float? {
-        guard let playable = Self.playableRate(rate) else { return nil }
+        guard let playable = Self.playableRate(rate) else {
+            rateFailed()
+            return nil
+        }
         if playable < 0, let item = currentItem, item.status == .readyToPlay, !item.canPlayReverse {
             playerLog.warning("AVPlayer: rate \(rate) ignored: the item cannot play in reverse (it has no sound, cannot be sought, or is an HLS presentation spliced from several)")
+            rateFailed()
             return nil
         }
         return playable
+    }
+
+    private func rateFailed() {
+        eventQueue.async { [weak self] in
+            guard let self else { return }
+            NotificationCenter.default.post(name: AVPlayer.rateDidChangeNotification, object: self,
+                                            userInfo: [AVPlayer.rateDidChangeReasonKey: RateDidChangeReason.setRateFailed])
+        }
     }
 
     /// An item's outputs changed: when it is the current one, its layers follow.
@@ -387,11 +400,13 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         effects.run(on: eventQueue)
     }
 
-    /// Plays at `rate` at once, without waiting for buffering.
+    /// Plays at `rate` at once with the sound there is, whether or not enough is buffered
+    /// to minimize stalls: the start does not wait for `automaticallyWaitsToMinimizeStalling`'s
+    /// second of sound (a stall later still waits, as that setting says).
     open func playImmediately(atRate rate: Float) {
         if rate == 0 { pause(); return }
         guard let rate = rateForCurrentItem(rate) else { return }
-        start(rate: rate, at: nil, hostTime: nil, seekFirst: false)
+        start(rate: rate, at: nil, hostTime: nil, seekFirst: false, immediately: true)
     }
 
     /// Aligns item time `itemTime` with host time `hostClockTime` and plays at `rate`.
@@ -1020,7 +1035,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     // MARK: - Internals shared with the extensions
 
     /// Starts playing at `rate`, optionally from `itemTime`, optionally at `hostTime`.
-    func start(rate: Float, at itemTime: CMTime?, hostTime: HostTime?, seekFirst: Bool) {
+    func start(rate: Float, at itemTime: CMTime?, hostTime: HostTime?, seekFirst: Bool, immediately: Bool = false) {
         var effects = Effects()
         let refused = state.withLockAnnotated { state -> Bool in
             // At the item's end, as on Apple's players, only a seek makes forward play
@@ -1031,6 +1046,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         if refused { return }
         state.withLockAnnotated { state in
             state.pausedAtEnd = false
+            state.startsImmediately = immediately
             let oldRate = state.rate
             // Where the item stands before the new rate changes the reckoning.
             let standing = state.itemLoaded && oldRate != 0 ? currentTimeLocked(&state) : state.position
@@ -1140,6 +1156,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     func pauseLocked(_ state: inout PlayerState, _ effects: inout Effects) {
         let oldRate = state.rate
+        state.startsImmediately = false
         state.lastAdvance = nil
         if let format = state.format, let frame = renderedFrameLocked(&state, format: format) {
             state.position = CMTime(value: frame, timescale: Int32(format.sampleRate))
@@ -1209,7 +1226,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         let preferred = item.preferredForwardBufferDuration
         let seconds = max(AVPlayerItem.likelyToKeepUpBuffer.seconds, preferred.isFinite ? preferred : 0)
         let frames = Int(min(seconds, Self.longestStallBuffer) * Double(format.sampleRate))
-        return (item.asset.isNetworkStream ? frames : 0, frames)
+        return (item.asset.isNetworkStream && !state.startsImmediately ? frames : 0, frames)
     }
 
     /// The longest wait for sound a player asks for, in seconds: the ring's own two seconds
@@ -1436,6 +1453,9 @@ struct PlayerState {
     var waitingReason: AVPlayer.WaitingReason?
     var actionAtItemEnd = AVPlayer.ActionAtItemEnd.pause
     var waitsToMinimizeStalling = true
+    /// The play under way began with `playImmediately(atRate:)`: its start waits for no
+    /// buffer (until the next start or pause).
+    var startsImmediately = false
     var volume: Float = 1
     var isMuted = false
     var masterClock: CMClock?

@@ -166,7 +166,14 @@ import ChorusTestSupport
         defer { player.close() }
         #expect(await waitUntil(20) { item.status == .readyToPlay })
         #expect(!item.canPlayReverse)
+        let reasons = Collected<AVPlayer.RateDidChangeReason?>()
+        let token = NotificationCenter.default.addObserver(forName: AVPlayer.rateDidChangeNotification, object: player, queue: nil) { note in
+            reasons.append(note.userInfo?[AVPlayer.rateDidChangeReasonKey] as? AVPlayer.RateDidChangeReason)
+        }
+        defer { NotificationCenter.default.removeObserver(token) }
         player.rate = -1
         #expect(player.rate == 0)
+        // Reported as Apple's players report a rate they cannot play.
+        #expect(await waitUntil(5) { reasons.all == [.setRateFailed] })
     }
 }

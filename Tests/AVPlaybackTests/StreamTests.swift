@@ -256,6 +256,28 @@ import MediaServer
         #expect(shown.failed.value == 0 && shown.item.error == nil)
     }
 
+    @Test("playImmediately starts a network item with the sound there is; play waits for a second of it")
+    func playImmediatelyWaitsForNoBuffer() async throws {
+        let file = try TestMedia.tone(.wav, seconds: 4, rate: 48_000)
+        let server = try ThrottledHTTPServer(serving: file.deletingLastPathComponent(), bytesPerSecond: 0)
+        defer { server.stop() }
+        let item = AVPlayerItem(url: try #require(URL(string: server.url(file.lastPathComponent))))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(await waitUntil(20) { item.status == .readyToPlay })
+        // What the render thread is told to have queued before it sounds.
+        func startBuffer() -> Int { player.engine.currentControl?.startBufferFrames ?? -1 }
+        player.play()
+        #expect(startBuffer() == 48_000)
+        player.pause()
+        player.playImmediately(atRate: 1)
+        #expect(startBuffer() == 0)
+        #expect(await waitUntil(10) { player.timeControlStatus == .playing })
+        player.pause()
+        player.play()
+        #expect(startBuffer() == 48_000)
+    }
+
     /// An on-demand HLS stream whose playlist dates its segments: the item tells the date of
     /// its current time, and a date seek lands where the playlist puts that date.
     @Test("an HLS stream whose playlist dates its segments tells the date it stands at, and seeks to a date")
