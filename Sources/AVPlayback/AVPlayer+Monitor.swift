@@ -50,11 +50,14 @@ extension AVPlayer {
         let status = engine.status
         let realtime = engine.isRealtime
         let now = HostTime(hostClock.time) ?? .now()
-        var fire: (time: CMTime, playing: Bool, jumped: Bool, jumpedTo: CMTime?, previous: CMTime, observers: [TimeObserver])?
+        var fire: (time: CMTime, playing: Bool, jumped: Bool, jumpedTo: CMTime?, previous: CMTime, observers: [TimeObserver], ended: Bool)?
         // Where the item stands, for its pushing outputs (subtitles, timed metadata).
         var pushed: (item: AVPlayerItem, time: CMTime, jumped: Bool)?
         // The item that may move to another of its variants, when it plays.
         var adapting: AVPlayerItem?
+        // The item played forward to its end (or its forward end time) this tick, and is
+        // still current: the boundaries up to the end were traversed, though it now stands.
+        var endedForward = false
         state.withLockAnnotated { state in
             promoteIfHeardLocked(&state, status: status, now: now, realtime: realtime, &effects)
             guard let item = state.item else { return }
@@ -89,7 +92,9 @@ extension AVPlayer {
                     // of the handover has not come yet: promoted first, on a later tick.
                     if state.pendingBoundary != nil || engine.successorHasBegun(at: 0) { break }
                     state.endHandledSerial = state.serial
+                    let forward = state.rate > 0
                     handleEndLocked(&state, item: item, failed: status.phase == .failed, endFrame: max(0, state.itemFrame(ofRenderFrame: status.endFrame)), &effects)
+                    endedForward = forward && state.item === item
                 case .idle, .starting:
                     break
                 }
@@ -101,6 +106,7 @@ extension AVPlayer {
                 if end.isNumeric, end > .zero, currentTimeLocked(&state) >= end {
                     state.endHandledSerial = state.serial
                     handleEndLocked(&state, item: item, failed: false, endFrame: frames(of: end, format: format), atEndOfMedia: false, &effects)
+                    endedForward = state.item === item
                     if state.rate == 0 {
                         // Paused there: it stands at the end itself, not where the tick
                         // found it, and the reader waits there.
@@ -117,7 +123,7 @@ extension AVPlayer {
                 effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.newAccessLogEntryNotification, object: item) }
             }
             state.lastTickHost = now
-            fire = (time, playing, state.timeJumped, state.jumpedTo, state.lastObservedTime, state.observers)
+            fire = (time, playing, state.timeJumped, state.jumpedTo, state.lastObservedTime, state.observers, endedForward)
             if state.itemLoaded { pushed = (item, time, state.timeJumped) }
             state.timeJumped = false
             state.jumpedTo = nil
@@ -134,7 +140,7 @@ extension AVPlayer {
         currentItem?.observationRegistry.poke()
         if let fire, !fire.observers.isEmpty {
             fireTimeObservers(now: fire.time, playing: fire.playing, jumped: fire.jumped, jumpedTo: fire.jumpedTo, previous: fire.previous,
-                              observers: fire.observers)
+                              observers: fire.observers, reachedEnd: fire.ended)
         }
         if let pushed {
             if let info = pushed.item.loadedInfo {

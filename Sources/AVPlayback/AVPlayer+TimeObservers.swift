@@ -41,9 +41,11 @@ extension AVPlayer {
     }
 
     /// On the event queue, each tick: fires the observers that are due. `jumpedTo` is where
-    /// the time stood just after a jump since the last tick (nil: `time`).
+    /// the time stood just after a jump since the last tick (nil: `time`). `reachedEnd`: the
+    /// item played on to its end in this tick and stopped there (`time`), so the boundaries
+    /// on the way are traversed although it no longer plays.
     func fireTimeObservers(now time: CMTime, playing: Bool, jumped: Bool, jumpedTo: CMTime? = nil, previous: CMTime,
-                           observers: [TimeObserver]) {
+                           observers: [TimeObserver], reachedEnd: Bool = false) {
         for observer in observers {
             switch observer.kind {
             case .periodic(let interval, let block):
@@ -65,7 +67,7 @@ extension AVPlayer {
                 }
                 observer.deliver { block(told) }
             case .boundary(let times, let block):
-                guard playing, !jumped, previous.isNumeric, time > previous else { continue }
+                guard (playing && !jumped) || reachedEnd, previous.isNumeric, time > previous else { continue }
                 if times.contains(where: { $0 > previous && $0 <= time }) {
                     observer.deliver { block() }
                 }

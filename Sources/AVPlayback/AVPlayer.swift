@@ -539,9 +539,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
             state.pendingSeek = nil
             let oldItem = old
-            effects.here.append { [weak self] in
-                self?.observationRegistry.notify(\AVPlayer.currentItem, old: oldItem as Any, new: item as Any)
-            }
+            let registry = observationRegistry
+            registry.willSet(\AVPlayer.currentItem)
+            effects.here.append { registry.didSet(\AVPlayer.currentItem, old: oldItem as Any, new: item as Any) }
             if state.rate != 0 { setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: item == nil ? .noItemToPlay : .toMinimizeStalls, &effects) }
             return old
         }
@@ -1609,7 +1609,9 @@ extension AVPlayer {
     /// the state's lock, once it is released.
     func announceRateChange(_ effects: inout Effects, from old: Float, to new: Float,
                             reason: RateDidChangeReason = .setRateCalled) {
-        effects.here.append { [weak self] in self?.observationRegistry.notify(\AVPlayer.rate, old: old, new: new) }
+        let registry = observationRegistry
+        registry.willSet(\AVPlayer.rate)
+        effects.here.append { registry.didSet(\AVPlayer.rate, old: old, new: new) }
         effects.notifications.append { [weak self] in
             guard let self else { return }
             NotificationCenter.default.post(name: AVPlayer.rateDidChangeNotification, object: self,

@@ -179,15 +179,33 @@ public final class ObservationRegistry: @unchecked Sendable {
     /// the registry's queue leaves `keyPath` to this thread.
     @discardableResult
     func set<Result>(_ keyPath: AnyKeyPath, _ store: () -> Result) -> Result {
-        lock.withLock { setting[keyPath, default: 0] += 1 }
+        willSet(keyPath)
         let result = store()
         deliver(only: keyPath, announced: nil)
+        endSetting(keyPath)
+        return result
+    }
+
+    /// The caller is about to change the property at `keyPath` (under its own lock, say),
+    /// and will tell its observers with `didSet(_:old:new:)`: until then a re-read leaves
+    /// that key path to it. Every call must be followed by one `didSet`.
+    func willSet(_ keyPath: AnyKeyPath) {
+        lock.withLock { setting[keyPath, default: 0] += 1 }
+    }
+
+    /// Tells the observers of `keyPath`, announced by `willSet`, that it changed from `old`
+    /// to `new` (on this thread), and has the rest re-read.
+    func didSet(_ keyPath: AnyKeyPath, old: Any, new: Any) {
+        deliver(only: keyPath, announced: new)
+        endSetting(keyPath)
+    }
+
+    private func endSetting(_ keyPath: AnyKeyPath) {
         lock.withLock {
             let left = (setting[keyPath] ?? 1) - 1
             setting[keyPath] = left > 0 ? left : nil
         }
         scheduleReread()
-        return result
     }
 
     /// Re-reads every observed key path and delivers those whose value moved, on this thread.

@@ -123,6 +123,26 @@ import Synchronization
         #expect(calls.load(ordering: .relaxed) > started)
     }
 
+    @Test("boundaries at and just before the end are traversed when the item plays to its end and pauses there")
+    func boundariesAtTheEndAreTraversed() async throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1, rate: 48_000))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
+        let duration = item.duration
+        let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+        let crossed = Collected<String>()
+        let observers = DispatchQueue(label: "test.boundaries")
+        let atEnd = player.addBoundaryTimeObserver(forTimes: [NSValue(time: duration)], queue: observers) { crossed.append("end") }
+        let justBefore = player.addBoundaryTimeObserver(forTimes: [NSValue(time: duration - CMTime(value: 2, timescale: 1_000))],
+                                                        queue: observers) { crossed.append("before") }
+        defer { player.removeTimeObserver(atEnd); player.removeTimeObserver(justBefore) }
+        player.play()
+        #expect(await waitUntil(10) { ended.value == 1 })
+        #expect(await waitUntil(5) { crossed.count == 2 }, "crossed: \(crossed.all)")
+        #expect(Set(crossed.all) == ["end", "before"])
+    }
+
     @Test("removing a time observer does not wait for its running block, which may be waiting for the remover")
     func removingAnObserverDoesNotWaitForItsBlock() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 3))
