@@ -96,9 +96,7 @@ extension CMTime {
         return fitting(
             numerator, times: 1, over: divisor,
             preferredTimescale: preferred,
-            // CoreMedia's fallback when the LCM is too large; the larger operand's timescale
-            // when the value overflows in the LCM (halved further while it still does).
-            fallbackTimescale: preferred == nil ? kCMTimeMaxTimescale : max(lhs.timescale, rhs.timescale),
+            fallbackTimescale: max(lhs.timescale, rhs.timescale),
             epoch: epoch,
             alreadyRounded: lhs.hasBeenRounded || rhs.hasBeenRounded
         )
@@ -107,10 +105,11 @@ extension CMTime {
     /// The sum (`CMTimeAdd`).
     ///
     /// Mixed timescales are added exactly in their least common multiple. When the LCM
-    /// exceeds `kCMTimeMaxTimescale`, the result is in `kCMTimeMaxTimescale`, as CoreMedia
-    /// documents; when the value overflows in the LCM, in the larger operand timescale. Either
-    /// is halved further while the value still overflows, with default rounding and
-    /// `hasBeenRounded`; past timescale 1 the result is ±infinity.
+    /// exceeds `kCMTimeMaxTimescale` or the value overflows, the larger operand timescale
+    /// is used instead (halved further while the value still overflows) with default
+    /// rounding and `hasBeenRounded`; past timescale 1 the result is ±infinity.
+    /// (CoreMedia documents `kCMTimeMaxTimescale` rather than the larger operand timescale
+    /// as its fallback; the larger operand timescale keeps results in a familiar scale.)
     /// Non-numeric operands and epochs follow `CMTimeAdd`: invalid wins, `+inf + -inf` is
     /// invalid, an infinity absorbs finite and indefinite values, indefinite absorbs finite.
     public static func + (lhs: CMTime, rhs: CMTime) -> CMTime {
