@@ -14,8 +14,10 @@ import MutexAnnotations
 ///
 /// Notifications (`timeJumpedNotification`, `effectiveRateChangedNotification`) are
 /// posted synchronously on the calling thread, after the change is visible and with no
-/// lock held, to the `NotificationCenter` given at initialization. Only the timebase
-/// whose rate was set posts a rate notification; timebases slaved to it do not.
+/// lock held, to the `NotificationCenter` given at initialization. A timebase driven by
+/// another posts them too when that one's rate changes or its time jumps, as its own
+/// effective rate and time then do (unless its own rate is 0, which holds it where it is),
+/// and so on down the chain.
 ///
 /// Thread-safety: all members may be called from any thread. The anchor and rate are
 /// guarded by a mutex that is never held while calling into the source, so chains of
@@ -47,6 +49,12 @@ public final class CMTimebase: Sendable {
     private let source: Source
     private let notificationCenter: NotificationCenter
     private let state: Mutex<State>
+    /// The timebases driven by this one, told of its jumps and rate changes.
+    private let dependents = Mutex<[WeakTimebase]>([])
+
+    private struct WeakTimebase {
+        weak var timebase: CMTimebase?
+    }
 
     /// A timebase driven by `sourceClock`, reading 0 at rate 0.
     public convenience init(sourceClock: CMClock) {
@@ -83,6 +91,10 @@ public final class CMTimebase: Sendable {
         source = .timebase(sourceTimebase)
         self.notificationCenter = notificationCenter
         state = Mutex(State(rate: 0, anchorTime: .zero, anchorSourceTime: sourceTimebase.time))
+        sourceTimebase.dependents.withLockAnnotated { list in
+            list.removeAll { $0.timebase == nil }
+            list.append(WeakTimebase(timebase: self))
+        }
     }
 
     /// The source clock, or `nil` when driven by a timebase.
@@ -161,7 +173,7 @@ public final class CMTimebase: Sendable {
             $0.anchorTime = time
             $0.anchorSourceTime = sourceNow
         }
-        notificationCenter.post(name: Self.timeJumpedNotification, object: self)
+        post(jumped: true, rateChanged: false)
     }
 
     /// Changes the rate, re-anchoring at the current time so that time is continuous
@@ -178,9 +190,7 @@ public final class CMTimebase: Sendable {
             current = State(rate: rate, anchorTime: now, anchorSourceTime: sourceNow)
             return true
         }
-        if changed {
-            notificationCenter.post(name: Self.effectiveRateChangedNotification, object: self)
-        }
+        if changed { post(jumped: false, rateChanged: true) }
     }
 
     /// Sets rate and anchor together: at source time `referenceTime` the timebase reads
@@ -200,10 +210,7 @@ public final class CMTimebase: Sendable {
             current = State(rate: rate, anchorTime: anchorTime, anchorSourceTime: referenceTime)
             return changed
         }
-        notificationCenter.post(name: Self.timeJumpedNotification, object: self)
-        if changed {
-            notificationCenter.post(name: Self.effectiveRateChangedNotification, object: self)
-        }
+        post(jumped: true, rateChanged: changed)
     }
 
     /// Re-anchors without changing the rate: at source time `referenceTime` the
@@ -216,7 +223,21 @@ public final class CMTimebase: Sendable {
             $0.anchorTime = time
             $0.anchorSourceTime = referenceTime
         }
-        notificationCenter.post(name: Self.timeJumpedNotification, object: self)
+        post(jumped: true, rateChanged: false)
+    }
+
+    /// Posts this timebase's notifications, then those of the timebases it drives whose
+    /// time moves with it (a rate of 0 holds a timebase, and those it drives, where they are).
+    private func post(jumped: Bool, rateChanged: Bool) {
+        if jumped { notificationCenter.post(name: Self.timeJumpedNotification, object: self) }
+        if rateChanged { notificationCenter.post(name: Self.effectiveRateChangedNotification, object: self) }
+        let driven = dependents.withLockAnnotated { list -> [CMTimebase] in
+            list.removeAll { $0.timebase == nil }
+            return list.compactMap(\.timebase)
+        }
+        for timebase in driven where timebase.rate != 0 {
+            timebase.post(jumped: jumped, rateChanged: rateChanged)
+        }
     }
 
     /// The source's time now.

@@ -359,14 +359,17 @@ public final class AudioRenderer: @unchecked Sendable {
         } else {
             render(into: buffer, frames: frames, channels: channels, host: host)
         }
-        if let capture, status.phase == .playing || status.phase == .ended || status.phase == .failed {
+        // A period whose content ran out partway (the reader behind: it stalled) is heard
+        // too, up to where its content ended.
+        let stalledWithContent = status.phase == .stalled && filled > 0 && !tookIn
+        if let capture, status.phase == .playing || status.phase == .ended || status.phase == .failed || stalledWithContent {
             let contentDeviceHost = deviceHost + .nanoseconds(Int64((Double(keeperDelay.nanosecondsClamped) / hostMappingSlope).rounded()))
             // The content position of this period's first frame: the anchor projected
             // back to the period start when content began partway through it.
             let lead = Double((status.anchorHost - host).nanosecondsClamped) * Double(ring.format.sampleRate) / 1e9
                 * status.anchorRate
             let smoothing = deviceFirstHeard.nanoseconds &- reported.nanoseconds
-            let captured = output.isRealtime ? frames : filled
+            let captured = output.isRealtime && !stalledWithContent ? frames : filled
             if tookIn, let parts = tookInParts, let keeper {
                 // The frames before the stage's stream are heard as they were written; the
                 // stream from them on, through the content rendered for the stage's delay,

@@ -79,8 +79,10 @@ import MediaPipeline
         #expect(player.engine.currentControl?.mode == .play(serial: serial, frame: pausedFrame, hostTime: nil))
         #expect(await waitUntil { player.timeControlStatus == .playing && player.engine.status.serial == serial })
         #expect(await waitUntil { (try? RenderCaptureLog(path: path).periods.contains { $0.serial == serial }) == true })
-        let resumed = try #require(try RenderCaptureLog(path: path).periods.first { $0.serial == serial })
-        #expect(resumed.position == Double(pausedFrame), "resumed from frame \(resumed.position), paused at \(pausedFrame)")
+        let periods = try RenderCaptureLog(path: path).periods
+        let resumed = try #require(periods.first { $0.serial == serial })
+        let around = periods.filter { $0.serial >= serial - 1 }.prefix(12).map { "\($0.serial)@\($0.host): \($0.position)+\($0.frames)" }
+        #expect(resumed.position == Double(pausedFrame), "resumed from frame \(resumed.position), paused at \(pausedFrame); the periods around: \(around)")
         #expect(player.currentTime() >= paused)
     }
 

@@ -133,6 +133,37 @@ struct CMTimebaseTests {
         #expect(CMTimebase.timeJumpedNotification.rawValue == "CMTimebaseNotification_TimeJumped")
     }
 
+    @Test("a timebase driven by another posts when that one's rate changes or its time jumps, unless its own rate holds it")
+    func drivenTimebasesPostTheirSourcesChanges() throws {
+        let center = NotificationCenter()
+        let parent = CMTimebase(sourceClock: clock, notificationCenter: center)
+        let child = CMTimebase(sourceTimebase: parent, notificationCenter: center)
+        let held = CMTimebase(sourceTimebase: parent, notificationCenter: center)
+        let grandchild = CMTimebase(sourceTimebase: child, notificationCenter: center)
+        let childLog = NotificationLog(center: center, timebase: child)
+        let heldLog = NotificationLog(center: center, timebase: held)
+        let grandchildLog = NotificationLog(center: center, timebase: grandchild)
+        try child.setRate(1)
+        try grandchild.setRate(3)
+        _ = childLog.drain(); _ = grandchildLog.drain()
+        try parent.setRate(2)
+        #expect(childLog.drain() == [CMTimebase.effectiveRateChangedNotification])
+        #expect(grandchildLog.drain() == [CMTimebase.effectiveRateChangedNotification])
+        try parent.setTime(seconds(10))
+        #expect(childLog.drain() == [CMTimebase.timeJumpedNotification])
+        #expect(grandchildLog.drain() == [CMTimebase.timeJumpedNotification])
+        try parent.setRateAndAnchorTime(rate: 1, anchorTime: seconds(1), referenceTime: seconds(1))
+        #expect(childLog.drain() == [CMTimebase.timeJumpedNotification, CMTimebase.effectiveRateChangedNotification])
+        // At rate 0 a timebase stands still whatever drives it: neither it nor those it
+        // drives post.
+        try child.setRate(0)
+        _ = childLog.drain(); _ = grandchildLog.drain()
+        try parent.setRate(4)
+        try parent.setTime(seconds(3))
+        #expect(childLog.drain().isEmpty && grandchildLog.drain().isEmpty)
+        #expect(heldLog.drain().isEmpty)
+    }
+
     @Test func hostTimeForTimeInvertsTheMapping() throws {
         let parent = CMTimebase(sourceClock: clock)
         #expect(parent.hostTime(forTime: seconds(1)) == nil)
