@@ -231,13 +231,17 @@ extension AVPlayer {
         // As a queue player's items end on Apple's players: the end of the one, then the next
         // as the current item. Each item knows its player first, so that whoever hears of the
         // end (a looper putting the item back) finds it free.
+        // The re-read leaves the new current item to this announcement, which comes after
+        // the end notification of the one before.
+        observationRegistry.willSet(\AVPlayer.currentItem)
+        let registry = observationRegistry
         effects.changes.append { [weak self] in
+            defer { registry.didSet(\AVPlayer.currentItem) }
             guard let self else { return }
             newItem.player = self
             old.player = nil
             if next.damagedPackets > 0 { newItem.noteDamage(next.damagedPackets) }
             NotificationCenter.default.post(name: AVPlayerItem.didPlayToEndTimeNotification, object: old)
-            observationRegistry.notify(\AVPlayer.currentItem, old: old as Any, new: newItem as Any)
         }
         effects.after.append { [weak self] in
             guard let self else { return }

@@ -22,6 +22,8 @@ extension AVPlayer {
             state.resetRunLocked()
             state.positioned = true
             state.pausedAtEnd = false
+            // A play started at once does not carry its haste past a seek.
+            state.startsImmediately = false
             state.position = target
             state.scheduledHost = nil
             state.masterAnchor = nil

@@ -208,14 +208,16 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// `rate` if the current item can play it (a negative rate needs `canPlayReverse`), or
     /// nil with a warning, the rate unchanged and `rateDidChangeNotification` posted with
     /// `.setRateFailed`, as Apple's players report a rate they cannot play.
-    func rateForCurrentItem(_ rate: Float) -> Float? {
+    /// (`play()`, which falls back to rate 1 for a `defaultRate` it cannot play, does not
+    /// report the failure: it plays.)
+    func rateForCurrentItem(_ rate: Float, reportingFailure: Bool = true) -> Float? {
         guard let playable = Self.playableRate(rate) else {
-            rateFailed()
+            if reportingFailure { rateFailed() }
             return nil
         }
         if playable < 0, let item = currentItem, item.status == .readyToPlay, !item.canPlayReverse {
             playerLog.warning("AVPlayer: rate \(rate) ignored: the item cannot play in reverse (it has no sound, cannot be sought, or is an HLS presentation spliced from several)")
-            rateFailed()
+            if reportingFailure { rateFailed() }
             return nil
         }
         return playable
@@ -387,7 +389,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
     /// Plays at `defaultRate`.
     open func play() {
         let rate = defaultRate
-        start(rate: rate == 0 ? 1 : rateForCurrentItem(rate) ?? 1, at: nil, hostTime: nil, seekFirst: false)
+        start(rate: rate == 0 ? 1 : rateForCurrentItem(rate, reportingFailure: false) ?? 1, at: nil, hostTime: nil, seekFirst: false)
     }
 
     /// Pauses; the same as setting `rate` to 0.
@@ -522,6 +524,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             state.itemLoaded = false
             state.silentItemClock = nil
             state.pausedAtEnd = false
+            state.startsImmediately = false
             state.format = nil
             state.position = item?.startTime ?? .zero
             state.endHandledSerial = nil
@@ -538,10 +541,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             }
             if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
             state.pendingSeek = nil
-            let oldItem = old
             let registry = observationRegistry
             registry.willSet(\AVPlayer.currentItem)
-            effects.here.append { registry.didSet(\AVPlayer.currentItem, old: oldItem as Any, new: item as Any) }
+            effects.here.append { registry.didSet(\AVPlayer.currentItem) }
             if state.rate != 0 { setTimeControlLocked(&state, .waitingToPlayAtSpecifiedRate, reason: item == nil ? .noItemToPlay : .toMinimizeStalls, &effects) }
             return old
         }
@@ -1107,6 +1109,9 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                 applyModeLocked(&state, flush: false)
             } else if oldRate != rate {
                 changeRateWhilePlayingLocked(&state, from: oldRate)
+            } else if immediately {
+                // Waiting at this rate for the buffer: from now on it does not.
+                applyModeLocked(&state, flush: false)
             }
             let reason: WaitingReason = state.item == nil || state.item?.status == .failed ? .noItemToPlay
                 : hostTime != nil ? .waitingForScheduledStart : .toMinimizeStalls
@@ -1611,7 +1616,7 @@ extension AVPlayer {
                             reason: RateDidChangeReason = .setRateCalled) {
         let registry = observationRegistry
         registry.willSet(\AVPlayer.rate)
-        effects.here.append { registry.didSet(\AVPlayer.rate, old: old, new: new) }
+        effects.here.append { registry.didSet(\AVPlayer.rate) }
         effects.notifications.append { [weak self] in
             guard let self else { return }
             NotificationCenter.default.post(name: AVPlayer.rateDidChangeNotification, object: self,
@@ -1634,10 +1639,57 @@ struct Effects {
     var isEmpty: Bool { here.isEmpty && changes.isEmpty && completions.isEmpty && notifications.isEmpty && after.isEmpty }
 
     func run(on queue: DispatchQueue) {
-        for work in here { work() }
+        CallerObservers.run(here)
         let all = changes + completions + notifications + after
         guard !all.isEmpty else { return }
         queue.async { for work in all { work() } }
+    }
+}
+
+/// The observers of a caller's own change (`Effects.here`), held back while the caller's
+/// thread holds a lock of a subclass's around its calls into the player (a queue player's
+/// list, `holding(_:)`), and run once the outermost such hold ends: no handler runs under a
+/// lock, which a handler waiting on another thread that wants that lock would deadlock.
+enum CallerObservers {
+    private final class Held {
+        var depth = 0
+        var work: [@Sendable () -> Void] = []
+    }
+
+    private static let key = "chorus.callerObservers"
+
+    private static var held: Held {
+        let dictionary = Thread.current.threadDictionary
+        if let held = dictionary[key] as? Held { return held }
+        let held = Held()
+        dictionary[key] = held
+        return held
+    }
+
+    /// Runs `body`, the observers of changes it makes on this thread waiting for its end.
+    static func holding<T>(_ body: () throws -> T) rethrows -> T {
+        let held = held
+        held.depth += 1
+        defer {
+            held.depth -= 1
+            if held.depth == 0 {
+                let work = held.work
+                held.work = []
+                for observer in work { observer() }
+            }
+        }
+        return try body()
+    }
+
+    /// Runs `work` now, or once the hold this thread is in ends.
+    static func run(_ work: [@Sendable () -> Void]) {
+        guard !work.isEmpty else { return }
+        let held = held
+        if held.depth > 0 {
+            held.work += work
+        } else {
+            for observer in work { observer() }
+        }
     }
 }
 

@@ -93,47 +93,47 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
 
     /// Replaces the current item, keeping the items waiting after it.
     open override func replaceCurrentItem(with item: AVPlayerItem?) {
-        changes.withLock {
+        CallerObservers.holding { changes.withLock {
             let old = currentItem
             item?.queue = self
             super.replaceCurrentItem(with: item)
             if let old, old !== item, !waiting.withLock({ $0.contains(where: { $0 === old }) }) { old.queue = nil }
-        }
+        } }
     }
 
     /// The current item followed by the items waiting their turn.
     open func items() -> [AVPlayerItem] {
-        changes.withLock {
+        CallerObservers.holding { changes.withLock {
             (currentItem.map { [$0] } ?? []) + waiting.withLock { $0 }
-        }
+        } }
     }
 
     /// Ends the current item and plays the next, at the player's rate. With no next item the
     /// player is left without a current item.
     open func advanceToNextItem() {
-        changes.withLock {
+        CallerObservers.holding { changes.withLock {
             let next: AVPlayerItem? = waiting.withLock { $0.isEmpty ? nil : $0.removeFirst() }
             replaceCurrentItem(with: next)
-        }
+        } }
     }
 
     /// Whether `item` may go into the queue after `afterItem` (nil: at the end): not when it
     /// is already queued here or in another player, nor when `afterItem` is not in this
     /// queue.
     open func canInsert(_ item: AVPlayerItem, after afterItem: AVPlayerItem?) -> Bool {
-        changes.withLock {
+        CallerObservers.holding { changes.withLock {
             let queued = items()
             if queued.contains(where: { $0 === item }) { return false }
             if item.queue != nil || item.player != nil { return false }
             if let afterItem, !queued.contains(where: { $0 === afterItem }) { return false }
             return true
-        }
+        } }
     }
 
     /// Puts `item` into the queue after `afterItem` (nil: at the end), when `canInsert` allows.
     /// Into an empty queue, it becomes the current item.
     open func insert(_ item: AVPlayerItem, after afterItem: AVPlayerItem?) {
-        changes.withLock {
+        CallerObservers.holding { changes.withLock {
             guard canInsert(item, after: afterItem) else { return }
             guard currentItem != nil else {
                 replaceCurrentItem(with: item)
@@ -151,12 +151,12 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
                 }
             }
             refreshSuccessors()
-        }
+        } }
     }
 
     /// Takes `item` out of the queue; the current item's removal advances the queue.
     open func remove(_ item: AVPlayerItem) {
-        changes.withLock {
+        CallerObservers.holding { changes.withLock {
             if item === currentItem {
                 advanceToNextItem()
                 return
@@ -170,16 +170,16 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
                 item.queue = nil
                 refreshSuccessors()
             }
-        }
+        } }
     }
 
     /// Empties the queue: no current item, nothing waiting.
     open func removeAllItems() {
-        changes.withLock {
+        CallerObservers.holding { changes.withLock {
             let dropped = waiting.withLock { waiting in defer { waiting.removeAll() }; return waiting }
             for item in dropped { item.queue = nil }
             replaceCurrentItem(with: nil)
-        }
+        } }
     }
 
     /// The current item ended with `actionAtItemEnd` `.advance`: the next one plays.

@@ -64,7 +64,7 @@ extension NSKeyValueObservation: Hashable {
 /// The change registry behind `observe(_:options:changeHandler:)`.
 ///
 /// Each observation keeps the value it last delivered. A change the object announces for a
-/// key path (`notify`, or `changed` from a setter) is delivered at once, on the thread that
+/// key path (`notify`, `changed`, or a setter's `set`) is delivered at once, on the thread that
 /// made it, to that key path's observers alone, as Apple's key-value observing delivers a
 /// set. Every other observed key path is re-read soon after on the registry's own queue
 /// (`rereadQueue`: a player's event queue), and so is everything at every `poke` (the
@@ -193,10 +193,10 @@ public final class ObservationRegistry: @unchecked Sendable {
         lock.withLock { setting[keyPath, default: 0] += 1 }
     }
 
-    /// Tells the observers of `keyPath`, announced by `willSet`, that it changed from `old`
-    /// to `new` (on this thread), and has the rest re-read.
-    func didSet(_ keyPath: AnyKeyPath, old: Any, new: Any) {
-        deliver(only: keyPath, announced: new)
+    /// Tells the observers of `keyPath`, announced by `willSet`, its value now (read again,
+    /// on this thread: another change may have come since), and has the rest re-read.
+    func didSet(_ keyPath: AnyKeyPath) {
+        deliver(only: keyPath, announced: nil)
         endSetting(keyPath)
     }
 

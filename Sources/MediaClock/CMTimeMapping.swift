@@ -47,8 +47,10 @@ public func CMTimeMappingMakeEmpty(target: CMTimeRange) -> CMTimeMapping {
 /// The invalid mapping (`kCMTimeMappingInvalid`).
 public let kCMTimeMappingInvalid = CMTimeMapping.invalid
 
-/// Whether `mapping` is usable (`CMTIMEMAPPING_IS_VALID`): see `CMTimeMapping.isValid`.
-public func CMTIMEMAPPING_IS_VALID(_ mapping: CMTimeMapping) -> Bool { mapping.isValid }
+/// Whether `mapping`'s target range is valid (`CMTIMEMAPPING_IS_VALID`, which, as
+/// CoreMedia's macro, looks at the target alone; `CMTimeMapping.isValid` also asks for a
+/// valid or empty-edit source).
+public func CMTIMEMAPPING_IS_VALID(_ mapping: CMTimeMapping) -> Bool { mapping.target.isValid }
 
 /// Whether `mapping` is an empty edit (`CMTIMEMAPPING_IS_EMPTY`): see `CMTimeMapping.isEmpty`.
 public func CMTIMEMAPPING_IS_EMPTY(_ mapping: CMTimeMapping) -> Bool { mapping.isEmpty }

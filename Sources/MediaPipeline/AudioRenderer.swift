@@ -62,6 +62,10 @@ public final class AudioRenderer: @unchecked Sendable {
     private let nominalFrameNanoseconds: Double
     /// Where every period's presentation time goes, when capturing.
     private let capture: RenderCapture?
+    /// This period's content, copied as it is, ran out partway (`copyContent`): the frames
+    /// it filled are what was heard of it, for the capture. (The resampling paths fill a
+    /// whole period, silence included, when they run out.)
+    private var copyRanOut = false
     private let control = Mutex(RenderControl())
     private let published = Mutex(RenderStatus())
     private let running = Atomic<Bool>(false)
@@ -354,6 +358,7 @@ public final class AudioRenderer: @unchecked Sendable {
         let keeperDelay = pitchKeepingDelay(frames: frames, frameNanoseconds: frameNanoseconds, heard: deviceFirstHeard)
         let host = deviceFirstHeard + keeperDelay
         let tookIn = takingTheStageIn
+        copyRanOut = false
         let filled = if tookIn {
             renderTakingTheStageIn(heard: deviceFirstHeard, frames: frames, channels: channels)
         } else {
@@ -361,7 +366,7 @@ public final class AudioRenderer: @unchecked Sendable {
         }
         // A period whose content ran out partway (the reader behind: it stalled) is heard
         // too, up to where its content ended.
-        let stalledWithContent = status.phase == .stalled && filled > 0 && !tookIn
+        let stalledWithContent = status.phase == .stalled && filled > 0 && !tookIn && copyRanOut
         if let capture, status.phase == .playing || status.phase == .ended || status.phase == .failed || stalledWithContent {
             let contentDeviceHost = deviceHost + .nanoseconds(Int64((Double(keeperDelay.nanosecondsClamped) / hostMappingSlope).rounded()))
             // The content position of this period's first frame: the anchor projected
@@ -919,6 +924,7 @@ public final class AudioRenderer: @unchecked Sendable {
                 if output.isRealtime {
                     status.phase = .stalled
                     status.stalls += 1
+                    copyRanOut = true
                 }
                 return filled
             }

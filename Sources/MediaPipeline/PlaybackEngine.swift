@@ -242,24 +242,11 @@ public final class PlaybackEngine: Sendable {
     private func picturesReader(on demuxer: ItemDemuxer, serial: Int,
                                 _ make: (@escaping @Sendable (VideoReaderEvent) -> Void) throws(MediaError) -> VideoReader) -> VideoReader? {
         let handler = onVideoEvent
-        let made = MadeReader()
         do throws(MediaError) {
-            let reader = try make { [weak self] event in
-                if case .failed(_, let error) = event, let self {
-                    let outgoing = parts.withLockAnnotated { parts -> Bool in
-                        // An old opening's reader, whose pictures a new one's is taking over
-                        // (`reloadItem`): the new one's pictures go on, and its failure, if
-                        // it fails, is the item's.
-                        if let out = parts.outgoingVideo, ObjectIdentifier(out) == made.identity.withLock({ $0 }) { return true }
-                        parts.videoError = error
-                        return false
-                    }
-                    if outgoing { return }
-                }
+            return try make { [weak self] event in
+                if case .failed(_, let error) = event { self?.parts.withLockAnnotated { $0.videoError = error } }
                 handler?(event)
             }
-            made.identity.withLock { $0 = ObjectIdentifier(reader) }
-            return reader
         } catch {
             demuxer.stopReadingPictures()
             parts.withLockAnnotated { $0.videoError = error }
@@ -860,10 +847,4 @@ public final class PlaybackEngine: Sendable {
         oldOutput?.close()
         capture?.close()
     }
-}
-
-/// Which reader an event handler belongs to, known once the reader is made (its handler is
-/// given before).
-private final class MadeReader: Sendable {
-    let identity = Mutex<ObjectIdentifier?>(nil)
 }

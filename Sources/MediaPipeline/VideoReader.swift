@@ -72,6 +72,10 @@ public final class VideoReader: @unchecked Sendable {
     private var takingOverFrom: Int?
     /// Another reader has taken over: this one's pictures are refused, and it reads no more.
     private var retired = false
+    /// Another reader is taking over from this one (`init(takingOverFrom:...)`): a failure
+    /// of this one's (its variant's segments gone, say) is not reported, since the other's
+    /// pictures go on, and only that one's failure is the item's.
+    private let beingTakenOver = Atomic<Bool>(false)
 
     private var serial: Int
     /// The item's number, carried by every picture.
@@ -141,6 +145,7 @@ public final class VideoReader: @unchecked Sendable {
         try self.init(demuxer: demuxer, owned: false, queue: outgoing.queue, serial: serial, startNanoseconds: startNanoseconds, item: item,
                       restartsQueue: false, onEvent: onEvent)
         takingOverFrom = outgoing.producer
+        outgoing.beingTakenOver.store(true, ordering: .relaxed)
     }
 
     init(demuxer: ItemDemuxer, owned: Bool, queue: VideoFrameQueue, serial: Int, startNanoseconds: Int64, item: Int,
@@ -288,7 +293,7 @@ public final class VideoReader: @unchecked Sendable {
             case .failure(let error):
                 atEnd = true
                 noteFinished()
-                onEvent(.failed(serial: serial, error: error))
+                if !beingTakenOver.load(ordering: .relaxed) { onEvent(.failed(serial: serial, error: error)) }
             case .damaged:
                 reportDamage()
             case .skipped(let count):

@@ -48,6 +48,26 @@ private final class EndCounter: @unchecked Sendable {
         #expect(player.actionAtItemEnd == .advance)
     }
 
+    @Test("an observer of the current item, told as the queue advances, may wait on a thread that reads the queue")
+    func anObserverMayWaitOnAThreadReadingTheQueue() throws {
+        let a = try tone(1), b = try tone(1)
+        let player = AVQueuePlayer(items: [a, b], output: .null(driftPPM: 0))
+        defer { player.close() }
+        let answered = Collected<Bool>()
+        // Observed as an AVPlayer's, the key path the player announces on the caller's thread.
+        let base: AVPlayer = player
+        let watch = base.observe(\.currentItem, options: [.new]) { _, _ in
+            // As a handler that synchronises with a main thread reading the queue would.
+            let done = DispatchSemaphore(value: 0)
+            Thread { _ = player.items(); done.signal() }.start()
+            answered.append(done.wait(timeout: .now() + 5) == .success)
+        }
+        defer { watch.invalidate() }
+        player.advanceToNextItem()
+        #expect(player.currentItem === b)
+        #expect(answered.all == [true], "the queue was locked while its observer ran")
+    }
+
     @Test("canInsert refuses an item already queued, one in another player, and a position not in the queue")
     func insertionRules() throws {
         let a = try tone(1), b = try tone(1), stranger = try tone(1), fresh = try tone(1)

@@ -269,10 +269,16 @@ import MediaServer
         func startBuffer() -> Int { player.engine.currentControl?.startBufferFrames ?? -1 }
         player.play()
         #expect(startBuffer() == 48_000)
-        player.pause()
+        // Asked while play waits (or plays) at that rate: it waits no more.
         player.playImmediately(atRate: 1)
         #expect(startBuffer() == 0)
         #expect(await waitUntil(10) { player.timeControlStatus == .playing })
+        // A seek's restart waits again, as does the next play.
+        player.seek(to: .zero) { _ in }
+        #expect(startBuffer() == 48_000)
+        player.pause()
+        player.playImmediately(atRate: 1)
+        #expect(startBuffer() == 0)
         player.pause()
         player.play()
         #expect(startBuffer() == 48_000)
