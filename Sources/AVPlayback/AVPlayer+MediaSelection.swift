@@ -122,8 +122,12 @@ extension AVPlayer {
                 if !whole || takesOver, state.rate == 1, !state.reversed, playedOn, written.isFinite, written >= 0 {
                     state.position = CMTime(value: Int64(written), timescale: Int32(format.sampleRate))
                     followsOn = writtenRun
-                    // Until the new sound is heard, the time runs on with the old one's.
+                    // Until the new sound is heard, the time runs on with the old one's,
+                    // from no earlier than the time reported so far: the old run's latest
+                    // report, extrapolated, can stand behind an earlier reading of its own.
                     state.followingOn = FollowingOn(serial: state.serial, earlier: status, frameShift: writtenRun.frameShift)
+                    let reported = time.convertScale(Int32(format.sampleRate), method: .roundTowardZero)
+                    if reported.isNumeric { state.heardFloor = (state.serial, max(0, reported.value)) }
                 }
             }
             let start = state.rate > 0 ? readerStartFrameLocked(&state, format: format) : frames(of: state.position, format: format)
