@@ -495,7 +495,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
                                               rateBefore: oldRate)
             state.rate = rate
             if oldRate != rate {
-                announceRateChange(&effects, from: oldRate, to: rate)
+                announceRateChange(&effects)
             }
             applyModeLocked(&state, flush: false)
             return true
@@ -1055,7 +1055,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             state.rate = rate
             state.positioned = true
             if oldRate != rate {
-                announceRateChange(&effects, from: oldRate, to: rate)
+                announceRateChange(&effects)
             }
             if seekFirst {
                 state.position = itemTime ?? currentTimeLocked(&state)
@@ -1170,7 +1170,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
         state.scheduledHost = nil
         state.masterAnchor = nil
         if oldRate != 0 {
-            announceRateChange(&effects, from: oldRate, to: 0)
+            announceRateChange(&effects)
             // Re-read from the paused position so that resuming starts exactly there,
             // whatever the device had queued.
             state.serial += 1
@@ -1612,7 +1612,7 @@ extension AVPlayer {
 
     /// Tells `rate`'s observers, then `rateDidChangeNotification`'s, of a change made under
     /// the state's lock, once it is released.
-    func announceRateChange(_ effects: inout Effects, from old: Float, to new: Float,
+    func announceRateChange(_ effects: inout Effects,
                             reason: RateDidChangeReason = .setRateCalled) {
         let registry = observationRegistry
         registry.willSet(\AVPlayer.rate)
