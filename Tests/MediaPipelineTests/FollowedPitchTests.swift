@@ -59,7 +59,7 @@ import MediaClock
 
         init(_ device: SimulatedDevice, origin: HostTime) {
             for frame in device.heardFrames {
-                times.append((frame.host - origin).nanosecondsClamped)
+                times.append(frame.host.nanoseconds - origin.nanoseconds)
                 values.append(frame.value)
             }
         }

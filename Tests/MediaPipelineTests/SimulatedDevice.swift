@@ -159,8 +159,11 @@ final class SimulatedDevice: AudioOutput, @unchecked Sendable {
         var index = 0
         for write in writes {
             for frame in 0..<write.frames {
+                // A plain sum of nanoseconds: a `Duration` added per frame goes through
+                // exact 128-bit arithmetic, which over the million frames of six rooms cost
+                // more than rendering them (a write's offsets are milliseconds).
                 let offset = Int64((Double(frame) * frameNanoseconds).rounded())
-                result.append((write.heardAt + .nanoseconds(offset), samples[index]))
+                result.append((HostTime(nanoseconds: write.heardAt.nanoseconds &+ offset), samples[index]))
                 index += 1
             }
         }
