@@ -426,7 +426,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         // Where the stream was opened, on the item's timeline: past a splice another player
         // closed up, by that splice's shift.
         let item = source.openedAtNanoseconds(after: timelineSplices)
-        let window = HLSLiveWindow(url: source.url, openedAt: Double(item) / 1e9)
+        let window = HLSLiveWindow(url: source.url, openedAt: Double(item) / 1e9, openings: source.liveOpenings)
         let old = state.withLockAnnotated { current in
             defer {
                 current.live = window

@@ -95,6 +95,10 @@ typedef char *(*ChorusPlaylistRewrite)(void *opaque, const char *text, const cha
 /* The most bytes of a playlist the rewrite reads: as HLSRenditions.largestPlaylist. */
 #define CHORUS_LARGEST_PLAYLIST (1 << 20)
 
+/* The inputs an HLS demuxer opens whose URLs are kept (`opened_urls`): its variants'
+   playlists and a first segment of each, with room to spare. */
+#define CHORUS_RECORDED_OPENINGS 16
+
 /* The ID3 tags kept from the starts of an HLS demuxer's segments until the reader takes
    them (`segment_tags`): a few segments' worth, more than one read of the demuxer opens. */
 #define CHORUS_SEGMENT_TAGS 8
@@ -174,6 +178,13 @@ typedef struct ChorusFetchPolicy {
        the later ones' changes as a missing feature, so the reader takes them from here. */
     ChorusSegmentTag segment_tags[CHORUS_SEGMENT_TAGS];
     int64_t segment_tags_written;
+    /* The URLs of the first CHORUS_RECORDED_OPENINGS inputs an HLS demuxer opened besides
+       its first (variant playlists and segments, av_malloc'd, in order; freed by
+       chorus_fetch_policy_clear), and how many there are. A live stream's demuxer picks its
+       first segment from the playlist as it read it, which may have moved on by the time
+       anyone else reads it: this says by name which segment it was. */
+    char *opened_urls[CHORUS_RECORDED_OPENINGS];
+    int opened_count;
 } ChorusFetchPolicy;
 
 /* The status chorus_io_open's caller is told to fail with when a fetch was refused for its
@@ -501,6 +512,10 @@ static inline int chorus_io_open(struct AVFormatContext *s, AVIOContext **pb, co
         if (status < 0) avio_closep(pb);
     }
     av_dict_free(&own);
+    if (status >= 0 && pb && *pb && is_hls && pb != &s->pb && policy->opened_count < CHORUS_RECORDED_OPENINGS && url) {
+        policy->opened_urls[policy->opened_count] = av_strdup(url);
+        if (policy->opened_urls[policy->opened_count]) policy->opened_count += 1;
+    }
     if (status >= 0 && pb && *pb && is_hls) {
         for (int i = 0; i < CHORUS_TRACKED_INPUTS; i++) {
             if (!policy->open_inputs[i]) { policy->open_inputs[i] = *pb; break; }
@@ -592,6 +607,8 @@ static inline void chorus_fetch_policy_clear(ChorusFetchPolicy *policy) {
     policy->last_failed_status = 0;
     av_freep(&policy->certificate_refused_url);
     policy->certificate_refusals = 0;
+    for (int i = 0; i < policy->opened_count; i++) av_freep(&policy->opened_urls[i]);
+    policy->opened_count = 0;
 }
 
 /// A scaler from one picture size and format to another that keeps each side's range (0:

@@ -10,6 +10,8 @@ public struct HLSMediaPlaylist: Sendable, Equatable {
     public var firstSequence: Int
     /// Each listed segment's duration, in seconds (`EXTINF`).
     public var durations: [Double]
+    /// Each listed segment's URI, as the playlist gives it (often relative to it).
+    public var uris: [String]
     /// The most a segment may last, in seconds (`EXT-X-TARGETDURATION`).
     public var targetDuration: Double
     /// Whether the playlist is complete (`EXT-X-ENDLIST`): it no longer moves.
@@ -24,6 +26,7 @@ public struct HLSMediaPlaylist: Sendable, Equatable {
         guard !parsed.isMaster, !parsed.segments.isEmpty else { return nil }
         firstSequence = parsed.headerValue(of: "#EXT-X-MEDIA-SEQUENCE").flatMap { Int($0) } ?? 0
         durations = parsed.segments.map(\.duration)
+        uris = parsed.segments.map { $0.lines.last { !$0.hasPrefix("#") } ?? "" }
         dates = HLSProgramDates.segmentDates(of: parsed.segments)
         let target = parsed.headerValue(of: "#EXT-X-TARGETDURATION").flatMap { Double($0) } ?? 0
         targetDuration = target > 0 ? target : durations.max() ?? 0
@@ -32,12 +35,30 @@ public struct HLSMediaPlaylist: Sendable, Equatable {
 
     /// The sequence number one past the last segment listed.
     public var endSequence: Int { firstSequence + durations.count }
+
+    /// The index of the first segment listed that one of `urls` (absolute URLs, in the
+    /// order they were opened) fetched, with the playlist read from `base`; nil when none did.
+    public func firstIndex(fetchedByOneOf urls: [String], base: String) -> Int? {
+        let baseURL = URL(string: base)
+        for url in urls {
+            if let index = uris.firstIndex(where: { uri in
+                // Resolved in full: variants often name their segments alike in folders of
+                // their own.
+                !uri.isEmpty && (url == uri || url == URL(string: uri, relativeTo: baseURL)?.absoluteString)
+            }) {
+                return index
+            }
+        }
+        return nil
+    }
 }
 
 /// A live HLS playlist followed as it moves, placed on an item's time (a live stream's own
 /// stream time, `MediaSource`): which segments it holds now, and where each begins, in
 /// seconds. The segment the item was opened at begins where that opening's first packet
-/// was stamped.
+/// was stamped: it is told by name among the inputs the opening fetched, since the playlist
+/// may have moved on between the opening's reading and this one's first; failing that, it is
+/// the segment FFmpeg starts a live playlist at, counted from the end.
 ///
 /// It reads the media playlist again every half target duration on a thread of its own,
 /// and carries its mapping on from one reading to the next by the segments they share (the
@@ -101,12 +122,25 @@ public final class HLSLiveWindow: Sendable {
     private let thread = ReaderThread(name: "chorus.hls.live")
     private let interrupt: InterruptFlag
 
-    /// Follows the media playlist at `url`, opened `startFromEnd` segments from its end at
-    /// item second `openedAt` (where that segment begins).
-    public init(url: String, openedAt: Double, startFromEnd: Int = HLSLiveWindow.defaultStartFromEnd) {
+    /// Follows the media playlist at `url`, opened at item second `openedAt` (where the
+    /// opened segment begins): the first segment it lists that one of `openings` fetched (the
+    /// URLs the opening fetched, in order: `MediaSource.liveOpenings`), or failing that the
+    /// one `startFromEnd` segments from its end.
+    public init(url: String, openedAt: Double, openings: [String] = [], startFromEnd: Int = HLSLiveWindow.defaultStartFromEnd) {
         self.url = url
         interrupt = InterruptFlag()
-        thread.start { [self] in run(openedAt: openedAt, startFromEnd: startFromEnd) }
+        let opening = Opening(seconds: openedAt, fetched: openings, startFromEnd: startFromEnd)
+        thread.start { [self] in run(opening: opening) }
+    }
+
+    /// Where the stream was opened: the item second its opened segment begins at, and how
+    /// that segment is found in the first reading.
+    struct Opening: Sendable {
+        var seconds: Double
+        /// The URLs the opening fetched, in order.
+        var fetched: [String]
+        /// Counted from the playlist's end, when none of `fetched` is listed.
+        var startFromEnd: Int
     }
 
     deinit { stop() }
@@ -124,7 +158,7 @@ public final class HLSLiveWindow: Sendable {
 
     private var stopping: Bool { stopRequested.load(ordering: .acquiring) }
 
-    private func run(openedAt: Double, startFromEnd: Int) {
+    private func run(opening: Opening) {
         var mediaURL = url
         while !stopping {
             var wait = Self.longestPoll
@@ -139,7 +173,7 @@ public final class HLSLiveWindow: Sendable {
             if let text, let playlist = HLSMediaPlaylist(parsing: text) {
                 let placed = reading.withLockAnnotated { reading -> Reading in
                     if let previous = reading, Self.isCutShort(playlist, after: previous.playlist) { return previous }
-                    let next = Self.place(playlist, after: reading, openedAt: openedAt, startFromEnd: startFromEnd)
+                    let next = Self.place(playlist, readFrom: mediaURL, after: reading, opening: opening)
                     reading = next
                     return next
                 }
@@ -173,13 +207,14 @@ public final class HLSLiveWindow: Sendable {
         playlist.endSequence < previous.endSequence && playlist.firstSequence >= previous.firstSequence
     }
 
-    /// `playlist` placed on item time: by the segment it shares with `previous` (or, having
-    /// lost sight of them all, by target durations for the segments not seen), or at first
-    /// with the segment `startFromEnd` from its end at `openedAt`.
-    static func place(_ playlist: HLSMediaPlaylist, after previous: Reading?, openedAt: Double, startFromEnd: Int) -> Reading {
+    /// `playlist` (read from `base`) placed on item time: by the segment it shares with
+    /// `previous` (or, having lost sight of them all, by target durations for the segments
+    /// not seen), or at first with the opened segment at `opening.seconds`.
+    static func place(_ playlist: HLSMediaPlaylist, readFrom base: String, after previous: Reading?, opening: Opening) -> Reading {
         guard let previous else {
-            let opened = max(0, playlist.durations.count - startFromEnd)
-            return Reading(playlist: playlist, firstStart: openedAt - playlist.durations.prefix(opened).reduce(0, +))
+            let opened = playlist.firstIndex(fetchedByOneOf: opening.fetched, base: base)
+                ?? max(0, playlist.durations.count - opening.startFromEnd)
+            return Reading(playlist: playlist, firstStart: opening.seconds - playlist.durations.prefix(opened).reduce(0, +))
         }
         let shift = playlist.firstSequence - previous.playlist.firstSequence
         let firstStart: Double

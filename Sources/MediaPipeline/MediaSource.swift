@@ -53,6 +53,11 @@ public final class MediaSource: @unchecked Sendable {
     /// The stream time of the first packet this opening read (the container's start time):
     /// where a live stream's item time stood when it was opened here.
     public let openedAt: CMTime
+    /// For a live HLS stream, the URLs of the segments and playlists FFmpeg's demuxer opened
+    /// while this opening read its first packets, in order: the first of the followed
+    /// playlist's segments among them is the one `openedAt` stamps (`HLSLiveWindow`). Empty
+    /// for any other input.
+    public let liveOpenings: [String]
     /// `openedAt` in nanoseconds on the timeline `splices` describe (another player's jumps
     /// of the same stream, closed up: `TimelineSplice.itemNanoseconds`).
     public func openedAtNanoseconds(after splices: [TimelineSplice]) -> Int64 {
@@ -399,6 +404,7 @@ public final class MediaSource: @unchecked Sendable {
             described.variants = HLSVariant.variants(of: context)
         }
         mayBeSpliced = allowedSegmentExtensions == nil && cutAt == nil && described.formatName == "hls" && !described.isLiveHLS
+        liveOpenings = described.isLiveHLS ? policy.openedURLs : []
         self.target = target
         self.described = described
         info = described
@@ -810,6 +816,15 @@ final class FetchPolicy {
 }
 
 extension FetchPolicy {
+    /// The URLs of the first inputs an HLS demuxer opened besides its first (its variants'
+    /// playlists and first segments), in order.
+    var openedURLs: [String] {
+        let count = Int(pointer.pointee.opened_count)
+        return withUnsafeBytes(of: pointer.pointee.opened_urls) { raw in
+            raw.bindMemory(to: UnsafeMutablePointer<CChar>?.self).prefix(count).compactMap { $0.map { String(cString: $0) } }
+        }
+    }
+
     /// Fetches refused so far because their server's certificate did not check out.
     var certificateRefusals: Int32 { pointer.pointee.certificate_refusals }
 
