@@ -50,7 +50,8 @@ extension AVPlayer {
         let status = engine.status
         let realtime = engine.isRealtime
         let now = HostTime(hostClock.time) ?? .now()
-        var fire: (time: CMTime, playing: Bool, jumped: Bool, jumpedTo: CMTime?, previous: CMTime, observers: [TimeObserver], ended: Bool)?
+        var fire: (time: CMTime, playing: Bool, backwards: Bool, jumped: Bool, jumpedTo: CMTime?, previous: CMTime, observers: [TimeObserver],
+                   ended: Bool)?
         // Where the item stands, for its pushing outputs (subtitles, timed metadata).
         var pushed: (item: AVPlayerItem, time: CMTime, jumped: Bool)?
         // The item that may move to another of its variants, when it plays.
@@ -123,7 +124,7 @@ extension AVPlayer {
                 effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.newAccessLogEntryNotification, object: item) }
             }
             state.lastTickHost = now
-            fire = (time, playing, state.timeJumped, state.jumpedTo, state.lastObservedTime, state.observers, endedForward)
+            fire = (time, playing, state.rate < 0, state.timeJumped, state.jumpedTo, state.lastObservedTime, state.observers, endedForward)
             if state.itemLoaded { pushed = (item, time, state.timeJumped) }
             state.timeJumped = false
             state.jumpedTo = nil
@@ -139,8 +140,8 @@ extension AVPlayer {
         observationRegistry.poke()
         currentItem?.observationRegistry.poke()
         if let fire, !fire.observers.isEmpty {
-            fireTimeObservers(now: fire.time, playing: fire.playing, jumped: fire.jumped, jumpedTo: fire.jumpedTo, previous: fire.previous,
-                              observers: fire.observers, reachedEnd: fire.ended)
+            fireTimeObservers(now: fire.time, playing: fire.playing, backwards: fire.backwards, jumped: fire.jumped, jumpedTo: fire.jumpedTo,
+                              previous: fire.previous, observers: fire.observers, reachedEnd: fire.ended)
         }
         if let pushed {
             if let info = pushed.item.loadedInfo {
@@ -203,10 +204,16 @@ extension AVPlayer {
             pauseLocked(&state, &effects)
             return
         }
+        // Pictures keep the container's duration: the playhead stands there once paused.
+        var standsAt: CMTime?
         if atEndOfMedia, !state.reversed, let format = state.format {
-            // The decoded length, now known, is the duration (before the end is posted).
             let end = CMTime(value: endFrame, timescale: Int32(format.sampleRate))
-            effects.notifications.append { item.settleDuration(atEnd: end) }
+            if let duration = item.pictureItemEnd(soundEndedAt: end) {
+                standsAt = duration
+            } else {
+                // The decoded length, now known, is the duration (before the end is posted).
+                effects.notifications.append { item.settleDuration(atEnd: end) }
+            }
         }
         effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.didPlayToEndTimeNotification, object: item) }
         if state.reversed {
@@ -219,6 +226,7 @@ extension AVPlayer {
         case .pause:
             pauseLocked(&state, &effects)
             state.pausedAtEnd = true
+            if let standsAt { state.position = standsAt }
         case .advance:
             // On a timeline (a master clock's, or an item without sound on the host clock)
             // the next item starts where this one's end lies on it: every room of a group

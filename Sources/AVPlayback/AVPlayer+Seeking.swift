@@ -18,6 +18,7 @@ extension AVPlayer {
             // A live stream reaches only what its playlist still lists.
             if let range = state.item?.liveSeekableRange { target = min(max(target, range.start), range.end) }
             if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
+            interruptPrerollsLocked(&state, &effects)
             state.serial += 1
             state.resetRunLocked()
             state.positioned = true

@@ -40,12 +40,40 @@ extension AVPlayer {
         return CMTime(seconds: steps * interval.seconds, preferredTimescale: time.timescale > 0 ? max(time.timescale, interval.timescale) : 1_000_000)
     }
 
+    /// The last multiple of `interval` (positive) before `time`: where a periodic observer
+    /// fires next while the item plays backwards.
+    static func multiple(of interval: CMTime, before time: CMTime) -> CMTime {
+        if time.isNumeric, time.timescale > 0, interval.value > 0, interval.timescale > 0,
+           let whole = ExactArithmetic.multiplyDivide(Int128(time.value), Int128(interval.timescale),
+                                                      Int128(time.timescale) * Int128(interval.value), rounding: .towardPositiveInfinity),
+           case let (product, overflow) = (whole.value - 1).multipliedReportingOverflow(by: Int128(interval.value)),
+           !overflow, let value = Int64(exactly: product) {
+            return CMTime(value: value, timescale: interval.timescale)
+        }
+        let steps = (time.seconds / interval.seconds).rounded(.up) - 1
+        return CMTime(seconds: steps * interval.seconds, preferredTimescale: time.timescale > 0 ? max(time.timescale, interval.timescale) : 1_000_000)
+    }
+
+    /// The current item changed (a queue's advance, gapless or not, or a replacement): the
+    /// periodic observers count their intervals on the new item's timeline, and are called
+    /// at the next tick with its time, as for any other jump of the time. Left as they were,
+    /// they would wait for the new item to reach the next multiple after where the old one
+    /// stood.
+    func restartPeriodicObserversLocked(_ state: inout PlayerState) {
+        for observer in state.observers {
+            guard case .periodic = observer.kind else { continue }
+            observer.nextFire = .invalid
+            observer.fireNow = true
+        }
+    }
+
     /// On the event queue, each tick: fires the observers that are due. `jumpedTo` is where
     /// the time stood just after a jump since the last tick (nil: `time`). `reachedEnd`: the
     /// item played on to its end in this tick and stopped there (`time`), so the boundaries
-    /// on the way are traversed although it no longer plays.
-    func fireTimeObservers(now time: CMTime, playing: Bool, jumped: Bool, jumpedTo: CMTime? = nil, previous: CMTime,
-                           observers: [TimeObserver], reachedEnd: Bool = false) {
+    /// on the way are traversed although it no longer plays. `backwards`: the item plays at
+    /// a negative rate, its time falling.
+    func fireTimeObservers(now time: CMTime, playing: Bool, backwards: Bool = false, jumped: Bool, jumpedTo: CMTime? = nil,
+                           previous: CMTime, observers: [TimeObserver], reachedEnd: Bool = false) {
         for observer in observers {
             switch observer.kind {
             case .periodic(let interval, let block):
@@ -53,7 +81,7 @@ extension AVPlayer {
                 if jumped || observer.fireNow {
                     due = true
                 } else if playing, interval.isNumeric, interval > .zero {
-                    due = !observer.nextFire.isNumeric || time >= observer.nextFire
+                    due = !observer.nextFire.isNumeric || (backwards ? time <= observer.nextFire : time >= observer.nextFire)
                 } else {
                     due = false
                 }
@@ -63,12 +91,15 @@ extension AVPlayer {
                 let told = jumped ? jumpedTo ?? time : observer.fireNowTime ?? time
                 observer.fireNow = false
                 if interval.isNumeric, interval > .zero, interval.seconds > 0 {
-                    observer.nextFire = Self.multiple(of: interval, after: told)
+                    observer.nextFire = backwards ? Self.multiple(of: interval, before: told) : Self.multiple(of: interval, after: told)
                 }
                 observer.deliver { block(told) }
             case .boundary(let times, let block):
-                guard (playing && !jumped) || reachedEnd, previous.isNumeric, time > previous else { continue }
-                if times.contains(where: { $0 > previous && $0 <= time }) {
+                // A boundary is traversed in whichever direction the item plays.
+                guard (playing && !jumped) || reachedEnd, previous.isNumeric, time != previous else { continue }
+                let (low, high) = (min(previous, time), max(previous, time))
+                let crossed = time > previous ? times.contains { $0 > low && $0 <= high } : times.contains { $0 >= low && $0 < high }
+                if crossed {
                     observer.deliver { block() }
                 }
             }

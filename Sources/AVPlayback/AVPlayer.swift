@@ -541,6 +541,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             }
             if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
             state.pendingSeek = nil
+            interruptPrerollsLocked(&state, &effects)
+            if item != nil { restartPeriodicObserversLocked(&state) }
             let registry = observationRegistry
             registry.willSet(\AVPlayer.currentItem)
             effects.here.append { registry.didSet(\AVPlayer.currentItem) }
@@ -804,7 +806,8 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// Loads data at the current time so that `play` starts without delay. Only while
     /// paused and ready; otherwise the handler gets `false`. The handler runs on the event
-    /// queue with `true` once data is there.
+    /// queue with `true` once data is there, or with `false` when a seek, a start or another
+    /// item interrupts the preroll first.
     open func preroll(atRate rate: Float, completionHandler: (@Sendable (Bool) -> Void)? = nil) {
         let handler = completionHandler ?? { _ in }
         let immediate: Bool? = state.withLockAnnotated { state in
@@ -814,6 +817,15 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             return nil
         }
         if let immediate { eventQueue.async { handler(immediate) } }
+    }
+
+    /// Prerolls in flight are interrupted (a seek, a start, another item): their handlers
+    /// get `false`, as Apple's do when a change of time or rate interrupts them.
+    func interruptPrerollsLocked(_ state: inout PlayerState, _ effects: inout Effects) {
+        guard !state.pendingPrerolls.isEmpty else { return }
+        let prerolls = state.pendingPrerolls
+        state.pendingPrerolls = []
+        effects.completions.append { for handler in prerolls { handler(false) } }
     }
 
     /// Cancels prerolls in flight; their handlers get `false`.
@@ -1050,6 +1062,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             state.pausedAtEnd = false
             state.startsImmediately = immediately
             let oldRate = state.rate
+            if rate != 0 || seekFirst { interruptPrerollsLocked(&state, &effects) }
             // Where the item stands before the new rate changes the reckoning.
             let standing = state.itemLoaded && oldRate != 0 ? currentTimeLocked(&state) : state.position
             state.rate = rate

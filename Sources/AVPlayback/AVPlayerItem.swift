@@ -905,6 +905,21 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         if let old { observationRegistry.notify(\AVPlayerItem.duration, old: old, new: end) }
     }
 
+    /// Where the playhead stands once an item with pictures has played to its end, its sound
+    /// having ended at `end`: its stated duration, when that lies within
+    /// `durationSettlingLimit` of `end`, so that at the end `currentTime()` is the duration
+    /// there too. (Its duration is not settled on its sound's length, as a sound's is: the
+    /// container counts its pictures, whose last may run a frame or two past the sound, and
+    /// the duration is what the pictures are shown against.) Nil for an item without
+    /// pictures, and when the two lie further apart.
+    func pictureItemEnd(soundEndedAt end: CMTime) -> CMTime? {
+        state.withLockAnnotated { current in
+            guard current.mediaInfo?.preferredVideoTrack != nil, current.duration.isNumeric, end.isNumeric,
+                  abs((current.duration - end).seconds) <= Self.durationSettlingLimit else { return nil }
+            return current.duration
+        }
+    }
+
     func failed(_ error: MediaError) {
         // In the error log before the status says so, so that whoever sees the failure
         // finds it there.

@@ -265,6 +265,21 @@ import MediaServer
             #expect(player.currentTime() == item.duration)
         }
 
+        /// The walkthrough's play button compares the time with the duration to tell the end.
+        @Test("after playback a video with sound stands at its duration, which stays the container's")
+        func aVideoEndsAtItsDuration() async throws {
+            // Its sound ends 0.1 s before its pictures, at 0.9 s: the player stood there.
+            let (player, item) = GuideConformanceTests.player(try TestMedia.videoWithShorterSound(seconds: 1, shortBy: 0.1))
+            defer { player.close() }
+            #expect(await waitUntil(10) { item.status == .readyToPlay })
+            let stated = item.duration
+            let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+            player.play()
+            #expect(await waitUntil(10) { ended.value == 1 && player.rate == 0 })
+            #expect(item.duration == stated)
+            #expect(player.currentTime() == item.duration, "time \(player.currentTime()), duration \(item.duration)")
+        }
+
         @Test("seeking to zero from the end notification makes play start again from the beginning")
         func seekToZeroAtTheEnd() async throws {
             let (player, item) = GuideConformanceTests.player(try TestMedia.tone(.wav, seconds: 0.4))

@@ -267,6 +267,36 @@ import MediaPipeline
         #expect(refused.all == [false])
     }
 
+    /// As Apple's documentation says, a preroll that a change of time interrupts completes
+    /// with `false`; so does one a start or another item interrupts. The stream is held back
+    /// so that the seek is still under way when the preroll is asked for.
+    @Test("a preroll interrupted by a seek, a start or another item completes with false")
+    func prerollInterruptedCompletesWithFalse() async throws {
+        let file = try TestMedia.tone(.wav, seconds: 20, rate: 48_000)
+        let server = try ThrottledHTTPServer(serving: file.deletingLastPathComponent(), bytesPerSecond: 0)
+        defer { server.stop() }
+        let item = AVPlayerItem(url: try #require(URL(string: server.url(file.lastPathComponent))))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(await waitUntil(20) { item.status == .readyToPlay })
+        // A trickle: a seek far from what was read ahead waits for its data.
+        server.bytesPerSecond = 64
+        for interruption in ["seek", "play", "replace"] {
+            let sought = Collected<Bool>()
+            player.seek(to: CMTime(value: interruption == "seek" ? 15 : 12, timescale: 1)) { sought.append($0) }
+            let prerolled = Collected<Bool>()
+            player.preroll(atRate: 1) { prerolled.append($0) }
+            switch interruption {
+            case "seek": player.seek(to: CMTime(value: 10, timescale: 1)) { _ in }
+            case "play": player.play()
+            default: player.replaceCurrentItem(with: AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 1)))
+            }
+            #expect(await waitUntil(10) { prerolled.count == 1 }, "after a \(interruption)")
+            #expect(prerolled.all == [false], "after a \(interruption)")
+            if interruption == "play" { player.pause() }
+        }
+    }
+
     /// Every property may be read and set from any thread while the player plays. Each is
     /// set and read by two threads at once with nothing else between them (another lock
     /// taken in between would order the two threads and hide a missing one from the

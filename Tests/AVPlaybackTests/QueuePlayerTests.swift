@@ -138,6 +138,29 @@ private final class EndCounter: @unchecked Sendable {
         #expect(await waitUntil(10) { player.currentItem === c && player.timeControlStatus == .playing })
     }
 
+    /// Apple's periodic observers count on the current item's timeline, and are called when
+    /// its time jumps: an advance is such a jump. Left counting on from where the item before
+    /// ended (the next multiple after 0.5 s), the observer stayed silent for the next item's
+    /// first half second.
+    @Test("a periodic observer is called as the queue advances, and at its interval on the next item's timeline")
+    func periodicObserverFollowsTheAdvance() async throws {
+        let a = try tone(0.5), b = try tone(1.2)
+        let player = AVQueuePlayer(items: [a, b], output: .null(driftPPM: 0))
+        defer { player.close() }
+        let times = Collected<CMTime>()
+        let token = player.addPeriodicTimeObserver(forInterval: CMTime(value: 1, timescale: 10), queue: .global()) { times.append($0) }
+        defer { player.removeTimeObserver(token) }
+        player.play()
+        #expect(await waitUntil(10) { player.currentItem === b && player.currentTime().seconds > 0.45 })
+        let seen = times.all.map(\.seconds)
+        // Where the time went back: the advance, told at once with the new item's time.
+        let advance = try #require(seen.indices.dropFirst().last { seen[$0] < seen[$0 - 1] }, "times: \(seen)")
+        #expect(seen[advance] < 0.1, "the advance told at \(seen[advance]) s")
+        // Then at 0.1, 0.2, 0.3 s of the new item (each within a monitor tick of its multiple).
+        let after = seen[advance...].dropFirst().filter { $0 < 0.4 }
+        #expect(after.count >= 3, "on the next item: \(Array(seen[advance...]))")
+    }
+
     /// Items without sound are timed on the host clock. The queue's next one starts where
     /// the one before ended on it, from its own start: it was once placed by the item
     /// before's anchor, as if it had started with that one, and skipped its first pictures.

@@ -113,6 +113,38 @@ import ChorusTestSupport
         #expect(mirrored)
     }
 
+    @Test("playing backwards, a periodic observer is called at its interval as the time runs down, and a boundary is traversed")
+    func observersPlayingBackwards() async throws {
+        let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 3, rate: 48_000, channels: 2))
+        let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+        defer { player.close() }
+        #expect(await waitUntil(10) { item.status == .readyToPlay })
+        let sought = Collected<Bool>()
+        player.seek(to: CMTime(value: 2, timescale: 1), toleranceBefore: .zero, toleranceAfter: .zero) { sought.append($0) }
+        #expect(await waitUntil(10) { sought.count == 1 })
+        let times = Collected<CMTime>()
+        let crossed = Collected<CMTime>()
+        let periodic = player.addPeriodicTimeObserver(forInterval: CMTime(value: 1, timescale: 4), queue: .global()) { times.append($0) }
+        let boundary = player.addBoundaryTimeObserver(forTimes: [NSValue(time: CMTime(value: 3, timescale: 2))], queue: .global()) {
+            crossed.append(player.currentTime())
+        }
+        defer {
+            player.removeTimeObserver(periodic)
+            player.removeTimeObserver(boundary)
+        }
+        player.rate = -1
+        #expect(await waitUntil(10) { player.currentTime().seconds < 0.9 })
+        player.pause()
+        // Past the start's call: 1.75, 1.5, 1.25 and 1 s, each told within a monitor tick
+        // (10 ms, more on a loaded machine) after the time fell to it.
+        let seen = times.all.map(\.seconds)
+        let multiples = [1.75, 1.5, 1.25, 1.0]
+        for multiple in multiples {
+            #expect(seen.contains { $0 <= multiple && $0 > multiple - 0.1 }, "at \(multiple) s: \(seen)")
+        }
+        #expect(crossed.count == 1, "the boundary at 1.5 s told at \(crossed.all)")
+    }
+
     @Test("turning round while playing: the time runs down from where it stood, and back up again")
     func turningRoundWhilePlaying() async throws {
         let item = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 4, rate: 48_000, channels: 2))

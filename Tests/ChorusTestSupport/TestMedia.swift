@@ -259,6 +259,17 @@ public enum TestMedia {
         }
     }
 
+    /// An MP4 of `seconds` of test pattern at 25 pictures a second whose sound (AAC, 440 Hz)
+    /// ends `shortBy` seconds before its pictures, as a camera's or an editor's often does:
+    /// the container's duration is the pictures'.
+    public static func videoWithShorterSound(seconds: Double = 1, shortBy: Double = 0.1) throws -> URL {
+        try make("video-\(seconds)-sound-short-by-\(shortBy).mp4") { url in
+            ["-f", "lavfi", "-i", "testsrc=size=320x240:rate=25:duration=\(seconds)",
+             "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds - shortBy)",
+             "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2", url.path]
+        }
+    }
+
     /// The tones of `multilingual`'s three sound tracks, in hertz, in track order.
     public static let multilingualTones = [440.0, 660.0, 880.0]
 

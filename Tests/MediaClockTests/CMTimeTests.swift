@@ -257,11 +257,19 @@ struct CMTimeTests {
         #expect(!(CMTime.invalid * Int32(5)).isValid)
     }
 
-    @Test func ratioMultiplicationRoundsOnce() {
+    /// CoreMedia's documentation: the exact rational value is kept unless it overflows;
+    /// then a timescale is chosen and the value rounded once.
+    @Test func ratioMultiplicationIsExactAndRoundsOnlyOnOverflow() {
         let third = CMTimeMultiplyByRatio(CMTime(value: 10, timescale: 1), multiplier: 1, divisor: 3)
-        #expect(third.timescale == 1 && third.value == 3 && third.hasBeenRounded)
+        #expect(third == CMTime(value: 10, timescale: 3) && !third.hasBeenRounded)
+        let sixth = CMTimeMultiplyByRatio(CMTime(value: 1, timescale: 3), multiplier: 1, divisor: 2)
+        #expect(sixth == CMTime(value: 1, timescale: 6) && !sixth.hasBeenRounded)
         let exact = CMTimeMultiplyByRatio(CMTime(value: 9, timescale: 600), multiplier: 2, divisor: -3)
-        #expect(exact.value == -6 && !exact.hasBeenRounded)
+        #expect(exact.value == -6 && exact.timescale == 600 && !exact.hasBeenRounded)
+        // A third of a nanosecond needs a timescale of 3 × 10^9, beyond 32 bits: rounded
+        // in the operand's.
+        let nanoseconds = CMTimeMultiplyByRatio(CMTime(value: 1, timescale: 1_000_000_000), multiplier: 1, divisor: 3)
+        #expect(nanoseconds.value == 0 && nanoseconds.timescale == 1_000_000_000 && nanoseconds.hasBeenRounded)
         #expect(!CMTimeMultiplyByRatio(CMTime(value: 1, timescale: 1), multiplier: 1, divisor: 0).isValid)
     }
 
