@@ -42,6 +42,21 @@ public final class AVAssetTrack: Sendable, Hashable {
     public let channelLayoutDescription: String?
     /// The track's language tag, when the container has one.
     public let languageCode: String?
+    /// The track's language as a BCP 47 tag ("en", "fr"), from its container's language;
+    /// nil when it has none or says "undetermined".
+    public let extendedLanguageTag: String?
+    /// The ticks per second of the track's timestamps (MP4's media timescale, FFmpeg's time
+    /// base inverted); 0 when the container does not say.
+    public let naturalTimeScale: CMTimeScale
+    /// Whether the track's samples are all in the asset's own file: always, here (Chorus
+    /// reads no reference movies).
+    public let isSelfContained: Bool
+    /// Whether a decoder for the track's samples exists in this build, whether or not
+    /// Chorus renders its kind.
+    public let isDecodable: Bool
+    /// The volume the container suggests for the track: 1 for sound, 0 for other tracks (the
+    /// containers FFmpeg reads do not carry another).
+    public let preferredVolume: Float
     /// The track's name in its container ("Commentary"), when it has one (a Chorus addition:
     /// Apple's is among the track's metadata).
     public let title: String?
@@ -91,6 +106,11 @@ public final class AVAssetTrack: Sendable, Hashable {
         channelCount = info.channels
         channelLayoutDescription = info.channelLayout
         languageCode = info.language
+        extendedLanguageTag = AVMediaSelectionOption.languageTag(info.language)
+        naturalTimeScale = info.timescale
+        isSelfContained = true
+        isDecodable = MediaInfo.hasDecoder(for: info)
+        preferredVolume = info.kind == .audio ? 1 : 0
         title = info.title
         streamIndex = info.streamIndex
         rotationDegrees = info.rotationDegrees
@@ -115,6 +135,27 @@ public final class AVAssetTrack: Sendable, Hashable {
     /// (main program or auxiliary content, a dub, forced subtitles, accessibility).
     public func hasMediaCharacteristic(_ mediaCharacteristic: AVMediaCharacteristic) -> Bool {
         AVMediaCharacteristic.of(trackInfo).contains(mediaCharacteristic)
+    }
+
+    /// The track's own metadata, in the `.ffmpeg` key space: its name and its language,
+    /// where the container gives them.
+    public var metadata: [AVMetadataItem] {
+        guard let info = asset?.loadedMediaInfo else { return [] }
+        return Self.tags(of: trackInfo).map { AVMetadataItem(tag: $0, keySpace: .ffmpeg, key: $0.key, info: info) }
+    }
+
+    /// The track's metadata in the common key space: its title and its language.
+    public var commonMetadata: [AVMetadataItem] {
+        guard let info = asset?.loadedMediaInfo else { return [] }
+        return Self.tags(of: trackInfo).compactMap { tag in
+            AVMetadataItem.commonKeys[tag.key].map { AVMetadataItem(tag: tag, keySpace: .common, key: $0.rawValue, info: info) }
+        }
+    }
+
+    /// The tags a track's metadata is made of.
+    static func tags(of info: TrackInfo) -> [MetadataTag] {
+        [info.title.map { MetadataTag(key: "title", value: $0) }, info.language.map { MetadataTag(key: "language", value: $0) }]
+            .compactMap { $0 }
     }
 
     public static func == (lhs: AVAssetTrack, rhs: AVAssetTrack) -> Bool { lhs === rhs }
@@ -158,4 +199,20 @@ extension AVPartialAsyncProperty where Root == AVAssetTrack {
     }
     /// The track's language, ISO 639-2.
     public static var languageCode: AVAsyncProperty<AVAssetTrack, String?> { .track("languageCode") { $0.languageCode } }
+    /// The track's language as a BCP 47 tag.
+    public static var extendedLanguageTag: AVAsyncProperty<AVAssetTrack, String?> {
+        .track("extendedLanguageTag") { $0.extendedLanguageTag }
+    }
+    /// The ticks per second of the track's timestamps.
+    public static var naturalTimeScale: AVAsyncProperty<AVAssetTrack, CMTimeScale> { .track("naturalTimeScale") { $0.naturalTimeScale } }
+    /// Whether the track's samples are all in the asset's file.
+    public static var isSelfContained: AVAsyncProperty<AVAssetTrack, Bool> { .track("selfContained") { $0.isSelfContained } }
+    /// Whether a decoder for the track exists.
+    public static var isDecodable: AVAsyncProperty<AVAssetTrack, Bool> { .track("decodable") { $0.isDecodable } }
+    /// The volume the container suggests for the track.
+    public static var preferredVolume: AVAsyncProperty<AVAssetTrack, Float> { .track("preferredVolume") { $0.preferredVolume } }
+    /// The track's own metadata.
+    public static var metadata: AVAsyncProperty<AVAssetTrack, [AVMetadataItem]> { .track("metadata") { $0.metadata } }
+    /// The track's metadata in the common key space.
+    public static var commonMetadata: AVAsyncProperty<AVAssetTrack, [AVMetadataItem]> { .track("commonMetadata") { $0.commonMetadata } }
 }

@@ -99,3 +99,36 @@ public func CMClockConvertHostTimeToSystemUnits(_ hostTime: CMTime) -> UInt64 {
     let nanoseconds = duration.roundedNanoseconds
     return nanoseconds <= 0 ? 0 : UInt64(clamping: nanoseconds)
 }
+
+/// Whether two clocks may drift apart (`CMClockMightDrift`): `CMSyncMightDrift` for two
+/// clocks.
+public func CMClockMightDrift(_ clock: CMClock, _ otherClock: CMClock) -> Bool {
+    CMSyncMightDrift(clock, otherClock)
+}
+
+/// Marks a clock as no longer in use (`CMClockInvalidate`). A Chorus clock holds nothing
+/// that needs releasing early, so this only reports success.
+@discardableResult
+public func CMClockInvalidate(_ clock: CMClock) -> OSStatus { noErr }
+
+extension CMClock {
+    /// A raw `CLOCK_MONOTONIC` reading in nanoseconds as a host-time-clock time
+    /// (`CMClockMakeHostTimeFromSystemUnits`).
+    public static func makeHostTime(fromSystemUnits hostTime: UInt64) -> CMTime {
+        CMClockMakeHostTimeFromSystemUnits(hostTime)
+    }
+
+    /// A host-time-clock time as a raw `CLOCK_MONOTONIC` reading in nanoseconds
+    /// (`CMClockConvertHostTimeToSystemUnits`).
+    public static func convertHostTimeToSystemUnits(_ hostTime: CMTime) -> UInt64 {
+        CMClockConvertHostTimeToSystemUnits(hostTime)
+    }
+
+    /// Whether this clock and `otherClock` may drift apart (`CMClockMightDrift`).
+    public func mightDrift(relativeTo otherClock: CMClock) -> Bool {
+        CMSyncMightDrift(self, otherClock)
+    }
+
+    /// Marks the clock as no longer in use (`CMClockInvalidate`): nothing to release here.
+    public func invalidate() {}
+}

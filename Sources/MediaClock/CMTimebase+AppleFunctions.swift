@@ -118,3 +118,14 @@ private func status(_ body: () throws -> Void) -> OSStatus {
         return kCMTimebaseError_InvalidParameter
     }
 }
+
+/// The timebase's time and rate read together, as at one instant
+/// (`CMTimebaseGetTimeAndRate`). Either output may be nil.
+@discardableResult
+public func CMTimebaseGetTimeAndRate(_ timebase: CMTimebase, time timeOut: UnsafeMutablePointer<CMTime>?,
+                                     rate rateOut: UnsafeMutablePointer<Float64>?) -> OSStatus {
+    let (time, rate) = timebase.timeAndRate
+    timeOut?.pointee = time
+    rateOut?.pointee = rate
+    return noErr
+}

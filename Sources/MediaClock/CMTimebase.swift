@@ -137,6 +137,14 @@ public final class CMTimebase: Sendable {
         }
     }
 
+    /// The time and the rate, from one reading of the anchor (`CMTimebaseGetTimeAndRate`):
+    /// read apart, a rate change between the two could pair a time with the other rate.
+    public var timeAndRate: (time: CMTime, rate: Float64) {
+        let sourceTime = sourceTime(atHostTime: ultimateSourceClock.hostClock.now())
+        let snapshot = state.withLockAnnotated { $0 }
+        return (Self.map(snapshot, sourceTime: sourceTime), snapshot.rate)
+    }
+
     /// The timebase time at host time `hostTime` under the current anchor and rate.
     public func time(atHostTime hostTime: HostTime) -> CMTime {
         let sourceTime = sourceTime(atHostTime: hostTime)

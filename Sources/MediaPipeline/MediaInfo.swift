@@ -38,6 +38,9 @@ public struct TrackInfo: Sendable, Equatable {
     public var height: Int?
     /// Frames per second for video, as the container reports it.
     public var frameRate: Double?
+    /// The stream's timescale: ticks per second of its timestamps (FFmpeg's time base
+    /// inverted; MP4's media timescale). 0 when unknown.
+    public var timescale: Int32 = 0
     /// The time from one picture to the next for video at its nominal rate, exact
     /// (`.invalid` for other tracks and when the container does not say).
     public var frameDuration: CMTime = .invalid

@@ -744,6 +744,8 @@ public final class MediaSource: @unchecked Sendable {
             isAttachedPicture: isPicture,
             language: language)
         track.frameDuration = frameDuration
+        let base = stream.pointee.time_base
+        if base.num > 0, base.den > 0 { track.timescale = Int32(clamping: (Int64(base.den) + Int64(base.num) / 2) / Int64(base.num)) }
         track.title = title
         track.roles = roles
         return track

@@ -69,6 +69,34 @@ import ChorusTestSupport
         #expect(video.preferredTransform == .identity)
     }
 
+    @Test("a track tells its timescale, its language as a tag, whether it decodes, its suggested volume and its metadata")
+    func tracksTellTheirTimescaleLanguageAndMetadata() async throws {
+        // An MP4 (H.264 at 25 pictures a second, AAC at 48 kHz): MP4's media timescales
+        // are what FFmpeg's muxer wrote, the pictures' a multiple of their rate and the
+        // sound's its sample rate.
+        // A track's asset is weak, as Apple's is: the test keeps the assets.
+        let asset = AVURLAsset(url: try TestMedia.video(seconds: 1))
+        let tracks = try await asset.load(.tracks)
+        let video = try #require(tracks.first { $0.mediaType == .video })
+        let audio = try #require(tracks.first { $0.mediaType == .audio })
+        #expect(video.naturalTimeScale > 0 && video.naturalTimeScale % 25 == 0, "\(video.naturalTimeScale)")
+        #expect(audio.naturalTimeScale == 48_000)
+        #expect(try await audio.load(.naturalTimeScale) == 48_000)
+        #expect(video.isDecodable && audio.isDecodable && video.isSelfContained)
+        #expect(audio.preferredVolume == 1 && video.preferredVolume == 0)
+        // Matroska's languages, titles and bibliographic codes ("fre"): the tag is BCP 47.
+        let film = AVURLAsset(url: try TestMedia.multilingual(seconds: 1))
+        let all = try await film.load(.tracks)
+        let dubbed = all.filter { $0.mediaType == .audio }
+        #expect(dubbed.map(\.extendedLanguageTag) == ["en", "fr", "de"])
+        let commentary = try #require(dubbed.last)
+        #expect(commentary.commonMetadata.first { $0.commonKey == .commonKeyTitle }?.stringValue == "Commentary")
+        #expect(commentary.metadata.contains { $0.stringValue == "deu" })
+        let loaded = try await commentary.load(.commonMetadata)
+        #expect(loaded.count == commentary.commonMetadata.count)
+        withExtendedLifetime((asset, film)) {}
+    }
+
     @Test("a turned video's transform stands its picture on end and keeps it in the positive quadrant")
     func turnedVideoTransform() async throws {
         let asset = AVURLAsset(url: try TestMedia.identityVideo(seconds: 0.3, rotate: 90))

@@ -100,5 +100,28 @@ import MediaClock
         #expect(CMClockConvertHostTimeToSystemUnits(CMTime(value: 3, timescale: 2)) == 1_500_000_000)
         #expect(CMClockConvertHostTimeToSystemUnits(.invalid) == 0)
         #expect(CMClockConvertHostTimeToSystemUnits(CMTime(value: -1, timescale: 1)) == 0)
+        // Apple's Swift spellings of the same.
+        #expect(CMClock.makeHostTime(fromSystemUnits: 42) == CMTime(value: 42, timescale: 1_000_000_000))
+        #expect(CMClock.convertHostTimeToSystemUnits(CMTime(value: 1, timescale: 4)) == 250_000_000)
+    }
+
+    @Test("two clocks of the host's clock do not drift apart, and invalidating a clock succeeds")
+    func clocksMightDrift() {
+        let host = CMClockGetHostTimeClock()
+        let other = CMClock(hostClock: MonotonicHostClock(), anchorHostTime: HostTime(nanoseconds: 0), anchorTime: .zero, rate: 1)
+        #expect(!host.mightDrift(relativeTo: other) && !CMClockMightDrift(host, host))
+        #expect(CMClockInvalidate(host) == noErr)
+    }
+
+    @Test("a timebase's time and rate are read together")
+    func timebaseTimeAndRate() throws {
+        let timebase = CMTimebase(sourceClock: CMClockGetHostTimeClock(), notificationCenter: NotificationCenter())
+        try timebase.setRate(0)
+        try timebase.setTime(CMTime(value: 5, timescale: 1))
+        var time = CMTime.invalid
+        var rate = -1.0
+        #expect(CMTimebaseGetTimeAndRate(timebase, time: &time, rate: &rate) == noErr)
+        #expect(time == CMTime(value: 5, timescale: 1) && rate == 0)
+        #expect(CMTimebaseGetTimeAndRate(timebase, time: nil, rate: &rate) == noErr)
     }
 }
