@@ -206,6 +206,27 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         self.init(asset: asset, automaticallyLoadedAssetKeys: automaticallyLoadedAssetKeys.map(\.name))
     }
 
+    /// A new item for the same asset with this one's settings (`NSCopying`, as Apple's item
+    /// is): its end times, buffer duration, pitch algorithm, variant limits, live settings and
+    /// audio mix. What it came to by playing (its status, time, logs, outputs) is not copied.
+    open func copy(with zone: NSZone? = nil) -> Any {
+        let copy = AVPlayerItem(asset: asset, automaticallyLoadedAssetKeys: automaticallyLoadedAssetKeys)
+        copy.forwardPlaybackEndTime = forwardPlaybackEndTime
+        copy.reversePlaybackEndTime = reversePlaybackEndTime
+        copy.preferredForwardBufferDuration = preferredForwardBufferDuration
+        copy.audioTimePitchAlgorithm = audioTimePitchAlgorithm
+        copy.preferredPeakBitRate = preferredPeakBitRate
+        copy.preferredMaximumResolution = preferredMaximumResolution
+        copy.canUseNetworkResourcesForLiveStreamingWhilePaused = canUseNetworkResourcesForLiveStreamingWhilePaused
+        copy.automaticallyPreservesTimeOffsetFromLive = automaticallyPreservesTimeOffsetFromLive
+        copy.configuredTimeOffsetFromLive = configuredTimeOffsetFromLive
+        copy.audioMix = audioMix
+        return copy
+    }
+
+    /// `copy(with:)` (`NSObject.copy()` on Apple's platforms).
+    open func copy() -> Any { copy(with: nil) }
+
     /// The item's status: `.unknown` until loaded by a player.
     open var status: Status { state.withLockAnnotated { $0.status } }
     /// Why the item failed; nil unless `status` is `.failed` (or playback stopped early). As

@@ -43,11 +43,14 @@ public final class AVPlayerLooper: AVKeyValueObservable, @unchecked Sendable {
     public let observationRegistry = ObservationRegistry()
 
     /// Loops `templateItem` (or its `timeRange`, when valid) on `player`. The template
-    /// itself is not played: copies of its asset are.
+    /// itself is not played: copies of it are (`AVPlayerItem.copy()`, with its settings).
+    /// As on Apple's platforms, `status` is `.ready` at once when the template's asset has
+    /// its duration loaded, and stays `.unknown` until it has otherwise (`.failed` when it
+    /// cannot be loaded).
     public init(player: AVQueuePlayer, templateItem: AVPlayerItem, timeRange: CMTimeRange = .invalid) {
         self.player = player
         range = timeRange
-        loopingPlayerItems = (0..<Self.copies).map { _ in AVPlayerItem(asset: templateItem.asset) }
+        loopingPlayerItems = (0..<Self.copies).compactMap { _ in templateItem.copy() as? AVPlayerItem }
         var tokens: [any NSObjectProtocol] = []
         for item in loopingPlayerItems {
             prepare(item)
@@ -62,8 +65,20 @@ public final class AVPlayerLooper: AVKeyValueObservable, @unchecked Sendable {
             player.insert(item, after: nil)
         }
         observerLock.withLock { observers = tokens }
-        state.withLock { $0.status = .ready }
-        observationRegistry.poke()
+        // Ready once the duration is known: at once when it was loaded already.
+        templateItem.asset.requestInfo { [weak self] result in
+            guard let self else { return }
+            state.withLock { state in
+                guard state.status == .unknown else { return }
+                switch result {
+                case .success: state.status = .ready
+                case .failure(let error):
+                    state.status = .failed
+                    state.error = error.avFoundationError
+                }
+            }
+            observationRegistry.poke()
+        }
     }
 
     deinit { disableLooping() }
@@ -96,7 +111,7 @@ public final class AVPlayerLooper: AVKeyValueObservable, @unchecked Sendable {
 
     private func played(_ item: AVPlayerItem) {
         let looping = state.withLock { state -> Bool in
-            guard state.status == .ready else { return false }
+            guard state.status == .ready || state.status == .unknown else { return false }
             state.loopCount += 1
             return true
         }
@@ -108,7 +123,7 @@ public final class AVPlayerLooper: AVKeyValueObservable, @unchecked Sendable {
             guard let self else { return }
             let deadline = HostTime.now() + Self.requeueTimeout
             while player.currentItem === item && HostTime.now() < deadline { usleep(2_000) }
-            guard state.withLock({ $0.status == .ready }) else { return }
+            guard state.withLock({ $0.status == .ready || $0.status == .unknown }) else { return }
             prepare(item)
             if player.canInsert(item, after: nil) { player.insert(item, after: nil) }
         }

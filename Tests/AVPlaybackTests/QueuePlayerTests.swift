@@ -204,6 +204,9 @@ private final class EndCounter: @unchecked Sendable {
     @Test("a looper plays its item again and again, counting the loops, until looping is disabled")
     func loops() async throws {
         let template = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.3, rate: 48_000))
+        // As Apple's documentation asks: the template's duration loaded first, so the looper
+        // is ready at once.
+        _ = try await template.asset.load(.duration)
         let player = AVQueuePlayer(items: [], output: .null(driftPPM: 0))
         defer { player.close() }
         let looper = AVPlayerLooper(player: player, templateItem: template)
@@ -233,6 +236,31 @@ private final class EndCounter: @unchecked Sendable {
         // Observed as they changed: each loop counted once, in order, and the cancellation.
         #expect(Array(counts.all.prefix(5)) == [1, 2, 3, 4, 5], "loop counts seen: \(counts.all)")
         #expect(statuses.all == [.cancelled])
+    }
+
+    @Test("a looper's status is unknown until its template's duration is loaded, then ready; failed when it cannot be; its copies keep the template's settings")
+    func statusFollowsTheTemplatesLoading() async throws {
+        let template = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 0.5, rate: 48_000))
+        template.audioTimePitchAlgorithm = .varispeed
+        template.preferredForwardBufferDuration = 4
+        let player = AVQueuePlayer(items: [], output: .null(driftPPM: 0))
+        defer { player.close() }
+        let looper = AVPlayerLooper(player: player, templateItem: template)
+        #expect(looper.status == .unknown)
+        #expect(await waitUntil(10) { looper.status == .ready })
+        #expect(looper.loopingPlayerItems.allSatisfy { $0.audioTimePitchAlgorithm == .varispeed && $0.preferredForwardBufferDuration == 4 })
+        looper.disableLooping()
+
+        let missing = AVPlayerItem(url: URL(fileURLWithPath: "/nonexistent/chorus-looper.wav"))
+        let other = AVQueuePlayer(items: [], output: .null(driftPPM: 0))
+        defer { other.close() }
+        let failing = AVPlayerLooper(player: other, templateItem: missing)
+        let statuses = Collected<AVPlayerLooper.Status>()
+        let observation = failing.observe(\.status, options: [.new]) { _, change in change.newValue.map(statuses.append) }
+        defer { observation.invalidate() }
+        #expect(await waitUntil(10) { failing.status == .failed })
+        #expect(failing.error != nil)
+        #expect(await waitUntil(5) { statuses.all.last == .failed })
     }
 
     @Test("a looper with a time range plays that part of the item")
