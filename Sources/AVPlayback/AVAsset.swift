@@ -287,14 +287,54 @@ open class AVURLAsset: AVAsset, @unchecked Sendable {
     /// The asset's URL.
     public let url: URL
 
-    /// Creates an asset for `url`. Nothing is read until a property is loaded. `options` is
-    /// accepted as Apple's is; none changes anything here (durations and times are always
-    /// precise: `AVURLAssetPreferPreciseDurationAndTimingKey` is in effect).
+    /// The asset's HTTP fields, registered for its server while it lives.
+    private let requestFields: HTTPRequestFields.Registration?
+
+    /// Creates an asset for `url`. Nothing is read until a property is loaded.
+    ///
+    /// Of Apple's `options`, these change what is sent to an HTTP or HTTPS server, on every
+    /// request for the asset (its playlists, segments and ranges): `AVURLAssetHTTPUserAgentKey`
+    /// (a `String`), `AVURLAssetHTTPHeaderFieldsKey` (`[String: String]`) and
+    /// `AVURLAssetHTTPCookiesKey`. The others are accepted and change nothing:
+    /// durations and times are always precise (`AVURLAssetPreferPreciseDurationAndTimingKey`),
+    /// and there is no cellular or constrained network to spare.
     public init(url: URL, options: [String: Any]? = nil) {
         self.url = url
-        super.init(location: url.isFileURL ? url.path : url.absoluteString)
+        let location = url.isFileURL ? url.path : url.absoluteString
+        requestFields = Self.requestFields(from: options).flatMap { HTTPRequestFields.register($0, for: location) }
+        super.init(location: location)
+    }
+
+    /// The HTTP fields `options` ask for.
+    static func requestFields(from options: [String: Any]?) -> HTTPRequestFields? {
+        guard let options else { return nil }
+        let cookies = options[AVURLAssetHTTPCookiesKey] as? [String] ?? []
+        let fields = HTTPRequestFields(userAgent: options[AVURLAssetHTTPUserAgentKey] as? String,
+                                       headers: options[AVURLAssetHTTPHeaderFieldsKey] as? [String: String] ?? [:], cookies: cookies)
+        return fields.isEmpty ? nil : fields
     }
 }
+
+/// `AVURLAsset` option: the `User-Agent` every HTTP request for the asset carries (a `String`).
+public let AVURLAssetHTTPUserAgentKey = "AVURLAssetHTTPUserAgentKey"
+/// `AVURLAsset` option: header fields every HTTP request for the asset carries
+/// (`[String: String]`). Apple's players take it under this name without declaring it.
+public let AVURLAssetHTTPHeaderFieldsKey = "AVURLAssetHTTPHeaderFieldsKey"
+/// `AVURLAsset` option: cookies every HTTP request for the asset carries, each a
+/// `Set-Cookie` value (`[String]`, "name=value; domain=host; path=/"). Apple's takes
+/// `[HTTPCookie]`, which on Linux lives in FoundationNetworking (and libcurl) that this
+/// library does not link: such cookies go as a `Cookie` field in
+/// `AVURLAssetHTTPHeaderFieldsKey` instead, or as strings here.
+public let AVURLAssetHTTPCookiesKey = "AVURLAssetHTTPCookiesKey"
+/// `AVURLAsset` option: whether the asset may be loaded over an expensive network (there
+/// is no such distinction here).
+public let AVURLAssetAllowsExpensiveNetworkAccessKey = "AVURLAssetAllowsExpensiveNetworkAccessKey"
+/// `AVURLAsset` option: whether the asset may be loaded over a constrained network (there
+/// is no such distinction here).
+public let AVURLAssetAllowsConstrainedNetworkAccessKey = "AVURLAssetAllowsConstrainedNetworkAccessKey"
+/// `AVURLAsset` option: a MIME type to take the asset for (accepted; FFmpeg probes the
+/// content itself).
+public let AVURLAssetOverrideMIMETypeKey = "AVURLAssetOverrideMIMETypeKey"
 
 /// `AVURLAsset` option: ask for precise durations and times (always so here).
 public let AVURLAssetPreferPreciseDurationAndTimingKey = "AVURLAssetPreferPreciseDurationAndTimingKey"

@@ -139,6 +139,7 @@ enum HLSRenditions {
         // Opened here, not by a demuxer, so not through a context's fetch policy: the same
         // certificate checks are given directly.
         MediaSource.addCertificateChecks(to: &options, authorities: authorities)
+        HTTPRequestFields.add(for: target, to: &options)
         let status = avio_open2(&context, target, AVIO_FLAG_READ, &callback, &options)
         av_dict_free(&options)
         guard status >= 0, let context else { return nil }

@@ -360,6 +360,8 @@ public final class MediaSource: @unchecked Sendable {
         // The fetch policy adds these to every open; given here too for a demuxer that makes
         // its own connections from the options rather than through io_open.
         Self.addCertificateChecks(to: &options)
+        // The asset's own user agent, header fields and cookies, for its server.
+        HTTPRequestFields.add(for: target, to: &options)
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
         let openingStarted = HostTime.now()
         // A cut opening's input is a playlist in memory, with no name or type to tell it by.

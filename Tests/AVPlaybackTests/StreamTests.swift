@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ChorusTestSupport
 @testable import AVPlayback
+import MediaPipeline
 import MediaServer
 
 /// Items over HTTP: HLS on demand and live, and servers that stall, drop a connection or go
@@ -224,6 +225,38 @@ import MediaServer
             #expect(player.currentTime().seconds > 7.9, "ended at \(player.currentTime().seconds) s")
         }
         #expect(failed.value == 0 && item.error == nil)
+    }
+
+    /// A server that wants its own user agent, a token in a header and a cookie gets them on
+    /// every request for the asset: the playlists Chorus reads itself, the ones FFmpeg's
+    /// demuxer reads, and every segment; a plain file's requests too.
+    @Test("an asset's user agent, header fields and cookies go with every request for it")
+    func requestFieldsGoWithEveryRequest() async throws {
+        let hls = try TestMedia.hls(seconds: 3)
+        let server = try ThrottledHTTPServer(serving: hls.folder, bytesPerSecond: 0)
+        defer { server.stop() }
+        let options: [String: Any] = [AVURLAssetHTTPUserAgentKey: "ChorusTest/1.0", AVURLAssetHTTPHeaderFieldsKey: ["X-Room": "kitchen"],
+                                      AVURLAssetHTTPCookiesKey: ["session=s3cr3t; domain=127.0.0.1; path=/"]]
+        do {
+            let asset = AVURLAsset(url: try #require(URL(string: server.url("index.m3u8"))), options: options)
+            let item = AVPlayerItem(asset: asset)
+            let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
+            defer { player.close() }
+            let ended = NotificationCounter(AVPlayerItem.didPlayToEndTimeNotification, object: item)
+            player.play()
+            #expect(await waitUntil(20) { ended.value == 1 })
+            #expect(HTTPRequestFields.fields(for: server.url("index.m3u8"))?.userAgent == "ChorusTest/1.0")
+        }
+        let heads = server.requestHeads
+        #expect(heads.count >= hls.segments.count + 1, "\(heads.count) requests")
+        for head in heads {
+            let request = head.prefix { $0 != "\r" }
+            #expect(head.contains("User-Agent: ChorusTest/1.0\r\n"), "\(request)")
+            #expect(head.contains("X-Room: kitchen\r\n"), "\(request)")
+            #expect(head.contains("session=s3cr3t"), "\(request)")
+        }
+        // Withdrawn with its asset: a later asset of the same server sends FFmpeg's own.
+        #expect(await waitUntil(5) { HTTPRequestFields.fields(for: server.url("index.m3u8")) == nil })
     }
 
     /// The same stream's master playlist reached through a redirect from another folder, as

@@ -13,8 +13,8 @@ public final class ThrottledHTTPServer: Sendable {
     public let port: UInt16
     private let folder: URL
     private let listener: Int32
-    private let state = Mutex<(bytesPerSecond: Int, requests: [String], stopped: Bool, linkFreeAt: Date, redirects: [String: String])>(
-        (0, [], false, .distantPast, [:]))
+    private let state = Mutex<(bytesPerSecond: Int, requests: [String], heads: [String], stopped: Bool, linkFreeAt: Date,
+                               redirects: [String: String])>((0, [], [], false, .distantPast, [:]))
 
     /// The pieces a response is sent in, bytes: small, so the pace is smooth at a few kB/s.
     static let pieceBytes = 1_024
@@ -47,6 +47,9 @@ public final class ThrottledHTTPServer: Sendable {
     /// The paths asked for so far, in order.
     public var requests: [String] { state.withLockAnnotated { $0.requests } }
 
+    /// The requests' heads so far (request line and header fields), in order.
+    public var requestHeads: [String] { state.withLockAnnotated { $0.heads } }
+
     /// Stops listening.
     public func stop() {
         state.withLockAnnotated { $0.stopped = true }
@@ -71,6 +74,7 @@ public final class ThrottledHTTPServer: Sendable {
         let path = String(line[1].drop { $0 == "/" }.prefix { $0 != "?" })
         let redirect = state.withLockAnnotated { state -> String? in
             state.requests.append(path)
+            state.heads.append(text)
             return state.redirects[path]
         }
         if let redirect {
