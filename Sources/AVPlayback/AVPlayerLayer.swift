@@ -66,6 +66,9 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
 
     /// The observer of the player's first pictures (`AVPlayer.pictureQueuedNotification`).
     private let pictureWatch = Mutex<NotificationToken?>(nil)
+    /// The observation of the player's current item: another item's first picture is not
+    /// there yet.
+    private let itemWatch = Mutex<NSKeyValueObservation?>(nil)
 
     /// A notification observer's token (an `NSObjectProtocol`, which is not `Sendable`; it is
     /// only handed to `NotificationCenter` to remove the observer).
@@ -83,6 +86,8 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         }
         let old = pictureWatch.withLockAnnotated { watch in defer { watch = token }; return watch }
         if let old { NotificationCenter.default.removeObserver(old.token) }
+        let observation = player?.observe(\.currentItem) { [weak self] player, _ in self?.currentItemChanged(on: player) }
+        itemWatch.withLockAnnotated { watch in defer { watch = observation }; return watch }?.invalidate()
         if let queue = player?.engine.videoQueue, player?.engine.hasVideo == true,
            queue.displayed != nil || !queue.queuedItemNanoseconds().isEmpty {
             markReady()
@@ -270,6 +275,23 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
 
     private let readyFlag = Atomic<Bool>(false)
     private var isReadyForDisplayFast: Bool { readyFlag.load(ordering: .relaxed) }
+
+    /// The player's current item changed: as Apple's layer, it is ready for display once the
+    /// new item's first picture is, so not ready until then. An item the queue joined on
+    /// gaplessly had its first pictures decoded before it became current: ready again at once.
+    private func currentItemChanged(on player: AVPlayer) {
+        guard readyFlag.exchange(false, ordering: .relaxed) else { return }
+        let changed = state.withLockAnnotated { state -> Bool in
+            defer { state.isReadyForDisplay = false }
+            return state.isReadyForDisplay
+        }
+        if changed { observationRegistry.notify(\AVPlayerLayer.isReadyForDisplay, old: true, new: false) }
+        let joined = player.state.withLockAnnotated { state in state.item != nil && state.lastJoin?.item === state.item }
+        if joined, player.engine.hasVideo, let queue = player.engine.videoQueue,
+           queue.displayed != nil || !queue.queuedItemNanoseconds().isEmpty {
+            markReady()
+        }
+    }
 
     /// Off the display thread: flips `isReadyForDisplay` and tells its observers.
     private func markReady() {

@@ -117,6 +117,28 @@ import Synchronization
         #expect(!soundLayer.isReadyForDisplay)
     }
 
+    /// Apple's `isReadyForDisplay` tells of the current item's first picture: another item
+    /// has none until its own is decoded, and an item of sound alone none at all.
+    @Test("a layer is not ready for display once its player's item is replaced, until the new item's first picture is decoded")
+    func readyForDisplayFollowsTheCurrentItem() async throws {
+        let player = AVPlayer(playerItem: AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true)),
+                              output: .null(driftPPM: 0))
+        defer { player.close() }
+        let layer = AVPlayerLayer(player: player)
+        let seen = Collected<Bool>()
+        let observation = layer.observe(\.isReadyForDisplay, options: [.new]) { _, change in change.newValue.map(seen.append) }
+        defer { observation.invalidate() }
+        #expect(await waitUntil(10) { layer.isReadyForDisplay })
+        let sound = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
+        player.replaceCurrentItem(with: sound)
+        #expect(!layer.isReadyForDisplay)
+        #expect(await waitUntil(10) { sound.status == .readyToPlay })
+        #expect(!layer.isReadyForDisplay)
+        player.replaceCurrentItem(with: AVPlayerItem(url: try TestMedia.identityVideo(seconds: 1, rate: 25, withSound: true)))
+        #expect(await waitUntil(10) { layer.isReadyForDisplay })
+        #expect(await waitUntil(5) { seen.all == [true, false, true] }, "seen: \(seen.all)")
+    }
+
     @Test("backwards, each refresh shows the picture the falling timeline stands in, newest first, to the item's start")
     func picturesPlayBackwards() async throws {
         // 25 pictures a second, a keyframe every 20: the thirty pictures shown go back
