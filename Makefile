@@ -102,8 +102,9 @@ ALONE_TESTS := aFollowersPicturesAreTheGroupsFromTheFirst aFollowersPicturesGoBa
 # Now that the checks held to the picture run one at a time after the rest, and the
 # sanitizer's build comes after the tests, five: 130 s where four took 164 s and three 207 s,
 # the cases' own time (643 s) divided by five with no tail, and the process using 1.3 of the
-# two cores (docs/test-time.md, "Five at once"). Once the simulated rooms' analysis stopped
-# costing 9 s of CPU a case, six: 117 s where five took 135 s, the cases slowed by 4 %.
+# two cores (docs/test-time.md, "Five at once"). Once the six simulated rooms' test stopped
+# spending most of its CPU reading what they heard (16 s of CPU, now 8.5), six: 117 s where
+# five took 135 s, the cases slowed by 4 %.
 # The sanitizer slows every thread several times: two there.
 TEST_WIDTH := 6
 TSAN_TEST_WIDTH := 2

@@ -309,6 +309,12 @@ open class AVURLAsset: AVAsset, @unchecked Sendable {
     static func requestFields(from options: [String: Any]?) -> HTTPRequestFields? {
         guard let options else { return nil }
         let cookies = options[AVURLAssetHTTPCookiesKey] as? [String] ?? []
+        if let given = options[AVURLAssetHTTPCookiesKey], !(given is [String]) {
+            playerLog.warning("AVURLAssetHTTPCookiesKey takes Set-Cookie strings here (HTTPCookie needs FoundationNetworking): cookies not sent")
+        }
+        if let given = options[AVURLAssetHTTPHeaderFieldsKey], !(given is [String: String]) {
+            playerLog.warning("AVURLAssetHTTPHeaderFieldsKey takes [String: String]: header fields not sent")
+        }
         let fields = HTTPRequestFields(userAgent: options[AVURLAssetHTTPUserAgentKey] as? String,
                                        headers: options[AVURLAssetHTTPHeaderFieldsKey] as? [String: String] ?? [:], cookies: cookies)
         return fields.isEmpty ? nil : fields

@@ -54,8 +54,8 @@ public final class AVAssetTrack: Sendable, Hashable {
     /// Whether a decoder for the track's samples exists in this build, whether or not
     /// Chorus renders its kind.
     public let isDecodable: Bool
-    /// The volume the container suggests for the track: 1 for sound, 0 for other tracks (the
-    /// containers FFmpeg reads do not carry another).
+    /// The volume the container suggests for the track: 1 for sound, 0 for other tracks
+    /// (MP4's track header carries one, but FFmpeg does not pass it on).
     public let preferredVolume: Float
     /// The track's name in its container ("Commentary"), when it has one (a Chorus addition:
     /// Apple's is among the track's metadata).

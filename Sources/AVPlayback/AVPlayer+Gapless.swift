@@ -227,7 +227,7 @@ extension AVPlayer {
         state.pausedAtEnd = false
         state.promotedFailure = next.failure
         state.lastObservedTime = .invalid
-        restartPeriodicObserversLocked(&state)
+        state.itemChanged = true
         let newItem = next.item
         // As a queue player's items end on Apple's players: the end of the one, then the next
         // as the current item. Each item knows its player first, so that whoever hears of the

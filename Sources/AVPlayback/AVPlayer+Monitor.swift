@@ -124,6 +124,10 @@ extension AVPlayer {
                 effects.notifications.append { NotificationCenter.default.post(name: AVPlayerItem.newAccessLogEntryNotification, object: item) }
             }
             state.lastTickHost = now
+            if state.itemChanged {
+                state.itemChanged = false
+                restartPeriodicObservers(state.observers)
+            }
             fire = (time, playing, state.rate < 0, state.timeJumped, state.jumpedTo, state.lastObservedTime, state.observers, endedForward)
             if state.itemLoaded { pushed = (item, time, state.timeJumped) }
             state.timeJumped = false
@@ -226,7 +230,11 @@ extension AVPlayer {
         case .pause:
             pauseLocked(&state, &effects)
             state.pausedAtEnd = true
-            if let standsAt { state.position = standsAt }
+            if let standsAt {
+                state.position = standsAt
+                // The pause's call to the periodic observers tells where it stands.
+                state.jumpedTo = standsAt
+            }
         case .advance:
             // On a timeline (a master clock's, or an item without sound on the host clock)
             // the next item starts where this one's end lies on it: every room of a group

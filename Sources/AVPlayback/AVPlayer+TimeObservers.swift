@@ -54,16 +54,16 @@ extension AVPlayer {
         return CMTime(seconds: steps * interval.seconds, preferredTimescale: time.timescale > 0 ? max(time.timescale, interval.timescale) : 1_000_000)
     }
 
-    /// The current item changed (a queue's advance, gapless or not, or a replacement): the
-    /// periodic observers count their intervals on the new item's timeline, and are called
-    /// at the next tick with its time, as for any other jump of the time. Left as they were,
-    /// they would wait for the new item to reach the next multiple after where the old one
-    /// stood.
-    func restartPeriodicObserversLocked(_ state: inout PlayerState) {
-        for observer in state.observers {
+    /// The periodic observers start counting afresh: they are called at the next firing
+    /// with the time then, and count their intervals from it. Applied by the monitor's tick
+    /// that first reads the new item's time (`PlayerState.itemChanged`): applied when the
+    /// item changed, a tick already under way with the old item's time would have used it.
+    func restartPeriodicObservers(_ observers: [TimeObserver]) {
+        for observer in observers {
             guard case .periodic = observer.kind else { continue }
             observer.nextFire = .invalid
             observer.fireNow = true
+            observer.fireNowTime = nil
         }
     }
 
@@ -95,10 +95,11 @@ extension AVPlayer {
                 }
                 observer.deliver { block(told) }
             case .boundary(let times, let block):
-                // A boundary is traversed in whichever direction the item plays.
-                guard (playing && !jumped) || reachedEnd, previous.isNumeric, time != previous else { continue }
-                let (low, high) = (min(previous, time), max(previous, time))
-                let crossed = time > previous ? times.contains { $0 > low && $0 <= high } : times.contains { $0 >= low && $0 < high }
+                // A boundary is traversed in the direction the item plays: a small step back of
+                // the time while playing forward (a correction to a master clock) crosses
+                // nothing, or a boundary just passed would be told again.
+                guard (playing && !jumped) || reachedEnd, previous.isNumeric, backwards ? time < previous : time > previous else { continue }
+                let crossed = backwards ? times.contains { $0 >= time && $0 < previous } : times.contains { $0 > previous && $0 <= time }
                 if crossed {
                     observer.deliver { block() }
                 }

@@ -542,7 +542,7 @@ open class AVPlayer: AVKeyValueObservable, @unchecked Sendable {
             if let pending = state.pendingSeek { effects.completions.append { pending.completion(false) } }
             state.pendingSeek = nil
             interruptPrerollsLocked(&state, &effects)
-            if item != nil { restartPeriodicObserversLocked(&state) }
+            if item != nil { state.itemChanged = true }
             let registry = observationRegistry
             registry.willSet(\AVPlayer.currentItem)
             effects.here.append { registry.didSet(\AVPlayer.currentItem) }
@@ -1529,6 +1529,10 @@ struct PlayerState {
     var endHandledSerial: Int?
     var lastStallCount = 0
     var timeJumped = false
+    /// The current item changed since the monitor's last tick (an advance, a replacement):
+    /// the periodic observers count afresh on its timeline from the next tick, which reads
+    /// its time (`restartPeriodicObservers(_:)`).
+    var itemChanged = false
     /// Where the item's time stood just after the last jump (a seek's landing, a start, a
     /// pause), for the observers the next tick fires: told that, not the tick's time a few
     /// ms of play later.

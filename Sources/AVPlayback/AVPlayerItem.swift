@@ -447,7 +447,7 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         // Where the stream was opened, on the item's timeline: past a splice another player
         // closed up, by that splice's shift.
         let item = source.openedAtNanoseconds(after: timelineSplices)
-        let window = HLSLiveWindow(url: source.url, openedAt: Double(item) / 1e9, openings: source.liveOpenings)
+        let window = HLSLiveWindow(url: source.url, openedAt: Double(item) / 1e9, openings: source.liveOpenings, fields: source.requestFields)
         let old = state.withLockAnnotated { current in
             defer {
                 current.live = window
@@ -465,10 +465,10 @@ open class AVPlayerItem: AVKeyValueObservable, @unchecked Sendable {
         guard source.info.formatName == "hls", !source.info.isLiveHLS else { return }
         let first = state.withLockAnnotated { current in defer { current.datesRequested = true }; return !current.datesRequested }
         guard first else { return }
-        let url = source.url
+        let (url, fields) = (source.url, source.requestFields)
         let interrupt = datesInterrupt
         DispatchQueue.global(qos: .utility).async { [weak self] in
-            let reading = HLSProgramDates.readOnDemand(url: url, interrupt: interrupt)
+            let reading = HLSProgramDates.readOnDemand(url: url, fields: fields, interrupt: interrupt)
             guard let self else { return }
             state.withLockAnnotated { current in
                 current.onDemandDates = reading?.dates ?? nil

@@ -277,19 +277,22 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
     private var isReadyForDisplayFast: Bool { readyFlag.load(ordering: .relaxed) }
 
     /// The player's current item changed: as Apple's layer, it is ready for display once the
-    /// new item's first picture is, so not ready until then. An item the queue joined on
-    /// gaplessly had its first pictures decoded before it became current: ready again at once.
+    /// new item's first picture is, so not ready until then. An item with pictures the queue
+    /// joined on gaplessly had its first picture decoded before it became current: it stays
+    /// ready.
     private func currentItemChanged(on player: AVPlayer) {
-        guard readyFlag.exchange(false, ordering: .relaxed) else { return }
-        let changed = state.withLockAnnotated { state -> Bool in
-            defer { state.isReadyForDisplay = false }
-            return state.isReadyForDisplay
-        }
-        if changed { observationRegistry.notify(\AVPlayerLayer.isReadyForDisplay, old: true, new: false) }
         let joined = player.state.withLockAnnotated { state in state.item != nil && state.lastJoin?.item === state.item }
-        if joined, player.engine.hasVideo, let queue = player.engine.videoQueue,
-           queue.displayed != nil || !queue.queuedItemNanoseconds().isEmpty {
-            markReady()
+        if joined, player.currentItem?.asset.loadedMediaInfo?.preferredVideoTrack != nil { return }
+        guard readyFlag.exchange(false, ordering: .relaxed) else { return }
+        // On the queue `markReady` tells its change on, after any it queued before.
+        let queue = player.eventQueue
+        queue.async { [self] in
+            guard !readyFlag.load(ordering: .relaxed) else { return }
+            let changed = state.withLockAnnotated { state -> Bool in
+                defer { state.isReadyForDisplay = false }
+                return state.isReadyForDisplay
+            }
+            if changed { observationRegistry.notify(\AVPlayerLayer.isReadyForDisplay, old: true, new: false) }
         }
     }
 
@@ -298,6 +301,8 @@ open class AVPlayerLayer: AVKeyValueObservable, @unchecked Sendable {
         guard !readyFlag.exchange(true, ordering: .relaxed) else { return }
         let queue = player?.eventQueue ?? DispatchQueue.global()
         queue.async { [self] in
+            // Made not ready again since (another item): nothing to tell.
+            guard readyFlag.load(ordering: .relaxed) else { return }
             let changed = state.withLockAnnotated { state -> Bool in
                 defer { state.isReadyForDisplay = true }
                 return !state.isReadyForDisplay

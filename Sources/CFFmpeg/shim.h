@@ -185,6 +185,12 @@ typedef struct ChorusFetchPolicy {
        anyone else reads it: this says by name which segment it was. */
     char *opened_urls[CHORUS_RECORDED_OPENINGS];
     int opened_count;
+    /* The item's own `User-Agent` and header fields (FFmpeg's `user_agent` and `headers`
+       options; av_malloc'd, NULL for none; freed by chorus_fetch_policy_clear), added to
+       every open as the certificate checks are: FFmpeg's HLS demuxer passes such options on
+       only from its first input, which a cut opening replaces with a playlist in memory. */
+    char *user_agent;
+    char *headers;
 } ChorusFetchPolicy;
 
 /* The status chorus_io_open's caller is told to fail with when a fetch was refused for its
@@ -498,6 +504,8 @@ static inline int chorus_io_open(struct AVFormatContext *s, AVIOContext **pb, co
     AVDictionary *own = NULL;
     AVDictionary **used = options ? options : &own;
     int status = chorus_add_certificate_checks(used, policy->ca_file);
+    if (status >= 0 && policy->user_agent) status = av_dict_set(used, "user_agent", policy->user_agent, 0);
+    if (status >= 0 && policy->headers) status = av_dict_set(used, "headers", policy->headers, 0);
     if (status >= 0) status = policy->original(s, pb, url, flags, used);
     /* 1: the input is a playlist handed over in memory, neither fetched nor counted again. */
     int handed_over = 0;
@@ -609,6 +617,8 @@ static inline void chorus_fetch_policy_clear(ChorusFetchPolicy *policy) {
     policy->certificate_refusals = 0;
     for (int i = 0; i < policy->opened_count; i++) av_freep(&policy->opened_urls[i]);
     policy->opened_count = 0;
+    av_freep(&policy->user_agent);
+    av_freep(&policy->headers);
 }
 
 /// A scaler from one picture size and format to another that keeps each side's range (0:

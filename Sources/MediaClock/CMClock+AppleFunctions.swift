@@ -102,7 +102,7 @@ public func CMClockConvertHostTimeToSystemUnits(_ hostTime: CMTime) -> UInt64 {
 
 /// Whether two clocks may drift apart (`CMClockMightDrift`): `CMSyncMightDrift` for two
 /// clocks.
-public func CMClockMightDrift(_ clock: CMClock, _ otherClock: CMClock) -> Bool {
+public func CMClockMightDrift(_ clock: CMClock, otherClock: CMClock) -> Bool {
     CMSyncMightDrift(clock, otherClock)
 }
 

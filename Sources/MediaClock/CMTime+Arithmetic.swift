@@ -172,8 +172,9 @@ extension CMTime {
     ///
     /// The result keeps the operand's timescale when the value is exact in it; otherwise it
     /// takes the exact value's own (reduced) timescale when that fits in 32 bits; failing
-    /// both, the operand's timescale (halved while the value overflows), rounded once. A zero
-    /// divisor gives invalid.
+    /// both, it is rounded once in the largest timescale (`kCMTimeMaxTimescale`), which
+    /// rounds least, or, when the value overflows there, in the operand's (halved while it
+    /// overflows). A zero divisor gives invalid.
     public static func multiplyByRatio(_ time: CMTime, multiplier: Int32, divisor: Int32) -> CMTime {
         guard divisor != 0 else { return .invalid }
         let negativeFactor = (multiplier < 0) != (divisor < 0)
@@ -190,13 +191,14 @@ extension CMTime {
                 numerator = -numerator
                 denominator = -denominator
             }
-            // Exact in the operand's timescale: kept (1/600 × 3/2 stays in 600ths). Else the
-            // exact value's own timescale, when it fits (1/3 × 1/2 is 1/6, not 1/3 rounded).
+            // Exact in the operand's timescale: kept (9/600 × 2/3 stays in 600ths). Else the
+            // exact value's own timescale, when it fits (1/3 × 1/2 is 1/6, not 1/3 rounded);
+            // else the largest, which rounds least.
             var exactTimescale: Int32?
             if (numerator * Int128(time.timescale)) % denominator != 0 {
                 // gcd(n, d) = gcd(n mod d, d); d is below 2^62 (two 31-bit factors).
                 let common = Int128(ExactArithmetic.gcd(UInt64(numerator.magnitude % denominator.magnitude), UInt64(denominator)))
-                exactTimescale = common > 0 ? Int32(exactly: denominator / common) : nil
+                exactTimescale = (common > 0 ? Int32(exactly: denominator / common) : nil) ?? kCMTimeMaxTimescale
             }
             return fitting(
                 numerator, times: 1, over: denominator,

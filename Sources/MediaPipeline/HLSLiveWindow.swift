@@ -38,10 +38,14 @@ public struct HLSMediaPlaylist: Sendable, Equatable {
 
     /// The index of the first segment listed that one of `urls` (absolute URLs, in the
     /// order they were opened) fetched, with the playlist read from `base`; nil when none did.
+    /// A URI listed more than once (byte ranges of one file) tells no segment apart.
     public func firstIndex(fetchedByOneOf urls: [String], base: String) -> Int? {
         let baseURL = URL(string: base)
+        var listed: [String: Int] = [:]
+        for uri in uris { listed[uri, default: 0] += 1 }
         for url in urls {
             if let index = uris.firstIndex(where: { uri in
+                listed[uri] == 1 &&
                 // Resolved in full: variants often name their segments alike in folders of
                 // their own.
                 !uri.isEmpty && (url == uri || url == URL(string: uri, relativeTo: baseURL)?.absoluteString)
@@ -116,6 +120,8 @@ public final class HLSLiveWindow: Sendable {
     }
 
     private let url: String
+    /// The item's user agent and header fields, for its playlist's readings.
+    private let fields: HTTPRequestFields?
     private let reading = Mutex<Reading?>(nil)
     private let stopRequested = Atomic<Bool>(false)
     private let wake = WakeSignal()
@@ -126,8 +132,10 @@ public final class HLSLiveWindow: Sendable {
     /// opened segment begins): the first segment it lists that one of `openings` fetched (the
     /// URLs the opening fetched, in order: `MediaSource.liveOpenings`), or failing that the
     /// one `startFromEnd` segments from its end.
-    public init(url: String, openedAt: Double, openings: [String] = [], startFromEnd: Int = HLSLiveWindow.defaultStartFromEnd) {
+    public init(url: String, openedAt: Double, openings: [String] = [], fields: HTTPRequestFields? = nil,
+                startFromEnd: Int = HLSLiveWindow.defaultStartFromEnd) {
         self.url = url
+        self.fields = fields
         interrupt = InterruptFlag()
         let opening = Opening(seconds: openedAt, fetched: openings, startFromEnd: startFromEnd)
         thread.start { [self] in run(opening: opening) }
@@ -162,18 +170,19 @@ public final class HLSLiveWindow: Sendable {
         var mediaURL = url
         while !stopping {
             var wait = Self.longestPoll
-            let read = HLSRenditions.readPlaylistAndLocation(mediaURL, interrupt: interrupt.callback)
-            var text = read?.text
+            var read = HLSRenditions.readPlaylistAndLocation(mediaURL, interrupt: interrupt.callback, fields: fields)
             // A master playlist: its first variant's media playlist is followed (the one
             // FFmpeg's demuxer reads first), its URI relative to where the master came from.
-            if let read, let variant = Self.firstVariant(in: read.text, base: read.location) {
+            if let master = read, let variant = Self.firstVariant(in: master.text, base: master.location) {
                 mediaURL = variant
-                text = HLSRenditions.readMediaPlaylist(mediaURL, interrupt: interrupt.callback)
+                read = HLSRenditions.readPlaylistAndLocation(mediaURL, interrupt: interrupt.callback, fields: fields)
             }
-            if let text, let playlist = HLSMediaPlaylist(parsing: text) {
+            if let read, let playlist = HLSMediaPlaylist(parsing: read.text) {
                 let placed = reading.withLockAnnotated { reading -> Reading in
                     if let previous = reading, Self.isCutShort(playlist, after: previous.playlist) { return previous }
-                    let next = Self.place(playlist, readFrom: mediaURL, after: reading, opening: opening)
+                    // Its segments' URIs are relative to where it came from (after a
+                    // redirect, as FFmpeg resolves them).
+                    let next = Self.place(playlist, readFrom: read.location, after: reading, opening: opening)
                     reading = next
                     return next
                 }

@@ -173,8 +173,8 @@ public struct HLSProgramDates: Sendable, Equatable {
     /// playlist: a presentation's variants carry the same dates and splices); nil when it
     /// cannot be read. Blocking: it fetches one or two playlists, each bounded by the reads'
     /// own timeout, and cut short once `interrupt` is set (the item they were for is gone).
-    package static func readOnDemand(url: String, interrupt: InterruptFlag = InterruptFlag()) -> OnDemandReading? {
-        let text = withExtendedLifetime(interrupt) { HLSRenditions.readFirstMediaPlaylist(url, interrupt: interrupt.callback) }
+    package static func readOnDemand(url: String, fields: HTTPRequestFields? = nil, interrupt: InterruptFlag = InterruptFlag()) -> OnDemandReading? {
+        let text = withExtendedLifetime(interrupt) { HLSRenditions.readFirstMediaPlaylist(url, interrupt: interrupt.callback, fields: fields) }
         guard let text, !interrupt.isSet else { return nil }
         let playlist = HLSPlaylistCut(parsing: text)
         guard !playlist.isMaster else { return nil }

@@ -34,8 +34,8 @@ enum HLSRenditions {
 
     /// The subtitle renditions of the master playlist at `target` (as `MediaSource` opens
     /// it), as tracks; none when it lists none or cannot be read again.
-    static func subtitleTracks(of target: String, interrupt: AVIOInterruptCB) -> [TrackInfo] {
-        guard let text = readPlaylist(target, interrupt: interrupt) else { return [] }
+    static func subtitleTracks(of target: String, interrupt: AVIOInterruptCB, fields: HTTPRequestFields? = nil) -> [TrackInfo] {
+        guard let text = readPlaylist(target, interrupt: interrupt, fields: fields) else { return [] }
         return parse(text, base: URL(string: target) ?? URL(fileURLWithPath: target))
     }
 
@@ -100,37 +100,38 @@ enum HLSRenditions {
 
     /// The text at `target` when it is small enough for a master playlist and says it is one
     /// (variants listed); nil otherwise.
-    private static func readPlaylist(_ target: String, interrupt: AVIOInterruptCB) -> String? {
-        readText(target, interrupt: interrupt).flatMap { $0.text.contains("#EXT-X-STREAM-INF") ? $0.text : nil }
+    private static func readPlaylist(_ target: String, interrupt: AVIOInterruptCB, fields: HTTPRequestFields?) -> String? {
+        readText(target, interrupt: interrupt, fields: fields).flatMap { $0.text.contains("#EXT-X-STREAM-INF") ? $0.text : nil }
     }
 
     /// The text at `target` when it is small enough for a playlist (a live media playlist
     /// read again as it moves); nil otherwise. Over TLS the server's certificate is checked
     /// against the system's authorities or those in the PEM file `authorities` (by default
     /// `CHORUS_CA_FILE`'s), as every fetch of an item is.
-    static func readMediaPlaylist(_ target: String, interrupt: AVIOInterruptCB,
+    static func readMediaPlaylist(_ target: String, interrupt: AVIOInterruptCB, fields: HTTPRequestFields? = nil,
                                   authorities: String? = MediaSource.certificateAuthorities) -> String? {
-        readText(target, interrupt: interrupt, authorities: authorities)?.text
+        readText(target, interrupt: interrupt, fields: fields, authorities: authorities)?.text
     }
 
     /// As `readMediaPlaylist`, with the URL the text came from (after any redirect): what
     /// the URIs in it are relative to.
-    static func readPlaylistAndLocation(_ target: String, interrupt: AVIOInterruptCB) -> (text: String, location: String)? {
-        readText(target, interrupt: interrupt)
+    static func readPlaylistAndLocation(_ target: String, interrupt: AVIOInterruptCB,
+                                        fields: HTTPRequestFields? = nil) -> (text: String, location: String)? {
+        readText(target, interrupt: interrupt, fields: fields)
     }
 
     /// The media playlist a player of `target` reads first: `target`'s own text, or for a
     /// master playlist its first variant's (resolved against where the master came from,
     /// after any redirect); nil when either cannot be read.
-    static func readFirstMediaPlaylist(_ target: String, interrupt: AVIOInterruptCB) -> String? {
-        guard let (text, location) = readPlaylistAndLocation(target, interrupt: interrupt) else { return nil }
+    static func readFirstMediaPlaylist(_ target: String, interrupt: AVIOInterruptCB, fields: HTTPRequestFields? = nil) -> String? {
+        guard let (text, location) = readPlaylistAndLocation(target, interrupt: interrupt, fields: fields) else { return nil }
         guard let variant = HLSLiveWindow.firstVariant(in: text, base: location) else { return text }
-        return readMediaPlaylist(variant, interrupt: interrupt)
+        return readMediaPlaylist(variant, interrupt: interrupt, fields: fields)
     }
 
     /// The text at `target`, read whole, when it is no larger than `largestPlaylist`, and
     /// where it came from (`target`, or where a server redirected its request).
-    private static func readText(_ target: String, interrupt: AVIOInterruptCB,
+    private static func readText(_ target: String, interrupt: AVIOInterruptCB, fields: HTTPRequestFields?,
                                  authorities: String? = MediaSource.certificateAuthorities) -> (text: String, location: String)? {
         var callback = interrupt
         var context: UnsafeMutablePointer<AVIOContext>?
@@ -139,7 +140,8 @@ enum HLSRenditions {
         // Opened here, not by a demuxer, so not through a context's fetch policy: the same
         // certificate checks are given directly.
         MediaSource.addCertificateChecks(to: &options, authorities: authorities)
-        HTTPRequestFields.add(for: target, to: &options)
+        // The item's own user agent and header fields, as its other fetches carry.
+        fields?.add(to: &options)
         let status = avio_open2(&context, target, AVIO_FLAG_READ, &callback, &options)
         av_dict_free(&options)
         guard status >= 0, let context else { return nil }

@@ -58,6 +58,9 @@ public final class MediaSource: @unchecked Sendable {
     /// playlist's segments among them is the one `openedAt` stamps (`HLSLiveWindow`). Empty
     /// for any other input.
     public let liveOpenings: [String]
+    /// The user agent and header fields every fetch of this opening carries (its asset's,
+    /// `HTTPRequestFields`): for the playlists read apart from it.
+    public let requestFields: HTTPRequestFields?
     /// `openedAt` in nanoseconds on the timeline `splices` describe (another player's jumps
     /// of the same stream, closed up: `TimelineSplice.itemNanoseconds`).
     public func openedAtNanoseconds(after splices: [TimelineSplice]) -> Int64 {
@@ -88,7 +91,7 @@ public final class MediaSource: @unchecked Sendable {
         guard mayBeSpliced else { return nil }
         interruptState.arm(deadline: .now() + Self.openTimeout)
         defer { interruptState.arm(deadline: nil) }
-        let read = Self.readSplicedPlaylist(at: target, interrupt: formatContext.pointee.interrupt_callback)
+        let read = Self.readSplicedPlaylist(at: target, interrupt: formatContext.pointee.interrupt_callback, fields: requestFields)
         // A read cut short by a stop is not taken for the answer.
         if !interruptState.cancelled { splicedPlaylistRead = .some(read) }
         return read
@@ -325,6 +328,9 @@ public final class MediaSource: @unchecked Sendable {
         // checks: the options below reach the first connection alone.
         let policy = FetchPolicy()
         fetchPolicy = policy
+        // The asset's own user agent and header fields, on every fetch of this opening.
+        requestFields = HTTPRequestFields.fields(for: url)
+        policy.setRequestFields(requestFields)
         guard chorus_fetch_policy_install(context, policy.pointer) >= 0 else {
             avformat_free_context(context)
             throw .networkFailure(url: url, reason: "cannot check servers' certificates")
@@ -360,8 +366,6 @@ public final class MediaSource: @unchecked Sendable {
         // The fetch policy adds these to every open; given here too for a demuxer that makes
         // its own connections from the options rather than through io_open.
         Self.addCertificateChecks(to: &options)
-        // The asset's own user agent, header fields and cookies, for its server.
-        HTTPRequestFields.add(for: target, to: &options)
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
         let openingStarted = HostTime.now()
         // A cut opening's input is a playlist in memory, with no name or type to tell it by.
@@ -402,7 +406,7 @@ public final class MediaSource: @unchecked Sendable {
         // moment stands on the same time for the same sound.
         if described.isLiveHLS { described.startTime = .zero }
         if allowedSegmentExtensions == nil, cutAt == nil, described.formatName == "hls", HLSRenditions.isMasterPlaylist(context) {
-            described.tracks += HLSRenditions.subtitleTracks(of: target, interrupt: context.pointee.interrupt_callback)
+            described.tracks += HLSRenditions.subtitleTracks(of: target, interrupt: context.pointee.interrupt_callback, fields: requestFields)
             described.variants = HLSVariant.variants(of: context)
         }
         mayBeSpliced = allowedSegmentExtensions == nil && cutAt == nil && described.formatName == "hls" && !described.isLiveHLS
@@ -416,8 +420,8 @@ public final class MediaSource: @unchecked Sendable {
 
     /// The media playlist FFmpeg's HLS demuxer reads first at `target` (its first variant's,
     /// for a master playlist), when it is spliced (`splicedPlaylist`).
-    private static func readSplicedPlaylist(at target: String, interrupt: AVIOInterruptCB) -> HLSPlaylistCut? {
-        guard let text = HLSRenditions.readFirstMediaPlaylist(target, interrupt: interrupt) else { return nil }
+    private static func readSplicedPlaylist(at target: String, interrupt: AVIOInterruptCB, fields: HTTPRequestFields?) -> HLSPlaylistCut? {
+        guard let text = HLSRenditions.readFirstMediaPlaylist(target, interrupt: interrupt, fields: fields) else { return nil }
         let playlist = HLSPlaylistCut(parsing: text)
         return playlist.firstDiscontinuity == nil ? nil : playlist
     }
@@ -820,6 +824,14 @@ final class FetchPolicy {
 }
 
 extension FetchPolicy {
+    /// Sets the user agent and header fields every fetch carries (none for nil).
+    func setRequestFields(_ fields: HTTPRequestFields?) {
+        av_freep(&pointer.pointee.user_agent)
+        av_freep(&pointer.pointee.headers)
+        pointer.pointee.user_agent = fields?.ffmpegUserAgent.flatMap { av_strdup($0) }
+        pointer.pointee.headers = fields?.ffmpegHeaders.flatMap { av_strdup($0) }
+    }
+
     /// The URLs of the first inputs an HLS demuxer opened besides its first (its variants'
     /// playlists and first segments), in order.
     var openedURLs: [String] {

@@ -131,7 +131,7 @@ import Synchronization
         #expect(await waitUntil(10) { layer.isReadyForDisplay })
         let sound = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
         player.replaceCurrentItem(with: sound)
-        #expect(!layer.isReadyForDisplay)
+        #expect(await waitUntil(5) { !layer.isReadyForDisplay })
         #expect(await waitUntil(10) { sound.status == .readyToPlay })
         #expect(!layer.isReadyForDisplay)
         player.replaceCurrentItem(with: AVPlayerItem(url: try TestMedia.identityVideo(seconds: 1, rate: 25, withSound: true)))

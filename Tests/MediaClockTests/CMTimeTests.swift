@@ -266,10 +266,14 @@ struct CMTimeTests {
         #expect(sixth == CMTime(value: 1, timescale: 6) && !sixth.hasBeenRounded)
         let exact = CMTimeMultiplyByRatio(CMTime(value: 9, timescale: 600), multiplier: 2, divisor: -3)
         #expect(exact.value == -6 && exact.timescale == 600 && !exact.hasBeenRounded)
-        // A third of a nanosecond needs a timescale of 3 × 10^9, beyond 32 bits: rounded
-        // in the operand's.
+        // A third of a nanosecond needs a timescale of 3 × 10^9, beyond 32 bits: rounded, in
+        // a timescale finer than the operand's (which would round it to 0, a third of a
+        // nanosecond off).
         let nanoseconds = CMTimeMultiplyByRatio(CMTime(value: 1, timescale: 1_000_000_000), multiplier: 1, divisor: 3)
-        #expect(nanoseconds.value == 0 && nanoseconds.timescale == 1_000_000_000 && nanoseconds.hasBeenRounded)
+        #expect(nanoseconds.hasBeenRounded && abs(nanoseconds.seconds - 1 / 3e9) < 0.5 / 3e9, "\(nanoseconds)")
+        // Beyond any timescale's reach at the largest: the operand's, halved.
+        let huge = CMTimeMultiplyByRatio(CMTime(value: Int64.max / 2, timescale: 7), multiplier: 3, divisor: 11)
+        #expect(huge.isNumeric && huge.hasBeenRounded && abs(huge.seconds / (Double(Int64.max / 2) / 7 * 3 / 11) - 1) < 1e-9)
         #expect(!CMTimeMultiplyByRatio(CMTime(value: 1, timescale: 1), multiplier: 1, divisor: 0).isValid)
     }
 

@@ -109,7 +109,7 @@ import MediaClock
     func clocksMightDrift() {
         let host = CMClockGetHostTimeClock()
         let other = CMClock(hostClock: MonotonicHostClock(), anchorHostTime: HostTime(nanoseconds: 0), anchorTime: .zero, rate: 1)
-        #expect(!host.mightDrift(relativeTo: other) && !CMClockMightDrift(host, host))
+        #expect(!host.mightDrift(relativeTo: other) && !CMClockMightDrift(host, otherClock: host))
         #expect(CMClockInvalidate(host) == noErr)
     }
 
