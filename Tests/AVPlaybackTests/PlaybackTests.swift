@@ -272,10 +272,9 @@ import MediaPipeline
     /// so that the seek is still under way when the preroll is asked for.
     @Test("a preroll interrupted by a seek, a start or another item completes with false")
     func prerollInterruptedCompletesWithFalse() async throws {
-        let file = try TestMedia.tone(.wav, seconds: 20, rate: 48_000)
-        let server = try ThrottledHTTPServer(serving: file.deletingLastPathComponent(), bytesPerSecond: 0)
+        let (server, url) = try ThrottledHTTPServer.serving(try TestMedia.tone(.wav, seconds: 20, rate: 48_000), bytesPerSecond: 0)
         defer { server.stop() }
-        let item = AVPlayerItem(url: try #require(URL(string: server.url(file.lastPathComponent))))
+        let item = AVPlayerItem(url: url)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         #expect(await waitUntil(20) { item.status == .readyToPlay })

@@ -245,10 +245,9 @@ private final class EndCounter: @unchecked Sendable {
     @Test("a looper's status is unknown until its template's duration is loaded, then ready; failed when it cannot be; its copies keep the template's settings")
     func statusFollowsTheTemplatesLoading() async throws {
         // Served at a trickle, so that the template's duration is not loaded at once.
-        let file = try TestMedia.tone(.wav, seconds: 0.5, rate: 48_000)
-        let server = try ThrottledHTTPServer(serving: file.deletingLastPathComponent(), bytesPerSecond: 1)
+        let (server, url) = try ThrottledHTTPServer.serving(try TestMedia.tone(.wav, seconds: 0.5, rate: 48_000), bytesPerSecond: 1)
         defer { server.stop() }
-        let template = AVPlayerItem(url: try #require(URL(string: server.url(file.lastPathComponent))))
+        let template = AVPlayerItem(url: url)
         template.audioTimePitchAlgorithm = .varispeed
         template.preferredForwardBufferDuration = 4
         let player = AVQueuePlayer(items: [], output: .null(driftPPM: 0))

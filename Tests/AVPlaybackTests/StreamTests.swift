@@ -299,10 +299,9 @@ import MediaServer
 
     @Test("playImmediately starts a network item with the sound there is; play waits for a second of it")
     func playImmediatelyWaitsForNoBuffer() async throws {
-        let file = try TestMedia.tone(.wav, seconds: 4, rate: 48_000)
-        let server = try ThrottledHTTPServer(serving: file.deletingLastPathComponent(), bytesPerSecond: 0)
+        let (server, url) = try ThrottledHTTPServer.serving(try TestMedia.tone(.wav, seconds: 4, rate: 48_000), bytesPerSecond: 0)
         defer { server.stop() }
-        let item = AVPlayerItem(url: try #require(URL(string: server.url(file.lastPathComponent))))
+        let item = AVPlayerItem(url: url)
         let player = AVPlayer(playerItem: item, output: .null(driftPPM: 0))
         defer { player.close() }
         #expect(await waitUntil(20) { item.status == .readyToPlay })

@@ -32,6 +32,16 @@ public final class ThrottledHTTPServer: Sendable {
     /// The URL of `name` under the folder.
     public func url(_ name: String) -> String { "http://127.0.0.1:\(port)/\(name)" }
 
+    /// A server of `file`'s folder at `bytesPerSecond`, and the URL of `file` on it.
+    public static func serving(_ file: URL, bytesPerSecond: Int) throws -> (server: ThrottledHTTPServer, url: URL) {
+        let server = try ThrottledHTTPServer(serving: file.deletingLastPathComponent(), bytesPerSecond: bytesPerSecond)
+        guard let url = URL(string: server.url(file.lastPathComponent)) else {
+            server.stop()
+            throw CocoaError(.fileReadInvalidFileName)
+        }
+        return (server, url)
+    }
+
     /// The rate responses are sent at from now on, bytes a second (0: as fast as it can).
     public var bytesPerSecond: Int {
         get { state.withLockAnnotated { $0.bytesPerSecond } }
