@@ -87,15 +87,25 @@ import Synchronization
         #expect(await waitUntil(5) { layer.isReadyForDisplay })
     }
 
-    @Test("a layer is ready for display once its player's first picture is decoded, shown anywhere or not, and observers hear it; a layer on sound alone never is")
-    func readyForDisplayWithoutAView() async throws {
+    /// A player of a two-second video with sound on a silent device, a layer on it with no
+    /// view, and the `isReadyForDisplay` values its observer has been told (the caller
+    /// invalidates the observation and closes the player).
+    static func layerOnAVideo() throws -> (AVPlayer, AVPlayerLayer, Collected<Bool>, NSKeyValueObservation) {
         let video = AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true))
         let player = AVPlayer(playerItem: video, output: .null(driftPPM: 0))
-        defer { player.close() }
         let layer = AVPlayerLayer(player: player)
         let seen = Collected<Bool>()
         let observation = layer.observe(\.isReadyForDisplay, options: [.new]) { _, change in change.newValue.map(seen.append) }
-        defer { observation.invalidate() }
+        return (player, layer, seen, observation)
+    }
+
+    @Test("a layer is ready for display once its player's first picture is decoded, shown anywhere or not, and observers hear it; a layer on sound alone never is")
+    func readyForDisplayWithoutAView() async throws {
+        let (player, layer, seen, observation) = try Self.layerOnAVideo()
+        defer {
+            observation.invalidate()
+            player.close()
+        }
         // Nothing refreshes the layer: no view hosts it.
         #expect(await waitUntil(10) { layer.isReadyForDisplay })
         #expect(await waitUntil(5) { seen.all == [true] })
@@ -121,13 +131,11 @@ import Synchronization
     /// has none until its own is decoded, and an item of sound alone none at all.
     @Test("a layer is not ready for display once its player's item is replaced, until the new item's first picture is decoded")
     func readyForDisplayFollowsTheCurrentItem() async throws {
-        let player = AVPlayer(playerItem: AVPlayerItem(url: try TestMedia.identityVideo(seconds: 2, rate: 25, withSound: true)),
-                              output: .null(driftPPM: 0))
-        defer { player.close() }
-        let layer = AVPlayerLayer(player: player)
-        let seen = Collected<Bool>()
-        let observation = layer.observe(\.isReadyForDisplay, options: [.new]) { _, change in change.newValue.map(seen.append) }
-        defer { observation.invalidate() }
+        let (player, layer, seen, observation) = try Self.layerOnAVideo()
+        defer {
+            observation.invalidate()
+            player.close()
+        }
         #expect(await waitUntil(10) { layer.isReadyForDisplay })
         let sound = AVPlayerItem(url: try TestMedia.tone(.wav, seconds: 2, rate: 48_000))
         player.replaceCurrentItem(with: sound)
