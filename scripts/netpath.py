@@ -20,7 +20,15 @@ project's model grading itself:
 - Congestion comes in bursts: at random (one every 8 s on average, each direction on its
   own) a standing queue of 15 ms builds and drains over 400 ms.
 
-Usage: netpath.py --listen PORT --to HOST:PORT [--seed N]
+`--profile ticks` is the other path it knows: the one the ticks issue describes, built here
+apart from the project's relay. Each one-way delay is a base of 5 ms plus uniform jitter of
++-2 ms, released at the relay's next 1 ms timer wake-up; 10 % of datagrams are lost each way,
+independently; no congestion bursts; a datagram may overtake an earlier one, as independent
+jitter allows. `--tick-ms`, `--base-ms`, `--jitter-ms` and `--loss` vary that profile (a
+coarser timer, a wider jitter) so that it is not one fixed path.
+
+Usage: netpath.py --listen PORT --to HOST:PORT [--seed N] [--profile netpath|ticks]
+                  [--tick-ms T] [--base-ms B] [--jitter-ms J] [--loss P]
 The first datagram's sender becomes the follower; replies go back to it. Runs until killed.
 Prints a line of counters to standard error every 10 s and on SIGTERM.
 """
@@ -44,11 +52,16 @@ GOOD_TO_BAD, BAD_TO_GOOD = 0.02, 0.25
 BURST_EVERY_S = 8.0          # mean time between congestion bursts, per direction
 BURST_PEAK_S = 0.015         # standing queue at a burst's start
 BURST_LENGTH_S = 0.400       # time for it to drain
+# The ticks profile's defaults (milliseconds; the loss a fraction).
+TICKS_TICK_MS, TICKS_BASE_MS, TICKS_JITTER_MS, TICKS_LOSS = 1.0, 5.0, 2.0, 0.10
 
 
 class Direction:
-    def __init__(self, name, rng, queueing, tick_first, next_tick):
+    def __init__(self, name, rng, queueing, tick_first, next_tick, loss=None, bursts=True, fifo=True):
         self.name = name
+        self.loss = loss          # None: the bursty two-state model; else independent, this share
+        self.bursts = bursts
+        self.fifo = fifo
         self.tick_first = tick_first
         self.next_tick = next_tick
         self.rng = rng
@@ -59,8 +72,11 @@ class Direction:
         self.burst_start = -1.0
         self.forwarded = 0
         self.lost = 0
+        self.floor = FLOOR_S
 
     def lose(self):
+        if self.loss is not None:
+            return self.rng.random() < self.loss
         if self.bad:
             if self.rng.random() < BAD_TO_GOOD:
                 self.bad = False
@@ -69,6 +85,8 @@ class Direction:
         return self.rng.random() < (BAD_LOSS if self.bad else GOOD_LOSS)
 
     def congestion(self, now):
+        if not self.bursts:
+            return 0.0
         if now >= self.next_burst:
             self.burst_start = self.next_burst
             self.next_burst = now + self.rng.expovariate(1 / BURST_EVERY_S)
@@ -80,13 +98,14 @@ class Direction:
     def due(self, now):
         """When a datagram arriving now leaves: the router's tick and the link, in this
         direction's order, and never before the datagram ahead of it."""
-        link = FLOOR_S + self.queueing(self.rng) + self.congestion(now)
+        link = self.floor + self.queueing(self.rng) + self.congestion(now)
         if self.tick_first:
             at = self.next_tick(now) + link
         else:
             at = self.next_tick(now + link)
-        at = max(at, self.last_release)
-        self.last_release = at
+        if self.fifo:
+            at = max(at, self.last_release)
+            self.last_release = at
         return at
 
 
@@ -95,7 +114,14 @@ def main():
     parser.add_argument("--listen", type=int, required=True)
     parser.add_argument("--to", required=True)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--profile", choices=["netpath", "ticks"], default="netpath")
+    parser.add_argument("--tick-ms", type=float, default=TICKS_TICK_MS)
+    parser.add_argument("--base-ms", type=float, default=TICKS_BASE_MS)
+    parser.add_argument("--jitter-ms", type=float, default=TICKS_JITTER_MS)
+    parser.add_argument("--loss", type=float, default=TICKS_LOSS)
     args = parser.parse_args()
+    if args.profile == "ticks" and not (args.tick_ms > 0 and 0 <= args.jitter_ms <= args.base_ms and 0 <= args.loss < 1):
+        parser.error("the ticks profile needs --tick-ms > 0, 0 <= --jitter-ms <= --base-ms and 0 <= --loss < 1")
     host, port = args.to.rsplit(":", 1)
     leader = (host, int(port))
     rng = random.Random(args.seed)
@@ -104,15 +130,26 @@ def main():
     outside.bind(("127.0.0.1", args.listen))
     inside = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     inside.bind(("127.0.0.1", 0))
-    origin = time.monotonic() + rng.uniform(0, TICK_S)   # the timer's phase
+    tick = TICK_S if args.profile == "netpath" else args.tick_ms / 1000
+    origin = time.monotonic() + rng.uniform(0, tick)   # the timer's phase
 
     def next_tick(t):
-        return origin + math.ceil((t - origin) / TICK_S) * TICK_S
+        return origin + math.ceil((t - origin) / tick) * tick
 
-    up = Direction("up", random.Random(rng.random()), lambda r: min(UP_CAP_S, r.expovariate(1 / UP_MEAN_S)),
-                   tick_first=True, next_tick=next_tick)
-    down = Direction("down", random.Random(rng.random()), lambda r: r.uniform(0, DOWN_SPAN_S),
-                     tick_first=False, next_tick=next_tick)
+    if args.profile == "netpath":
+        up = Direction("up", random.Random(rng.random()), lambda r: min(UP_CAP_S, r.expovariate(1 / UP_MEAN_S)),
+                       tick_first=True, next_tick=next_tick)
+        down = Direction("down", random.Random(rng.random()), lambda r: r.uniform(0, DOWN_SPAN_S),
+                         tick_first=False, next_tick=next_tick)
+    else:
+        # Both directions alike: the link's fixed part is the base less the jitter, its
+        # queueing uniform over twice the jitter, then the relay's next wake-up.
+        lowest, span = (args.base_ms - args.jitter_ms) / 1000, 2 * args.jitter_ms / 1000
+        def make(name):
+            return Direction(name, random.Random(rng.random()), lambda r: r.uniform(0, span),
+                             tick_first=False, next_tick=next_tick, loss=args.loss, bursts=False, fifo=False)
+        up, down = make("up"), make("down")
+        up.floor = down.floor = lowest
     follower = None
     pending = []   # (release time, sequence, socket, payload, destination)
     sequence = 0

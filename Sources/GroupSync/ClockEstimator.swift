@@ -225,15 +225,38 @@ public struct ClockEstimator: Sendable {
     /// p99 from 77 to 92 µs, at four times it 83 µs, while a real relay's case, where the
     /// centre's rate is thirty times the sharper, is still left to the centre.
     static let centreSlopeCaution = 4.0
+    /// In the centre's mode, the ratio of the two directions' spreads beyond which the centre
+    /// is let go for the floors (a busier queue one way), where `DelayBalance.alikeSpreads`
+    /// (1.25) lets it in: a margin, so that a path near the limit does not flip between the
+    /// two lines. Behind a real relay on a 2 ms timer (3 ms ± 1 ms) the judged ratio wandered
+    /// about 1.2, and each time it passed 1.25 the estimate jumped 330 µs onto the floors'
+    /// line for up to a second (`chorus-bench clock-replay` of recorded exchanges: one
+    /// follower's p99 from 10 s on 333 µs, with this margin 76 µs).
+    static let unlikeSpreads = 1.6
     /// The exchanges' own offsets over a long memory (`CentreLine`).
     private var centre = CentreLine()
-    /// Set once the floors' line is shown to lie off the exchanges' centre while both
-    /// directions spread alike (`DelayBalance`): the centre's line is published from then
-    /// on, until the directions spread unlike or the history is let go. Kept rather than
+    /// Set once the floors' line is shown to lie off the exchanges' centre while the centre
+    /// can be trusted (`DelayBalance.trustsCentre`): the centre's line is published from then
+    /// on, until the directions spread unlike (`unlikeSpreads`, and no ramped floor seen) or
+    /// the history is let go. Kept rather than
     /// judged afresh at each fit: on a path whose floors differ the floors' line wanders
     /// (one direction's floor follows the phase of a relay's ticks), and at times comes
     /// near the centre by chance, yet is no better for it.
     private var centreMode = false
+    /// Set at a fit whose floors' line the centre departs from while the centre cannot yet be
+    /// trusted (`DelayBalance.trustsCentre`): `nextPollInterval` keeps the join's poll
+    /// until the window can tell a ramped floor.
+    private var floorsDisputed = false
+    /// How far the centre lay from the floors' line at the dispute (ns).
+    private var disputedDeparture = 0.0
+    /// Set once either direction's floor has been judged ramped (`DelayBalance.rampedFloor`)
+    /// since the last reset: a timer's ticks are the path's, not a passing state, so from
+    /// then on unlike spreads (`unlikeSpreads`) no longer send the estimate back to the
+    /// floors' line. A verdict taken afresh at each judgement came and went with the
+    /// crossings near the floor, and the estimate with it (`chorus-bench clock --runs 16
+    /// --seconds 40`: on `--ticks-path 3,1,2` a median join of 5.0 s against 2.7 s, on
+    /// `--ticks-path 6,2,4` a pair p99 of 165 µs against 109 µs).
+    private var rampedFloorSeen = false
 
     /// An estimator with no samples.
     public init() {}
@@ -275,6 +298,15 @@ public struct ClockEstimator: Sendable {
             // its deviations). In simulation this took the jittery and Wi-Fi-like paths'
             // 99th percentile from 2 to 10 s from 42 to 29 µs and from 25 to 10 µs, for
             // about 1,500 more exchanges at the join (`chorus-bench clock`).
+            return Self.convergingInterval
+        }
+        if floorsDisputed, centre.count < Self.balanceVerdictExchanges {
+            // The centre lies off the floors' line, but the spreads are unlike and no floor
+            // has yet been read as ramped: a busier queue one way, or replies locked to a
+            // relay's ticks. Only the crossings near the floors can tell, and a small jitter
+            // puts few there: on 2 ms ± 0.5 ms behind a 1 ms timer the verdict needs about
+            // 900 exchanges, which the steady poll (ten a second, a window of 600 at most)
+            // never gathers. So the join's poll goes on until the window is full, as above.
             return Self.convergingInterval
         }
         let joined = estimate.uncertainty <= Self.joinedUncertainty && estimate.rateUncertaintyPPM <= Self.joinedRateUncertaintyPPM
@@ -319,6 +351,7 @@ public struct ClockEstimator: Sendable {
             window.removeAll()
             centre.reset()
             centreMode = false
+            rampedFloorSeen = false
         }
         window.insert(sample)
         centre.add(sample)
@@ -373,6 +406,7 @@ public struct ClockEstimator: Sendable {
             contradictedSampleCount += dropped
             centre.reset()
             centreMode = false
+            rampedFloorSeen = false
             bounds = ExchangeBounds(window)
             line = bounds.posteriorLine()
         }
@@ -414,16 +448,25 @@ public struct ClockEstimator: Sendable {
         }
         balance?.fitsSince += 1
         let centreLine = centre.line(reference: bounds.reference, base: bounds.baseOffset)
-        if let centreLine, !centreMode, balance?.judged.spreadsAlike == true {
+        floorsDisputed = false
+        if let centreLine, !centreMode {
             // The centre's long memory can see the floors' line lie off it before the window
             // alone can: compared where the centre is known best, its centroid.
             let departure = centreLine.offset + centreLine.slope * centreLine.centroid - (line.offset + line.slope * centreLine.centroid)
             if abs(departure) > DelayBalance.leastDeparture, abs(departure) > DelayBalance.significantErrors * centreLine.centroidDeviation {
-                centreMode = true
+                if balance?.judged.trustsCentre == true {
+                    centreMode = true
+                } else {
+                    floorsDisputed = true
+                    disputedDeparture = departure
+                }
             }
         }
         if balance?.judged.shift != nil { centreMode = true }
-        if balance?.judged.spreadsAlike == false { centreMode = false }
+        if balance?.judged.rampedFloor == true { rampedFloorSeen = true }
+        if !rampedFloorSeen, let ratio = balance?.judged.spreadRatio, !(ratio <= Self.unlikeSpreads) {
+            centreMode = false
+        }
         if centreMode, let centreLine {
             let slopesAgree = abs(centreLine.slope - line.slope) <= Self.agreeingSlopeDeviations * (centreLine.slopeDeviation * centreLine.slopeDeviation + line.slopeDeviation * line.slopeDeviation).squareRoot()
             // Both rates, weighed by their deviations (the centre's taken as
@@ -452,6 +495,13 @@ public struct ClockEstimator: Sendable {
             line.offset += shift.offset
             line.offsetDeviation = shift.deviation
             balancedFitCount += 1
+        } else if floorsDisputed {
+            // One of the two lines is right, and the exchanges cannot yet say which: the
+            // estimate is uncertain by half their distance. Claimed as such, it keeps a
+            // follower from starting on the floors' line half a tick off, and keeps the join's
+            // poll going.
+            let half = disputedDeparture / 2
+            line.offsetDeviation = (line.offsetDeviation * line.offsetDeviation + half * half).squareRoot()
         }
 
         let best = window.roundTrip(atFraction: 0)

@@ -15,9 +15,23 @@
 ///
 /// So the exchanges' own offsets are compared with the floors' line: their trimmed mean
 /// residual, with its standard error. When it lies further from the line than the error
-/// explains, and both directions' delays spread alike (a busier queue one way spreads that
-/// way's delays more and moves its centre while the floors still agree), the floors are
-/// the ones that disagree, and the line moves onto the exchanges' centre.
+/// explains, and either both directions' delays spread alike (a busier queue one way
+/// spreads that way's delays more and moves its centre while the floors still agree) or a
+/// direction's floor is ramped (below), the floors are the ones that disagree, and the line
+/// moves onto the exchanges' centre.
+///
+/// Spreads alike are not enough of a test on every ticking path. Where the jitter spans a
+/// whole number of ticks, the replies, sent a turnaround after the tick that released their
+/// request, come out on a tick again: their delays fall on a few values a tick apart (all on
+/// one, when the jitter spans exactly one tick), while the requests' spread over the whole
+/// jitter. The spreads are then unlike (1.4 to several hundred times, in `chorus-bench
+/// clock --ticks-path`), just as for a busier queue, and the floors' line stood 0.2 to
+/// 1.9 ms off while claiming µs. What tells the two apart is the shape of the floors. A
+/// queue's delays are densest at its floor (an empty queue is its commonest state), or at
+/// least no sparser there; a delay held for a timer's tick is a jitter plus a wait whose
+/// sum is least only when both are, so its density rises from nothing at the floor, and the
+/// fastest crossing of a window lies hundreds of µs above it. Such a floor, in either
+/// direction, places no line, whatever the spreads.
 struct DelayBalance {
     /// The share of residuals cut from each end before averaging: a spike of queueing one
     /// way moves an exchange's offset by half of it, and a few in a hundred must not move
@@ -40,20 +54,50 @@ struct DelayBalance {
     static let alikeSpreads = 1.25
     /// Exchanges needed before the balance is judged: fewer say little about a centre.
     static let minimumExchanges = 64
+    /// The band above a direction's fastest crossing in which its floor's shape is read, as a
+    /// share of that direction's spread: wide enough that three bands hold a few hundred
+    /// crossings of a ramped floor in a full window, narrow enough that they lie inside the
+    /// ramp (a tick's wait convolved with a jitter ramps over the narrower of the two, and
+    /// either is at least 1.7 spreads of their sum), and far wider than a host's wake-up
+    /// blur (tens of µs), which ramps too but places the floor within it.
+    static let floorBand = 0.5
+    /// A floor is ramped when three bands above the fastest crossing hold at least this
+    /// many times as many crossings as one band does: a density rising linearly from the
+    /// floor gives 6 to 9 (9 when the fastest crossing lies on the floor, 6 when half a band
+    /// above it), a flat one (uniform jitter) 3, an exponential queue's 2.
+    static let rampedFloorRatio = 4.5
+    /// Crossings needed within three bands before a floor's shape is read: with fewer, a
+    /// flat floor's count in the first band (a third of them, binomially) falls below the
+    /// ramp's threshold by chance too often, and the verdict sticks (`ClockEstimator`). At
+    /// this count a flat floor reads as ramped at 3.3 deviations, in under 0.1 % of
+    /// judgements; a host's Gaussian timestamping noise, read from its extreme, never holds
+    /// this many in a window of 2,048.
+    static let rampedFloorCrossings = 160
 
     /// How far the exchanges' centre lies from the line (ns; positive: above), and its
-    /// standard error (ns); `nil` when the exchanges balance about the line or the two
-    /// directions spread unlike.
+    /// standard error (ns); `nil` when the exchanges balance about the line or the centre
+    /// is not to be trusted (`trustsCentre`).
     let shift: (offset: Double, deviation: Double)?
-    /// Whether both directions' delays spread alike about the line (so that their centre can
-    /// be trusted); `nil` with too few exchanges to say.
+    /// Whether both directions' delays spread alike about the line; `nil` with too few
+    /// exchanges to say.
     let spreadsAlike: Bool?
+    /// The larger direction's spread over the smaller's; `nil` with too few exchanges to say.
+    let spreadRatio: Double?
+    /// Whether either direction's floor is ramped (`rampedFloorRatio`): the floors' line is
+    /// then no line to hold the centre to; `nil` with too few exchanges to say.
+    let rampedFloor: Bool?
+    /// Whether the exchanges' centre can be trusted over the floors: both directions spread
+    /// alike, or a floor is ramped; `nil` with too few exchanges to say.
+    var trustsCentre: Bool? {
+        guard let spreadsAlike, let rampedFloor else { return nil }
+        return spreadsAlike || rampedFloor
+    }
 
     /// Judges the exchanges (x: ns from the newest midpoint; bounds: ns from the base
     /// offset, as `ExchangeBounds.coordinates`) against the line `offset + slope·x` (ns).
     init(x: [Double], upper: [Double], lower: [Double], slope: Double, offset: Double) {
         let n = x.count
-        guard n >= Self.minimumExchanges else { shift = nil; spreadsAlike = nil; return }
+        guard n >= Self.minimumExchanges else { shift = nil; spreadsAlike = nil; spreadRatio = nil; rampedFloor = nil; return }
         var residuals: [Double] = [], forward: [Double] = [], backward: [Double] = []
         residuals.reserveCapacity(n)
         forward.reserveCapacity(n)
@@ -66,7 +110,9 @@ struct DelayBalance {
         }
         let spreads = (Self.winsorizedDeviation(forward), Self.winsorizedDeviation(backward))
         spreadsAlike = min(spreads.0, spreads.1) * Self.alikeSpreads >= max(spreads.0, spreads.1)
-        guard spreadsAlike == true else { shift = nil; return }
+        spreadRatio = max(spreads.0, spreads.1) / min(spreads.0, spreads.1)
+        rampedFloor = Self.isRamped(forward, spread: spreads.0) || Self.isRamped(backward, spread: spreads.1)
+        guard spreadsAlike == true || rampedFloor == true else { shift = nil; return }
         let sorted = residuals.sorted()
         let cut = Int(Double(n) * Self.trimmedShare)
         let kept = sorted[cut..<(n - cut)]
@@ -78,6 +124,20 @@ struct DelayBalance {
             return
         }
         shift = (centre, error)
+    }
+
+    /// Whether one direction's delays (about any line) rise from their floor rather than pile
+    /// on it (`rampedFloorRatio`), read in bands of `floorBand` times `spread` above the
+    /// fastest.
+    static func isRamped(_ delays: [Double], spread: Double) -> Bool {
+        guard let fastest = delays.min(), spread > 0, spread.isFinite else { return false }
+        let band = floorBand * spread
+        var inOne = 0, inThree = 0
+        for delay in delays where delay <= fastest + 3 * band {
+            inThree += 1
+            if delay <= fastest + band { inOne += 1 }
+        }
+        return inThree >= rampedFloorCrossings && Double(inThree) >= rampedFloorRatio * Double(inOne)
     }
 
     /// The standard deviation of `values` winsorized at `trimmedShare` (each value beyond

@@ -89,6 +89,12 @@ struct ClockBenchmark: ParsableCommand {
         Path(name: "ticks", description: "5 ms ± 2 ms (uniform) each way, each datagram then held for the next tick of a relay's 1 ms timer (a phase of its own per run, its clock up to ±200 ppm from the follower's), 10% loss each way",
              floor: .milliseconds(3), uniformJitter: .milliseconds(2), exponentialJitter: .zero, loss: 0.1,
              releaseTick: .milliseconds(1)),
+        Path(name: "ticks-2ms", description: "3 ms ± 1 ms (uniform) each way, then held for the next tick of a relay's 2 ms timer, 10% loss each way: the jitter spans exactly one tick, so replies, sent a turnaround after the tick that released their request, come out on two ticks only",
+             floor: .milliseconds(2), uniformJitter: .milliseconds(1), exponentialJitter: .zero, loss: 0.1,
+             releaseTick: .milliseconds(2)),
+        Path(name: "ticks-4ms", description: "5 ms ± 2 ms (uniform) each way, then held for the next tick of a relay's 4 ms timer (a kernel at 250 Hz), 10% loss each way",
+             floor: .milliseconds(3), uniformJitter: .milliseconds(2), exponentialJitter: .zero, loss: 0.1,
+             releaseTick: .milliseconds(4)),
     ]
 
     @Option(name: .long, help: "Simulated runs per path (each a follower with its own clock and seed).")
@@ -97,8 +103,11 @@ struct ClockBenchmark: ParsableCommand {
     @Option(name: .long, help: "Seconds simulated per run.")
     var seconds = 60
 
-    @Option(name: .long, help: "Paths (repeatable): loopback, impaired, wifi, ticks. Default: all.")
+    @Option(name: .long, help: "Paths (repeatable): loopback, impaired, wifi, ticks, ticks-2ms, ticks-4ms. Default: all.")
     var path: [String] = []
+
+    @Option(name: .customLong("ticks-path"), help: ArgumentHelp("A ticking path of your own (repeatable): BASE,JITTER,TICK in ms, a base ± uniform jitter each way, then held for the next tick of a relay's timer, 10% loss each way. Simulated instead of the named paths unless --path is also given.", valueName: "base,jitter,tick"))
+    var ticksPath: [String] = []
 
     @Option(name: .customLong("delays-from"), help: "Work directories of `sync` runs (repeatable): simulate only a path whose one-way delays are drawn from those the runs' followers recorded (true delays, from the announced clocks), with the relay's 10% loss.")
     var delaysFrom: [String] = []
@@ -116,10 +125,25 @@ struct ClockBenchmark: ParsableCommand {
         for name in path where !known.contains(name) {
             throw ValidationError("unknown path \(name); known: \(Self.paths.map(\.name).joined(separator: ", "))")
         }
+        for text in ticksPath where Self.ticking(text) == nil {
+            throw ValidationError("--ticks-path \(text): expected BASE,JITTER,TICK in ms, with 0 ≤ JITTER ≤ BASE and TICK > 0")
+        }
+    }
+
+    /// The path a `--ticks-path` names, or `nil` when it does not parse.
+    static func ticking(_ text: String) -> Path? {
+        let parts = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard parts.count == 3, let base = parts[0], let jitter = parts[1], let tick = parts[2],
+              base.isFinite, jitter.isFinite, tick.isFinite, jitter >= 0, base >= jitter, tick > 0, base < 1_000, tick < 1_000 else { return nil }
+        func duration(_ milliseconds: Double) -> Duration { .nanoseconds(Int64((milliseconds * 1e6).rounded())) }
+        return Path(name: "ticks \(text)", description: "\(base) ms ± \(jitter) ms (uniform) each way, then held for the next tick of a relay's \(tick) ms timer, 10% loss each way",
+                    floor: duration(base - jitter), uniformJitter: duration(jitter), exponentialJitter: .zero, loss: 0.1,
+                    releaseTick: duration(tick))
     }
 
     func run() throws {
-        var chosen = path.isEmpty ? Self.paths : Self.paths.filter { path.contains($0.name) }
+        var chosen = path.isEmpty ? (ticksPath.isEmpty ? Self.paths : []) : Self.paths.filter { path.contains($0.name) }
+        chosen += ticksPath.compactMap(Self.ticking)
         if !delaysFrom.isEmpty {
             let delays = try ClockReplay.oneWayDelays(directories: delaysFrom)
             guard !delays.forward.isEmpty, !delays.backward.isEmpty else { throw BenchError("no exchanges recorded in \(delaysFrom.joined(separator: ", "))") }
@@ -130,7 +154,7 @@ struct ClockBenchmark: ParsableCommand {
         var table = Table(
             title: "clock: estimate error against the leader's true time, \(runs) simulated followers × \(seconds) s per path (µs)",
             command: "chorus-bench clock --runs \(runs) --seconds \(seconds) --seed \(seed)"
-                + path.map { " --path \($0)" }.joined() + delaysFrom.map { " --delays-from \($0)" }.joined(),
+                + path.map { " --path \($0)" }.joined() + ticksPath.map { " --ticks-path \($0)" }.joined() + delaysFrom.map { " --delays-from \($0)" }.joined(),
             header: ["path", "exchanges/s", "join s median", "join s max", "never", "start s max", "max 1 s from start",
                      "p99 1–2 s", "p99 2–10 s", "p99 10 s on",
                      "median 2 s on", "signed median 2 s on", "max 2 s on", "pair p99 2 s on", "pair max", "beyond 3σ % to 2 s", "beyond 3σ %"])

@@ -316,6 +316,53 @@ struct ClockEstimatorTests {
         #expect(Double(beyond) < 0.02 * Double(magnitudes.count), "\(beyond) of \(magnitudes.count) errors beyond three published deviations")
     }
 
+    /// Where the jitter spans exactly one tick, every reply, sent a turnaround after the tick
+    /// that released its request, comes out on a tick again: the replies' delays stand nearly
+    /// still while the requests' spread over the jitter and the tick, the floors differ by
+    /// almost a tick, and the two spreads are as unlike as a busier queue's. The requests'
+    /// ramped floor gives it away (`DelayBalance.rampedFloor`), and the estimate rests on the
+    /// exchanges' centre: within tens of µs where the floors' line stood half a tick off
+    /// (−0.92 ms and −1.88 ms for these paths) while claiming µs.
+    @Test(arguments: [(base: 3, jitter: 1, tick: 2), (base: 6, jitter: 2, tick: 4)])
+    func tickLockedRepliesDoNotHoldTheEstimateHalfATickOff(path shape: (base: Int, jitter: Int, tick: Int)) {
+        var medians: [Double] = [], magnitudes: [Double] = []
+        var beyond = 0
+        for seed in UInt64(41)...43 {
+            var path = SimulatedPath(seed: seed)
+            path.baseDelay = .milliseconds(shape.base)
+            path.jitter = .milliseconds(shape.jitter)
+            path.releaseTick = .milliseconds(shape.tick)
+            path.tickOrigin = HostTime(nanoseconds: 1_000_000_000 + Int64(seed % 997) * 1_000)
+            path.leaderProcessing = .microseconds(30)
+            var estimator = ClockEstimator()
+            var now = HostTime(nanoseconds: 1_000_000_000)
+            var sent = 0
+            let skewPPM: Int64 = seed % 2 == 0 ? 90 : -140
+            let offset: Duration = .seconds(-3) + .microseconds(789)
+            let clock = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: .seconds(15),
+                                 estimator: &estimator, trueTime: &now, requestsSent: &sent)
+            var errors: [Double] = []
+            _ = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: .seconds(10),
+                         estimator: &estimator, trueTime: &now, requestsSent: &sent) { estimate, followerTime in
+                let error = Self.error(estimate, at: followerTime, clock: clock).microsecondsValue
+                errors.append(error)
+                if abs(error) > 3 * estimate.uncertainty.microsecondsValue { beyond += 1 }
+            }
+            medians.append(errors.sorted()[errors.count / 2])
+            magnitudes += errors.map(abs)
+        }
+        magnitudes.sort()
+        let p99 = magnitudes[magnitudes.count * 99 / 100]
+        let bias = medians.reduce(0, +) / Double(medians.count)
+        // A follower's median over ten seconds still scatters by tens of µs on the 4 ms
+        // path (each exchange's own offset by a millisecond); what is guarded against is
+        // half a tick.
+        #expect(abs(bias) < 30, "mean of the followers' median errors \(bias) µs; medians \(medians)")
+        #expect(medians.allSatisfy { abs($0) < 100 }, "followers' median errors \(medians) µs")
+        #expect(p99 < 150, "99th percentile error \(p99) µs")
+        #expect(Double(beyond) < 0.02 * Double(magnitudes.count), "\(beyond) of \(magnitudes.count) errors beyond three published deviations")
+    }
+
     /// Dithered polls keep the schedule's rate and leave at phases spread over any timer:
     /// requests asked for every 2 ms, against a 1 ms tick, fall in every tenth of it.
     @Test func ditheredPollsKeepTheirRateAndSpreadTheirPhases() {
