@@ -282,38 +282,12 @@ struct ClockEstimatorTests {
     /// (the aim for a pair was 120 µs), and the published deviation honest (under
     /// 2 % of errors beyond three of it, where an honest one has 0.3 %).
     @Test func tickReleasedDelaysDoNotBiasTheEstimate() {
-        var medians: [Double] = [], magnitudes: [Double] = []
-        var beyond = 0
-        for seed in UInt64(31)...36 {
-            var path = SimulatedPath(seed: seed)
-            path.baseDelay = .milliseconds(5)
-            path.jitter = .milliseconds(2)
-            path.releaseTick = .milliseconds(1)
-            path.tickOrigin = HostTime(nanoseconds: 1_000_000_000 + Int64(seed % 997) * 1_000)
-            path.leaderProcessing = .microseconds(30)
-            var estimator = ClockEstimator()
-            var now = HostTime(nanoseconds: 1_000_000_000)
-            var sent = 0
-            let skewPPM: Int64 = seed % 2 == 0 ? 120 : -170
-            let offset: Duration = .seconds(4) + .microseconds(321)
-            let clock = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: .seconds(12),
-                                 estimator: &estimator, trueTime: &now, requestsSent: &sent)
-            var errors: [Double] = []
-            _ = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: .seconds(8),
-                         estimator: &estimator, trueTime: &now, requestsSent: &sent) { estimate, followerTime in
-                let error = Self.error(estimate, at: followerTime, clock: clock).microsecondsValue
-                errors.append(error)
-                if abs(error) > 3 * estimate.uncertainty.microsecondsValue { beyond += 1 }
-            }
-            medians.append(errors.sorted()[errors.count / 2])
-            magnitudes += errors.map(abs)
-        }
-        let bias = medians.reduce(0, +) / Double(medians.count)
-        magnitudes.sort()
-        let p99 = magnitudes[magnitudes.count * 99 / 100]
-        #expect(abs(bias) < 15, "mean of the followers' median errors \(bias) µs; medians \(medians)")
-        #expect(p99 < 100, "99th percentile error \(p99) µs")
-        #expect(Double(beyond) < 0.02 * Double(magnitudes.count), "\(beyond) of \(magnitudes.count) errors beyond three published deviations")
+        let result = Self.tickedFollowers(seeds: UInt64(31)...36, base: 5, jitter: 2, tick: 1,
+                                          skewsPPM: (120, -170), offset: .seconds(4) + .microseconds(321),
+                                          settling: .seconds(12), measured: .seconds(8))
+        #expect(abs(result.bias) < 15, "mean of the followers' median errors \(result.bias) µs; medians \(result.medians)")
+        #expect(result.p99 < 100, "99th percentile error \(result.p99) µs")
+        #expect(result.beyondShare < 0.02, "\(result.beyondShare * 100) % of errors beyond three published deviations")
     }
 
     /// Where the jitter spans exactly one tick, every reply, sent a turnaround after the tick
@@ -325,24 +299,44 @@ struct ClockEstimatorTests {
     /// (−0.92 ms and −1.88 ms for these paths) while claiming µs.
     @Test(arguments: [(base: 3, jitter: 1, tick: 2), (base: 6, jitter: 2, tick: 4)])
     func tickLockedRepliesDoNotHoldTheEstimateHalfATickOff(path shape: (base: Int, jitter: Int, tick: Int)) {
+        let result = Self.tickedFollowers(seeds: UInt64(41)...43, base: shape.base, jitter: shape.jitter, tick: shape.tick,
+                                          skewsPPM: (90, -140), offset: .seconds(-3) + .microseconds(789),
+                                          settling: .seconds(15), measured: .seconds(10))
+        // A follower's median over ten seconds still scatters by tens of µs on the 4 ms
+        // path (each exchange's own offset by a millisecond); what is guarded against is
+        // half a tick.
+        #expect(abs(result.bias) < 30, "mean of the followers' median errors \(result.bias) µs; medians \(result.medians)")
+        #expect(result.medians.allSatisfy { abs($0) < 100 }, "followers' median errors \(result.medians) µs")
+        #expect(result.p99 < 150, "99th percentile error \(result.p99) µs")
+        #expect(result.beyondShare < 0.02, "\(result.beyondShare * 100) % of errors beyond three published deviations")
+    }
+
+    /// One follower per seed behind a relay that releases on its timer's ticks (base ±
+    /// jitter each way, ms; the follower's clock skewed by the first rate for even seeds,
+    /// the second for odd ones), settled for `settling` and then measured at every estimate
+    /// for `measured`: each follower's median error, the mean of those medians (µs), the
+    /// 99th percentile of every error's magnitude (µs), and the share of errors beyond three
+    /// published deviations.
+    static func tickedFollowers(seeds: ClosedRange<UInt64>, base: Int, jitter: Int, tick: Int, skewsPPM: (even: Int64, odd: Int64),
+                                offset: Duration, settling: Duration, measured: Duration)
+        -> (medians: [Double], bias: Double, p99: Double, beyondShare: Double) {
         var medians: [Double] = [], magnitudes: [Double] = []
         var beyond = 0
-        for seed in UInt64(41)...43 {
+        for seed in seeds {
             var path = SimulatedPath(seed: seed)
-            path.baseDelay = .milliseconds(shape.base)
-            path.jitter = .milliseconds(shape.jitter)
-            path.releaseTick = .milliseconds(shape.tick)
+            path.baseDelay = .milliseconds(base)
+            path.jitter = .milliseconds(jitter)
+            path.releaseTick = .milliseconds(tick)
             path.tickOrigin = HostTime(nanoseconds: 1_000_000_000 + Int64(seed % 997) * 1_000)
             path.leaderProcessing = .microseconds(30)
             var estimator = ClockEstimator()
             var now = HostTime(nanoseconds: 1_000_000_000)
             var sent = 0
-            let skewPPM: Int64 = seed % 2 == 0 ? 90 : -140
-            let offset: Duration = .seconds(-3) + .microseconds(789)
-            let clock = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: .seconds(15),
+            let skewPPM = seed % 2 == 0 ? skewsPPM.even : skewsPPM.odd
+            let clock = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: settling,
                                  estimator: &estimator, trueTime: &now, requestsSent: &sent)
             var errors: [Double] = []
-            _ = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: .seconds(10),
+            _ = Self.run(path: &path, skewPPM: skewPPM, offset: offset, duration: measured,
                          estimator: &estimator, trueTime: &now, requestsSent: &sent) { estimate, followerTime in
                 let error = Self.error(estimate, at: followerTime, clock: clock).microsecondsValue
                 errors.append(error)
@@ -352,15 +346,8 @@ struct ClockEstimatorTests {
             magnitudes += errors.map(abs)
         }
         magnitudes.sort()
-        let p99 = magnitudes[magnitudes.count * 99 / 100]
-        let bias = medians.reduce(0, +) / Double(medians.count)
-        // A follower's median over ten seconds still scatters by tens of µs on the 4 ms
-        // path (each exchange's own offset by a millisecond); what is guarded against is
-        // half a tick.
-        #expect(abs(bias) < 30, "mean of the followers' median errors \(bias) µs; medians \(medians)")
-        #expect(medians.allSatisfy { abs($0) < 100 }, "followers' median errors \(medians) µs")
-        #expect(p99 < 150, "99th percentile error \(p99) µs")
-        #expect(Double(beyond) < 0.02 * Double(magnitudes.count), "\(beyond) of \(magnitudes.count) errors beyond three published deviations")
+        return (medians, medians.reduce(0, +) / Double(medians.count), magnitudes[magnitudes.count * 99 / 100],
+                Double(beyond) / Double(magnitudes.count))
     }
 
     /// Dithered polls keep the schedule's rate and leave at phases spread over any timer:
