@@ -115,11 +115,18 @@ def main():
     parser.add_argument("--to", required=True)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", choices=["netpath", "ticks"], default="netpath")
-    parser.add_argument("--tick-ms", type=float, default=TICKS_TICK_MS)
-    parser.add_argument("--base-ms", type=float, default=TICKS_BASE_MS)
-    parser.add_argument("--jitter-ms", type=float, default=TICKS_JITTER_MS)
-    parser.add_argument("--loss", type=float, default=TICKS_LOSS)
+    parser.add_argument("--tick-ms", type=float)
+    parser.add_argument("--base-ms", type=float)
+    parser.add_argument("--jitter-ms", type=float)
+    parser.add_argument("--loss", type=float)
     args = parser.parse_args()
+    varied = [args.tick_ms, args.base_ms, args.jitter_ms, args.loss]
+    if args.profile == "netpath" and any(value is not None for value in varied):
+        parser.error("--tick-ms, --base-ms, --jitter-ms and --loss vary the ticks profile only")
+    args.tick_ms = TICKS_TICK_MS if args.tick_ms is None else args.tick_ms
+    args.base_ms = TICKS_BASE_MS if args.base_ms is None else args.base_ms
+    args.jitter_ms = TICKS_JITTER_MS if args.jitter_ms is None else args.jitter_ms
+    args.loss = TICKS_LOSS if args.loss is None else args.loss
     if args.profile == "ticks" and not (args.tick_ms > 0 and 0 <= args.jitter_ms <= args.base_ms and 0 <= args.loss < 1):
         parser.error("the ticks profile needs --tick-ms > 0, 0 <= --jitter-ms <= --base-ms and 0 <= --loss < 1")
     host, port = args.to.rsplit(":", 1)

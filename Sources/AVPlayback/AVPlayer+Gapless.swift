@@ -154,11 +154,11 @@ extension AVPlayer {
         let result = Mutex<Result<MediaInfo, MediaError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         asset.requestInfo { outcome in
-            result.withLock { $0 = outcome }
+            result.withLockAnnotated { $0 = outcome }
             done.signal()
         }
         done.wait()
-        return try? result.withLock({ $0 })?.get()
+        return try? result.withLockAnnotated({ $0 })?.get()
     }
 
     /// Re-reads the current item from where it stands under a new serial (the queue

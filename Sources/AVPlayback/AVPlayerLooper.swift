@@ -1,5 +1,6 @@
 import Foundation
 import MediaClock
+import MutexAnnotations
 import Synchronization
 
 /// Plays one item over and over through a queue player: Apple's `AVPlayerLooper`.
@@ -68,7 +69,7 @@ public final class AVPlayerLooper: AVKeyValueObservable, @unchecked Sendable {
         // Ready once the duration is known: at once when it was loaded already.
         templateItem.asset.requestInfo { [weak self] result in
             guard let self else { return }
-            state.withLock { state in
+            state.withLockAnnotated { state in
                 guard state.status == .unknown else { return }
                 switch result {
                 case .success: state.status = .ready
@@ -84,15 +85,15 @@ public final class AVPlayerLooper: AVKeyValueObservable, @unchecked Sendable {
     deinit { disableLooping() }
 
     /// Whether the looper is looping, has failed, or was stopped.
-    public var status: Status { state.withLock { $0.status } }
+    public var status: Status { state.withLockAnnotated { $0.status } }
     /// Why the looper failed, when it did.
-    public var error: (any Error)? { state.withLock { $0.error } }
+    public var error: (any Error)? { state.withLockAnnotated { $0.error } }
     /// How many times the item (or its range) has played to its end.
-    public var loopCount: Int { state.withLock { $0.loopCount } }
+    public var loopCount: Int { state.withLockAnnotated { $0.loopCount } }
 
     /// Stops looping: the copy playing plays to its end, and no copy goes back into the queue.
     public func disableLooping() {
-        state.withLock { state in
+        state.withLockAnnotated { state in
             if state.status == .ready || state.status == .unknown { state.status = .cancelled }
         }
         observationRegistry.poke()
@@ -110,7 +111,7 @@ public final class AVPlayerLooper: AVKeyValueObservable, @unchecked Sendable {
     }
 
     private func played(_ item: AVPlayerItem) {
-        let looping = state.withLock { state -> Bool in
+        let looping = state.withLockAnnotated { state -> Bool in
             guard state.status == .ready || state.status == .unknown else { return false }
             state.loopCount += 1
             return true
@@ -123,14 +124,14 @@ public final class AVPlayerLooper: AVKeyValueObservable, @unchecked Sendable {
             guard let self else { return }
             let deadline = HostTime.now() + Self.requeueTimeout
             while player.currentItem === item && HostTime.now() < deadline { usleep(2_000) }
-            guard state.withLock({ $0.status == .ready || $0.status == .unknown }) else { return }
+            guard state.withLockAnnotated({ $0.status == .ready || $0.status == .unknown }) else { return }
             prepare(item)
             if player.canInsert(item, after: nil) { player.insert(item, after: nil) }
         }
     }
 
     private func failed(_ error: (any Error)?) {
-        state.withLock { state in
+        state.withLockAnnotated { state in
             state.status = .failed
             state.error = error
         }

@@ -243,9 +243,10 @@ public struct ClockEstimator: Sendable {
     /// (one direction's floor follows the phase of a relay's ticks), and at times comes
     /// near the centre by chance, yet is no better for it.
     private var centreMode = false
-    /// Set at a fit whose floors' line the centre departs from while the centre cannot yet be
-    /// trusted (`DelayBalance.trustsCentre`): `nextPollInterval` keeps the join's poll
-    /// until the window can tell a ramped floor.
+    /// Set at a fit whose floors' line the centre departs from while the centre cannot be
+    /// trusted (`DelayBalance.trustsCentre`, no ramp seen), among the first
+    /// `balanceVerdictExchanges` since the last reset: `nextPollInterval` keeps the join's
+    /// poll meanwhile, and the estimate claims half the departure as uncertainty.
     private var floorsDisputed = false
     /// How far the centre lay from the floors' line at the dispute (ns).
     private var disputedDeparture = 0.0
@@ -300,13 +301,14 @@ public struct ClockEstimator: Sendable {
             // about 1,500 more exchanges at the join (`chorus-bench clock`).
             return Self.convergingInterval
         }
-        if floorsDisputed, centre.count < Self.balanceVerdictExchanges {
+        if floorsDisputed {
             // The centre lies off the floors' line, but the spreads are unlike and no floor
-            // has yet been read as ramped: a busier queue one way, or replies locked to a
+            // has been read as ramped: a busier queue one way, or replies locked to a
             // relay's ticks. Only the crossings near the floors can tell, and a small jitter
             // puts few there: on 2 ms ± 0.5 ms behind a 1 ms timer the verdict needs about
             // 900 exchanges, which the steady poll (ten a second, a window of 600 at most)
-            // never gathers. So the join's poll goes on until the window is full, as above.
+            // never gathers. So the join's poll goes on until `balanceVerdictExchanges` have
+            // been counted, as above (`floorsDisputed` ends there).
             return Self.convergingInterval
         }
         let joined = estimate.uncertainty <= Self.joinedUncertainty && estimate.rateUncertaintyPPM <= Self.joinedRateUncertaintyPPM
@@ -352,6 +354,7 @@ public struct ClockEstimator: Sendable {
             centre.reset()
             centreMode = false
             rampedFloorSeen = false
+            balance = nil
         }
         window.insert(sample)
         centre.add(sample)
@@ -407,6 +410,7 @@ public struct ClockEstimator: Sendable {
             centre.reset()
             centreMode = false
             rampedFloorSeen = false
+            balance = nil
             bounds = ExchangeBounds(window)
             line = bounds.posteriorLine()
         }
@@ -449,22 +453,25 @@ public struct ClockEstimator: Sendable {
         balance?.fitsSince += 1
         let centreLine = centre.line(reference: bounds.reference, base: bounds.baseOffset)
         floorsDisputed = false
+        if balance?.judged.rampedFloor == true { rampedFloorSeen = true }
         if let centreLine, !centreMode {
             // The centre's long memory can see the floors' line lie off it before the window
             // alone can: compared where the centre is known best, its centroid.
             let departure = centreLine.offset + centreLine.slope * centreLine.centroid - (line.offset + line.slope * centreLine.centroid)
             if abs(departure) > DelayBalance.leastDeparture, abs(departure) > DelayBalance.significantErrors * centreLine.centroidDeviation {
-                if balance?.judged.trustsCentre == true {
+                if balance?.judged.trustsCentre == true || rampedFloorSeen {
                     centreMode = true
-                } else {
+                } else if centre.count < Self.balanceVerdictExchanges {
+                    // Disputed only while the join's exchanges are still coming in: past
+                    // them, with no ramp seen, the spreads are a busier queue's and the
+                    // floors' line stands, as sure as it claims.
                     floorsDisputed = true
                     disputedDeparture = departure
                 }
             }
         }
         if balance?.judged.shift != nil { centreMode = true }
-        if balance?.judged.rampedFloor == true { rampedFloorSeen = true }
-        if !rampedFloorSeen, let ratio = balance?.judged.spreadRatio, !(ratio <= Self.unlikeSpreads) {
+        if !rampedFloorSeen, balance?.judged.spreadsWithin(Self.unlikeSpreads) == false {
             centreMode = false
         }
         if centreMode, let centreLine {

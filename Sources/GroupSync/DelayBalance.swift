@@ -20,18 +20,18 @@
 /// direction's floor is ramped (below), the floors are the ones that disagree, and the line
 /// moves onto the exchanges' centre.
 ///
-/// Spreads alike are not enough of a test on every ticking path. Where the jitter spans a
-/// whole number of ticks, the replies, sent a turnaround after the tick that released their
-/// request, come out on a tick again: their delays fall on a few values a tick apart (all on
-/// one, when the jitter spans exactly one tick), while the requests' spread over the whole
-/// jitter. The spreads are then unlike (1.4 to several hundred times, in `chorus-bench
-/// clock --ticks-path`), just as for a busier queue, and the floors' line stood 0.2 to
-/// 1.9 ms off while claiming µs. What tells the two apart is the shape of the floors. A
-/// queue's delays are densest at its floor (an empty queue is its commonest state), or at
-/// least no sparser there; a delay held for a timer's tick is a jitter plus a wait whose
-/// sum is least only when both are, so its density rises from nothing at the floor, and the
-/// fastest crossing of a window lies hundreds of µs above it. Such a floor, in either
-/// direction, places no line, whatever the spreads.
+/// Spreads alike are not enough of a test on every ticking path. Through a relay on a timer
+/// the replies, sent a turnaround after the tick that released their request, come out on a
+/// tick again: their delays fall on a few values a tick apart, and where the jitter spans
+/// about one tick nearly all on one, while the requests' spread over the jitter and the
+/// tick. The spreads are then unlike (1.4 to several hundred times on such paths in
+/// `chorus-bench clock --ticks-path`), just as for a busier queue, while the floors' line
+/// lies half a tick off (0.2 to 1.9 ms on those paths). What tells the two apart is the
+/// shape of the floors. A queue's delays are densest at its floor (an empty queue is its
+/// commonest state), or at least no sparser there; a delay held for a timer's tick is a
+/// jitter plus a wait whose sum is least only when both are, so its density rises from
+/// nothing at the floor, and the fastest crossing of a window lies hundreds of µs above it.
+/// Such a floor, in either direction, places no line, whatever the spreads.
 struct DelayBalance {
     /// The share of residuals cut from each end before averaging: a spike of queueing one
     /// way moves an exchange's offset by half of it, and a few in a hundred must not move
@@ -54,13 +54,21 @@ struct DelayBalance {
     static let alikeSpreads = 1.25
     /// Exchanges needed before the balance is judged: fewer say little about a centre.
     static let minimumExchanges = 64
-    /// The band above a direction's fastest crossing in which its floor's shape is read, as a
-    /// share of that direction's spread: wide enough that three bands hold a few hundred
-    /// crossings of a ramped floor in a full window, narrow enough that they lie inside the
-    /// ramp (a tick's wait convolved with a jitter ramps over the narrower of the two, and
-    /// either is at least 1.7 spreads of their sum), and far wider than a host's wake-up
-    /// blur (tens of µs), which ramps too but places the floor within it.
+    /// The band above a direction's fastest crossings in which its floor's shape is read, as
+    /// a share of that direction's spread: wide enough that three bands hold a few hundred
+    /// crossings of a ramped floor in a full window, narrow enough that the first lies on the
+    /// ramp (a tick's wait convolved with a jitter ramps over the narrower of the two: over
+    /// 1.7 spreads where the jitter spans a tick, over 0.85 for 5 ms ± 2 ms on a 1 ms tick,
+    /// where the three bands reach past the ramp's top and still read about 7), and far wider
+    /// than a host's wake-up blur (tens of µs), which ramps too but places the floor within it.
     static let floorBand = 0.5
+    /// The narrowest band (ns): a timer that holds datagrams ticks every few hundred µs at
+    /// the finest (a kernel at 250 Hz, every 4 ms), and its wait ramps over the tick. Narrower
+    /// bands read only a floor's fine structure, which ramps too and says nothing of ticks: a
+    /// host's wake-up blur, or the shear a rate a few ppm off puts on a window of seconds
+    /// (a floor of ±100 µs of uniform jitter, sheared so, read as ramped at 27 µs bands in
+    /// `ClockEstimatorTests.aBusierQueueOneWayKeepsTheFloorsLine`).
+    static let minimumFloorBand = 100_000.0
     /// A floor is ramped when three bands above the fastest crossing hold at least this
     /// many times as many crossings as one band does: a density rising linearly from the
     /// floor gives 6 to 9 (9 when the fastest crossing lies on the floor, 6 when half a band
@@ -69,10 +77,16 @@ struct DelayBalance {
     /// Crossings needed within three bands before a floor's shape is read: with fewer, a
     /// flat floor's count in the first band (a third of them, binomially) falls below the
     /// ramp's threshold by chance too often, and the verdict sticks (`ClockEstimator`). At
-    /// this count a flat floor reads as ramped at 3.3 deviations, in under 0.1 % of
-    /// judgements; a host's Gaussian timestamping noise, read from its extreme, never holds
-    /// this many in a window of 2,048.
+    /// this count a flat floor reads as ramped three deviations below its expected count,
+    /// in about 0.15 % of judgements, and only while the window is that small; a host's
+    /// Gaussian timestamping noise never holds this many in a window of 2,048.
     static let rampedFloorCrossings = 160
+    /// The bands count from this crossing (0 = the fastest): a single crossing stamped too
+    /// early, or forged, would otherwise stand below a flat floor and leave the first band
+    /// nearly empty, and the verdict sticks. The second fastest keeps a ramp's reading
+    /// (counting from the third, the verdict came later on 4 ms ± 1 ms behind a 2 ms timer,
+    /// and `chorus-bench clock --ticks-path 4,1,2` gave a pair p99 of 168 µs against 106).
+    static let floorReferenceRank = 1
 
     /// How far the exchanges' centre lies from the line (ns; positive: above), and its
     /// standard error (ns); `nil` when the exchanges balance about the line or the centre
@@ -81,11 +95,18 @@ struct DelayBalance {
     /// Whether both directions' delays spread alike about the line; `nil` with too few
     /// exchanges to say.
     let spreadsAlike: Bool?
-    /// The larger direction's spread over the smaller's; `nil` with too few exchanges to say.
-    let spreadRatio: Double?
+    /// The two directions' spreads (winsorized standard deviations of their delays about the
+    /// line, ns); `nil` with too few exchanges to say.
+    let spreads: (forward: Double, backward: Double)?
     /// Whether either direction's floor is ramped (`rampedFloorRatio`): the floors' line is
     /// then no line to hold the centre to; `nil` with too few exchanges to say.
     let rampedFloor: Bool?
+    /// Whether the larger spread is within `factor` times the smaller; `nil` with too few
+    /// exchanges to say. (Two spreads of zero are alike.)
+    func spreadsWithin(_ factor: Double) -> Bool? {
+        spreads.map { max($0.forward, $0.backward) <= factor * min($0.forward, $0.backward) }
+    }
+
     /// Whether the exchanges' centre can be trusted over the floors: both directions spread
     /// alike, or a floor is ramped; `nil` with too few exchanges to say.
     var trustsCentre: Bool? {
@@ -97,7 +118,7 @@ struct DelayBalance {
     /// offset, as `ExchangeBounds.coordinates`) against the line `offset + slope·x` (ns).
     init(x: [Double], upper: [Double], lower: [Double], slope: Double, offset: Double) {
         let n = x.count
-        guard n >= Self.minimumExchanges else { shift = nil; spreadsAlike = nil; spreadRatio = nil; rampedFloor = nil; return }
+        guard n >= Self.minimumExchanges else { shift = nil; spreadsAlike = nil; spreads = nil; rampedFloor = nil; return }
         var residuals: [Double] = [], forward: [Double] = [], backward: [Double] = []
         residuals.reserveCapacity(n)
         forward.reserveCapacity(n)
@@ -108,10 +129,10 @@ struct DelayBalance {
             forward.append(upper[index] - line)
             backward.append(line - lower[index])
         }
-        let spreads = (Self.winsorizedDeviation(forward), Self.winsorizedDeviation(backward))
-        spreadsAlike = min(spreads.0, spreads.1) * Self.alikeSpreads >= max(spreads.0, spreads.1)
-        spreadRatio = max(spreads.0, spreads.1) / min(spreads.0, spreads.1)
-        rampedFloor = Self.isRamped(forward, spread: spreads.0) || Self.isRamped(backward, spread: spreads.1)
+        let spreads = (forward: Self.winsorizedDeviation(forward), backward: Self.winsorizedDeviation(backward))
+        self.spreads = spreads
+        spreadsAlike = min(spreads.forward, spreads.backward) * Self.alikeSpreads >= max(spreads.forward, spreads.backward)
+        rampedFloor = Self.isRamped(forward, spread: spreads.forward) || Self.isRamped(backward, spread: spreads.backward)
         guard spreadsAlike == true || rampedFloor == true else { shift = nil; return }
         let sorted = residuals.sorted()
         let cut = Int(Double(n) * Self.trimmedShare)
@@ -127,15 +148,27 @@ struct DelayBalance {
     }
 
     /// Whether one direction's delays (about any line) rise from their floor rather than pile
-    /// on it (`rampedFloorRatio`), read in bands of `floorBand` times `spread` above the
-    /// fastest.
+    /// on it (`rampedFloorRatio`), read in bands of `floorBand` times `spread` (at least
+    /// `minimumFloorBand`) above the `floorReferenceRank`-th fastest.
     static func isRamped(_ delays: [Double], spread: Double) -> Bool {
-        guard let fastest = delays.min(), spread > 0, spread.isFinite else { return false }
-        let band = floorBand * spread
+        guard delays.count > floorReferenceRank, spread > 0, spread.isFinite else { return false }
+        // The fastest few, kept in order in one pass.
+        var fastest = Array(repeating: Double.infinity, count: floorReferenceRank + 1)
+        for delay in delays where delay < fastest[floorReferenceRank] {
+            var index = floorReferenceRank
+            while index > 0, fastest[index - 1] > delay {
+                fastest[index] = fastest[index - 1]
+                index -= 1
+            }
+            fastest[index] = delay
+        }
+        let reference = fastest[floorReferenceRank]
+        guard reference.isFinite else { return false }
+        let band = max(floorBand * spread, minimumFloorBand)
         var inOne = 0, inThree = 0
-        for delay in delays where delay <= fastest + 3 * band {
+        for delay in delays where delay <= reference + 3 * band {
             inThree += 1
-            if delay <= fastest + band { inOne += 1 }
+            if delay <= reference + band { inOne += 1 }
         }
         return inThree >= rampedFloorCrossings && Double(inThree) >= rampedFloorRatio * Double(inOne)
     }

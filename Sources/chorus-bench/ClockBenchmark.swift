@@ -89,12 +89,6 @@ struct ClockBenchmark: ParsableCommand {
         Path(name: "ticks", description: "5 ms ± 2 ms (uniform) each way, each datagram then held for the next tick of a relay's 1 ms timer (a phase of its own per run, its clock up to ±200 ppm from the follower's), 10% loss each way",
              floor: .milliseconds(3), uniformJitter: .milliseconds(2), exponentialJitter: .zero, loss: 0.1,
              releaseTick: .milliseconds(1)),
-        Path(name: "ticks-2ms", description: "3 ms ± 1 ms (uniform) each way, then held for the next tick of a relay's 2 ms timer, 10% loss each way: the jitter spans exactly one tick, so replies, sent a turnaround after the tick that released their request, come out on two ticks only",
-             floor: .milliseconds(2), uniformJitter: .milliseconds(1), exponentialJitter: .zero, loss: 0.1,
-             releaseTick: .milliseconds(2)),
-        Path(name: "ticks-4ms", description: "5 ms ± 2 ms (uniform) each way, then held for the next tick of a relay's 4 ms timer (a kernel at 250 Hz), 10% loss each way",
-             floor: .milliseconds(3), uniformJitter: .milliseconds(2), exponentialJitter: .zero, loss: 0.1,
-             releaseTick: .milliseconds(4)),
     ]
 
     @Option(name: .long, help: "Simulated runs per path (each a follower with its own clock and seed).")
@@ -103,7 +97,7 @@ struct ClockBenchmark: ParsableCommand {
     @Option(name: .long, help: "Seconds simulated per run.")
     var seconds = 60
 
-    @Option(name: .long, help: "Paths (repeatable): loopback, impaired, wifi, ticks, ticks-2ms, ticks-4ms. Default: all.")
+    @Option(name: .long, help: "Paths (repeatable): loopback, impaired, wifi, ticks. Default: all.")
     var path: [String] = []
 
     @Option(name: .customLong("ticks-path"), help: ArgumentHelp("A ticking path of your own (repeatable): BASE,JITTER,TICK in ms, a base ± uniform jitter each way, then held for the next tick of a relay's timer, 10% loss each way. Simulated instead of the named paths unless --path is also given.", valueName: "base,jitter,tick"))

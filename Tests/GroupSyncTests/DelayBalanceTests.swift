@@ -43,6 +43,24 @@ import Testing
         #expect(!DelayBalance.isRamped(few, spread: Self.deviation(few)))
     }
 
+    /// A single crossing stamped a millisecond early stands below a flat floor; the bands
+    /// count from the second fastest, so it does not make the floor read as ramped.
+    @Test(arguments: [UInt64(41), 42, 43, 44])
+    func aLoneEarlyCrossingDoesNotMakeAFloorRamped(seed: UInt64) {
+        var flat = Self.delays(2048, seed: seed) { 4_000_000 * $0.unit() }
+        flat[1000] = -1_000_000
+        #expect(!DelayBalance.isRamped(flat, spread: Self.deviation(flat)), "seed \(seed)")
+    }
+
+    /// Directions that do not spread at all are alike, not unlike (their ratio is not a
+    /// number).
+    @Test func unspreadDirectionsAreAlike() {
+        let x = (0..<128).map { Double($0) * 1_000_000 }
+        let judged = DelayBalance(x: x, upper: x.map { _ in 2_000 }, lower: x.map { _ in -2_000 }, slope: 0, offset: 0)
+        #expect(judged.spreadsWithin(1.6) == true)
+        #expect(judged.spreadsAlike == true)
+    }
+
     /// Requests spread over a jitter and a tick while every reply comes out on the same tick:
     /// the spreads are as unlike as a busier queue's, yet the balance trusts the centre, which
     /// lies a millisecond from the floors' line.

@@ -22,6 +22,8 @@ struct SimulatedPath {
     /// timer's next tick, this far apart from `tickOrigin` (`ImpairmentRelay.releaseTick`).
     var releaseTick: Duration?
     var tickOrigin = HostTime(nanoseconds: 0)
+    /// Mean of an exponential queueing delay added to requests only: a queue busier one way.
+    var forwardQueueing: Duration = .zero
     var rng: SplitMix64
 
     init(seed: UInt64) {
@@ -44,8 +46,11 @@ struct SimulatedPath {
 
     /// One exchange starting at true time `start`, with the follower clock `follower`.
     mutating func exchange(at start: HostTime, follower: SkewedHostClock) -> ClockSample {
-        let forward = oneWay()
+        var forward = oneWay()
         let backward = oneWay()
+        if forwardQueueing > .zero {
+            forward += forwardQueueing * -log(1 - Double.random(in: 0..<1, using: &rng))
+        }
         let t2 = ImpairmentRelay.release(at: start + forward, tick: releaseTick, origin: tickOrigin)
         let t3 = t2 + leaderProcessing
         let arrival = ImpairmentRelay.release(at: t3 + backward, tick: releaseTick, origin: tickOrigin)
