@@ -1,6 +1,7 @@
 import Foundation
 import MediaClock
 import MediaPipeline
+import MutexAnnotations
 import Synchronization
 
 /// A player of items in sequence: Apple's `AVQueuePlayer`.
@@ -87,7 +88,7 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
     /// item's end.
     private func becomeQueue(of items: [AVPlayerItem]) {
         for item in items { item.queue = self }
-        waiting.withLock { $0 = Array(items.dropFirst()) }
+        waiting.withLockAnnotated { $0 = Array(items.dropFirst()) }
         actionAtItemEnd = .advance
     }
 
@@ -97,14 +98,14 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
             let old = currentItem
             item?.queue = self
             super.replaceCurrentItem(with: item)
-            if let old, old !== item, !waiting.withLock({ $0.contains(where: { $0 === old }) }) { old.queue = nil }
+            if let old, old !== item, !waiting.withLockAnnotated({ $0.contains(where: { $0 === old }) }) { old.queue = nil }
         } }
     }
 
     /// The current item followed by the items waiting their turn.
     open func items() -> [AVPlayerItem] {
         CallerObservers.holding { changes.withLock {
-            (currentItem.map { [$0] } ?? []) + waiting.withLock { $0 }
+            (currentItem.map { [$0] } ?? []) + waiting.withLockAnnotated { $0 }
         } }
     }
 
@@ -112,7 +113,7 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
     /// player is left without a current item.
     open func advanceToNextItem() {
         CallerObservers.holding { changes.withLock {
-            let next: AVPlayerItem? = waiting.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+            let next: AVPlayerItem? = waiting.withLockAnnotated { $0.isEmpty ? nil : $0.removeFirst() }
             replaceCurrentItem(with: next)
         } }
     }
@@ -140,7 +141,7 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
                 return
             }
             item.queue = self
-            waiting.withLock { waiting in
+            waiting.withLockAnnotated { waiting in
                 if let afterItem, afterItem !== currentItem, let index = waiting.firstIndex(where: { $0 === afterItem }) {
                     waiting.insert(item, at: index + 1)
                 } else if afterItem != nil {
@@ -161,7 +162,7 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
                 advanceToNextItem()
                 return
             }
-            let removed = waiting.withLock { waiting -> Bool in
+            let removed = waiting.withLockAnnotated { waiting -> Bool in
                 guard let index = waiting.firstIndex(where: { $0 === item }) else { return false }
                 waiting.remove(at: index)
                 return true
@@ -176,7 +177,7 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
     /// Empties the queue: no current item, nothing waiting.
     open func removeAllItems() {
         CallerObservers.holding { changes.withLock {
-            let dropped = waiting.withLock { waiting in defer { waiting.removeAll() }; return waiting }
+            let dropped = waiting.withLockAnnotated { waiting in defer { waiting.removeAll() }; return waiting }
             for item in dropped { item.queue = nil }
             replaceCurrentItem(with: nil)
         } }
@@ -189,12 +190,12 @@ open class AVQueuePlayer: AVPlayer, @unchecked Sendable {
 
     /// The waiting items, to follow the current one gaplessly.
     open override func itemsQueuedAfterCurrent() -> [AVPlayerItem] {
-        waiting.withLock { $0 }
+        waiting.withLockAnnotated { $0 }
     }
 
     /// The gapless join is heard: `item` leaves the waiting items, as it becomes current.
     open override func takeQueuedItem(_ item: AVPlayerItem, after current: AVPlayerItem) -> Bool {
-        let taken = waiting.withLock { waiting in
+        let taken = waiting.withLockAnnotated { waiting in
             guard waiting.first === item else { return false }
             waiting.removeFirst()
             return true

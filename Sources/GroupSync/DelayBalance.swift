@@ -62,17 +62,17 @@ struct DelayBalance {
     /// where the three bands reach past the ramp's top and still read about 7), and far wider
     /// than a host's wake-up blur (tens of µs), which ramps too but places the floor within it.
     static let floorBand = 0.5
-    /// The narrowest band (ns): a timer that holds datagrams ticks every few hundred µs at
-    /// the finest (a kernel at 250 Hz, every 4 ms), and its wait ramps over the tick. Narrower
+    /// The narrowest band (ns): a timer that holds datagrams ticks every few hundred µs to a
+    /// few ms (a kernel at 250 Hz: 4 ms), and its wait ramps over the whole tick. Narrower
     /// bands read only a floor's fine structure, which ramps too and says nothing of ticks: a
     /// host's wake-up blur, or the shear a rate a few ppm off puts on a window of seconds
     /// (a floor of ±100 µs of uniform jitter, sheared so, read as ramped at 27 µs bands in
     /// `ClockEstimatorTests.aBusierQueueOneWayKeepsTheFloorsLine`).
     static let minimumFloorBand = 100_000.0
-    /// A floor is ramped when three bands above the fastest crossing hold at least this
-    /// many times as many crossings as one band does: a density rising linearly from the
-    /// floor gives 6 to 9 (9 when the fastest crossing lies on the floor, 6 when half a band
-    /// above it), a flat one (uniform jitter) 3, an exponential queue's 2.
+    /// A floor is ramped when three bands above its reference crossing (`floorReferenceRank`)
+    /// hold at least this many times as many crossings as one band does: a density rising
+    /// linearly from the floor gives 6 to 9 (9 when the reference lies on the floor, 6 when
+    /// half a band above it), a flat one (uniform jitter) 3, an exponential queue's 2.
     static let rampedFloorRatio = 4.5
     /// Crossings needed within three bands before a floor's shape is read: with fewer, a
     /// flat floor's count in the first band (a third of them, binomially) falls below the
@@ -82,8 +82,8 @@ struct DelayBalance {
     /// Gaussian timestamping noise never holds this many in a window of 2,048.
     static let rampedFloorCrossings = 160
     /// The bands count from this crossing (0 = the fastest): a single crossing stamped too
-    /// early, or forged, would otherwise stand below a flat floor and leave the first band
-    /// nearly empty, and the verdict sticks. The second fastest keeps a ramp's reading
+    /// early would otherwise stand below a flat floor and leave the first band nearly empty,
+    /// and the verdict sticks. (Forged crossings are the key's to stop: this stops one.) The second fastest keeps a ramp's reading
     /// (counting from the third, the verdict came later on 4 ms ± 1 ms behind a 2 ms timer,
     /// and `chorus-bench clock --ticks-path 4,1,2` gave a pair p99 of 168 µs against 106).
     static let floorReferenceRank = 1
