@@ -72,8 +72,11 @@ import MediaServer
         func disablingTheSoundTrack() async throws {
             let url = try TestMedia.tone(.wav, seconds: 1.5, rate: 48_000)
             let rendered = try await renderToPCM(url, name: "guide-disable") { player, item in
-                // Off from the start: the whole render is silent.
-                _ = await waitUntil(10) { item.status == .readyToPlay }
+                // Off from the start: the whole render is silent. The tracks are there once the
+                // item is ready; under the thread sanitizer, with other tests rendering beside
+                // it, that once took longer than 10 s, and the track was never turned off.
+                #expect(await waitUntil(60) { item.status == .readyToPlay })
+                #expect(item.tracks.contains { $0.assetTrack?.mediaType == .audio })
                 for track in item.tracks where track.assetTrack?.mediaType == .audio { track.isEnabled = false }
             }
             #expect(rendered.frameCount > 0)
