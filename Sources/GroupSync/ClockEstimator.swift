@@ -161,6 +161,19 @@ public struct ClockEstimator: Sendable {
     /// (about 10 kB/s) close the bounds the last few µs within seconds on a jittery path,
     /// where a path with milliseconds of jitter may stay at this rate.
     public static let settlingInterval: Duration = .milliseconds(20)
+    /// Poll interval in the centre's mode (`DelayBalance`) while the centre's own deviation
+    /// is above `centreSettledUncertainty`: two hundred a second (about 40 kB/s both ways).
+    /// The centre's error falls only as one over the square root of the exchanges in its
+    /// minute of memory, and each exchange's own offset scatters by 0.84 ms on 5 ms ± 2 ms
+    /// behind a 1 ms timer: fifty a second leave it 11 µs, which a follower plays as a bias
+    /// for tens of seconds at a time. In simulation (`chorus-bench clock --runs 12 --seconds
+    /// 120 --ticks-path 5,2,1`) the worst follower's bias went from 26 to 19 µs at 4 ms, 20 µs
+    /// at 6 ms, and the pair p99 from 95 to 59, 69 and 74 µs at 4, 6 and 8 ms; this is the
+    /// middle of those, since the exchanges are paid for on every such path for as long as
+    /// it lasts. Paths whose floors agree never poll at it.
+    public static let centreInterval: Duration = .milliseconds(5)
+    /// The centre's deviation below which the centre's mode polls at `settlingInterval`.
+    static let centreSettledUncertainty: Duration = .microseconds(5)
     /// Steady poll interval once settled: ten exchanges a second (about 2 kB/s) keep a
     /// minute's window full of fast crossings at both ends.
     public static let steadyInterval: Duration = .milliseconds(100)
@@ -219,12 +232,13 @@ public struct ClockEstimator: Sendable {
     /// put the estimate further off, 120 µs at the 99th percentile of eight simulated
     /// followers against 80 µs at ten. Only floors that bend grossly are left.
     static let agreeingSlopeDeviations = 10.0
-    /// How far the centre's own rate deviation is distrusted when it is weighed against the
-    /// floors' (a factor on its deviation): its deviation is computed as if its weights
-    /// were even, and in simulation taking it at face value moved the ticks path's pair
-    /// p99 from 77 to 92 µs, at four times it 83 µs, while a real relay's case, where the
-    /// centre's rate is thirty times the sharper, is still left to the centre.
-    static let centreSlopeCaution = 4.0
+    /// How far the centre's own rate deviation is distrusted in what the estimate claims (a
+    /// factor on it): the deviation is computed as if the exchanges' weights were even and
+    /// their offsets independent. The rate itself is weighed as the centre claims it (see
+    /// `publish`); taken as claimed in the estimate's deviation too, 15 % of one follower's
+    /// estimates lay beyond three of their deviations behind a real relay on a 2 ms timer
+    /// (`chorus-bench sync --scenario relay`, `netpath.py --profile ticks --tick-ms 2`).
+    static let centreClaimCaution = 4.0
     /// In the centre's mode, the ratio of the two directions' spreads beyond which the centre
     /// is let go for the floors (a busier queue one way), where `DelayBalance.alikeSpreads`
     /// (1.25) lets it in: a margin, so that a path near the limit does not flip between the
@@ -235,6 +249,21 @@ public struct ClockEstimator: Sendable {
     static let unlikeSpreads = 1.6
     /// The exchanges' own offsets over a long memory (`CentreLine`).
     private var centre = CentreLine()
+    /// The window's last fit, which exchanges counted by the centre only are published with.
+    private var floorsFit: FloorsFit?
+    /// The midpoint of the newest exchange the window took.
+    private var lastAdmitted: HostTime?
+    /// Exchanges counted by the centre only (`centreWindowSpacing`).
+    public private(set) var centreOnlySampleCount = 0
+    /// In the centre's mode, once the window is full, the least spacing (follower host
+    /// time) between two exchanges it takes; those between are counted by the centre only,
+    /// and published with the window's last fit. At `centreInterval` a window of
+    /// `windowSize` exchanges would span eight seconds, and the floors' rate, which the
+    /// centre's line is read with at up to a minute from its centroid, would be known over
+    /// those alone: in simulation the largest error rose from 108 to 149 µs. At this spacing
+    /// the window spans half a minute as at the settling poll, and a fit costs no more
+    /// often than there.
+    static let centreWindowSpacing: Duration = .milliseconds(15)
     /// Set once the floors' line is shown to lie off the exchanges' centre while the centre
     /// can be trusted (`DelayBalance.trustsCentre`): the centre's line is published from then
     /// on, until the directions spread unlike (`unlikeSpreads`, and no ramped floor seen) or
@@ -248,6 +277,21 @@ public struct ClockEstimator: Sendable {
     /// `balanceVerdictExchanges` since the last reset: `nextPollInterval` keeps the join's
     /// poll meanwhile, and the estimate claims half the departure as uncertainty.
     private var floorsDisputed = false
+    /// How many of the centre's deviations it must lie from the floors' line for the two to
+    /// be disputed (`floorsDisputed`): fewer than the five that let the centre in
+    /// (`DelayBalance.significantErrors`), because a dispute only holds a follower back
+    /// until the exchanges can tell. At five, followers behind a 1 ms timer started 200 to
+    /// 420 µs off while claiming under 50 (`chorus-bench clock --ticks-path 5,2,1`, 8 of 24),
+    /// the centre's 4 deviations not yet enough to speak.
+    static let disputedErrors = 3.0
+    /// How many of the centre's deviations it may lie from the floors' line before the floors'
+    /// line claims the rest of the distance as uncertainty, while the join's exchanges come
+    /// in (`publish`). At one, followers behind a simulated 1 ms timer still started up to
+    /// 351 µs off (`chorus-bench clock --runs 24 --seconds 20 --ticks-path 5,2,1`), at half
+    /// 178 µs; at none, a follower on the Wi-Fi-like path waited 1.35 s to start where the
+    /// floors were right, at half 0.40 s. (Claiming the centre's whole deviation instead put
+    /// a recorded jittery join's start past half a second, `RecordedJoinTests`.)
+    static let agreeingCentreDeviations = 0.5
     /// How far the centre lay from the floors' line at the dispute (ns).
     private var disputedDeparture = 0.0
     /// Set once either direction's floor has been judged ramped (`DelayBalance.rampedFloor`)
@@ -265,6 +309,13 @@ public struct ClockEstimator: Sendable {
     /// Samples in the window.
     public var sampleCount: Int { window.count }
 
+    /// The follower host time the window spans, from its oldest exchange's midpoint to its
+    /// newest's.
+    public var windowCoverage: Duration {
+        guard let oldest = window.samples.first?.midpoint, let newest = window.samples.last?.midpoint else { return .zero }
+        return newest - oldest
+    }
+
     /// Whether the latest estimate is converged.
     public var isConverged: Bool { estimate?.converged ?? false }
 
@@ -278,7 +329,9 @@ public struct ClockEstimator: Sendable {
     /// (`FollowerCore.canStart(on:)`), `convergingInterval` until offset and rate are known to
     /// `joinedUncertainty` and `joinedRateUncertaintyPPM`, `settlingInterval` until they
     /// are known to `settledUncertainty` and `settledRateUncertaintyPPM`, then
-    /// `steadyInterval`.
+    /// `steadyInterval`. In the centre's mode (floors that differ between the directions),
+    /// by the centre's own deviation instead: `convergingInterval` above `joinedUncertainty`,
+    /// `centreInterval` above `centreSettledUncertainty`, then `settlingInterval`.
     public func nextPollInterval(requestsSent: Int) -> Duration {
         if requestsSent < Self.burstCount { return Self.burstInterval }
         if centreMode, let centreDeviation = centre.centroidDeviation {
@@ -287,7 +340,8 @@ public struct ClockEstimator: Sendable {
             // the rate over: at the starting poll the window spanned two seconds, the
             // floors' rate was known to 20 ppm, the published deviation grew past what a
             // follower starts on, and the poll stayed there (seen behind a real relay).
-            return centreDeviation > Double(Self.joinedUncertainty.nanosecondCount) ? Self.convergingInterval : Self.settlingInterval
+            if centreDeviation > Double(Self.joinedUncertainty.nanosecondCount) { return Self.convergingInterval }
+            return centreDeviation > Double(Self.centreSettledUncertainty.nanosecondCount) ? Self.centreInterval : Self.settlingInterval
         }
         guard let estimate, FollowerCore.canStart(on: estimate) else { return Self.startingInterval }
         if let centreDeviation = centre.centroidDeviation, centreDeviation > Double(Self.joinedUncertainty.nanosecondCount),
@@ -355,16 +409,28 @@ public struct ClockEstimator: Sendable {
             centreMode = false
             rampedFloorSeen = false
             balance = nil
+            floorsFit = nil
+            lastAdmitted = nil
         }
-        window.insert(sample)
         centre.add(sample)
-        samplesSinceSpread += 1
-        window.removeOldest(window.count - Self.windowSize)
-        if let newest = window.samples.last?.midpoint {
-            window.removeOlder(than: newest - Self.windowSpan)
+        let raw: ClockEstimate
+        if centreMode, window.count >= Self.windowSize, let floors = floorsFit, let admitted = lastAdmitted,
+           sample.midpoint >= admitted, sample.midpoint - admitted < Self.centreWindowSpacing {
+            // Counted by the centre only: the floors' line stands as the window last gave it.
+            centreOnlySampleCount += 1
+            raw = publish(floors)
+        } else {
+            window.insert(sample)
+            lastAdmitted = sample.midpoint
+            samplesSinceSpread += 1
+            window.removeOldest(window.count - Self.windowSize)
+            if let newest = window.samples.last?.midpoint {
+                window.removeOlder(than: newest - Self.windowSpan)
+            }
+            let floors = windowFit()
+            floorsFit = floors
+            raw = publish(floors)
         }
-
-        let raw = fit()
         let published = clamp(raw, previous: estimate, now: sample.t4)
         estimate = published
         hasConverged = hasConverged || published.converged
@@ -393,12 +459,40 @@ public struct ClockEstimator: Sendable {
         let limited = change < .zero ? .zero - Self.slewLimit : Self.slewLimit
         var adjusted = raw
         adjusted.offset = raw.offset - change + limited
+        // The published line lags the fit by what the slew has still to cover, and claims it:
+        // a follower must not start on a line that is on its way elsewhere. (When the
+        // estimate left the floors' line for the centre, 1.9 ms away behind a 4 ms timer, it
+        // claimed the fit's 30 µs while 1.7 ms off, and simulated followers started there.)
+        let lag = Double((change - limited).magnitude.nanosecondCount)
+        let claimed = Double(raw.uncertainty.nanosecondCount)
+        let combined = (claimed * claimed + lag * lag).squareRoot()
+        adjusted.uncertainty = .nanoseconds(combined.isFinite ? Int64(min(combined, 1e18).rounded()) : Int64.max)
         return adjusted
     }
 
-    /// The posterior line over the window, its uncertainty, and the residual of the
-    /// near-best exchanges about it.
-    private mutating func fit() -> ClockEstimate {
+    /// What a fit of the window gives: the floors' line (in the window's coordinates, x
+    /// from follower host ns `reference`, offsets from `baseOffset`) and the window's
+    /// figures that the published estimate reports with it.
+    struct FloorsFit {
+        var line: (slope: Double, offset: Double, slopeDeviation: Double, offsetDeviation: Double, crossing: Double)
+        var reference: Int128
+        var baseOffset: Int128
+        /// The window's exchanges in those coordinates.
+        var points: (x: [Double], upper: [Double], lower: [Double])
+        /// The mean queueing delay the sharp model read from the round trips (ns).
+        var queueing: Double
+        /// The floor's learned spread (ns), 0 where the sharp model stood.
+        var spread: Double
+        var bestRoundTrip: Int128
+        var medianRoundTrip: Int128
+        /// Round trips up to this count as near the best (`roundTripFilterFactor`).
+        var nearBestRoundTrip: Int128
+        var sampleCount: Int
+    }
+
+    /// The posterior line over the window, with the soft floor's where it applies, and the
+    /// balance of the two directions judged against it.
+    private mutating func windowFit() -> FloorsFit {
         var bounds = ExchangeBounds(window)
         var line = bounds.posteriorLine()
         // Bounds that cross by more than timestamping noise describe two lines: the older
@@ -451,23 +545,56 @@ public struct ClockEstimator: Sendable {
             balance = (judged, 0)
         }
         balance?.fitsSince += 1
+
+        let best = window.roundTrip(atFraction: 0)
+        let median = window.roundTrip(atFraction: 0.5)
+        // Near the best round trip, or in the best quarter: the exchanges whose own offset
+        // is worth comparing with the line.
+        let nearBest = Int128((Double(best.clampedToInt64) * Self.roundTripFilterFactor).rounded()) + Self.roundTripFilterMargin.nanosecondCount
+        let threshold = max(nearBest, window.roundTrip(atFraction: 0.25))
+        return FloorsFit(line: line, reference: bounds.reference, baseOffset: bounds.baseOffset, points: bounds.points,
+                         queueing: bounds.queueing, spread: spread, bestRoundTrip: best, medianRoundTrip: median,
+                         nearBestRoundTrip: threshold, sampleCount: window.count)
+    }
+
+    /// The estimate published from the window's floors' line and the exchanges' centre: the
+    /// floors' line, or the centre's where the exchanges show the floors' line off
+    /// (`DelayBalance`), its uncertainty, and the residual of the near-best exchanges about it.
+    private mutating func publish(_ floors: FloorsFit) -> ClockEstimate {
+        var line = floors.line
+        let bounds = (reference: floors.reference, baseOffset: floors.baseOffset, points: floors.points, queueing: floors.queueing)
+        let spread = floors.spread
         let centreLine = centre.line(reference: bounds.reference, base: bounds.baseOffset)
         floorsDisputed = false
+        // How far the centre lies from the floors' line beyond its own deviation (ns), where
+        // the two are compared.
+        var undisputedDeparture = 0.0
         if balance?.judged.rampedFloor == true { rampedFloorSeen = true }
+        if centreLine != nil, !centreMode, rampedFloorSeen {
+            // A floor that ramps up from a timer's tick leaves the floors' line anywhere
+            // within half a tick, whatever it claims; the centre is known to its deviation.
+            // Waiting for the centre to depart significantly kept a follower behind a real
+            // relay on the floors' line, 110 µs off, for five seconds after the ramp was seen
+            // (`clock-replay` of a `netpath.py --profile ticks` run: 1.3 s to join instead
+            // of 4.4 s).
+            centreMode = true
+        }
         if let centreLine, !centreMode {
             // The centre's long memory can see the floors' line lie off it before the window
             // alone can: compared where the centre is known best, its centroid.
             let departure = centreLine.offset + centreLine.slope * centreLine.centroid - (line.offset + line.slope * centreLine.centroid)
-            if abs(departure) > DelayBalance.leastDeparture, abs(departure) > DelayBalance.significantErrors * centreLine.centroidDeviation {
-                if balance?.judged.trustsCentre == true || rampedFloorSeen {
-                    centreMode = true
-                } else if centre.count < Self.balanceVerdictExchanges {
-                    // Disputed only while the join's exchanges are still coming in: past
-                    // them, with no ramp seen, the spreads are a busier queue's and the
-                    // floors' line stands, as sure as it claims.
-                    floorsDisputed = true
-                    disputedDeparture = departure
-                }
+            undisputedDeparture = max(0, abs(departure) - Self.agreeingCentreDeviations * centreLine.centroidDeviation)
+            let beyondLeast = abs(departure) > DelayBalance.leastDeparture
+            if beyondLeast, abs(departure) > DelayBalance.significantErrors * centreLine.centroidDeviation,
+               balance?.judged.trustsCentre == true {
+                centreMode = true
+            } else if beyondLeast, abs(departure) > Self.disputedErrors * centreLine.centroidDeviation,
+                      centre.count < Self.balanceVerdictExchanges {
+                // Disputed only while the join's exchanges are still coming in: past
+                // them, with no ramp seen, the spreads are a busier queue's and the
+                // floors' line stands, as sure as it claims.
+                floorsDisputed = true
+                disputedDeparture = departure
             }
         }
         if balance?.judged.shift != nil { centreMode = true }
@@ -476,15 +603,24 @@ public struct ClockEstimator: Sendable {
         }
         if centreMode, let centreLine {
             let slopesAgree = abs(centreLine.slope - line.slope) <= Self.agreeingSlopeDeviations * (centreLine.slopeDeviation * centreLine.slopeDeviation + line.slopeDeviation * line.slopeDeviation).squareRoot()
-            // Both rates, weighed by their deviations (the centre's taken as
-            // `centreSlopeCaution` times what it claims): where the floors stand sharp theirs
-            // is the sharper by far, while behind a real relay, whose wake-ups blur them,
-            // the centre's was known to 0.6 ppm where the floors' window knew 20.
-            let centreSlopeDeviation = centreLine.slopeDeviation * Self.centreSlopeCaution
+            // Both rates, weighed by their deviations: where the floors stand sharp theirs is
+            // the sharper by far, while behind a real relay, whose wake-ups blur them, the
+            // centre's was known to 0.6 ppm where the floors' window knew 20. The centre's is
+            // taken as it claims. Taken as four times that, the floors' rate prevailed behind
+            // a real relay on a 4 ms timer, whose ramped floors tilt it by ppm while claiming
+            // less, and the estimate wandered 150 µs over tens of seconds as the tilt came
+            // and went (`clock-replay` of `netpath.py --profile ticks` runs on 1, 2 and 4 ms
+            // timers: p99 from 10 s on of 41 to 164 µs against 23 to 71 µs; in simulation,
+            // pair p99 alike or better, docs/clock-ticks.md).
+            let centreSlopeDeviation = centreLine.slopeDeviation
             let floorWeight = 1 / max(line.slopeDeviation * line.slopeDeviation, .leastNormalMagnitude)
             let centreWeight = 1 / max(centreSlopeDeviation * centreSlopeDeviation, .leastNormalMagnitude)
             let slope = (line.slope * floorWeight + centreLine.slope * centreWeight) / (floorWeight + centreWeight)
-            let slopeDeviation = (1 / (floorWeight + centreWeight)).squareRoot()
+            // What is claimed for it, though, takes the centre's as `centreClaimCaution` times
+            // what it says.
+            let cautiousDeviation = centreSlopeDeviation * Self.centreClaimCaution
+            let cautiousWeight = 1 / max(cautiousDeviation * cautiousDeviation, .leastNormalMagnitude)
+            let slopeDeviation = (1 / (floorWeight + cautiousWeight)).squareRoot()
             if slopesAgree, slope.isFinite, slopeDeviation.isFinite,
                let through = centre.line(reference: bounds.reference, base: bounds.baseOffset, slope: slope, slopeDeviation: slopeDeviation) {
                 line.slope = slope
@@ -494,8 +630,9 @@ public struct ClockEstimator: Sendable {
             } else {
                 line.slope = centreLine.slope
                 line.offset = centreLine.offset
-                line.slopeDeviation = centreLine.slopeDeviation
-                line.offsetDeviation = centreLine.offsetDeviation
+                line.slopeDeviation = cautiousDeviation
+                let carried = cautiousDeviation * centreLine.centroid
+                line.offsetDeviation = (centreLine.centroidDeviation * centreLine.centroidDeviation + carried * carried).squareRoot()
             }
             balancedFitCount += 1
         } else if let shift = balance?.judged.shift {
@@ -511,13 +648,8 @@ public struct ClockEstimator: Sendable {
             line.offsetDeviation = (line.offsetDeviation * line.offsetDeviation + half * half).squareRoot()
         }
 
-        let best = window.roundTrip(atFraction: 0)
-        let median = window.roundTrip(atFraction: 0.5)
-        // Near the best round trip, or in the best quarter: the exchanges whose own offset
-        // is worth comparing with the line.
-        let nearBest = Int128((Double(best.clampedToInt64) * Self.roundTripFilterFactor).rounded()) + Self.roundTripFilterMargin.nanosecondCount
-        let threshold = max(nearBest, window.roundTrip(atFraction: 0.25))
-        var squares = 0.0
+        let best = floors.bestRoundTrip, median = floors.medianRoundTrip, threshold = floors.nearBestRoundTrip
+        var squares = 0.0, allSquares = 0.0
         var used = 0
         let limit = Double(threshold.clampedToInt64)
         let points = bounds.points
@@ -525,8 +657,9 @@ public struct ClockEstimator: Sendable {
             // An exchange's round trip is its upper bound less its lower, and its own
             // offset, ((t2 − t1) + (t3 − t4)) / 2, their midpoint.
             let upper = points.upper[index], lower = points.lower[index]
-            guard upper - lower <= limit else { continue }
             let residual = (upper + lower) / 2 - line.offset - line.slope * points.x[index]
+            allSquares += residual * residual
+            guard upper - lower <= limit else { continue }
             squares += residual * residual
             used += 1
         }
@@ -542,8 +675,27 @@ public struct ClockEstimator: Sendable {
         // m / √(2n). Without this a jittery path's first few dozen exchanges claimed under
         // 50 µs while the line then moved by over 100 µs as the spread was learned, and a
         // follower started on that.
-        let unlearned = floorSpread == nil ? bounds.queueing / (2 * Double(window.count)).squareRoot() : 0
-        let deviation = (line.offsetDeviation * line.offsetDeviation + asymmetry * asymmetry + unlearned * unlearned).squareRoot()
+        let unlearned = floorSpread == nil ? bounds.queueing / (2 * Double(floors.sampleCount)).squareRoot() : 0
+        // Until the centre has counted the join's exchanges, it is the only check on the
+        // floors' line, and that line is taken to be known no better than the centre shows
+        // it: off by as much as the two lie apart beyond half the centre's deviation, and,
+        // before the centre has a line, no better than the exchanges' mean. A timer's ticks
+        // can put the floors' line hundreds of µs off while it claims tens, below the three
+        // deviations that dispute it. Behind a simulated 1 ms timer, followers that started
+        // in the first 0.15 s stood up to 420 µs off while claiming under 50 µs
+        // (`chorus-bench clock --ticks-path 5,2,1`); with this, 178 µs.
+        var unchecked = 0.0
+        if !centreMode, centre.count < Self.balanceVerdictExchanges {
+            if centreLine != nil {
+                unchecked = undisputedDeparture
+            } else {
+                // The window holds every exchange yet: their own offsets' spread about the
+                // line, over the square root of their count.
+                let count = Double(max(points.x.count, 1))
+                unchecked = (allSquares / count).squareRoot() / count.squareRoot()
+            }
+        }
+        let deviation = max((line.offsetDeviation * line.offsetDeviation + asymmetry * asymmetry + unlearned * unlearned).squareRoot(), unchecked)
         let uncertainty = Duration.nanoseconds(deviation.isFinite ? Int64(min(deviation, 1e18).rounded()) : Int64.max)
         return ClockEstimate(
             referenceHostTime: HostTime(nanoseconds: bounds.reference.clampedToInt64),
@@ -552,9 +704,9 @@ public struct ClockEstimator: Sendable {
             bestRoundTrip: .nanoseconds(best.clampedToInt64),
             medianRoundTrip: .nanoseconds(median.clampedToInt64),
             residualRMS: .nanoseconds(rms.isFinite ? Int64(min(rms, 1e18).rounded()) : Int64.max),
-            sampleCount: window.count,
+            sampleCount: floors.sampleCount,
             usedSampleCount: used,
-            converged: window.count >= Self.convergenceSamples && uncertainty <= Self.convergedUncertaintyLimit,
+            converged: floors.sampleCount >= Self.convergenceSamples && uncertainty <= Self.convergedUncertaintyLimit,
             uncertainty: uncertainty,
             rateUncertaintyPPM: line.slopeDeviation * 1e6,
             floorSpread: .nanoseconds(Int64(min(spread, 1e18).rounded()))

@@ -28,6 +28,9 @@ struct ClockBenchmark: ParsableCommand {
     static let joinHold: Duration = .seconds(1)
     /// Errors before this are left out of the steady figures: the join is reported apart.
     static let steadyAfter: Duration = .seconds(2)
+    /// Each follower's bias is its signed median error from this many seconds on, as the
+    /// `sync` benchmark's and `clock-replay`'s steady figures: past the join's first fits.
+    static let biasFrom = 10
     /// An error beyond this many of the estimate's published deviations counts against its
     /// honesty: for a Gaussian error, 0.3 % of probes.
     static let honestDeviations = 3.0
@@ -151,7 +154,7 @@ struct ClockBenchmark: ParsableCommand {
                 + path.map { " --path \($0)" }.joined() + ticksPath.map { " --ticks-path \($0)" }.joined() + delaysFrom.map { " --delays-from \($0)" }.joined(),
             header: ["path", "exchanges/s", "join s median", "join s max", "never", "start s max", "max 1 s from start",
                      "p99 1–2 s", "p99 2–10 s", "p99 10 s on",
-                     "median 2 s on", "signed median 2 s on", "max 2 s on", "pair p99 2 s on", "pair max", "beyond 3σ % to 2 s", "beyond 3σ %"])
+                     "median 2 s on", "signed median 2 s on", "worst bias 10 s on", "max 2 s on", "pair p99 2 s on", "pair max", "beyond 3σ % to 2 s", "beyond 3σ %"])
         let probesPerSecond = Int(1_000_000_000 / Self.probeInterval.nanosecondCount)
         for path in chosen {
             var errors: [[Double]] = []
@@ -188,6 +191,12 @@ struct ClockBenchmark: ParsableCommand {
             let steady = magnitudes(from: steadyFrom)
             // A bias every follower on a path shares shows here; the magnitudes hide its sign.
             let signed = Statistics(errors.flatMap { run in run[min(steadyFrom * probesPerSecond, run.count)...] })
+            // Each follower's own steady bias (its signed median from 10 s on): the largest
+            // is what one room of the group would be left with.
+            let biases = errors.map { run in
+                Statistics(Array(run[min(Self.biasFrom * probesPerSecond, run.count)...])).median
+            }
+            let worstBias = biases.map(abs).max() ?? .nan
             var pairs: [Double] = []
             for index in errors.indices {
                 let a = errors[index], b = errors[(index + 1) % errors.count]
@@ -201,7 +210,7 @@ struct ClockBenchmark: ParsableCommand {
                        starts.count < runs ? "never (\(runs - starts.count))" : Format.fixed(Statistics(starts).maximum, 2),
                        µs(Statistics(startErrors).maximum),
                        µs(magnitudes(from: 1, to: 2).percentile(99)), µs(magnitudes(from: 2, to: 10).percentile(99)),
-                       µs(magnitudes(from: 10).percentile(99)), µs(steady.median), µs(signed.median), µs(steady.maximum),
+                       µs(magnitudes(from: 10).percentile(99)), µs(steady.median), µs(signed.median), µs(worstBias), µs(steady.maximum),
                        µs(pair.percentile(99)), µs(pair.maximum),
                        Format.fixed(100 * Double(overconfidentEarly) / Double(max(judgedEarly, 1)), 1),
                        Format.fixed(100 * Double(overconfident) / Double(max(judged, 1)), 1)])

@@ -49,7 +49,8 @@ struct ClockReplay: ParsableCommand {
                           command: "chorus-bench clock-replay " + directories.joined(separator: " "),
                           header: ["run", "follower", "exchanges", "start s (rec / new)", "max µs 0-1 s after start (rec / new)",
                                    "max µs 1-2 s after start (rec / new)", "join from start s (rec / new)",
-                                   "p99 µs \(Int(Self.steadyFrom)) s on (rec / new)", "signed median µs \(Int(Self.steadyFrom)) s on (rec / new)"])
+                                   "p99 µs \(Int(Self.steadyFrom)) s on (rec / new)", "signed median µs \(Int(Self.steadyFrom)) s on (rec / new)",
+                                   "path's own offset µs \(Int(Self.steadyFrom)) s on (all / fastest 10 %)"])
         var worst: [String: [Double]] = [:]
         var judged = (old: 0, new: 0), beyond = (old: 0, new: 0)
         var joins: (old: [Double], new: [Double]) = ([], [])
@@ -106,6 +107,18 @@ struct ClockReplay: ParsableCommand {
                     }
                 }
                 let old = Summary(recorded), new = Summary(replayed)
+                // Where the exchanges themselves put the offset, against the truth: half the
+                // difference of the true one-way delays, which is an exchange's own error. Its
+                // mean is what an estimate from the exchanges' centre tends to; that of the
+                // fastest round trips, what one from the floors tends to.
+                let steadyRows = rows.indices.filter {
+                    (follower.machine(atNode: Double(rows[$0].sample.t4.nanoseconds)) - origin) / 1e9 >= Self.steadyFrom
+                }
+                let ownErrors = steadyRows.map { (forward[$0] - backward[$0]) / 2 }
+                let fastest = steadyRows.sorted { forward[$0] + backward[$0] < forward[$1] + backward[$1] }
+                    .prefix(max(1, steadyRows.count / 10)).map { (forward[$0] - backward[$0]) / 2 }
+                let pathOffset = ownErrors.isEmpty ? "-"
+                    : "\(Format.fixed(Statistics(ownErrors).mean / 1e3, 1)) / \(Format.fixed(Statistics(Array(fastest)).mean / 1e3, 1))"
                 judged.old += old.judged; judged.new += new.judged; beyond.old += old.beyond; beyond.new += new.beyond
                 for (key, value) in [("rec 0-1", old.early), ("new 0-1", new.early), ("rec 1-2", old.late), ("new 1-2", new.late)] {
                     worst[key, default: []].append(value ?? .infinity)
@@ -119,7 +132,8 @@ struct ClockReplay: ParsableCommand {
                            "\(Format.optional(old.late.map { $0 * 1e6 }, 1)) / \(Format.optional(new.late.map { $0 * 1e6 }, 1))",
                            "\(Format.optional(old.join, 2)) / \(Format.optional(new.join, 2))",
                            "\(Format.optional(old.steadyP99.map { $0 * 1e6 }, 1)) / \(Format.optional(new.steadyP99.map { $0 * 1e6 }, 1))",
-                           "\(Format.optional(old.steadyMedian.map { $0 * 1e6 }, 1)) / \(Format.optional(new.steadyMedian.map { $0 * 1e6 }, 1))"])
+                           "\(Format.optional(old.steadyMedian.map { $0 * 1e6 }, 1)) / \(Format.optional(new.steadyMedian.map { $0 * 1e6 }, 1))",
+                           pathOffset])
             }
         }
         for key in ["0-1", "1-2"] {

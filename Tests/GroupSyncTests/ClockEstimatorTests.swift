@@ -342,6 +342,70 @@ struct ClockEstimatorTests {
         #expect(estimator.nextPollInterval(requestsSent: sent) >= ClockEstimator.settlingInterval)
     }
 
+    /// On a ticking path the estimate rests on the exchanges' centre, whose error falls only
+    /// with the exchanges it counts (each one's own offset scatters by 0.84 ms here): the
+    /// poll stays faster than the settling rate until the centre is known to a few µs, while
+    /// the window takes an exchange no more often than `centreWindowSpacing`, so that it still
+    /// spans half a minute and its floors still give the rate the centre's line is read with.
+    @Test func aTickedPathPollsItsCentreFasterAndKeepsTheWindowLong() {
+        var path = SimulatedPath(seed: 61)
+        path.baseDelay = .milliseconds(5)
+        path.jitter = .milliseconds(2)
+        path.releaseTick = .milliseconds(1)
+        path.tickOrigin = HostTime(nanoseconds: 1_000_321_000)
+        path.leaderProcessing = .microseconds(30)
+        var estimator = ClockEstimator()
+        var now = HostTime(nanoseconds: 1_000_000_000)
+        var sent = 0
+        let offset: Duration = .seconds(-1) + .microseconds(234)
+        _ = Self.run(path: &path, skewPPM: 60, offset: offset, duration: .seconds(40),
+                     estimator: &estimator, trueTime: &now, requestsSent: &sent)
+        let sentBefore = sent
+        _ = Self.run(path: &path, skewPPM: 60, offset: offset, duration: .seconds(10),
+                     estimator: &estimator, trueTime: &now, requestsSent: &sent)
+        let perSecond = Double(sent - sentBefore) / 10
+        let settlingRate = 1e6 / ClockEstimator.settlingInterval.microsecondsValue
+        #expect(estimator.balancedFitCount > 0, "the centre never stood")
+        #expect(perSecond > 1.5 * settlingRate, "\(perSecond) exchanges a second")
+        #expect(estimator.centreOnlySampleCount > 0)
+        #expect(estimator.windowCoverage >= .seconds(25), "the window spans \(estimator.windowCoverage)")
+    }
+
+    /// A clock jump lets the history go, and with it what the history showed of the path: a
+    /// follower that had seen a ticking path's ramped floor, and rested on the centre, whose
+    /// leader restarts behind a queue busier one way (where the centre lies 0.8 ms off and
+    /// the floors agree) must come to the floors' line, not keep trusting the centre.
+    @Test func aClockJumpForgetsWhatTheOldPathShowed() {
+        var path = SimulatedPath(seed: 71)
+        path.baseDelay = .milliseconds(3)
+        path.jitter = .milliseconds(1)
+        path.releaseTick = .milliseconds(2)
+        path.tickOrigin = HostTime(nanoseconds: 1_000_777_000)
+        path.leaderProcessing = .microseconds(30)
+        var estimator = ClockEstimator()
+        var now = HostTime(nanoseconds: 1_000_000_000)
+        var sent = 0
+        _ = Self.run(path: &path, skewPPM: -70, offset: .seconds(3), duration: .seconds(20),
+                     estimator: &estimator, trueTime: &now, requestsSent: &sent)
+        #expect(estimator.balancedFitCount > 0, "the centre never stood on the ticking path")
+        // The leader restarts with another clock, behind another path.
+        path.releaseTick = nil
+        path.jitter = .microseconds(100)
+        path.forwardQueueing = .milliseconds(2)
+        let offset: Duration = .seconds(9) + .microseconds(456)
+        let stepsBefore = estimator.stepCount
+        let clock = Self.run(path: &path, skewPPM: -70, offset: offset, duration: .seconds(30),
+                             estimator: &estimator, trueTime: &now, requestsSent: &sent)
+        #expect(estimator.stepCount > stepsBefore, "the jump was not seen")
+        var errors: [Double] = []
+        _ = Self.run(path: &path, skewPPM: -70, offset: offset, duration: .seconds(10),
+                     estimator: &estimator, trueTime: &now, requestsSent: &sent) { estimate, followerTime in
+            errors.append(abs(Self.error(estimate, at: followerTime, clock: clock).microsecondsValue))
+        }
+        errors.sort()
+        #expect(errors[errors.count * 99 / 100] < 150, "99th percentile error \(errors[errors.count * 99 / 100]) µs")
+    }
+
     /// One follower per seed behind a relay that releases on its timer's ticks (base ±
     /// jitter each way, ms; the follower's clock skewed by the first rate for even seeds,
     /// the second for odd ones), settled for `settling` and then measured at every estimate
@@ -495,10 +559,17 @@ struct ClockEstimatorTests {
         let end = 20 + ClockEstimator.windowSize + 16
         for index in 20..<end {
             let at = sample(index).t4
+            let limitedBefore = estimator.slewLimitedCount
             let nextAdded = estimator.add(sample(index))
             let next = try #require(nextAdded)
             let change = (next.leaderTime(atHost: at) - previous.leaderTime(atHost: at)).magnitudeForTest
             #expect(change <= ClockEstimator.slewLimit + .nanoseconds(1))
+            if estimator.slewLimitedCount > limitedBefore {
+                // On its way to the new line, the estimate claims what it has still to cover,
+                // so that no follower starts on it there.
+                let left = abs(next.offset(atHost: at).microsecondsValue - 11_000)
+                #expect(left < 100 || !FollowerCore.canStart(on: next), "\(left) µs from the line, claiming \(next.uncertainty)")
+            }
             previous = next
         }
         #expect(estimator.slewLimitedCount > 0)
