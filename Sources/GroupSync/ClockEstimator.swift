@@ -167,10 +167,11 @@ public struct ClockEstimator: Sendable {
     /// minute of memory, and each exchange's own offset scatters by 0.84 ms on 5 ms ± 2 ms
     /// behind a 1 ms timer: fifty a second leave it 11 µs, which a follower plays as a bias
     /// for tens of seconds at a time. In simulation (`chorus-bench clock --runs 12 --seconds
-    /// 120 --ticks-path 5,2,1`) the worst follower's bias went from 26 to 19 µs at 4 ms, 20 µs
-    /// at 6 ms, and the pair p99 from 95 to 59, 69 and 74 µs at 4, 6 and 8 ms; this is the
-    /// middle of those, since the exchanges are paid for on every such path for as long as
-    /// it lasts. Paths whose floors agree never poll at it.
+    /// 120 --ticks-path 5,2,1`) the worst follower's bias went from 26 to 19 µs at 4 ms and
+    /// 20 µs at 6 ms, the pair p99 from 95 to 59, 69 and 74 µs at 4, 6 and 8 ms; at 5 ms, with
+    /// the rest of the centre's changes, 19 and 63 µs. Not 4 ms: the exchanges are paid for on
+    /// every such path for as long as it lasts. The centre on the path settles near
+    /// 5 µs at this rate, so the poll may stay at it for good. Paths whose floors agree never poll at it.
     public static let centreInterval: Duration = .milliseconds(5)
     /// The centre's deviation below which the centre's mode polls at `settlingInterval`.
     static let centreSettledUncertainty: Duration = .microseconds(5)
@@ -203,7 +204,7 @@ public struct ClockEstimator: Sendable {
     public private(set) var rejectedSampleCount = 0
     /// Samples let go early because their bounds contradicted newer ones.
     public private(set) var contradictedSampleCount = 0
-    /// Fits whose line was moved from the floors' onto the exchanges' centre
+    /// Estimates whose line was moved from the floors' onto the exchanges' centre
     /// (`DelayBalance`): the directions' floors differ.
     public private(set) var balancedFitCount = 0
     /// The last balance judged, as a shift from the line it was judged against, and the
@@ -261,19 +262,21 @@ public struct ClockEstimator: Sendable {
     /// `windowSize` exchanges would span eight seconds, and the floors' rate, which the
     /// centre's line is read with at up to a minute from its centroid, would be known over
     /// those alone: in simulation the largest error rose from 108 to 149 µs. At this spacing
-    /// the window spans half a minute as at the settling poll, and a fit costs no more
-    /// often than there.
+    /// the window spans about half a minute (41 s at the settling poll), and a fit costs no
+    /// more often than there.
     static let centreWindowSpacing: Duration = .milliseconds(15)
     /// Set once the floors' line is shown to lie off the exchanges' centre while the centre
-    /// can be trusted (`DelayBalance.trustsCentre`): the centre's line is published from then
+    /// can be trusted (`DelayBalance.trustsCentre`), or lie three of the centre's deviations
+    /// off once a ramped floor has been seen: the centre's line is published from then
     /// on, until the directions spread unlike (`unlikeSpreads`, and no ramped floor seen) or
     /// the history is let go. Kept rather than
     /// judged afresh at each fit: on a path whose floors differ the floors' line wanders
     /// (one direction's floor follows the phase of a relay's ticks), and at times comes
     /// near the centre by chance, yet is no better for it.
     private var centreMode = false
-    /// Set at a fit whose floors' line the centre departs from while the centre cannot be
-    /// trusted (`DelayBalance.trustsCentre`, no ramp seen), among the first
+    /// Set at a fit whose floors' line the centre departs from by `disputedErrors` of its
+    /// deviations without the centre being let in (too few deviations, or a centre that
+    /// cannot be trusted: `DelayBalance.trustsCentre`, no ramp seen), among the first
     /// `balanceVerdictExchanges` since the last reset: `nextPollInterval` keeps the join's
     /// poll meanwhile, and the estimate claims half the departure as uncertainty.
     private var floorsDisputed = false
@@ -415,13 +418,14 @@ public struct ClockEstimator: Sendable {
         centre.add(sample)
         let raw: ClockEstimate
         if centreMode, window.count >= Self.windowSize, let floors = floorsFit, let admitted = lastAdmitted,
-           sample.midpoint >= admitted, sample.midpoint - admitted < Self.centreWindowSpacing {
+           sample.midpoint < admitted + Self.centreWindowSpacing {
+            // (An exchange overtaken by a later one's reply counts as close to the last taken.)
             // Counted by the centre only: the floors' line stands as the window last gave it.
             centreOnlySampleCount += 1
             raw = publish(floors)
         } else {
             window.insert(sample)
-            lastAdmitted = sample.midpoint
+            lastAdmitted = max(lastAdmitted ?? sample.midpoint, sample.midpoint)
             samplesSinceSpread += 1
             window.removeOldest(window.count - Self.windowSize)
             if let newest = window.samples.last?.midpoint {
@@ -460,7 +464,8 @@ public struct ClockEstimator: Sendable {
         var adjusted = raw
         adjusted.offset = raw.offset - change + limited
         // The published line lags the fit by what the slew has still to cover, and claims it:
-        // a follower must not start on a line that is on its way elsewhere. (When the
+        // a follower must not start on a line that is on its way elsewhere. (`converged`
+        // stays the fit's: the estimate is as converged as the line it is on its way to.) (When the
         // estimate left the floors' line for the centre, 1.9 ms away behind a 4 ms timer, it
         // claimed the fit's 30 µs while 1.7 ms off, and simulated followers started there.)
         let lag = Double((change - limited).magnitude.nanosecondCount)
@@ -570,23 +575,22 @@ public struct ClockEstimator: Sendable {
         // the two are compared.
         var undisputedDeparture = 0.0
         if balance?.judged.rampedFloor == true { rampedFloorSeen = true }
-        if centreLine != nil, !centreMode, rampedFloorSeen {
-            // A floor that ramps up from a timer's tick leaves the floors' line anywhere
-            // within half a tick, whatever it claims; the centre is known to its deviation.
-            // Waiting for the centre to depart significantly kept a follower behind a real
-            // relay on the floors' line, 110 µs off, for five seconds after the ramp was seen
-            // (`clock-replay` of a `netpath.py --profile ticks` run: 1.3 s to join instead
-            // of 4.4 s).
-            centreMode = true
-        }
         if let centreLine, !centreMode {
             // The centre's long memory can see the floors' line lie off it before the window
             // alone can: compared where the centre is known best, its centroid.
             let departure = centreLine.offset + centreLine.slope * centreLine.centroid - (line.offset + line.slope * centreLine.centroid)
             undisputedDeparture = max(0, abs(departure) - Self.agreeingCentreDeviations * centreLine.centroidDeviation)
             let beyondLeast = abs(departure) > DelayBalance.leastDeparture
-            if beyondLeast, abs(departure) > DelayBalance.significantErrors * centreLine.centroidDeviation,
-               balance?.judged.trustsCentre == true {
+            if beyondLeast, rampedFloorSeen, abs(departure) > Self.disputedErrors * centreLine.centroidDeviation {
+                // A floor that ramps up from a timer's tick leaves the floors' line anywhere
+                // within half a tick, whatever it claims; so once a ramp has been seen, a
+                // departure that would only dispute the floors' line lets the centre in.
+                // Waiting for five deviations kept a follower behind a real relay on the
+                // floors' line, 110 µs off, for five seconds after the ramp was seen
+                // (`clock-replay` of a `netpath.py --profile ticks` run).
+                centreMode = true
+            } else if beyondLeast, abs(departure) > DelayBalance.significantErrors * centreLine.centroidDeviation,
+               balance?.judged.trustsCentre == true || rampedFloorSeen {
                 centreMode = true
             } else if beyondLeast, abs(departure) > Self.disputedErrors * centreLine.centroidDeviation,
                       centre.count < Self.balanceVerdictExchanges {
