@@ -348,12 +348,8 @@ struct ClockEstimatorTests {
     /// the window takes an exchange no more often than `centreWindowSpacing`, so that it still
     /// spans half a minute and its floors still give the rate the centre's line is read with.
     @Test func aTickedPathPollsItsCentreFasterAndKeepsTheWindowLong() {
-        var path = SimulatedPath(seed: 61)
-        path.baseDelay = .milliseconds(5)
-        path.jitter = .milliseconds(2)
-        path.releaseTick = .milliseconds(1)
-        path.tickOrigin = HostTime(nanoseconds: 1_000_321_000)
-        path.leaderProcessing = .microseconds(30)
+        var path = SimulatedPath.ticking(seed: 61, base: .milliseconds(5), jitter: .milliseconds(2), tick: .milliseconds(1),
+                                         tickOrigin: HostTime(nanoseconds: 1_000_321_000))
         var estimator = ClockEstimator()
         var now = HostTime(nanoseconds: 1_000_000_000)
         var sent = 0
@@ -376,12 +372,8 @@ struct ClockEstimatorTests {
     /// leader restarts behind a queue busier one way (where the centre lies 0.8 ms off and
     /// the floors agree) must come to the floors' line, not keep trusting the centre.
     @Test func aClockJumpForgetsWhatTheOldPathShowed() {
-        var path = SimulatedPath(seed: 71)
-        path.baseDelay = .milliseconds(3)
-        path.jitter = .milliseconds(1)
-        path.releaseTick = .milliseconds(2)
-        path.tickOrigin = HostTime(nanoseconds: 1_000_777_000)
-        path.leaderProcessing = .microseconds(30)
+        var path = SimulatedPath.ticking(seed: 71, base: .milliseconds(3), jitter: .milliseconds(1), tick: .milliseconds(2),
+                                         tickOrigin: HostTime(nanoseconds: 1_000_777_000))
         var estimator = ClockEstimator()
         var now = HostTime(nanoseconds: 1_000_000_000)
         var sent = 0
@@ -418,12 +410,8 @@ struct ClockEstimatorTests {
         var medians: [Double] = [], magnitudes: [Double] = []
         var beyond = 0
         for seed in seeds {
-            var path = SimulatedPath(seed: seed)
-            path.baseDelay = .milliseconds(base)
-            path.jitter = .milliseconds(jitter)
-            path.releaseTick = .milliseconds(tick)
-            path.tickOrigin = HostTime(nanoseconds: 1_000_000_000 + Int64(seed % 997) * 1_000)
-            path.leaderProcessing = .microseconds(30)
+            var path = SimulatedPath.ticking(seed: seed, base: .milliseconds(base), jitter: .milliseconds(jitter), tick: .milliseconds(tick),
+                                             tickOrigin: HostTime(nanoseconds: 1_000_000_000 + Int64(seed % 997) * 1_000))
             var estimator = ClockEstimator()
             var now = HostTime(nanoseconds: 1_000_000_000)
             var sent = 0

@@ -30,6 +30,19 @@ struct SimulatedPath {
         rng = SplitMix64(seed: seed)
     }
 
+    /// A path behind a relay releasing on its timer's ticks: `base` ± `jitter` each way,
+    /// then held for the next tick of `tick` from `tickOrigin`, with a leader that takes
+    /// 30 µs to reply.
+    static func ticking(seed: UInt64, base: Duration, jitter: Duration, tick: Duration, tickOrigin: HostTime) -> SimulatedPath {
+        var path = SimulatedPath(seed: seed)
+        path.baseDelay = base
+        path.jitter = jitter
+        path.releaseTick = tick
+        path.tickOrigin = tickOrigin
+        path.leaderProcessing = .microseconds(30)
+        return path
+    }
+
     mutating func oneWay() -> Duration {
         var delay = baseDelay
         if jitter > .zero {
