@@ -471,8 +471,13 @@ public struct ClockEstimator: Sendable {
         let lag = Double((change - limited).magnitude.nanosecondCount)
         let claimed = Double(raw.uncertainty.nanosecondCount)
         let combined = (claimed * claimed + lag * lag).squareRoot()
-        adjusted.uncertainty = .nanoseconds(combined.isFinite ? Int64(min(combined, 1e18).rounded()) : Int64.max)
+        adjusted.uncertainty = Self.duration(nanoseconds: combined)
         return adjusted
+    }
+
+    /// A deviation in ns as a `Duration`: the largest one for a value that is not finite.
+    static func duration(nanoseconds value: Double) -> Duration {
+        .nanoseconds(value.isFinite ? Int64(min(value, 1e18).rounded()) : Int64.max)
     }
 
     /// What a fit of the window gives: the floors' line (in the window's coordinates, x
@@ -567,9 +572,8 @@ public struct ClockEstimator: Sendable {
     /// (`DelayBalance`), its uncertainty, and the residual of the near-best exchanges about it.
     private mutating func publish(_ floors: FloorsFit) -> ClockEstimate {
         var line = floors.line
-        let bounds = (reference: floors.reference, baseOffset: floors.baseOffset, points: floors.points, queueing: floors.queueing)
         let spread = floors.spread
-        let centreLine = centre.line(reference: bounds.reference, base: bounds.baseOffset)
+        let centreLine = centre.line(reference: floors.reference, base: floors.baseOffset)
         floorsDisputed = false
         // How far the centre lies from the floors' line beyond its own deviation (ns), where
         // the two are compared.
@@ -581,16 +585,15 @@ public struct ClockEstimator: Sendable {
             let departure = centreLine.offset + centreLine.slope * centreLine.centroid - (line.offset + line.slope * centreLine.centroid)
             undisputedDeparture = max(0, abs(departure) - Self.agreeingCentreDeviations * centreLine.centroidDeviation)
             let beyondLeast = abs(departure) > DelayBalance.leastDeparture
-            if beyondLeast, rampedFloorSeen, abs(departure) > Self.disputedErrors * centreLine.centroidDeviation {
-                // A floor that ramps up from a timer's tick leaves the floors' line anywhere
-                // within half a tick, whatever it claims; so once a ramp has been seen, a
-                // departure that would only dispute the floors' line lets the centre in.
-                // Waiting for five deviations kept a follower behind a real relay on the
-                // floors' line, 110 µs off, for five seconds after the ramp was seen
-                // (`clock-replay` of a `netpath.py --profile ticks` run).
-                centreMode = true
-            } else if beyondLeast, abs(departure) > DelayBalance.significantErrors * centreLine.centroidDeviation,
-               balance?.judged.trustsCentre == true || rampedFloorSeen {
+            // A floor that ramps up from a timer's tick leaves the floors' line anywhere
+            // within half a tick, whatever it claims; so once a ramp has been seen, a
+            // departure that would only dispute the floors' line lets the centre in.
+            // Waiting for five deviations kept a follower behind a real relay on the
+            // floors' line, 110 µs off, for five seconds after the ramp was seen
+            // (`clock-replay` of a `netpath.py --profile ticks` run).
+            let entryErrors = rampedFloorSeen ? Self.disputedErrors
+                : (balance?.judged.trustsCentre == true ? DelayBalance.significantErrors : .infinity)
+            if beyondLeast, abs(departure) > entryErrors * centreLine.centroidDeviation {
                 centreMode = true
             } else if beyondLeast, abs(departure) > Self.disputedErrors * centreLine.centroidDeviation,
                       centre.count < Self.balanceVerdictExchanges {
@@ -626,7 +629,7 @@ public struct ClockEstimator: Sendable {
             let cautiousWeight = 1 / max(cautiousDeviation * cautiousDeviation, .leastNormalMagnitude)
             let slopeDeviation = (1 / (floorWeight + cautiousWeight)).squareRoot()
             if slopesAgree, slope.isFinite, slopeDeviation.isFinite,
-               let through = centre.line(reference: bounds.reference, base: bounds.baseOffset, slope: slope, slopeDeviation: slopeDeviation) {
+               let through = centre.line(reference: floors.reference, base: floors.baseOffset, slope: slope, slopeDeviation: slopeDeviation) {
                 line.slope = slope
                 line.slopeDeviation = slopeDeviation
                 line.offset = through.offset
@@ -656,7 +659,7 @@ public struct ClockEstimator: Sendable {
         var squares = 0.0, allSquares = 0.0
         var used = 0
         let limit = Double(threshold.clampedToInt64)
-        let points = bounds.points
+        let points = floors.points
         for index in points.x.indices {
             // An exchange's round trip is its upper bound less its lower, and its own
             // offset, ((t2 − t1) + (t3 − t4)) / 2, their midpoint.
@@ -671,7 +674,7 @@ public struct ClockEstimator: Sendable {
         let rateLimit = Double(Self.maximumRatePPM * 1_000_000)
         let ppt = line.slope * 1e12
         let ratePPT = ppt.isFinite ? Int64(max(-rateLimit, min(rateLimit, ppt.rounded()))) : 0
-        let offset = bounds.baseOffset + (line.offset.isFinite && abs(line.offset) < 1e18 ? Int128(line.offset.rounded()) : 0)
+        let offset = floors.baseOffset + (line.offset.isFinite && abs(line.offset) < 1e18 ? Int128(line.offset.rounded()) : 0)
         let asymmetry = Double(Self.unseenAsymmetry.nanosecondCount)
         // Until the floor's spread is learned the sharp model cannot tell a floor blurred by
         // as much as the queueing itself from a sharp one, and then the fastest crossings
@@ -679,7 +682,7 @@ public struct ClockEstimator: Sendable {
         // m / √(2n). Without this a jittery path's first few dozen exchanges claimed under
         // 50 µs while the line then moved by over 100 µs as the spread was learned, and a
         // follower started on that.
-        let unlearned = floorSpread == nil ? bounds.queueing / (2 * Double(floors.sampleCount)).squareRoot() : 0
+        let unlearned = floorSpread == nil ? floors.queueing / (2 * Double(floors.sampleCount)).squareRoot() : 0
         // Until the centre has counted the join's exchanges, it is the only check on the
         // floors' line, and that line is taken to be known no better than the centre shows
         // it: off by as much as the two lie apart beyond half the centre's deviation, and,
@@ -700,9 +703,9 @@ public struct ClockEstimator: Sendable {
             }
         }
         let deviation = max((line.offsetDeviation * line.offsetDeviation + asymmetry * asymmetry + unlearned * unlearned).squareRoot(), unchecked)
-        let uncertainty = Duration.nanoseconds(deviation.isFinite ? Int64(min(deviation, 1e18).rounded()) : Int64.max)
+        let uncertainty = Self.duration(nanoseconds: deviation)
         return ClockEstimate(
-            referenceHostTime: HostTime(nanoseconds: bounds.reference.clampedToInt64),
+            referenceHostTime: HostTime(nanoseconds: floors.reference.clampedToInt64),
             offset: .nanoseconds(offset.clampedToInt64),
             ratePPT: ratePPT,
             bestRoundTrip: .nanoseconds(best.clampedToInt64),
