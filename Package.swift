@@ -133,7 +133,7 @@ let package = Package(
 
         // Generated test media (real FFmpeg encodes, damage from a seeded generator), WAV
         // reading, FFmpeg reference decodes.
-        .target(name: "ChorusTestSupport", dependencies: ["MediaClock", "MutexAnnotations"], path: "Tests/ChorusTestSupport"),
+        .target(name: "ChorusTestSupport", dependencies: ["MediaClock", "MutexAnnotations", "CThreadSanitizer"], path: "Tests/ChorusTestSupport"),
         .testTarget(name: "VideoDisplayTests", dependencies: ["VideoDisplay", "CSDL2", "AVPlayback", "MediaPipeline", "ChorusTestSupport", "MutexAnnotations"]),
         .testTarget(name: "MediaClockTests", dependencies: ["MediaClock", "MutexAnnotations", "ChorusSimulation", "ChorusTestSupport"]),
         .testTarget(name: "GroupSyncTests", dependencies: ["GroupSync", "MediaClock", "MutexAnnotations", "ChorusSimulation", "ChorusTestSupport"], exclude: ["Fixtures"],

@@ -18,4 +18,9 @@ static inline void chorus_tsan_release(const void *address) {
     if (__tsan_release) __tsan_release((void *)address);
 }
 
+/* Whether this process runs under the sanitizer (its runtime defines the annotations). */
+static inline int chorus_tsan_active(void) {
+    return __tsan_acquire != 0;
+}
+
 #endif
