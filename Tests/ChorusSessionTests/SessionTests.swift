@@ -215,7 +215,7 @@ import Testing
                 let run = log.lastRun
                 let first = try #require(run.first?.position, sourceLocation: sourceLocation)
                 let last = try #require(run.last?.position, sourceLocation: sourceLocation)
-                // A room that began late, after the join, under a sanitizer's slowness.
+                // Real time: a room slowed enough (under the sanitizer, once) begins after the join.
                 RealTimeChecks.hold(sourceLocation: sourceLocation) {
                     // Where each run began and ended, and what the room said: enough to tell
                     // a late start from a failed join.
@@ -239,7 +239,7 @@ import Testing
         /// positions, never a millisecond apart.
         func expectInStep(skip: Double, sourceLocation: SourceLocation = #_sourceLocation) throws {
             SessionTests.expectInStep(try RenderCaptureLog(path: capture("room")), try RenderCaptureLog(path: capture("leader")),
-                                          skip: skip, sourceLocation: sourceLocation)
+                                      skip: skip, sourceLocation: sourceLocation)
         }
     }
 
@@ -398,7 +398,7 @@ import Testing
         return (try RenderCaptureLog(path: capture("leader")), try RenderCaptureLog(path: capture("room")), agreeing, splices)
     }
 
-    /// The room's sound against the leader's after `skip` frames: over more than 50
+    /// The room's sound against the leader's after `skip` frames: over more than `positions`
     /// positions, never a millisecond apart.
     static func expectInStep(_ room: RenderCaptureLog, _ leader: RenderCaptureLog, skip: Double = 48_000, positions: Int = 50,
                              name: String = "room", sourceLocation: SourceLocation = #_sourceLocation) {
