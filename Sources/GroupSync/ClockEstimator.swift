@@ -299,7 +299,7 @@ public struct ClockEstimator: Sendable {
     /// The least a join's estimate claims while the centre is the only check on the floors'
     /// line, in the centre's own deviations (`publish`): a centre that agrees with the line
     /// cannot vouch for it more closely than it knows the offset itself. Behind a simulated
-    /// 1 or 2 ms timer a follower started 0.14 s in on a line 210 µs off that claimed 47 µs,
+    /// 2 ms timer a follower started 0.14 s in on a line 210 µs off that claimed 47 µs,
     /// the centre agreeing, and stood 414 µs off in the second after (`chorus-bench clock
     /// --ticks-path 5,2,2`); with 0.75, the worst in that second fell from 383–443 µs to
     /// 116–178 µs over two sets of 40 runs, and on the jittery paths by a fifth to a half.
@@ -697,12 +697,12 @@ public struct ClockEstimator: Sendable {
         // Until the centre has counted the join's exchanges, it is the only check on the
         // floors' line, and that line is taken to be known no better than the centre shows
         // it: off by as much as the two lie apart beyond half the centre's deviation, and
-        // never by less than `uncheckedCentreDeviations` of it; before the centre has a line,
-        // no better than the exchanges' mean. A timer's ticks
-        // can put the floors' line hundreds of µs off while it claims tens, below the three
-        // deviations that dispute it. Behind a simulated 1 ms timer, followers that started
-        // in the first 0.15 s stood up to 420 µs off while claiming under 50 µs
-        // (`chorus-bench clock --ticks-path 5,2,1`); with this, 178 µs.
+        // never by less than `uncheckedCentreDeviations` of it; before the centre has a
+        // line, no better than the exchanges' mean. A timer's ticks can put the floors' line
+        // hundreds of µs off while it claims tens, below the three deviations that dispute
+        // it. Behind a simulated 1 ms timer, followers that started in the first 0.15 s
+        // stood up to 420 µs off while claiming under 50 µs (`chorus-bench clock
+        // --ticks-path 5,2,1`).
         var unchecked = 0.0
         if !centreMode, centre.count < Self.balanceVerdictExchanges {
             if let centreLine {
