@@ -18,8 +18,7 @@ struct ImpairmentRelayTests {
         server.startReceiving { serverInbox.put($0); try? server.send($0.bytes, to: $0.source) }
         client.startReceiving { clientInbox.put($0) }
         for index in 0..<100 { try client.send([UInt8(index)], to: relay.listenEndpoint) }
-        var echoed = 0
-        while clientInbox.next(timeout: .milliseconds(300)) != nil { echoed += 1 }
+        let echoed = clientInbox.drain().count
         let counters = relay.counters
         #expect(counters.lost > 20)
         #expect(echoed > 20 && echoed < 100)
@@ -37,8 +36,7 @@ struct ImpairmentRelayTests {
         let inbox = Inbox()
         server.startReceiving { inbox.put($0) }
         for index in 0..<50 { try client.send([UInt8(index)], to: relay.listenEndpoint) }
-        var received: [UInt8] = []
-        while let datagram = inbox.next(timeout: .milliseconds(300)) { received += datagram.bytes }
+        let received = inbox.drain().flatMap(\.bytes)
         #expect(received.count > 50)
         #expect(received != received.sorted())
         #expect(relay.counters.duplicated > 0 && relay.counters.reordered > 0)
@@ -91,10 +89,7 @@ struct ImpairmentRelayTests {
             try client.send([UInt8(index)], to: relay.listenEndpoint)
             Thread.sleep(forTimeInterval: 0.0013)
         }
-        var arrivals: [Int64] = []
-        while let datagram = inbox.next(timeout: .milliseconds(300)) {
-            arrivals.append(datagram.receivedAt.nanoseconds - origin.nanoseconds)
-        }
+        var arrivals = inbox.drain().map { $0.receivedAt.nanoseconds - origin.nanoseconds }
         #expect(arrivals.count == 40)
         arrivals.sort()
         let gaps = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }

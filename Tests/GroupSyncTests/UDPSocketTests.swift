@@ -16,6 +16,15 @@ final class Inbox: Sendable {
         arrived.signal()
     }
 
+    /// Every datagram until none has come for `quiet`, the first waited for up to `first`:
+    /// a relay thread a loaded machine holds off a while still delivers all it will. (With
+    /// 300 ms for the first, a run beside other suites once collected none.)
+    func drain(first: Duration = .seconds(10), quiet: Duration = .seconds(1)) -> [UDPSocket.Datagram] {
+        var all: [UDPSocket.Datagram] = []
+        while let datagram = next(timeout: all.isEmpty ? first : quiet) { all.append(datagram) }
+        return all
+    }
+
     /// The next datagram, or nil after `timeout` (a guard against hangs, not a timing assertion).
     func next(timeout: Duration = .seconds(5)) -> UDPSocket.Datagram? {
         let nanoseconds = Int(timeout.components.seconds) * 1_000_000_000 + Int(timeout.components.attoseconds / 1_000_000_000)
