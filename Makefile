@@ -136,8 +136,8 @@ test: deps
 # millisecond, a room that plays across a join, a sound that follows on within 0.1 ms) are
 # intermittent known issues under the sanitizer (`RealTimeChecks.hold`): seen there, a room
 # 1.2 ms off a station's leader, a room that began in the second item, a variant's sound
-# 10 ms late; the code still runs, and any race in it is still reported. Skipped, because the sanitizer slows every thread 5 to 15 times and they measure
-# time: ALSA's timing suite, the repeating timer's tick count, two clock convergences over
+# 10 ms late; the code still runs, and any race in it is still reported. Skipped, because
+# the sanitizer slows every thread 5 to 15 times and they measure time: ALSA's timing suite, the repeating timer's tick count, two clock convergences over
 # real sockets, the session tests that
 # measure a leader and followers (their sound or their pictures) against each other to a
 # millisecond, and the group command
