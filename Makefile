@@ -137,13 +137,13 @@ test: deps
 # intermittent known issues under the sanitizer (`RealTimeChecks.hold`): seen there, a room
 # 1.2 ms off a station's leader, a room that began in the second item, a variant's sound
 # 10 ms late; the code still runs, and any race in it is still reported. Skipped, because
-# the sanitizer slows every thread 5 to 15 times and they measure time: ALSA's timing suite, the repeating timer's tick count, two clock convergences over
-# real sockets, the session tests that
-# measure a leader and followers (their sound or their pictures) against each other to a
-# millisecond, and the group command
-# tests (a leader and followers as processes, each slowed by the sanitizer: on a loaded
-# machine a leader took longer than the tests' 40 s to start playing; and one runs under
-# libfaketime, which does not run under the sanitizer).
+# the sanitizer slows every thread 5 to 15 times and they measure time throughout: ALSA's
+# timing suite, the repeating timer's tick count, two clock convergences over real sockets,
+# the session tests that measure a leader and followers (their sound or their pictures)
+# against each other to a millisecond, and the group command tests (a leader and followers
+# as processes, each slowed by the sanitizer: on a loaded machine a leader took longer than
+# the tests' 40 s to start playing; and one runs under libfaketime, which does not run
+# under the sanitizer).
 # The windows run on a private Xvfb here too (their display thread is the one to watch), but
 # for the check that a picture reaches the screen within two refreshes of its sound, and the
 # one that a picture is taken for its exact due time 300 ms after the window's loop starts, and the
